@@ -1,0 +1,105 @@
+// Shared device helpers: storage types for 16-bit floats, accumulate-type traits,
+// load/store conversions, grid-stride indexing. Self-contained (no CUDA headers) so the
+// same text compiles under NVRTC and, through host_shim.h, under the host C++ compiler.
+#pragma once
+
+#define OC_MAXD 8  // most spatial dimensions a kernel parameter block describes
+
+namespace oc {
+
+struct half_t { unsigned short bits; };   // IEEE binary16 storage
+struct bf16_t { unsigned short bits; };   // bfloat16 storage
+
+template <typename T> struct acc_of { typedef T type; };
+template <> struct acc_of<half_t> { typedef float type; };
+template <> struct acc_of<bf16_t> { typedef float type; };
+
+__device__ __forceinline__ float bits_to_float(unsigned int u) {
+  union { unsigned int u; float f; } c; c.u = u; return c.f;
+}
+__device__ __forceinline__ unsigned int float_to_bits(float f) {
+  union { unsigned int u; float f; } c; c.f = f; return c.u;
+}
+
+__device__ __forceinline__ float half_to_float(unsigned short h) {
+#if defined(__CUDA_ARCH__)
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+#else
+  unsigned int sign = (unsigned int)(h & 0x8000u) << 16;
+  unsigned int exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  if (exp == 0x1Fu) return bits_to_float(sign | 0x7F800000u | (man << 13));
+  if (exp == 0) {
+    if (man == 0) return bits_to_float(sign);
+    float f = (float)man * 5.9604644775390625e-08f;  // man * 2^-24
+    return sign ? -f : f;
+  }
+  return bits_to_float(sign | ((exp + 112u) << 23) | (man << 13));
+#endif
+}
+
+__device__ __forceinline__ unsigned short float_to_half(float f) {
+#if defined(__CUDA_ARCH__)
+  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
+  unsigned int u = float_to_bits(f);
+  unsigned short sign = (unsigned short)((u >> 16) & 0x8000u);
+  unsigned int a = u & 0x7FFFFFFFu;
+  if (a >= 0x7F800000u) return sign | (a > 0x7F800000u ? 0x7E00u : 0x7C00u);
+  if (a >= 0x477FF000u) return sign | 0x7C00u;  // rounds to >= 65520: overflow to inf
+  if (a < 0x38800000u) {                          // result is subnormal or zero
+    float m = bits_to_float(a) * 16777216.0f;     // exact scale by 2^24
+    unsigned int r = (unsigned int)m;             // truncated
+    float frac = m - (float)r;
+    if (frac > 0.5f || (frac == 0.5f && (r & 1u))) ++r;
+    return sign | (unsigned short)r;
+  }
+  unsigned int rounded = a + 0x0FFFu + ((a >> 13) & 1u);  // round to nearest even at bit 13
+  return sign | (unsigned short)((rounded - 0x38000000u) >> 13);
+#endif
+}
+
+__device__ __forceinline__ float bf16_to_float(unsigned short b) {
+  return bits_to_float((unsigned int)b << 16);
+}
+__device__ __forceinline__ unsigned short float_to_bf16(float f) {
+  unsigned int u = float_to_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (unsigned short)((u >> 16) | 0x0040u);
+  return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+template <typename Acc, typename T> struct cvt {
+  static __device__ __forceinline__ Acc load(T v) { return (Acc)v; }
+  static __device__ __forceinline__ T store(Acc v) { return (T)v; }
+};
+template <> struct cvt<float, half_t> {
+  static __device__ __forceinline__ float load(half_t v) { return half_to_float(v.bits); }
+  static __device__ __forceinline__ half_t store(float v) { half_t h; h.bits = float_to_half(v); return h; }
+};
+template <> struct cvt<float, bf16_t> {
+  static __device__ __forceinline__ float load(bf16_t v) { return bf16_to_float(v.bits); }
+  static __device__ __forceinline__ bf16_t store(float v) { bf16_t h; h.bits = float_to_bf16(v); return h; }
+};
+
+template <typename Acc, typename T> __device__ __forceinline__ Acc load(const T* p) {
+  return cvt<Acc, T>::load(*p);
+}
+template <typename Acc, typename T> __device__ __forceinline__ void store(T* p, Acc v) {
+  *p = cvt<Acc, T>::store(v);
+}
+
+template <typename I> __device__ __forceinline__ I first_index() {
+  return (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;
+}
+template <typename I> __device__ __forceinline__ I grid_stride() {
+  return (I)blockDim.x * (I)gridDim.x;
+}
+
+template <typename I> __device__ __forceinline__ I imin(I a, I b) { return a < b ? a : b; }
+template <typename I> __device__ __forceinline__ I imax(I a, I b) { return a > b ? a : b; }
+
+// ceil(a / b) for b > 0 and any sign of a.
+template <typename I> __device__ __forceinline__ I ceil_div(I a, I b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+}  // namespace oc

@@ -1,0 +1,10 @@
+"""onnx-cupy: exact ONNX AveragePool, LpPool, Hardmax and Resize for CuPy arrays (own CUDA
+kernels) with a NumPy fallback of the same semantics."""
+from __future__ import annotations
+
+from .backends import backend, default_backend
+from .node import run_node
+from .ops.pool import average_pool, lp_pool
+
+__version__ = "0.1.0"
+__all__ = ["average_pool", "lp_pool", "run_node", "backend", "default_backend", "__version__"]

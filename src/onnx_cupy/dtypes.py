@@ -1,0 +1,61 @@
+"""The dtype table: NumPy dtype <-> kernel storage type and accumulate type.
+
+bfloat16 comes from ml_dtypes (NumPy) and is the same dtype object CuPy uses.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:  # optional: bfloat16 exists only when ml_dtypes is installed
+    import ml_dtypes
+
+    BFLOAT16: np.dtype | None = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - exercised only without ml_dtypes
+    BFLOAT16 = None
+
+# name -> (kernel storage type, kernel accumulate type, NumPy accumulate dtype)
+FLOAT_TYPES: dict[str, tuple[str, str, np.dtype]] = {
+    "float16": ("oc::half_t", "float", np.dtype(np.float32)),
+    "bfloat16": ("oc::bf16_t", "float", np.dtype(np.float32)),
+    "float32": ("float", "float", np.dtype(np.float32)),
+    "float64": ("double", "double", np.dtype(np.float64)),
+}
+
+INDEX_TYPES = {32: "int", 64: "long long"}
+INT32_LIMIT = 2**31 - 1
+
+
+def float_name(dtype: np.dtype) -> str | None:
+    """The table name of a floating dtype, or None if the table has no such float."""
+    name = np.dtype(dtype).name
+    return name if name in FLOAT_TYPES else None
+
+
+def check_float(dtype: np.dtype, op: str, version: int, bf16_from: int | None) -> str:
+    """Validate an operator input dtype; returns its table name.
+
+    float16/float32/float64 at every version; bfloat16 from version `bf16_from` on.
+    """
+    name = float_name(dtype)
+    if name is None:
+        raise TypeError(
+            f"{op}: input dtype {np.dtype(dtype)} is not supported "
+            f"(expected float16, float32, float64"
+            f"{' or bfloat16' if bf16_from is not None else ''})"
+        )
+    if name == "bfloat16" and (bf16_from is None or version < bf16_from):
+        raise TypeError(
+            f"{op}: input dtype bfloat16 requires opset >= {bf16_from} "
+            f"(got the opset-{version} version)"
+        )
+    return name
+
+
+def accumulate_dtype(dtype: np.dtype) -> np.dtype:
+    """float32 for 16-bit and 32-bit floats, float64 for float64."""
+    return FLOAT_TYPES[float_name(dtype)][2]
+
+
+def index_bits(*extents: int) -> int:
+    """32 when every offset/extent fits a signed 32-bit int, else 64."""
+    return 32 if max(extents, default=0) <= INT32_LIMIT else 64

@@ -1,0 +1,1 @@
+"""Vectorized NumPy implementations that consume the plans of onnx_cupy.ops."""

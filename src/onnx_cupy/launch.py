@@ -1,0 +1,22 @@
+"""One launcher for every kernel: the CUDA path (CuPy, current device and stream) or the CPU
+emulator, with the same grid, block and arguments."""
+from __future__ import annotations
+
+from . import emulator, loader
+
+BLOCK = 256
+MAX_BLOCKS = 1 << 20
+
+
+def grid_for(work_items: int, block: int = BLOCK) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """1-D grid for a grid-stride loop over `work_items`."""
+    blocks = max(1, min(MAX_BLOCKS, -(-work_items // block)))
+    return (blocks, 1, 1), (block, 1, 1)
+
+
+def launch(backend: str, family: str, expression: str, work_items: int, args: tuple) -> None:
+    grid, block = grid_for(work_items)
+    if backend == "cupy":
+        loader.cuda_function(family, expression)(grid, block, args)
+    else:
+        emulator.launch(family, expression, grid, block, args)

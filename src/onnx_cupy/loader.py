@@ -1,0 +1,79 @@
+"""The one kernel loader: reads kernels/<family>.cu (local includes inlined, with #line markers so
+compiler messages name the real file), knows every instantiation, compiles once per device."""
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+NVRTC_OPTIONS: tuple[str, ...] = ("-std=c++17",)
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+
+# family -> name expressions of every instantiation, registered by the ops modules
+_INSTANTIATIONS: dict[str, list[str]] = {}
+_lock = threading.Lock()
+
+
+def register(family: str, expressions: list[str]) -> None:
+    """Declare the template instantiations a family's kernels are compiled with."""
+    _INSTANTIATIONS.setdefault(family, [])
+    for e in expressions:
+        if e not in _INSTANTIATIONS[family]:
+            _INSTANTIATIONS[family].append(e)
+
+
+def families() -> list[str]:
+    return sorted(_INSTANTIATIONS)
+
+
+def instantiations(family: str) -> tuple[str, ...]:
+    return tuple(_INSTANTIATIONS[family])
+
+
+@functools.cache
+def source(family: str) -> str:
+    """Self-contained source of kernels/<family>.cu."""
+    return _expand(KERNEL_DIR / f"{family}.cu", set())
+
+
+def _expand(path: Path, seen: set[Path]) -> str:
+    if path in seen:
+        return ""
+    seen.add(path)
+    out = [f'#line 1 "{path.name}"']
+    for n, line in enumerate(path.read_text().splitlines(), start=1):
+        m = _INCLUDE.match(line)
+        if m and (KERNEL_DIR / m.group(1)).is_file():
+            out.append(_expand(KERNEL_DIR / m.group(1), seen))
+            out.append(f'#line {n + 1} "{path.name}"')
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+_functions: dict[tuple[str, str, int], Any] = {}
+
+
+def cuda_function(family: str, expression: str) -> Any:
+    """The compiled function for `expression` on the current device (one RawModule per family
+    and device, compiled once; CuPy's on-disk cache serves later processes)."""
+    import cupy
+
+    key = (family, expression, cupy.cuda.runtime.getDevice())
+    fn = _functions.get(key)
+    if fn is None:
+        with _lock:
+            fn = _functions.get(key)
+            if fn is None:
+                module = cupy.RawModule(
+                    code=source(family),
+                    options=NVRTC_OPTIONS,
+                    name_expressions=list(instantiations(family)),
+                )
+                for expr in instantiations(family):
+                    _functions[(family, expr, key[2])] = module.get_function(expr)
+                fn = _functions[key]
+    return fn
