@@ -1,0 +1,77 @@
+"""Test helpers: backend array conversion, random inputs, single-node ONNX models and oracles."""
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import onnx
+from onnx import helper
+
+from onnx_cupy import backends
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FLOAT_DTYPES = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
+# tolerance of a backend result against a float64-accurate oracle, per dtype
+TOL = {"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2), "float32": (1e-5, 1e-6),
+       "float64": (1e-12, 1e-13)}
+
+
+def random(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, low: float = -2.0,
+           high: float = 3.0) -> np.ndarray:
+    """Fresh random values (never all zeros), exactly representable in `dtype`."""
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def to_backend(x: Any, backend: str) -> Any:
+    if backend == "cupy" and isinstance(x, np.ndarray):
+        return backends.cupy_module().asarray(x)
+    return x
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    return x if isinstance(x, np.ndarray) else backends.cupy_module().asnumpy(x)
+
+
+def assert_close(got: Any, expected: np.ndarray, dtype: Any = None, scale: float = 1.0) -> None:
+    got = to_numpy(got)
+    dtype = np.dtype(dtype or expected.dtype)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    assert got.dtype == dtype, (got.dtype, dtype)
+    rtol, atol = TOL.get(dtype.name, (0, 0))
+    np.testing.assert_allclose(got.astype(np.float64), np.asarray(expected).astype(np.float64),
+                               rtol=rtol * scale, atol=atol * scale, equal_nan=True)
+
+
+def tensor_type(dtype: Any) -> int:
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+def node_model(op: str, inputs: list[tuple[str, Any]], attrs: dict[str, Any], opset: int,
+               n_outputs: int = 1) -> onnx.ModelProto:
+    """A one-node model; `inputs` are (name, dtype) pairs ('' name = omitted optional input).
+    Uses make_model_gen_version so current onnxruntime accepts the IR version."""
+    node = helper.make_node(op, [n for n, _ in inputs], [f"Y{i}" for i in range(n_outputs)], **attrs)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, tensor_type(t), None) for n, t in inputs if n],
+        [helper.make_tensor_value_info(f"Y{i}", inputs[0][1] and tensor_type(inputs[0][1]), None)
+         for i in range(n_outputs)],
+    )
+    return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    from onnx.reference import ReferenceEvaluator
+
+    return ReferenceEvaluator(model).run(None, feeds)
+
+
+def onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
