@@ -1,0 +1,70 @@
+"""The `onnx-cupy` command line: `info` and `conformance`."""
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+
+from . import __version__, backends, loader
+from .node import OPERATORS
+
+
+def _info(_: argparse.Namespace) -> int:
+    print(f"onnx-cupy {__version__} (Python {platform.python_version()})")
+    print(f"default backend: {backends.default_backend()}")
+    print(f"kernels: {loader.KERNEL_DIR}")
+    print(f"operators: {', '.join(sorted(OPERATORS))}")
+    cp = backends.cupy_module()
+    if cp is None:
+        print("cupy: not installed")
+        return 0
+    print(f"cupy: {cp.__version__}")
+    if backends.gpu_available():
+        rt = cp.cuda.runtime
+        props = rt.getDeviceProperties(rt.getDevice())
+        print(f"CUDA runtime {rt.runtimeGetVersion()}, driver {rt.driverGetVersion()}")
+        print(f"device {rt.getDevice()}: {props['name'].decode()} "
+              f"(compute capability {props['major']}.{props['minor']})")
+    else:
+        print("GPU: none visible")
+    return 0
+
+
+def _conformance(args: argparse.Namespace) -> int:
+    from . import conformance
+
+    backend = backends.default_backend() if args.backend == "auto" else args.backend
+    if backend == "cupy" and not backends.gpu_available():
+        print("conformance: backend 'cupy' needs a visible GPU", file=sys.stderr)
+        return 2
+    results = conformance.run(backend, args.op)
+    width = max((len(r.name) for r in results), default=10)
+    print(f"ONNX node tests on backend '{backend}'")
+    print(f"{'operator':<12} {'test':<{width}} result")
+    for r in results:
+        print(f"{r.op:<12} {r.name:<{width}} {'pass' if r.passed else 'FAIL  ' + r.detail}")
+    print()
+    print(f"{'operator':<12} passed/total")
+    for op in sorted({r.op for r in results}):
+        mine = [r for r in results if r.op == op]
+        print(f"{op:<12} {sum(r.passed for r in mine)}/{len(mine)}")
+    passed = sum(r.passed for r in results)
+    print(f"{'all':<12} {passed}/{len(results)}")
+    return 0 if results and passed == len(results) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="onnx-cupy", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="version, default backend, CuPy/CUDA/device, kernel location")
+    conf = sub.add_parser("conformance", help="run ONNX's node test cases for the supported operators")
+    conf.add_argument("--backend", choices=["auto", *backends.BACKENDS], default="auto",
+                      help="auto = cupy if a GPU is visible, numpy otherwise")
+    conf.add_argument("--op", action="append", choices=sorted(OPERATORS),
+                      help="limit to this operator (repeatable)")
+    args = parser.parse_args(argv)
+    return {"info": _info, "conformance": _conformance}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
