@@ -1,6 +1,7 @@
 """Array helpers shared by every operator: array module, element strides, `out=` checks."""
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,11 @@ from .backends import cupy_module
 
 def module_of(backend: str) -> Any:
     return cupy_module() if backend == "cupy" else np
+
+
+def device_of(x: Any, backend: str) -> contextlib.AbstractContextManager:
+    """Context that makes `x`'s GPU current (allocation and launch follow the input's device)."""
+    return x.device if backend == "cupy" else contextlib.nullcontext()
 
 
 def element_strides(x: Any) -> tuple[Any, tuple[int, ...]]:
@@ -39,7 +45,7 @@ def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: s
         raise TypeError(f"{op}: out has dtype {out.dtype}, expected {np.dtype(dtype)}")
     if not out.flags.c_contiguous:
         raise ValueError(f"{op}: out must be C-contiguous")
-    if backend == "cupy" and out.device != x.device:
+    if backend == "cupy" and out.device.id != x.device.id:
         raise ValueError(f"{op}: out is on device {out.device.id}, X on device {x.device.id}")
     if (_overlap(out, x) if backend == "cupy" else np.may_share_memory(out, x)):
         raise ValueError(f"{op}: out overlaps the input X")

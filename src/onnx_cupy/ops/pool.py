@@ -206,17 +206,18 @@ def run(op: str, X: Any, opset: int, out: Any, **attrs: Any) -> Any:
     pl = plan(op, opset, tuple(X.shape), X.dtype, *(_seq(attrs[k]) for k in (
         "kernel_shape", "auto_pad", "ceil_mode", "count_include_pad", "dilations", "pads",
         "strides", "p")))
-    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, op)
-    if Y.size == 0:
+    with arrays.device_of(X, backend):
+        Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, op)
+        if Y.size == 0:
+            return Y
+        if backend == "numpy":
+            numpy_pool.run(pl, X, Y)
+            return Y
+        X, strides = arrays.element_strides(X)
+        bits = dtypes.index_bits(arrays.max_offset(X.shape, strides), pl.reach())
+        launch.launch(backend, FAMILY, _expression(dtypes.float_name(X.dtype), bits), Y.size,
+                      (X, Y, geometry(pl, strides)))
         return Y
-    if backend == "numpy":
-        numpy_pool.run(pl, X, Y)
-        return Y
-    X, strides = arrays.element_strides(X)
-    bits = dtypes.index_bits(arrays.max_offset(X.shape, strides), pl.reach())
-    launch.launch(backend, FAMILY, _expression(dtypes.float_name(X.dtype), bits), Y.size,
-                  (X, Y, geometry(pl, strides)))
-    return Y
 
 
 def average_pool(X: Any, *, kernel_shape: Any, auto_pad: str = "NOTSET", ceil_mode: int = 0,
