@@ -38,8 +38,9 @@ class Case:
     attrs: dict[str, Any]
     call: Callable[[Any], Any]
     ref_shape: tuple[int, ...]                  # smaller input for onnx.reference
-    extra: dict[str, np.ndarray] = field(default_factory=dict)  # extra node inputs (name -> value)
     target: float = 0.0                          # required speed ratio vs onnxruntime
+    inputs: tuple[str, ...] = ("X",)             # node inputs; "" = omitted optional input
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # values of inputs other than X
 
 
 def _bound(fn: Callable[..., Any], **attrs: Any) -> Callable[[Any], Any]:
@@ -55,12 +56,29 @@ CASES = [
     Case("LpPool p=2 3x3 s2 p1", "LpPool", (8, 64, 112, 112), dict(_POOL_3X3, p=2),
          _bound(oc.lp_pool, **_POOL_3X3, p=2), (1, 2, 56, 56), target=1.0),
 ]
+if hasattr(oc, "hardmax"):
+    CASES.append(Case("Hardmax axis=-1", "Hardmax", (4096, 1000), dict(axis=-1),
+                      _bound(oc.hardmax, axis=-1), (64, 1000), target=1.0))
+if hasattr(oc, "resize"):
+    def _resize(mode: str, scale: float, rank: int = 4, **attrs: Any) -> tuple[dict, Callable, dict]:
+        scales = np.array([1.0, 1.0] + [scale] * (rank - 2), dtype=np.float32)
+        return (dict(mode=mode, **attrs), _bound(oc.resize, scales=scales, mode=mode, **attrs),
+                {"scales": scales})
+
+    for label, mode, scale, shape, ref_shape, extra_attrs in (
+        ("Resize linear 2x half_pixel", "linear", 2.0, (8, 64, 56, 56), (1, 1, 28, 28), {}),
+        ("Resize nearest 2x", "nearest", 2.0, (8, 64, 56, 56), (1, 1, 28, 28), {}),
+        ("Resize cubic antialias 0.5x", "cubic", 0.5, (8, 3, 512, 512), (1, 1, 64, 64),
+         dict(antialias=1)),
+    ):
+        attrs, call, extra = _resize(mode, scale, **extra_attrs)
+        CASES.append(Case(label, "Resize", shape, attrs, call, ref_shape, target=0.5,
+                          inputs=("X", "", "scales"), extra=extra))
 
 
 def _model(case: Case, dtype: np.dtype, opset: int = 22) -> onnx.ModelProto:
     t = helper.np_dtype_to_tensor_dtype(dtype)
-    names = ["X", *case.extra]
-    node = helper.make_node(case.op, names, ["Y"], **case.attrs)
+    node = helper.make_node(case.op, list(case.inputs), ["Y"], **case.attrs)
     inputs = [helper.make_tensor_value_info("X", t, None)] + [
         helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), None)
         for n, v in case.extra.items()]
