@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from .backends import backend, default_backend
 from .node import run_node
+from .ops.hardmax import hardmax
 from .ops.pool import average_pool, lp_pool
 
 __version__ = "0.1.0"
-__all__ = ["average_pool", "lp_pool", "run_node", "backend", "default_backend", "__version__"]
+__all__ = ["average_pool", "lp_pool", "hardmax", "run_node", "backend", "default_backend",
+           "__version__"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from . import opsets
 
-# op_type -> (function, number of array inputs it takes positionally)
+# op_type -> adapter(inputs, attributes, opset) -> output
 OPERATORS: dict[str, Callable[..., Any]] = {}
 
 
@@ -41,19 +41,22 @@ def run_node(node: Any, inputs: Sequence[Any], opset: int | None = None) -> list
     return [OPERATORS[op](list(inputs), attrs, opset)]
 
 
-def _pool(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _single_input(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Adapter for operators with one input X and attributes only."""
     def call(inputs: list[Any], attrs: dict[str, Any], opset: int) -> Any:
         if len(inputs) != 1:
-            raise ValueError(f"run_node: pooling takes 1 input, got {len(inputs)}")
+            raise ValueError(f"run_node: {op} takes 1 input, got {len(inputs)}")
         return fn(inputs[0], opset=opset, **attrs)
     return call
 
 
 def _install() -> None:
+    from .ops.hardmax import hardmax
     from .ops.pool import average_pool, lp_pool
 
-    register("AveragePool", _pool(average_pool))
-    register("LpPool", _pool(lp_pool))
+    register("AveragePool", _single_input("AveragePool", average_pool))
+    register("LpPool", _single_input("LpPool", lp_pool))
+    register("Hardmax", _single_input("Hardmax", hardmax))
 
 
 _install()

@@ -51,6 +51,8 @@ def check_given(op: str, ver: int, given: Mapping[str, bool]) -> None:
     """Reject attributes given (True in `given`) that version `ver` of `op` does not define."""
     allowed = ATTRIBUTES[op][ver]
     for name, is_given in given.items():
+        if is_given and not any(name in names for names in ATTRIBUTES[op].values()):
+            raise ValueError(f"{op}: unknown attribute '{name}' (no version of {op} defines it)")
         if is_given and name not in allowed:
             raise ValueError(
                 f"{op}: attribute '{name}' is not defined at opset version {ver}; "
