@@ -2,7 +2,7 @@
 emulator, with the same grid, block and arguments."""
 from __future__ import annotations
 
-from . import emulator, loader
+from . import dtypes, emulator, loader
 
 BLOCK = 256
 MAX_BLOCKS = 1 << 20
@@ -12,6 +12,13 @@ def grid_for(work_items: int, block: int = BLOCK) -> tuple[tuple[int, int, int],
     """1-D grid for a grid-stride loop over `work_items`."""
     blocks = max(1, min(MAX_BLOCKS, -(-work_items // block)))
     return (blocks, 1, 1), (block, 1, 1)
+
+
+def index_bits(work_items: int, *extents: int) -> int:
+    """Index width for a grid-stride launch over `work_items`: 32 when the extents and the loop
+    index (which passes `work_items` by up to one grid's worth of threads) all fit an int."""
+    (blocks, _, _), (block, _, _) = grid_for(work_items)
+    return dtypes.index_bits(*extents, work_items + blocks * block)
 
 
 def launch(backend: str, family: str, expression: str, work_items: int, args: tuple) -> None:

@@ -133,8 +133,7 @@ def _run_kernels(pl: HardmaxPlan, X: Any, Y: Any, backend: str) -> None:
     if view is None:
         X, strides = arrays.element_strides(xp.ascontiguousarray(X))
         view = pl.view_strides(strides)
-    (blocks, _, _), (block, _, _) = launch.grid_for(Y.size)
-    bits = dtypes.index_bits(arrays.max_offset(X.shape, strides), Y.size + blocks * block)
+    bits = launch.index_bits(Y.size, arrays.max_offset(X.shape, strides))
     name = dtypes.float_name(X.dtype)
     g = geometry(pl, view)
     part = xp.empty(pl.outer * pl.lanes * pl.inner, dtype=INDEX_DTYPES[bits])
@@ -153,11 +152,12 @@ def hardmax(X: Any, *, axis: int | None = None, opset: int = 13, out: Any = None
     `axis` defaults to -1 from opset 13 on, to 1 before."""
     backend = backends.select(X, OP)
     pl = plan(opset, tuple(X.shape), X.dtype, _axis_value(axis))
-    Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)
-    if Y.size == 0:
+    with arrays.device_of(X, backend):
+        Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)
+        if Y.size == 0:
+            return Y
+        if backend == "numpy":
+            numpy_hardmax.run(pl, X, Y)
+        else:
+            _run_kernels(pl, X, Y, backend)
         return Y
-    if backend == "numpy":
-        numpy_hardmax.run(pl, X, Y)
-    else:
-        _run_kernels(pl, X, Y, backend)
-    return Y

@@ -60,13 +60,15 @@ class PoolPlan:
     def nd(self) -> int:
         return len(self.kernel)
 
-    def reach(self) -> int:
-        """Largest |window coordinate| the index math forms."""
-        return max(
-            [(o - 1) * s + (k - 1) * d + b + e + n + 1 for o, s, k, d, b, e, n in zip(
-                self.out_shape[2:], self.strides, self.kernel, self.dilations, self.pads_begin,
-                self.pads_end, self.in_shape[2:])] + [math.prod(self.out_shape)]
-        )
+    def reach(self, strides: tuple[int, ...]) -> int:
+        """Largest |value| the kernel's index math forms for an input with element `strides`:
+        window coordinates (tap_range's ceil_div adds dilation - 1 to a coordinate difference) and
+        input offsets, including the one-dilation step past a window's last tap."""
+        coords = max((o - 1) * s + k * d + b + e + n + 1 for o, s, k, d, b, e, n in zip(
+            self.out_shape[2:], self.strides, self.kernel, self.dilations, self.pads_begin,
+            self.pads_end, self.in_shape[2:]))
+        past = sum(d * abs(st) for d, st in zip(self.dilations, strides[2:]))
+        return max(coords, arrays.max_offset(self.in_shape, strides) + past)
 
 
 def _seq(value: Any) -> Any:
@@ -214,22 +216,22 @@ def run(op: str, X: Any, opset: int, out: Any, **attrs: Any) -> Any:
             numpy_pool.run(pl, X, Y)
             return Y
         X, strides = arrays.element_strides(X)
-        bits = dtypes.index_bits(arrays.max_offset(X.shape, strides), pl.reach())
+        bits = launch.index_bits(Y.size, pl.reach(strides))
         launch.launch(backend, FAMILY, _expression(dtypes.float_name(X.dtype), bits), Y.size,
                       (X, Y, geometry(pl, strides)))
         return Y
 
 
-def average_pool(X: Any, *, kernel_shape: Any, auto_pad: str = "NOTSET", ceil_mode: int = 0,
-                 count_include_pad: int = 0, dilations: Any = None, pads: Any = None,
-                 strides: Any = None, opset: int = 22, out: Any = None) -> Any:
+def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
+                 ceil_mode: int = 0, count_include_pad: int = 0, dilations: Any = None,
+                 pads: Any = None, strides: Any = None, opset: int = 22, out: Any = None) -> Any:
     """ONNX AveragePool (versions 1, 7, 10, 11, 19, 22) on a NumPy or CuPy array."""
     return run("AveragePool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
                ceil_mode=ceil_mode, count_include_pad=count_include_pad, dilations=dilations,
                pads=pads, strides=strides, p=None)
 
 
-def lp_pool(X: Any, *, kernel_shape: Any, p: float = 2, auto_pad: str = "NOTSET",
+def lp_pool(X: Any, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
             ceil_mode: int = 0, dilations: Any = None, pads: Any = None, strides: Any = None,
             opset: int = 22, out: Any = None) -> Any:
     """ONNX LpPool (versions 1, 2, 11, 18, 22) on a NumPy or CuPy array."""

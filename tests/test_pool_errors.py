@@ -1,0 +1,159 @@
+"""Bad inputs: the exception type and message, raised before any allocation or launch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+from util import BF16
+
+import onnx_cupy
+from onnx_cupy import arrays, average_pool, launch, lp_pool
+from onnx_cupy.fallback import pool as numpy_pool
+
+OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
+X = np.random.default_rng(7).uniform(-2, 3, (1, 2, 5, 5)).astype(np.float32)
+
+
+def case(name, exc, pattern, op="AveragePool", x=X, **kwargs):
+    """One bad call: `op`(x, kernel_shape=[2, 2] unless given, **kwargs) raises `exc` matching."""
+    return pytest.param(exc, pattern, op, x, {"kernel_shape": [2, 2], **kwargs}, id=name)
+
+
+CASES = [
+    case("no_kernel_shape", ValueError, r"AveragePool: attribute 'kernel_shape' is required",
+         kernel_shape=None),
+    case("kernel_shape_length", ValueError,
+         r"'kernel_shape' has 1 values, expected 2 for an input with 2 spatial", kernel_shape=[3]),
+    case("kernel_shape_zero", ValueError, r"'kernel_shape' values must be >= 1, got \[0, 2\]",
+         "LpPool", kernel_shape=[0, 2]),
+    case("kernel_shape_float", TypeError, r"'kernel_shape' must be a sequence of ints",
+         kernel_shape=[2.0, 2]),
+    case("strides_negative", ValueError, r"'strides' values must be >= 1, got \[1, -1\]",
+         strides=[1, -1]),
+    case("strides_zero", ValueError, r"'strides' values must be >= 1, got \[0, 1\]", "LpPool",
+         strides=[0, 1]),
+    case("dilations_zero", ValueError, r"'dilations' values must be >= 1, got \[1, 0\]",
+         dilations=[1, 0]),
+    case("dilations_negative", ValueError, r"'dilations' values must be >= 1", "LpPool",
+         dilations=[-2, 1]),
+    case("pads_negative", ValueError, r"'pads' values must be >= 0, got \[0, -1, 0, 0\]",
+         pads=[0, -1, 0, 0]),
+    case("pads_length", ValueError, r"'pads' has 2 values, expected 4 for an input with 2 spatial",
+         "LpPool", pads=[1, 1]),
+    case("pads_with_auto_pad", ValueError,
+         r"'pads' \[1, 0, 0, 0\] cannot be used together with auto_pad='SAME_UPPER'",
+         pads=[1, 0, 0, 0], auto_pad="SAME_UPPER"),
+    case("auto_pad_unknown", ValueError, r"'auto_pad' must be one of .*got 'SAME'", "LpPool",
+         auto_pad="SAME"),
+    case("rank_2", ValueError, r"X must have rank >= 3 \(\[N, C, D1, ...\]\), got shape \(2, 5\)",
+         x=X[0, :, 0], kernel_shape=[2]),
+    case("spatial_9", ValueError, r"at most 8 spatial dimensions are supported, got 9", "LpPool",
+         x=np.ones((1,) * 11, np.float32), kernel_shape=[1] * 9),
+    case("int32", TypeError, r"input dtype int32 is not supported", x=X.astype(np.int32)),
+    case("bool", TypeError, r"input dtype bool is not supported", "LpPool", x=X > 0),
+    case("bfloat16_opset_21", TypeError,
+         r"bfloat16 requires opset >= 22 \(got the opset-19 version\)", x=X.astype(BF16), opset=21),
+    case("bfloat16_lp_opset_18", TypeError,
+         r"bfloat16 requires opset >= 22 \(got the opset-18 version\)", "LpPool", x=X.astype(BF16),
+         opset=18),
+    case("p_float_v2", ValueError, r"'p' must be an integer at opset version 2 .*got 1.5", "LpPool",
+         p=1.5, opset=4),
+    case("p_zero", ValueError, r"'p' must be > 0, got 0", "LpPool", p=0),
+    case("p_negative_v1", ValueError, r"'p' must be > 0, got -0.5", "LpPool", p=-0.5, opset=1),
+    case("p_string", TypeError, r"'p' must be a number, got '2'", "LpPool", p="2"),
+    case("dilations_at_11", ValueError, r"AveragePool: attribute 'dilations' is not defined at "
+         r"opset version 11; it was introduced in opset 19", dilations=[2, 1], opset=11),
+    case("ceil_mode_lp_at_11", ValueError, r"LpPool: attribute 'ceil_mode' is not defined at "
+         r"opset version 11; it was introduced in opset 18", "LpPool", ceil_mode=1, opset=17),
+    case("ceil_mode_at_7", ValueError,
+         r"'ceil_mode' is not defined at opset version 7; it was introduced in opset 10",
+         ceil_mode=1, opset=9),
+    case("count_include_pad_at_1", ValueError,
+         r"'count_include_pad' is not defined at opset version 1; it was introduced in opset 7",
+         count_include_pad=1, opset=6),
+    case("output_size_0", ValueError,
+         r"output spatial size 0 <= 0 along spatial axis 1 \(input 5, kernel 6",
+         kernel_shape=[2, 6]),
+    case("output_size_negative", ValueError, r"output spatial size -1 <= 0 along spatial axis 0 "
+         r"\(input 5, kernel 4, dilation 2", "LpPool", kernel_shape=[4, 1], dilations=[2, 1]),
+    case("v11_valid_floor_0", ValueError,
+         r"output spatial size 0 <= 0 along spatial axis 0 .*auto_pad VALID", x=X[..., :3, :3],
+         strides=[3, 3], auto_pad="VALID", opset=11),
+    case("list_input", TypeError,
+         r"X must be a numpy.ndarray or cupy.ndarray, got builtins.list", x=X.tolist()),
+    case("opset_0", ValueError, r"AveragePool: opset 0 is outside the supported range 1..28",
+         opset=0),
+    case("opset_29", ValueError, r"LpPool: opset 29 is outside the supported range 1..28", "LpPool",
+         opset=29),
+    case("opset_float", TypeError, r"opset must be an int, got 22.0", opset=22.0),
+    case("ceil_mode_2", ValueError, r"'ceil_mode' must be 0 or 1, got 2", ceil_mode=2),
+    case("count_include_pad_negative", ValueError, r"'count_include_pad' must be 0 or 1, got -1",
+         count_include_pad=-1),
+]
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail the test if an output is allocated, a kernel launched or the fallback run."""
+    def forbidden(name):
+        def fail(*args, **kwargs):
+            raise AssertionError(f"{name} called before validation failed")
+        return fail
+
+    monkeypatch.setattr(arrays, "output", forbidden("arrays.output (allocation)"))
+    monkeypatch.setattr(launch, "launch", forbidden("launch.launch"))
+    monkeypatch.setattr(numpy_pool, "run", forbidden("numpy fallback run"))
+
+
+@pytest.mark.parametrize("exc, pattern, op, x, kwargs", CASES)
+def test_bad_input(exc, pattern, op, x, kwargs, cpu_backend, no_work):
+    with onnx_cupy.backend(cpu_backend), pytest.raises(exc, match=pattern):
+        OPS[op](x, **kwargs)
+
+
+def test_enough_cases():
+    assert len(CASES) >= 25
+
+
+def test_forced_cupy_backend_rejects_numpy_input():
+    with onnx_cupy.backend("cupy"), pytest.raises(
+            TypeError, match=r"backend 'cupy' needs a cupy.ndarray input, got numpy.ndarray"):
+        average_pool(X, kernel_shape=[2, 2])
+
+
+def test_unknown_backend_name():
+    with pytest.raises(ValueError, match=r"backend must be one of .*got 'cuda'"):
+        with onnx_cupy.backend("cuda"):
+            pass
+
+
+@pytest.mark.parametrize("node, inputs, opset, pattern", [
+    (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2]), [X], None,
+     r"run_node: unsupported operator 'MaxPool'"),
+    (helper.make_node("AveragePool", ["x"], ["y"], domain="com.example", kernel_shape=[2, 2]), [X],
+     None, r"run_node: unsupported domain 'com.example'"),
+    (helper.make_node("LpPool", ["x", "z"], ["y"], kernel_shape=[2, 2]), [X, X], None,
+     r"run_node: LpPool takes 1 input, got 2"),
+    (helper.make_node("AveragePool", ["x"], ["y"]), [X], None,
+     r"AveragePool: attribute 'kernel_shape' is required"),
+    (helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=0), [X], 7,
+     r"'ceil_mode' is not defined at opset version 7; it was introduced in opset 10"),
+    (helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=3), [X], 0,
+     r"LpPool: opset 0 is outside the supported range"),
+], ids=["op", "domain", "inputs", "kernel_shape", "attribute_opset", "opset"])
+def test_run_node_errors(node, inputs, opset, pattern, no_work):
+    with pytest.raises(ValueError, match=pattern):
+        onnx_cupy.run_node(node, inputs, opset=opset)
+
+
+@pytest.mark.parametrize("attribute", ["count_include_pad", "storage_order"])
+def test_run_node_attribute_the_operator_never_defines(attribute, no_work):
+    node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], **{attribute: 1})
+    pattern = rf"LpPool: unknown attribute '{attribute}' \(no version of LpPool defines it\)"
+    with pytest.raises(ValueError, match=pattern):
+        onnx_cupy.run_node(node, [X], opset=22)
+
+
+def test_no_work_guard_is_live(cpu_backend, no_work):
+    with onnx_cupy.backend(cpu_backend), pytest.raises(AssertionError, match=r"arrays.output"):
+        lp_pool(X, kernel_shape=[2, 2])

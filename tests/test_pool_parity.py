@@ -1,0 +1,196 @@
+"""Backend parity (NumPy fallback vs the CUDA kernels run by the emulator), strided and
+non-contiguous inputs, input immutability, empty tensors, `out=`, and the 64-bit index path."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from util import FLOAT_DTYPES, assert_close, random, to_backend, to_numpy
+
+import onnx_cupy
+from onnx_cupy import average_pool, launch, lp_pool
+
+OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
+
+
+def run(op, x, backend, **attrs):
+    """`op` on `x` through `backend` (NumPy inputs stay NumPy arrays on numpy/emulated)."""
+    with onnx_cupy.backend(backend):
+        return OPS[op](to_backend(x, backend), **attrs)
+
+
+def random_attrs(rng, op, spatial):
+    """Random explicit-padding attributes valid for these spatial sizes (at the latest opset)."""
+    nd = len(spatial)
+    kernel = [int(rng.integers(1, min(n, 3) + 1)) for n in spatial]
+    dilations = [int(rng.integers(1, 3)) if 2 * k - 1 <= n else 1 for k, n in zip(kernel, spatial)]
+    attrs = {"kernel_shape": kernel, "strides": rng.integers(1, 3, nd).tolist(),
+             "dilations": dilations, "pads": rng.integers(0, 3, 2 * nd).tolist(),
+             "ceil_mode": int(rng.integers(2))}
+    if op == "AveragePool":
+        attrs["count_include_pad"] = int(rng.integers(2))
+    else:
+        attrs["p"] = int(rng.integers(1, 4))
+    return attrs
+
+
+SPATIAL = {1: (37,), 2: (11, 9), 3: (7, 5, 9), 4: (5, 3, 7, 3)}
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("nd", SPATIAL)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_numpy_matches_emulated(op, nd, dtype, rng):
+    for _ in range(4):
+        x = random(rng, (2, 3, *SPATIAL[nd]), dtype)
+        attrs = random_attrs(rng, op, SPATIAL[nd])
+        expected = run(op, x, "numpy", **attrs)
+        assert expected.size > 0
+        assert_close(run(op, x, "emulated", **attrs), expected.astype(np.float64), dtype)
+
+
+def views(base):
+    """Non-contiguous (N, C, H, W) views of a (2, 3, 9, 10) base, by name."""
+    packed = np.zeros(base.shape, dtype=[("v", base.dtype), ("pad", "u1")])
+    packed["v"] = base   # a field view: byte strides that are no multiple of the item size
+    return {
+        "transposed": base.transpose(0, 1, 3, 2),
+        "channels_first": base.transpose(1, 0, 2, 3),
+        "negative_strides": base[:, ::-1, :, ::-2],
+        "sliced": base[1:, ::2, 1:-1, 2:9:3],
+        "struct_field": packed["v"],
+    }
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("view", ["transposed", "channels_first", "negative_strides", "sliced",
+                                  "struct_field"])
+def test_strided_input_matches_contiguous(op, view, cpu_backend, rng):
+    base = random(rng, (2, 3, 9, 10), np.float32)
+    x = views(base)[view]
+    assert not x.flags.c_contiguous
+    attrs = random_attrs(rng, op, x.shape[2:])
+    before = x.copy()
+    got = run(op, x, cpu_backend, **attrs)
+    np.testing.assert_array_equal(x, before)
+    np.testing.assert_array_equal(got, run(op, np.ascontiguousarray(x), cpu_backend, **attrs))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_strided_input_on_device(op, backend, rng):
+    """Negative strides and a sliced view on every backend (cupy included where visible)."""
+    base = to_backend(random(rng, (2, 4, 9, 10), np.float64), backend)
+    attrs = random_attrs(rng, op, (3, 3))
+    for x in (base[:, ::-1, ::2, ::-3], base[:, 1:3, 2:, 1:9]):
+        before = to_numpy(x).copy()
+        got = run(op, x, backend, **attrs)
+        np.testing.assert_array_equal(to_numpy(x), before)
+        assert_close(got, to_numpy(run(op, x.copy(), backend, **attrs)))
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_input_not_modified(op, dtype, backend, rng):
+    x = to_backend(random(rng, (2, 3, 7, 6), dtype), backend)
+    before = to_numpy(x).copy()
+    run(op, x, backend, kernel_shape=[3, 2], pads=[1, 0, 2, 1], strides=[2, 1])
+    np.testing.assert_array_equal(to_numpy(x), before)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape, out_shape", [((0, 3, 7, 5), (0, 3, 3, 4)),
+                                              ((2, 0, 7, 5), (2, 0, 3, 4))])
+def test_empty_batch_or_channels(op, shape, out_shape, backend):
+    x = to_backend(np.empty(shape, np.float16), backend)
+    y = run(op, x, backend, kernel_shape=[3, 2], strides=[2, 1])
+    assert y.shape == out_shape and y.dtype == np.float16 and type(y) is type(x)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_out_is_filled_and_returned(op, backend, rng):
+    x = to_backend(random(rng, (2, 3, 8, 7), np.float32), backend)
+    attrs = {"kernel_shape": [2, 3], "strides": [2, 2], "pads": [0, 1, 1, 0]}
+    expected = to_numpy(run(op, x, backend, **attrs))
+    out = to_backend(np.full(expected.shape, np.nan, np.float32), backend)
+    assert run(op, x, backend, out=out, **attrs) is out
+    np.testing.assert_array_equal(to_numpy(out), expected)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_bad_out_raises(op, backend, rng):
+    x = to_backend(random(rng, (1, 2, 8), np.float32), backend)
+    attrs = {"kernel_shape": [2], "strides": [2]}  # output (1, 2, 4)
+
+    def empty(shape, dtype=np.float32):
+        return to_backend(np.empty(shape, dtype), backend)
+
+    cases = [
+        (ValueError, r"out has shape \(1, 2, 3\), expected \(1, 2, 4\)", empty((1, 2, 3))),
+        (TypeError, r"out has dtype float64, expected float32", empty((1, 2, 4), np.float64)),
+        (ValueError, r"out must be C-contiguous", empty((1, 2, 8))[..., ::2]),
+        (ValueError, r"out overlaps the input X", x.reshape(-1)[:8].reshape(1, 2, 4)),
+        (TypeError, r"out must be a ", [[[0.0] * 4] * 2]),
+    ]
+    for exc, message, out in cases:
+        with pytest.raises(exc, match=message):
+            run(op, x, backend, out=out, **attrs)
+
+
+@pytest.fixture
+def expressions(monkeypatch):
+    """Kernel name expressions launched during the test (launches still run)."""
+    seen = []
+    real = launch.launch
+
+    def spy(backend, family, expression, work_items, args):
+        seen.append(expression)
+        return real(backend, family, expression, work_items, args)
+
+    monkeypatch.setattr(launch, "launch", spy)
+    return seen
+
+
+def test_small_input_uses_32_bit_indices(expressions, rng):
+    run("AveragePool", random(rng, (2, 3, 9, 9), np.float16), "emulated", kernel_shape=[3, 3])
+    assert expressions == ["pool<oc::half_t, float, int>"]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_offsets_beyond_int32_use_64_bit_indices(expressions, reverse):
+    """2**31 + 5 float16 elements of virtual memory; only the 6 elements the windows read are
+    written. Kernel 2 with dilation 2**31: window o reads positions 2o and 2o + 2**31."""
+    n, d = 2**31 + 5, 2**31
+    x = np.empty((1, 1, n), np.float16)
+    values = {}
+    for o in range(3):
+        for pos, value in ((2 * o, 0.5 + o), (2 * o + d, -1.25 * (o + 1))):
+            x[0, 0, pos if not reverse else n - 1 - pos] = values[pos] = value
+    if reverse:
+        x = x[..., ::-1]
+    attrs = {"kernel_shape": [2], "dilations": [d], "strides": [2]}  # (n - d - 1) // 2 + 1 = 3
+    avg = run("AveragePool", x, "emulated", **attrs)
+    lp = run("LpPool", x, "emulated", p=1, **attrs)
+    pairs = np.array([[values[2 * o], values[2 * o + d]] for o in range(3)])
+    assert_close(avg, pairs.mean(1)[None, None], np.float16)
+    assert_close(lp, np.abs(pairs).sum(1)[None, None], np.float16)
+    assert expressions == ["pool<oc::half_t, float, long long>"] * 2
+
+
+def test_kernel_one_with_huge_dilation(cpu_backend, rng):
+    """A single tap makes the dilation irrelevant; the tap-range arithmetic still adds it."""
+    x = random(rng, (1, 2, 7), np.float32)
+    attrs = {"kernel_shape": [1], "dilations": [2**31 - 1]}
+    assert_close(run("AveragePool", x, cpu_backend, **attrs), x)
+    assert_close(run("LpPool", x, cpu_backend, p=1, **attrs), np.abs(x))
+
+
+def test_huge_output_grid_stride_uses_64_bit_indices(monkeypatch):
+    """A grid-stride loop index passes the output size by up to one grid of threads
+    (launch.MAX_BLOCKS * launch.BLOCK): near 2**31 outputs, that no longer fits an int even
+    though every offset does. Virtual memory only: the launch is recorded, not run."""
+    seen = []
+    monkeypatch.setattr(launch, "launch", lambda *args: seen.append(args[2]))
+    for total, bits in ((2**31 - 1 - launch.MAX_BLOCKS * launch.BLOCK, "int"),
+                        (2**31 - launch.MAX_BLOCKS * launch.BLOCK, "long long")):
+        y = run("AveragePool", np.empty((total, 1, 1), np.float16), "emulated", kernel_shape=[1])
+        assert y.shape == (total, 1, 1)
+        assert seen.pop() == f"pool<oc::half_t, float, {bits}>"
