@@ -57,19 +57,40 @@ def is_cupy_array(x: Any) -> bool:
     return cp is not None and isinstance(x, cp.ndarray)
 
 
-def select(x: Any, op: str) -> str:
-    """The backend that runs `op` on array `x`; TypeError for unsupported array types."""
+_DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_MANAGED = 1, 2, 13
+
+
+def as_array(x: Any, op: str) -> Any:
+    """`x` as a numpy.ndarray or cupy.ndarray, zero-copy: objects exposing
+    `__cuda_array_interface__` (Numba device arrays, ...) or a CUDA DLPack capsule (PyTorch CUDA
+    tensors, JAX, ...) become CuPy arrays; CPU DLPack objects become NumPy arrays."""
+    if isinstance(x, np.ndarray) or is_cupy_array(x):
+        return x
+    cuda_interface = hasattr(x, "__cuda_array_interface__")
+    device = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else None
+    if cuda_interface or device in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
+        cp = cupy_module()
+        if cp is None:
+            raise TypeError(f"{op}: X is a CUDA array ({type(x).__name__}); install cupy "
+                            f"(onnx-cupy[cuda12]) to run on it")
+        return cp.asarray(x) if cuda_interface else cp.from_dlpack(x)
+    if device == _DLPACK_CPU:
+        return np.from_dlpack(x)
+    raise TypeError(
+        f"{op}: X must be a numpy.ndarray, a cupy.ndarray or an array exposing "
+        f"__cuda_array_interface__ or DLPack, got {type(x).__module__}.{type(x).__name__}"
+    )
+
+
+def select(x: Any, op: str) -> tuple[Any, str]:
+    """(`x` as a NumPy/CuPy array, the backend that runs `op` on it); TypeError for array types
+    that the forced backend cannot take."""
+    x = as_array(x, op)
     forced = _forced.get()
     if isinstance(x, np.ndarray):
         if forced == "cupy":
             raise TypeError(f"{op}: backend 'cupy' needs a cupy.ndarray input, got numpy.ndarray")
-        return forced or "numpy"
-    if is_cupy_array(x):
-        if forced in ("numpy", "emulated"):
-            raise TypeError(
-                f"{op}: backend '{forced}' needs a numpy.ndarray input, got cupy.ndarray"
-            )
-        return "cupy"
-    raise TypeError(
-        f"{op}: X must be a numpy.ndarray or cupy.ndarray, got {type(x).__module__}.{type(x).__name__}"
-    )
+        return x, forced or "numpy"
+    if forced in ("numpy", "emulated"):
+        raise TypeError(f"{op}: backend '{forced}' needs a numpy.ndarray input, got cupy.ndarray")
+    return x, "cupy"

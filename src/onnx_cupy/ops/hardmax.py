@@ -150,7 +150,7 @@ def hardmax(X: Any, *, axis: int | None = None, opset: int = 13, out: Any = None
     """ONNX Hardmax (versions 1, 11, 13) on a NumPy or CuPy array: 1 at the first maximum along
     `axis` (version 13) or of each row of the coerced 2-D view (versions 1, 11), 0 elsewhere.
     `axis` defaults to -1 from opset 13 on, to 1 before."""
-    backend = backends.select(X, OP)
+    X, backend = backends.select(X, OP)
     pl = plan(opset, tuple(X.shape), X.dtype, _axis_value(axis))
     with arrays.device_of(X, backend):
         Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)

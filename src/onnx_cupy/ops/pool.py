@@ -204,7 +204,7 @@ def geometry(pl: PoolPlan, x_strides: tuple[int, ...]) -> np.ndarray:
 
 
 def run(op: str, X: Any, opset: int, out: Any, **attrs: Any) -> Any:
-    backend = backends.select(X, op)
+    X, backend = backends.select(X, op)
     pl = plan(op, opset, tuple(X.shape), X.dtype, *(_seq(attrs[k]) for k in (
         "kernel_shape", "auto_pad", "ceil_mode", "count_include_pad", "dilations", "pads",
         "strides", "p")))

@@ -1,0 +1,157 @@
+"""Array interop (CuPy conventions): zero-copy acceptance of __cuda_array_interface__ and DLPack
+inputs, thread-safe one-time kernel compilation, streams and devices on a GPU."""
+from __future__ import annotations
+
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+from util import random, to_numpy
+
+import onnx_cupy as oc
+from onnx_cupy import backends, emulator
+
+POOL = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+class FakeCupy:
+    """Records how a CUDA-array input would be handed to CuPy."""
+
+    class ndarray:  # noqa: N801 - mirrors cupy.ndarray
+        pass
+
+    def __init__(self):
+        self.calls = []
+
+    def asarray(self, x):
+        self.calls.append(("asarray", x))
+        return "as-cupy"
+
+    def from_dlpack(self, x):
+        self.calls.append(("from_dlpack", x))
+        return "from-dlpack"
+
+
+class CudaInterface:
+    __cuda_array_interface__ = {"shape": (1,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+class DLPack:
+    def __init__(self, device_type):
+        self.device_type = device_type
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("not read in this test")
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    fake = FakeCupy()
+    monkeypatch.setattr(backends, "cupy_module", lambda: fake)
+    return fake
+
+
+def test_cuda_array_interface_goes_to_cupy_asarray(fake_cupy):
+    x = CudaInterface()
+    assert backends.as_array(x, "AveragePool") == "as-cupy"
+    assert fake_cupy.calls == [("asarray", x)]
+
+
+@pytest.mark.parametrize("device_type", [2, 13])  # kDLCUDA, kDLCUDAManaged
+def test_cuda_dlpack_goes_to_cupy_from_dlpack(fake_cupy, device_type):
+    x = DLPack(device_type)
+    assert backends.as_array(x, "Hardmax") == "from-dlpack"
+    assert fake_cupy.calls == [("from_dlpack", x)]
+
+
+def test_cpu_dlpack_becomes_numpy_without_copy(rng):
+    x = random(rng, (2, 3, 7, 9), np.float32)
+
+    class CpuTensor:  # a CPU DLPack producer that is not an ndarray
+        def __dlpack__(self, **kwargs):
+            return x.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return x.__dlpack_device__()
+
+    got = backends.as_array(CpuTensor(), "AveragePool")
+    assert isinstance(got, np.ndarray) and np.shares_memory(got, x)
+    np.testing.assert_array_equal(oc.average_pool(CpuTensor(), **POOL), oc.average_pool(x, **POOL))
+
+
+def test_cuda_input_without_cupy_is_a_clear_type_error(monkeypatch):
+    monkeypatch.setattr(backends, "cupy_module", lambda: None)
+    with pytest.raises(TypeError, match=r"AveragePool: X is a CUDA array \(CudaInterface\); install cupy"):
+        oc.average_pool(CudaInterface(), kernel_shape=[1])
+
+
+@pytest.mark.parametrize("bad", [[[1.0]], 3.0, DLPack(device_type=4)])  # list, scalar, OpenCL
+def test_unsupported_array_types(bad):
+    with pytest.raises(TypeError, match=r"Hardmax: X must be a numpy.ndarray, a cupy.ndarray or an "
+                                        r"array exposing __cuda_array_interface__ or DLPack"):
+        oc.hardmax(bad)
+
+
+def test_concurrent_calls_compile_each_kernel_once(monkeypatch, tmp_path, rng):
+    """Threads racing on a cold emulator cache build the library once and all get right answers."""
+    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
+    monkeypatch.setattr(emulator, "_libraries", {})
+    builds = []
+    real_run = subprocess.run
+
+    def counting_run(cmd, *args, **kwargs):
+        builds.append(cmd)
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(emulator.subprocess, "run", counting_run)
+    inputs = [random(rng, (1, 2, 9, 11), np.float32) for _ in range(8)]
+    results = [None] * len(inputs)
+    barrier = threading.Barrier(len(inputs))
+
+    def work(i):
+        barrier.wait()
+        with oc.backend("emulated"):
+            results[i] = oc.average_pool(inputs[i], **POOL)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1
+    for x, y in zip(inputs, results):
+        np.testing.assert_allclose(y, oc.average_pool(x, **POOL), rtol=1e-6)
+
+
+gpu = pytest.mark.skipif(not backends.gpu_available(), reason="needs a visible GPU")
+
+
+@gpu
+def test_non_default_stream_is_used():
+    import cupy as cp
+
+    x = cp.asarray(random(np.random.default_rng(1), (4, 8, 33, 35), np.float32))
+    with cp.cuda.Stream(non_blocking=True) as stream:
+        y = oc.average_pool(x, **POOL)
+        h = oc.hardmax(x, axis=1)
+        stream.synchronize()
+    np.testing.assert_allclose(to_numpy(y), oc.average_pool(to_numpy(x), **POOL), rtol=1e-5)
+    np.testing.assert_array_equal(to_numpy(h), oc.hardmax(to_numpy(x), axis=1))
+
+
+@gpu
+@pytest.mark.skipif(backends.gpu_available() and __import__("cupy").cuda.runtime.getDeviceCount() < 2,
+                    reason="needs a second GPU")
+def test_output_on_the_input_device():
+    import cupy as cp
+
+    with cp.cuda.Device(1):
+        x = cp.asarray(random(np.random.default_rng(2), (2, 3, 17, 19), np.float32))
+    with cp.cuda.Device(0):
+        y = oc.average_pool(x, **POOL)
+    assert y.device.id == 1
+    np.testing.assert_allclose(to_numpy(y), oc.average_pool(to_numpy(x), **POOL), rtol=1e-5)
