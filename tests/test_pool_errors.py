@@ -80,7 +80,8 @@ CASES = [
          r"output spatial size 0 <= 0 along spatial axis 0 .*auto_pad VALID", x=X[..., :3, :3],
          strides=[3, 3], auto_pad="VALID", opset=11),
     case("list_input", TypeError,
-         r"X must be a numpy.ndarray or cupy.ndarray, got builtins.list", x=X.tolist()),
+         r"X must be a numpy.ndarray, a cupy.ndarray or an array exposing "
+         r"__cuda_array_interface__ or DLPack, got builtins.list", x=X.tolist()),
     case("opset_0", ValueError, r"AveragePool: opset 0 is outside the supported range 1..28",
          opset=0),
     case("opset_29", ValueError, r"LpPool: opset 29 is outside the supported range 1..28", "LpPool",
