@@ -6,7 +6,8 @@ from .backends import backend, default_backend
 from .node import run_node
 from .ops.hardmax import hardmax
 from .ops.pool import average_pool, lp_pool
+from .ops.resize import resize
 
 __version__ = "0.1.0"
-__all__ = ["average_pool", "lp_pool", "hardmax", "run_node", "backend", "default_backend",
-           "__version__"]
+__all__ = ["average_pool", "lp_pool", "hardmax", "resize", "run_node", "backend",
+           "default_backend", "__version__"]

@@ -21,6 +21,12 @@ FLOAT_TYPES: dict[str, tuple[str, str, np.dtype]] = {
     "float64": ("double", "double", np.dtype(np.float64)),
 }
 
+# name -> kernel storage type of the integer dtypes (Resize interpolates them in double)
+INT_TYPES: dict[str, str] = {
+    "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
+    "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long",
+}
+
 INDEX_TYPES = {32: "int", 64: "long long"}
 INT32_LIMIT = 2**31 - 1
 

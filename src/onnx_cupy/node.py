@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import opsets
 
+if TYPE_CHECKING:
+    from onnx import ModelProto
+
 # op_type -> adapter(inputs, attributes, opset) -> output
 OPERATORS: dict[str, Callable[..., Any]] = {}
+DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 def register(op_type: str, fn: Callable[..., Any]) -> None:
@@ -20,25 +24,61 @@ def _attributes(node: Any) -> dict[str, Any]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def run_node(node: Any, inputs: Sequence[Any], opset: int | None = None) -> list[Any]:
-    """Run `node` (an onnx.NodeProto of AveragePool, LpPool, Hardmax or Resize) on `inputs`
-    (NumPy or CuPy arrays; None for an omitted optional input). `opset` defaults to the newest
-    version of the operator. Returns the list of outputs."""
+def default_opset(model: ModelProto) -> int:
+    """The opset version that `model` imports for the default domain."""
+    for o in model.opset_import:
+        if o.domain in DEFAULT_DOMAINS:
+            return o.version
+    raise ValueError("model imports no opset of the default domain ('' or 'ai.onnx')")
+
+
+def _align(op: str, names: Sequence[str], inputs: Sequence[Any]) -> list[Any]:
+    """`inputs` by position in node.input: an empty name is an omitted input (None), trailing
+    omitted inputs may be absent; trailing Nones are dropped."""
+    args = list(inputs) + [None] * (len(names) - len(inputs))
+    for i, name in enumerate(names):
+        if not name and args[i] is not None:
+            raise ValueError(f"run_node: {op} input {i} is omitted in the node (empty name) "
+                             f"but an array was given at that position")
+    while args and args[-1] is None:
+        args.pop()
+    return args
+
+
+def prepare_node(node: Any, opset: int | ModelProto | None = None
+                 ) -> Callable[[Sequence[Any]], list[Any]]:
+    """Validate `node` (operator, domain, opset, attributes) once and return a function that runs
+    it on a list of inputs, as `run_node` does."""
     if node.op_type not in OPERATORS:
         raise ValueError(f"run_node: unsupported operator {node.op_type!r} "
                          f"(supported: {', '.join(sorted(OPERATORS))})")
-    if node.domain not in ("", "ai.onnx"):
+    if node.domain not in DEFAULT_DOMAINS:
         raise ValueError(f"run_node: unsupported domain {node.domain!r}")
-    attrs = _attributes(node)
-    for k, v in list(attrs.items()):
-        if isinstance(v, bytes):
-            attrs[k] = v.decode()
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in _attributes(node).items()}
     op = node.op_type
     if opset is None:
         opset = max(opsets.ATTRIBUTES[op])
-    ver = opsets.version(op, opset)
-    opsets.check_given(op, ver, {k: True for k in attrs})
-    return [OPERATORS[op](list(inputs), attrs, opset)]
+    elif not isinstance(opset, int):
+        from onnx import ModelProto
+
+        if isinstance(opset, ModelProto):
+            opset = default_opset(opset)
+    opsets.check_given(op, opsets.version(op, opset), {k: True for k in attrs})
+    fn, names = OPERATORS[op], list(node.input)
+    return lambda inputs: [fn(_align(op, names, inputs), attrs, opset)]
+
+
+def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = None
+             ) -> list[Any]:
+    """Run `node` (an onnx.NodeProto of AveragePool, LpPool, Hardmax or Resize) on `inputs`
+    (NumPy or CuPy arrays) and return the list of outputs.
+
+    `inputs` follow node.input by position: None, or an empty name in node.input, is an omitted
+    optional input, and trailing omitted inputs may be left out. `opset` is an int or an
+    onnx.ModelProto (its default-domain opset import); None means the newest version of the
+    operator.
+    """
+    return prepare_node(node, opset)(inputs)
 
 
 def _single_input(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -50,6 +90,18 @@ def _single_input(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int) -> Any:
+    """Resize-10 takes (X, scales); later versions (X, roi, scales, sizes), trailing optional."""
+    from .ops.resize import resize
+
+    names = (("X", "scales") if opsets.version("Resize", opset) == 10
+             else ("X", "roi", "scales", "sizes"))
+    if not 1 <= len(inputs) <= len(names):
+        raise ValueError(f"run_node: Resize at opset {opset} takes 1 to {len(names)} inputs "
+                         f"({', '.join(names)}), got {len(inputs)}")
+    return resize(**dict(zip(names, inputs)), opset=opset, **attrs)
+
+
 def _install() -> None:
     from .ops.hardmax import hardmax
     from .ops.pool import average_pool, lp_pool
@@ -57,6 +109,7 @@ def _install() -> None:
     register("AveragePool", _single_input("AveragePool", average_pool))
     register("LpPool", _single_input("LpPool", lp_pool))
     register("Hardmax", _single_input("Hardmax", hardmax))
+    register("Resize", _resize)
 
 
 _install()

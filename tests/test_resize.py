@@ -1,0 +1,371 @@
+"""Resize on every backend: ONNX's node tests, versions without an onnx.reference class (10, and
+11's tf_half_pixel_for_nn) against onnxruntime and hand-computed expectations, the spec-text
+cases where onnx.reference differs, integer rounding and saturation, strings, the 64-bit index
+path, input handling (non-contiguous, high rank, empty, never modified, out=) and run_node."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from onnx import helper
+from util import node_model, onnxruntime, reference, to_backend, to_numpy
+
+import onnx_cupy
+from onnx_cupy import backends, conformance, launch, loader, run_node
+from onnx_cupy.ops import resize as resize_op
+from onnx_cupy.ops.resize import resize
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::DeprecationWarning")
+
+
+def run(backend: str, x: np.ndarray, *args, **kw) -> np.ndarray:
+    with backends.backend(backend):
+        return to_numpy(resize(to_backend(x, backend), *args, **kw))
+
+
+def ort(opset: int, x: np.ndarray, attrs: dict, **inputs: np.ndarray) -> np.ndarray:
+    names = [("X", x.dtype)] + [(k, v.dtype) for k, v in inputs.items()]
+    return onnxruntime(node_model("Resize", names, attrs, opset), {"X": x, **inputs})[0]
+
+
+def ref(opset: int, x: np.ndarray, attrs: dict, **inputs: np.ndarray | None) -> np.ndarray:
+    names = [("X", x.dtype)] + [(k, v.dtype) if v is not None else ("", None)
+                                for k, v in inputs.items()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return reference(node_model("Resize", names, attrs, opset),
+                         {"X": x, **{k: v for k, v in inputs.items() if v is not None}})[0]
+
+
+def test_exported_and_registered():
+    assert onnx_cupy.resize is resize and "resize" in onnx_cupy.__all__
+    exprs = loader.instantiations("resize")
+    assert "resize_nearest<rsz::pod<16>, long long>" in exprs
+    assert "resize_weighted<oc::bf16_t, float, int>" in exprs
+    assert "resize_weighted<unsigned long long, double, long long>" in exprs
+
+
+def test_paths(monkeypatch):
+    """NumPy arrays run the fallback (no kernel launch) unless a backend is forced."""
+    seen = []
+    monkeypatch.setattr(launch, "launch", lambda *a, _real=launch.launch: (seen.append(a[0]),
+                                                                            _real(*a)))
+    x = np.ones((2, 3), np.float32)
+    resize(x, scales=[2, 2], mode="linear")
+    assert seen == []
+    with backends.backend("emulated"):
+        resize(x, scales=[2, 2], mode="linear")
+    assert seen == ["emulated"]
+
+
+def test_onnx_node_tests(backend):
+    cases = conformance.node_cases(["Resize"])
+    assert len(cases) == 39
+    failed = [(r.name, r.detail) for r in (conformance.run_case(c, backend) for c in cases)
+              if not r.passed]
+    assert not failed
+
+
+# ---------------------------------------------------------------- versions without a reference
+
+@pytest.mark.parametrize("scale", [1.0, 2.0, 1.5, 2.5, 3.0])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_v10_upsample_matches_onnxruntime(backend, rng, mode, scale):
+    """Resize-10: asymmetric coordinates; nearest rounds down (floor)."""
+    x = rng.uniform(-2, 3, size=(2, 3, 4, 5)).astype(np.float32)
+    scales = np.array([1, 1, scale, 2.0], dtype=np.float32)
+    got = run(backend, x, scales=scales, mode=mode, opset=10)
+    np.testing.assert_allclose(got, ort(10, x, {"mode": mode}, scales=scales), rtol=1e-6,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [0.5, 0.75, 0.25])
+def test_v10_downsample(backend, rng, scale):
+    """Linear matches onnxruntime; nearest is floor(y / s) (onnxruntime rounds up when
+    downsampling, a rule no ONNX text states)."""
+    x = rng.uniform(-2, 3, size=(1, 2, 8, 8)).astype(np.float32)
+    scales = np.array([1, 1, scale, 1], dtype=np.float32)
+    linear = run(backend, x, scales=scales, mode="linear", opset=10)
+    np.testing.assert_allclose(linear, ort(10, x, {"mode": "linear"}, scales=scales), rtol=1e-5,
+                               atol=1e-6)
+    m = int(8 * scale)
+    source = np.floor(np.arange(m) / scale).astype(int)
+    np.testing.assert_array_equal(run(backend, x, scales=scales, opset=10), x[:, :, source, :])
+
+
+@pytest.mark.parametrize("mode,nearest_mode", [("nearest", m) for m in (
+    "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")] + [("linear", None),
+                                                                    ("cubic", None)])
+def test_v11_tf_half_pixel_for_nn_matches_onnxruntime(backend, rng, mode, nearest_mode):
+    """x = (y + 0.5) / s; an axis with scale 1 stays as is. Dyadic scales: onnxruntime rounds
+    in float32."""
+    attrs = {"mode": mode, "coordinate_transformation_mode": "tf_half_pixel_for_nn"}
+    if nearest_mode:
+        attrs["nearest_mode"] = nearest_mode
+    x = rng.uniform(-2, 3, size=(2, 3, 5, 7)).astype(np.float32)
+    for scales in ([1, 1, 2, 3], [1, 1, 0.5, 0.75], [1, 1, 2.5, 1.25], [1, 1, 1, 1.5]):
+        s = np.array(scales, dtype=np.float32)
+        expected = ort(11, x, attrs, roi=np.zeros(0, np.float32), scales=s)
+        np.testing.assert_allclose(run(backend, x, None, s, opset=11, **attrs), expected,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_v11_sizes_with_empty_scales(backend, rng):
+    x = rng.uniform(-2, 3, size=(1, 2, 4, 5)).astype(np.float32)
+    sizes = np.array([1, 2, 7, 3], dtype=np.int64)
+    empty = np.zeros(0, np.float32)
+    expected = ort(11, x, {"mode": "linear"}, roi=empty, scales=empty, sizes=sizes)
+    got = run(backend, x, empty, empty, sizes, mode="linear", opset=11)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- spec text vs onnx.reference
+
+def test_pytorch_half_pixel_length_one_samples_zero(backend, rng):
+    """Spec: x_original = length_resized > 1 ? ... : 0 (onnx.reference uses -0.5); onnxruntime
+    agrees with the spec. Cubic at x = 0 returns the first element."""
+    x = rng.uniform(-2, 3, size=(3, 6)).astype(np.float32)
+    attrs = {"mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel"}
+    sizes = np.array([3, 1], dtype=np.int64)
+    got = run(backend, x, sizes=sizes, opset=13, **attrs)
+    np.testing.assert_allclose(got[:, 0], x[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(got, ort(13, x, attrs, roi=np.zeros(0, np.float32),
+                                        scales=np.zeros(0, np.float32), sizes=sizes), rtol=1e-6)
+
+
+def test_tf_crop_and_resize_scales_use_the_roi_length(backend, rng):
+    """Spec: output_dimension = floor(input_dimension * (roi_end - roi_start) * scale) (onnx
+    shape inference, onnx.reference and onnxruntime leave the roi out); the result equals the
+    same crop given as sizes."""
+    x = rng.uniform(-2, 3, size=(2, 9, 8)).astype(np.float32)
+    roi = np.array([0, 0.25, 0, 1, 0.75, 0.5], dtype=np.float32)
+    scales = np.array([1, 2, 1.5], dtype=np.float32)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}
+    got = run(backend, x, roi, scales, **attrs)
+    assert got.shape == (2, 9, 6)
+    sizes = np.array(got.shape, dtype=np.int64)
+    np.testing.assert_allclose(got, ref(19, x, attrs, roi=roi, scales=None, sizes=sizes),
+                               rtol=1e-6)
+
+
+def test_nearest_ignores_exclude_outside(backend, rng):
+    """Nearest samples one location; it is clamped to the edge with or without exclude_outside
+    (onnx.reference zeroes the output where the chosen location lies outside)."""
+    x = rng.uniform(1, 3, size=(4, 4)).astype(np.float32)
+    attrs = {"nearest_mode": "ceil"}
+    scales = np.array([2, 2], np.float32)
+    expected = ref(19, x, attrs, roi=None, scales=scales)
+    np.testing.assert_array_equal(run(backend, x, scales=scales, exclude_outside=1, **attrs),
+                                  expected)
+    assert (ref(19, x, dict(attrs, exclude_outside=1), roi=None, scales=scales)[-1] == 0).all()
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_coordinate_just_above_an_integer(backend, mode):
+    """7 -> 17, half_pixel: output 8 maps to x = 3.0000000000000004, so it takes input 3 (9.0)
+    (onnx.reference's edge-padded neighbour search rounds x + padding to 5.0 and takes input 2;
+    onnxruntime, in float32, agrees with 9.0)."""
+    x = (np.arange(7, dtype=np.float64) ** 2).reshape(1, 7)
+    sizes = np.array([1, 17])
+    got = run(backend, x, sizes=sizes, mode=mode)
+    np.testing.assert_allclose(got[0, 8], 9.0, rtol=1e-14)
+    assert abs(ref(19, x, {"mode": mode}, roi=None, scales=None, sizes=sizes)[0, 8] - 4) < 1e-9
+    empty = np.zeros(0, np.float32)
+    np.testing.assert_allclose(ort(13, x.astype(np.float32), {"mode": mode}, roi=empty,
+                                   scales=empty, sizes=sizes)[0, 8], 9.0, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- dtypes
+
+def test_integer_rounding_and_saturation(backend):
+    """Linear/cubic on integers: float64, rounded half to even, saturated to the range."""
+    x = np.array([[2, 3, 4, 5]], dtype=np.int8)
+    got = run(backend, x, scales=[1, 2], mode="linear", coordinate_transformation_mode="asymmetric")
+    np.testing.assert_array_equal(got, [[2, 2, 3, 4, 4, 4, 5, 5]])  # 2.5 -> 2, 3.5 -> 4, 4.5 -> 4
+    u = np.array([0, 0, 255, 255, 0, 0], dtype=np.uint8)
+    got = run(backend, u, scales=[2.5], mode="cubic")
+    exact = ref(19, u.astype(np.float64), {"mode": "cubic"}, roi=None,
+                scales=np.array([2.5], np.float32))
+    assert exact.max() > 255 and exact.min() < 0  # the cubic kernel overshoots both ends
+    np.testing.assert_array_equal(got, np.clip(np.rint(exact), 0, 255))
+
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_64bit_integer_saturation(backend, dtype):
+    """Where the float64 value passes 2^63 (2^64) the result is the dtype's maximum; below 0 an
+    unsigned result is 0."""
+    top = np.iinfo(dtype).max
+    x = np.array([0, 0, top, top, 0, 0], dtype=dtype)
+    got = run(backend, x, scales=[2.5], mode="cubic")
+    exact = ref(19, x.astype(np.float64), {"mode": "cubic"}, roi=None,
+                scales=np.array([2.5], np.float32))
+    over = exact > 1.01 * float(top)
+    under = exact < 0 if dtype == np.uint64 else np.zeros_like(over)
+    assert over.any() and (under.any() or dtype == np.int64)
+    assert (got[over] == top).all() and (got[under] == 0).all()
+    rest = ~over & ~under
+    np.testing.assert_allclose(got[rest].astype(np.float64), exact[rest], rtol=1e-5,
+                               atol=1e-5 * float(top))
+
+
+def test_extrapolation_value_in_integer_and_bool_dtypes(backend):
+    attrs = {"coordinate_transformation_mode": "tf_crop_and_resize",
+             "extrapolation_value": -2.5, "roi": [-0.5, 1.5], "sizes": [4]}
+    x = np.arange(1, 4, dtype=np.int16)
+    np.testing.assert_array_equal(run(backend, x, **attrs), [-2, 1, 3, -2])
+    np.testing.assert_array_equal(run(backend, x.astype(np.uint8), **attrs), [0, 1, 3, 0])
+    np.testing.assert_array_equal(run(backend, x > 1, **attrs), [True, False, True, True])
+
+
+@pytest.mark.parametrize("dtype", [object, "U5"])
+def test_strings_numpy_only(dtype):
+    x = np.array([["a", "bb"], ["ccc", "d"]], dtype=dtype)
+    got = resize(x, scales=[1, 2])
+    np.testing.assert_array_equal(got, x.repeat(2, axis=1))
+    assert got.dtype == x.dtype
+    with backends.backend("emulated"), pytest.raises(TypeError, match="string tensors run on the "
+                                                                      "NumPy backend only"):
+        resize(x, scales=[1, 2])
+
+
+# ---------------------------------------------------------------- shapes and input handling
+
+def test_large_offsets_use_64bit_indices(cpu_backend, monkeypatch):
+    """A [1, 1, 2^31 + 5] input (virtual memory: only the elements read are written)."""
+    n = 2**31 + 5
+    x = np.empty((1, 1, n), dtype=np.int8)
+    m = 4
+    s = m / n
+    xo = (np.arange(m) + 0.5) / s - 0.5
+    near = np.where(xo - np.floor(xo) > 0.5, np.ceil(xo), np.floor(xo)).astype(np.int64)
+    lo = np.floor(xo).astype(np.int64)
+    for i in np.concatenate([near, lo, lo + 1]):
+        x[0, 0, i] = i % 97 - 40
+    seen = []
+    monkeypatch.setattr(launch, "launch", lambda *a, _real=launch.launch: (seen.append(a[2]),
+                                                                            _real(*a)))
+    got = run(cpu_backend, x, sizes=[1, 1, m])
+    np.testing.assert_array_equal(got[0, 0], x[0, 0, near])
+    got = run(cpu_backend, x, sizes=[1, 1, m], mode="linear")
+    t = xo - lo
+    expected = np.rint((1 - t) * x[0, 0, lo] + t * x[0, 0, lo + 1])
+    np.testing.assert_array_equal(got[0, 0], expected)
+    if cpu_backend == "emulated":
+        assert seen and all(e.endswith("long long>") for e in seen)
+
+
+@pytest.mark.parametrize("view", ["transposed", "stepped", "reversed", "sliced"])
+def test_non_contiguous_input(backend, rng, view):
+    base = rng.uniform(-2, 3, size=(3, 8, 10)).astype(np.float32)
+    x = {"transposed": base.transpose(2, 0, 1), "stepped": base[:, ::2, ::3],
+         "reversed": base[::-1, :, ::-1], "sliced": base[1:, 2:7, 1:9]}[view]
+    kw = {"scales": [1, 1.5, 0.75], "mode": "cubic", "axes": [0, 2, 1], "opset": 18}
+    np.testing.assert_allclose(run(backend, x, **kw), run("numpy", np.ascontiguousarray(x), **kw),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_many_unmergeable_dims(backend, rng):
+    """17 dims whose strides do not merge exceed the kernel's 16: X is copied contiguous."""
+    x = rng.uniform(size=(2,) * 17).astype(np.float32).transpose(np.arange(17)[::-1])
+    kw = {"sizes": [3], "axes": [16], "mode": "linear"}
+    np.testing.assert_allclose(run(backend, x, **kw), run("numpy", np.ascontiguousarray(x), **kw),
+                               rtol=1e-6)
+
+
+def test_misaligned_arrays(backend):
+    """complex64 viewed 4 bytes into a float32 buffer: read through an aligned copy on the
+    kernel path; an `out` the kernels cannot store to is refused there."""
+    buf = np.arange(18, dtype=np.float32)
+    x = buf[1:17].view(np.complex64).reshape(2, 4)
+    expected = x.repeat(2, axis=1)
+    np.testing.assert_array_equal(run(backend, x, scales=[1, 2]), expected)
+    if backend == "emulated":
+        out = np.zeros(33, np.float32)[1:].view(np.complex64).reshape(2, 8)
+        with backends.backend(backend), pytest.raises(ValueError, match="out must be aligned to "
+                                                                        "8 bytes"):
+            resize(x, scales=[1, 2], out=out)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 6, 7])
+def test_ranks(backend, rng, rank):
+    shape = tuple(int(v) for v in rng.integers(1, 4, size=rank))
+    x = rng.uniform(-2, 3, size=shape).astype(np.float32)
+    scales = np.array(rng.choice([0.5, 1.0, 1.5, 2.0], size=rank), dtype=np.float32)
+    np.testing.assert_allclose(run(backend, x, scales=scales, mode="linear"),
+                               ref(19, x, {"mode": "linear"}, roi=None, scales=scales),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_empty(backend):
+    x = np.zeros((2, 0, 3), dtype=np.float32)
+    assert run(backend, x, scales=[2, 2, 2]).shape == (4, 0, 6)
+    assert run(backend, np.ones((2, 3), np.float32), sizes=[0, 5]).shape == (0, 5)
+    assert run(backend, np.ones((2, 3), np.float32), scales=[0.4, 1]).shape == (0, 3)
+
+
+def test_identity_is_a_copy(backend, rng):
+    x = rng.uniform(size=(2, 3)).astype(np.float32)
+    got = run(backend, x, scales=[1, 1], mode="cubic")
+    np.testing.assert_array_equal(got, x)
+    assert not np.shares_memory(got, x)
+
+
+def test_inputs_never_modified(backend, rng):
+    x = rng.uniform(size=(2, 5, 4)).astype(np.float32)
+    roi = np.array([0, 0.1, 0.2, 1, 0.9, 0.7], dtype=np.float64)
+    sizes = np.array([2, 7, 3], dtype=np.int64)
+    scales = np.array([1, 1.5, 0.5], dtype=np.float32)
+    saved = [a.copy() for a in (x, roi, sizes, scales)]
+    run(backend, x, roi, None, sizes, mode="cubic",
+        coordinate_transformation_mode="tf_crop_and_resize")
+    run(backend, x, None, scales, mode="linear", antialias=1)
+    for a, b in zip((x, roi, sizes, scales), saved):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_out(backend, rng):
+    x = rng.uniform(size=(2, 3)).astype(np.float32)
+    xp = backends.cupy_module() if backend == "cupy" else np
+    out = xp.empty((4, 6), dtype=np.float32)
+    with backends.backend(backend):
+        y = resize(to_backend(x, backend), scales=[2, 2], mode="linear", out=out)
+    assert y is out
+    np.testing.assert_allclose(to_numpy(out), run("numpy", x, scales=[2, 2], mode="linear"),
+                               rtol=1e-6)
+
+
+def test_tables_cached_per_plan(cpu_backend):
+    """One plan per configuration (scales given as float32 values hit the same entry); its kernel
+    tables are built once and read-only: the antialias cubic filter at scale 0.5 has 8 taps."""
+    x = np.ones((2, 8), np.float32)
+    kw = {"mode": "cubic", "antialias": 1}
+    run(cpu_backend, x, scales=[1, 0.5], **kw)
+    hits = resize_op.plan.cache_info().hits
+    run(cpu_backend, x, scales=np.array([1, 0.5], np.float32), **kw)
+    assert resize_op.plan.cache_info().hits == hits + 1
+    at = resize_op.attributes(19, **{**resize_op.DEFAULTS, **kw})
+    pl = resize_op.plan(19, (2, 8), np.dtype(np.float32), None, (1.0, 0.5), None, at)
+    index, weight, first = resize_op.kernel_tables(pl)
+    assert resize_op.kernel_tables(pl)[0] is index and not index.flags.writeable
+    assert [t.axis for t in pl.tables] == [1] and pl.tables[0].taps == 8
+    assert first == (0,) and weight.shape == (4 * 8,)
+
+
+def test_run_node_versions(backend, rng):
+    x = rng.uniform(size=(1, 1, 3, 4)).astype(np.float32)
+    xb = to_backend(x, backend)
+    scales = np.array([1, 1, 2, 0.5], np.float32)
+    node = helper.make_node("Resize", ["X", "scales"], ["Y"], mode="linear")
+    with backends.backend(backend):
+        (y10,) = run_node(node, [xb, scales], opset=10)
+        node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], mode="nearest",
+                                axes=[3, 2])
+        (y19,) = run_node(node, [xb, None, None, np.array([8, 6], np.int64)], opset=19)
+        with pytest.raises(ValueError, match="Resize at opset 10 takes 1 to 2 inputs"):
+            run_node(helper.make_node("Resize", ["X", "", "scales"], ["Y"]), [xb, None, scales],
+                     opset=10)
+    np.testing.assert_allclose(to_numpy(y10), run("numpy", x, scales=scales, mode="linear",
+                                                  opset=10), rtol=1e-6)
+    assert to_numpy(y19).shape == (1, 1, 6, 8)

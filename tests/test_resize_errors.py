@@ -1,0 +1,233 @@
+"""Bad Resize inputs: a ValueError or TypeError that names the input or attribute, the value and,
+for version questions, the opset; raised before anything is allocated or launched."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from onnx_cupy import arrays, backends, launch
+from onnx_cupy.ops import resize as resize_op
+from onnx_cupy.ops.resize import resize
+
+X4 = np.ones((1, 2, 3, 4), dtype=np.float32)
+S4 = np.array([1, 1, 2, 2], dtype=np.float32)
+
+def case(name: str, exc: type, pattern: str, **kwargs):
+    """resize(X4, **kwargs) raises `exc` matching `pattern`."""
+    return pytest.param(kwargs, exc, pattern, id=name)
+
+
+CASES = [
+    # scales, sizes, roi
+    case("scales_and_sizes", ValueError, "exactly one of the inputs 'scales' and 'sizes'.*got both",
+         scales=S4, sizes=[1, 2, 6, 8]),
+    case("neither", ValueError, "exactly one of the inputs 'scales' and 'sizes'.*got neither"),
+    case("both_empty", ValueError, "got neither", scales=[], sizes=np.zeros(0, np.int64)),
+    case("scale_zero", ValueError,
+         r"'scales' values must be finite and > 0, got \[1.0, 1.0, 0.0, 2.0\]",
+         scales=[1, 1, 0, 2]),
+    case("scale_negative", ValueError, "'scales' values must be finite and > 0",
+         scales=[1, 1, -2, 2]),
+    case("scale_inf", ValueError, "'scales' values must be finite", scales=[1, 1, np.inf, 2]),
+    case("scale_overflows_float32", ValueError, "'scales' values must be finite",
+         scales=[1, 1, 1e39, 2]),
+    case("scales_length", ValueError, r"'scales' has 3 values, expected 4 \(the rank of X\)",
+         scales=[1, 2, 2]),
+    case("sizes_length", ValueError, r"'sizes' has 5 values, expected 4 \(the rank of X\)",
+         sizes=[1, 2, 6, 8, 1]),
+    case("sizes_vs_axes", ValueError, r"expected 2 \(the length of 'axes'\)", sizes=[6, 8, 1],
+         axes=[2, 3]),
+    case("size_negative", ValueError, r"'sizes' values must be >= 0, got \[1, 2, -6, 8\]",
+         sizes=[1, 2, -6, 8]),
+    case("sizes_float", TypeError, r"'sizes' must hold integers \(int64\), got dtype float64",
+         sizes=[1.0, 2.0, 6.0, 8.0]),
+    case("sizes_bool", TypeError, "'sizes' must hold integers", sizes=np.ones(4, bool)),
+    case("scales_strings", TypeError, "'scales' must hold real numbers, got dtype <U1",
+         scales=["1", "1", "2", "2"]),
+    case("scales_none_value", TypeError, "'scales' must hold real numbers, got dtype object",
+         scales=[1, 1, None, 2]),
+    case("scales_2d", ValueError, r"'scales' must be 1-D, got shape \(2, 2\)",
+         scales=S4.reshape(2, 2)),
+    case("scales_scalar", ValueError, r"'scales' must be 1-D, got shape \(\)", scales=2.0),
+    case("roi_length", ValueError, r"'roi' has 3 values, expected 8 \(twice the rank of X\)",
+         scales=S4, roi=[0, 0, 1]),
+    case("roi_vs_axes", ValueError,
+         r"'roi' has 6 values, expected 4 \(twice the length of 'axes'\)", sizes=[6, 8],
+         axes=[2, 3], roi=[0, 0, 0, 1, 1, 1]),
+    case("roi_nan", ValueError, "'roi' values must be finite", scales=S4,
+         roi=[0, 0, 0, 0, 1, 1, np.nan, 1]),
+    case("output_too_large", ValueError, r"output shape \(1, 2, 3, 4000000080163509370880\) has "
+         r"more than 2\^62 elements", scales=[1, 1, 1, 1e21]),
+    case("crop_without_roi", ValueError, "'tf_crop_and_resize' needs the input 'roi'", scales=S4,
+         coordinate_transformation_mode="tf_crop_and_resize"),
+    case("crop_flipped_roi_with_scales", ValueError, r"output length -3 < 0 along axis 2",
+         scales=S4, roi=[0, 0, 1, 0, 1, 1, 0.5, 1],
+         coordinate_transformation_mode="tf_crop_and_resize"),
+    # axes
+    case("axes_repeat", ValueError, r"'axes' = \[2, -2\] repeats an axis", scales=[2, 2],
+         axes=[2, -2]),
+    case("axes_range", ValueError, r"'axes' = \[2, 4\] has values out of range \[-4, 3\]",
+         scales=[2, 2], axes=[2, 4]),
+    case("axes_float", TypeError, "'axes' must be a sequence of ints", scales=[2, 2],
+         axes=[2, 3.0]),
+    case("axes_string", TypeError, "'axes' must be a sequence of ints", scales=[2, 2], axes="23"),
+    # attribute values
+    case("mode_unknown", ValueError, r"'mode' = 'bilinear' is not defined at opset version 19 "
+         r"\(expected one of nearest, linear, cubic\)", scales=S4, mode="bilinear"),
+    case("mode_bytes", TypeError, "'mode' must be a string", scales=S4, mode=b"linear"),
+    case("cubic_at_10", ValueError,
+         "'mode' = 'cubic' is not defined at opset version 10.*introduced in opset 11", scales=S4,
+         mode="cubic", opset=10),
+    case("ctm_unknown", ValueError,
+         "'coordinate_transformation_mode' = 'corners' is not defined at opset version 19",
+         scales=S4, coordinate_transformation_mode="corners"),
+    case("tf_half_pixel_for_nn_at_13", ValueError,
+         r"'tf_half_pixel_for_nn' is not defined at opset version 13.*only up to Resize-11 "
+         r"\(removed in opset 13\)", scales=S4, opset=13,
+         coordinate_transformation_mode="tf_half_pixel_for_nn"),
+    case("half_pixel_symmetric_at_18", ValueError,
+         "'half_pixel_symmetric' is not defined at opset version 18.*introduced in opset 19",
+         scales=S4, opset=18, coordinate_transformation_mode="half_pixel_symmetric"),
+    case("nearest_mode_unknown", ValueError, "'nearest_mode' = 'round' is not defined", scales=S4,
+         nearest_mode="round"),
+    case("policy_unknown", ValueError, "'keep_aspect_ratio_policy' = 'fit' is not defined",
+         sizes=[1, 2, 6, 8], keep_aspect_ratio_policy="fit"),
+    case("antialias_nearest", ValueError,
+         "'antialias' = 1 applies to modes 'linear' and 'cubic', not to mode 'nearest'", scales=S4,
+         antialias=1),
+    case("antialias_2", ValueError, "'antialias' must be 0 or 1, got 2", scales=S4, mode="linear",
+         antialias=2),
+    case("exclude_outside_negative", ValueError, "'exclude_outside' must be 0 or 1, got -1",
+         scales=S4, mode="cubic", exclude_outside=-1),
+    case("cubic_coeff_a_string", TypeError, "'cubic_coeff_a' must be a float, got 'a'", scales=S4,
+         mode="cubic", cubic_coeff_a="a"),
+    case("cubic_coeff_a_inf", ValueError, "'cubic_coeff_a' must be finite", scales=S4,
+         mode="cubic", cubic_coeff_a=float("inf")),
+    case("extrapolation_value_none", TypeError, "'extrapolation_value' must be a float", scales=S4,
+         extrapolation_value=None),
+    # attributes and inputs outside the opset
+    case("antialias_at_13", ValueError,
+         "'antialias' is not defined at opset version 13; it was introduced in opset 18",
+         scales=S4, mode="linear", antialias=1, opset=13),
+    case("axes_at_17", ValueError,
+         "'axes' is not defined at opset version 13; it was introduced in opset 18",
+         scales=[2, 2], axes=[2, 3], opset=17),
+    case("policy_at_13", ValueError,
+         "'keep_aspect_ratio_policy' is not defined at opset version 13", sizes=[1, 2, 6, 8],
+         keep_aspect_ratio_policy="not_larger", opset=13),
+    case("ctm_at_10", ValueError, "'coordinate_transformation_mode' is not defined at opset "
+         "version 10; it was introduced in opset 11", scales=S4, opset=10,
+         coordinate_transformation_mode="asymmetric"),
+    case("exclude_outside_at_10", ValueError,
+         "'exclude_outside' is not defined at opset version 10", scales=S4, exclude_outside=1,
+         opset=10),
+    case("nearest_mode_at_10", ValueError, "'nearest_mode' is not defined at opset version 10",
+         scales=S4, nearest_mode="floor", opset=10),
+    case("sizes_at_10", ValueError,
+         r"input 'sizes' is not defined at opset version 10 \(Resize-10 takes X and scales\)",
+         sizes=[1, 2, 6, 8], opset=10),
+    case("roi_at_10", ValueError, "input 'roi' is not defined at opset version 10", scales=S4,
+         roi=[], opset=10),
+    case("opset_9", ValueError, "opset 9 is outside the supported range 10..28", scales=S4,
+         opset=9),
+    case("opset_string", TypeError, "opset must be an int", scales=S4, opset="19"),
+]
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fails a test that allocates an output or launches a kernel."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("allocated or launched before the error")
+    monkeypatch.setattr(arrays, "output", forbidden)
+    monkeypatch.setattr(launch, "launch", forbidden)
+
+
+@pytest.mark.parametrize("kwargs,exc,match", CASES)
+def test_bad_inputs_and_attributes(cpu_backend, no_work, kwargs, exc, match):
+    with backends.backend(cpu_backend), pytest.raises(exc, match=match):
+        resize(X4, **kwargs)
+
+
+BAD_X = [
+    pytest.param([[1.0, 2.0]], {"scales": [2, 2]}, TypeError,
+                 "X must be a numpy.ndarray, a cupy.ndarray or an array exposing "
+                 "__cuda_array_interface__ or DLPack, got builtins.list", id="list"),
+    pytest.param(np.float32(1), {"scales": [2]}, TypeError,
+                 "X must be a numpy.ndarray, a cupy.ndarray or an array exposing",
+                 id="numpy_scalar"),
+    pytest.param(np.array(1.0), {"scales": []}, ValueError, "X must have rank >= 1", id="rank_0"),
+    pytest.param(np.zeros(3, "datetime64[s]"), {"scales": [2]}, TypeError,
+                 "input dtype datetime64.* is not supported", id="datetime"),
+    pytest.param(np.zeros(3, ml_dtypes.float8_e4m3fn), {"scales": [2]}, TypeError,
+                 "input dtype float8_e4m3fn is not supported", id="float8"),
+    pytest.param(np.zeros(3, ml_dtypes.bfloat16), {"scales": [2], "opset": 11}, TypeError,
+                 "bfloat16 requires opset >= 13", id="bfloat16_at_11"),
+    pytest.param(np.zeros(3, bool), {"scales": [2], "mode": "linear"}, TypeError,
+                 "mode 'linear' interpolates integer and float inputs; input dtype bool supports "
+                 "mode 'nearest' only", id="linear_bool"),
+    pytest.param(np.zeros(3, np.complex64), {"scales": [2], "mode": "cubic"}, TypeError,
+                 "dtype complex64 supports mode 'nearest' only", id="cubic_complex"),
+    pytest.param(np.array(["a", "b"], object), {"scales": [2], "mode": "linear"}, TypeError,
+                 "dtype object supports mode 'nearest' only", id="linear_string"),
+    pytest.param(np.array(["a", "b"], object),
+                 {"sizes": [3], "roi": [-1, 1], "coordinate_transformation_mode":
+                  "tf_crop_and_resize"}, TypeError,
+                 "extrapolates outside the roi, which has no value for input dtype object",
+                 id="string_extrapolation"),
+    pytest.param(np.zeros((2, 0)), {"sizes": [2, 3]}, ValueError,
+                 "axis 1 of X is empty and cannot be resized to length 3", id="empty_axis"),
+    pytest.param(np.zeros((2, 0)), {"sizes": [2, 3], "keep_aspect_ratio_policy": "not_larger"},
+                 ValueError, r"'not_larger' needs non-empty resized axes, got lengths \[2, 0\]",
+                 id="policy_empty_axis"),
+    pytest.param(np.empty((2, 3) * 8 + (2,), np.int8), {"scales": [2, 1] * 8 + [2]}, ValueError,
+                 "17 dimensions remain after merging adjacent unresized axes; at most 16",
+                 id="too_many_dims"),
+]
+
+
+@pytest.mark.parametrize("x,kwargs,exc,match", BAD_X)
+def test_bad_x(cpu_backend, no_work, x, kwargs, exc, match):
+    with backends.backend(cpu_backend), pytest.raises(exc, match=match):
+        resize(x, **kwargs)
+
+
+def test_string_input_on_kernel_path(no_work):
+    """Strings have no kernel: the dispatch refuses them on the emulated (and CuPy) path."""
+    with backends.backend("emulated"), pytest.raises(
+            TypeError, match="string tensors run on the NumPy backend only \\(got dtype <U2 on "
+                             "backend 'emulated'\\)"):
+        resize(np.array(["ab", "c"]), scales=[2])
+
+
+def test_forced_cupy_backend_on_numpy_input(no_work):
+    with backends.backend("cupy"), pytest.raises(TypeError, match="backend 'cupy' needs a "
+                                                                   "cupy.ndarray input"):
+        resize(X4, scales=S4)
+
+
+@pytest.mark.parametrize("out,exc,match", [
+    (np.empty((1, 2, 6, 8), np.float64), TypeError, "out has dtype float64, expected float32"),
+    (np.empty((1, 2, 6, 7), np.float32), ValueError,
+     r"out has shape \(1, 2, 6, 7\), expected \(1, 2, 6, 8\)"),
+    (np.empty((1, 2, 8, 6), np.float32).transpose(0, 1, 3, 2), ValueError,
+     "out must be C-contiguous"),
+    ([0.0], TypeError, "out must be a ndarray like X"),
+])
+def test_bad_out(cpu_backend, monkeypatch, out, exc, match):
+    monkeypatch.setattr(launch, "launch", lambda *a: pytest.fail("launched"))
+    with backends.backend(cpu_backend), pytest.raises(exc, match=match):
+        resize(X4, scales=S4, out=out)
+
+
+def test_out_overlapping_x(cpu_backend):
+    buf = np.zeros(64, np.float32)
+    with backends.backend(cpu_backend), pytest.raises(ValueError, match="out overlaps the input"):
+        resize(buf[:8].reshape(2, 4), scales=[2, 2], out=buf[:32].reshape(4, 8))
+
+
+def test_attribute_types_checked_on_every_version():
+    for opset in resize_op.VERSIONS:
+        with pytest.raises(TypeError, match="'mode' must be a string"):
+            resize(X4, scales=S4, mode=1, opset=opset)
