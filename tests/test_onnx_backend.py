@@ -1,0 +1,188 @@
+"""ONNX's backend test runner on onnx_cupy.onnx_backend (the four operators' node tests, on the
+numpy path and on the emulated kernels), and unit tests of the backend and of run_node's input
+and opset handling."""
+from __future__ import annotations
+
+import re
+import unittest
+import warnings
+from collections import Counter
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.backend.test import BackendTest
+from util import assert_close, node_model
+
+import onnx_cupy
+from onnx_cupy import backends, emulator, onnx_backend
+from onnx_cupy.onnx_backend import OnnxCupyBackend
+
+NODE_TESTS = re.compile(r"^test_(averagepool|lppool|hardmax|resize)_")
+CASE_COUNTS = {"averagepool": 20, "lppool": 8, "hardmax": 7, "resize": 39}
+
+
+class EmulatedBackend(OnnxCupyBackend):
+    """The backend with the CUDA kernels run on the CPU by the emulator."""
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str | None = None,
+                **kwargs) -> onnx_backend.OnnxCupyRep:
+        with onnx_cupy.backend("emulated"):
+            return super().prepare(model, device, **kwargs)
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return device == "CPU"
+
+
+def node_tests(backend: type[OnnxCupyBackend], name: str) -> type[unittest.TestCase]:
+    """A TestCase holding the runner's node tests of the four operators, one per device (CPU,
+    CUDA; the runner skips a device the backend does not support). The runner's other tests
+    (other operators, model kinds) are left out rather than collected as skipped."""
+    np.random.seed(0)  # the node test generators draw random inputs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runner = BackendTest(backend, __name__).include(NODE_TESTS.pattern)
+    tests = vars(runner.test_cases["OnnxBackendNodeModelTest"])
+    return type(name, (unittest.TestCase,),
+                {k: v for k, v in tests.items() if NODE_TESTS.search(k)})
+
+
+OnnxBackendNodeTest = node_tests(OnnxCupyBackend, "OnnxBackendNodeTest")
+OnnxBackendNodeEmulatedTest = node_tests(EmulatedBackend, "OnnxBackendNodeEmulatedTest")
+
+
+@pytest.mark.parametrize("tests", [OnnxBackendNodeTest, OnnxBackendNodeEmulatedTest])
+def test_node_test_counts(tests):
+    """74 node tests (no `_expanded` function variants among them), each on CPU and CUDA."""
+    names = [k for k in vars(tests) if k.startswith("test_")]
+    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * 74 + ["cuda"] * 74
+    assert Counter(NODE_TESTS.search(n).group(1) for n in names if n.endswith("_cpu")) \
+        == CASE_COUNTS
+    assert not any("_expanded" in n for n in names)
+
+
+def test_supports_device():
+    assert onnx_backend.supports_device("CPU")
+    assert onnx_backend.supports_device("CUDA") == backends.gpu_available()
+    assert not onnx_backend.supports_device("TPU")
+
+
+def value_info(name: str, dtype: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, dtype, None)
+
+
+def model(nodes, inputs, outputs, initializers=(), opset: int = 19) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("op, domain", [("MaxPool", ""), ("Hardmax", "com.example")])
+def test_unsupported_operator_at_prepare(op, domain):
+    node = helper.make_node(op, ["X"], ["Y"], domain=domain, kernel_shape=[2])
+    m = model([node], [value_info("X")], [value_info("Y")])
+    if domain:
+        m.opset_import.append(helper.make_opsetid(domain, 1))
+    name = re.escape(f"{op!r} of domain {domain or 'ai.onnx'!r}")
+    with pytest.raises(ValueError, match=rf"unsupported operator {name}"):
+        onnx_backend.prepare(m, "CPU")
+
+
+def test_graph(cpu_backend, rng):
+    """Identity, a Constant, an initializer and an omitted input in one graph, against
+    onnx.reference; inputs as a list, a mapping or one array; outputs by position or name."""
+    nodes = [
+        helper.make_node("Identity", ["X"], ["A"]),
+        helper.make_node("Constant", [], ["scales"], value_floats=[1, 1, 2, 1.5]),
+        helper.make_node("Resize", ["A", "", "scales"], ["B"], mode="linear"),
+        helper.make_node("AveragePool", ["B"], ["C"], kernel_shape=[3, 2], pads=[1, 0, 1, 1]),
+        helper.make_node("Resize", ["C", "", "", "sizes"], ["D"]),
+        helper.make_node("Hardmax", ["D"], ["Y"], axis=1),
+    ]
+    sizes = numpy_helper.from_array(np.array([2, 3, 5, 7], np.int64), "sizes")
+    m = model(nodes, [value_info("X")], [value_info("Y"), value_info("C")], [sizes])
+    x = rng.uniform(-1, 1, (2, 3, 4, 6)).astype(np.float32)
+    expected = onnx.reference.ReferenceEvaluator(m).run(None, {"X": x})
+    with onnx_cupy.backend(cpu_backend):
+        rep = onnx_backend.prepare(m)
+    assert rep.input_names == ["X"]
+    for feeds in ([x], {"X": x}, x):
+        got = rep.run(feeds)
+        np.testing.assert_array_equal(got.Y, expected[0])
+        assert_close(got["C"], expected[1])
+    with pytest.raises(ValueError, match=r"expected 1 inputs \(X\), got 2"):
+        rep.run([x, x])
+
+
+def test_forced_backend_conflicts_with_device():
+    m = model([helper.make_node("Hardmax", ["X"], ["Y"])], [value_info("X")], [value_info("Y")])
+    with onnx_cupy.backend("cupy"), pytest.raises(
+            ValueError, match=r"device 'CPU' conflicts with the forced backend 'cupy'"):
+        onnx_backend.prepare(m, "CPU")
+    with pytest.raises(ValueError, match=r"unsupported device 'TPU'"):
+        onnx_backend.prepare(m, "TPU")
+
+
+def test_forced_backend_holds_for_runs(monkeypatch):
+    """A backend forced around prepare runs the prepared model outside the block too."""
+    launches = []
+    monkeypatch.setattr(emulator, "launch", lambda *args, **kw: launches.append(args))
+    m = node_model("Hardmax", [("X", np.float32)], {}, 13)
+    with onnx_cupy.backend("emulated"):
+        rep = onnx_backend.prepare(m)
+    rep.run([np.ones((2, 3), np.float32)])
+    assert launches
+
+
+def test_backend_run_node(cpu_backend):
+    x = np.array([[[[1, 3, 2], [4, 0, 4]]]], np.float32)
+    resize = helper.make_node("Resize", ["X", "", "scales"], ["Y"], mode="nearest")
+    with onnx_cupy.backend(cpu_backend):
+        (h,) = onnx_backend.run_node(helper.make_node("Hardmax", ["X"], ["Y"]), [x])
+        (r,) = onnx_backend.run_node(resize, [x, None, np.array([1, 1, 1, 2], np.float32)],
+                                     opset_version=19)
+        (c,) = onnx_backend.run_node(helper.make_node("Constant", [], ["C"], value_int=3), [])
+    np.testing.assert_array_equal(h, [[[[0, 1, 0], [1, 0, 0]]]])
+    np.testing.assert_array_equal(r, np.repeat(x, 2, axis=3))
+    assert c.dtype == np.int64 and c == 3
+
+
+SAME_UPPER = {"kernel_shape": [2], "strides": [2], "auto_pad": "SAME_UPPER"}
+
+
+@pytest.mark.parametrize("opset, width", [(11, 2), (19, 3)])
+def test_run_node_opset_from_model(opset, width):
+    """AveragePool-11 and -19 give SAME_UPPER different output sizes (5, stride 2: 2 vs 3)."""
+    m = node_model("AveragePool", [("X", np.float32)], SAME_UPPER, opset)
+    x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    (y,) = onnx_cupy.run_node(m.graph.node[0], [x], opset=m)
+    (expected,) = onnx_cupy.run_node(m.graph.node[0], [x], opset=opset)
+    assert y.shape == (1, 1, width)
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_run_node_model_without_default_opset():
+    m = node_model("AveragePool", [("X", np.float32)], SAME_UPPER, 19)
+    m.opset_import[0].domain = "com.example"
+    with pytest.raises(ValueError, match=r"no opset of the default domain"):
+        onnx_cupy.run_node(m.graph.node[0], [np.ones((1, 1, 4), np.float32)], opset=m)
+
+
+def test_run_node_omitted_inputs(cpu_backend, rng):
+    x = rng.uniform(size=(1, 2, 3, 4)).astype(np.float32)
+    scales = np.array([1, 1, 2, 0.5], np.float32)
+    with onnx_cupy.backend(cpu_backend):
+        expected = onnx_cupy.resize(x, scales=scales, mode="linear")
+        for inputs, given in ((["X", "", "scales"], [x, None, scales]),
+                              (["X", "", "scales", ""], [x, None, scales]),
+                              (["X", "", "scales", ""], [x, None, scales, None])):
+            node = helper.make_node("Resize", inputs, ["Y"], mode="linear")
+            (y,) = onnx_cupy.run_node(node, given, opset=19)
+            np.testing.assert_array_equal(y, expected)
+        node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"])
+        (y,) = onnx_cupy.run_node(node, [x, None, None, np.array([1, 2, 6, 2], np.int64)])
+        assert y.shape == (1, 2, 6, 2)
+        with pytest.raises(ValueError, match=r"Resize input 1 is omitted in the node"):
+            onnx_cupy.run_node(helper.make_node("Resize", ["X", "", "scales"], ["Y"]), [x, scales])
