@@ -1,0 +1,209 @@
+"""AveragePool, LpPool, Hardmax and Resize on dask arrays, block by block.
+
+Each function takes a `dask.array.Array` and the keywords of the eager function of the same
+name (`out=` excepted: dask arrays are immutable) and returns a lazy dask array. The operator
+maps over the chunks of the axes it leaves unchanged and sees every other axis whole:
+
+  AveragePool, LpPool   batch and channel keep their chunks; every spatial axis is one chunk
+  Hardmax-13            every axis but `axis` keeps its chunks; `axis` is one chunk
+  Hardmax-1, -11        the axes before `axis` (rows of the coerced 2-D view) keep their chunks;
+                        `axis` and the axes after it are one chunk
+  Resize                an axis the plan maps onto itself (same length, identity transform: no
+                        (index, weight) table) keeps its chunks; every other axis is one chunk.
+                        On the NumPy path, linear and cubic also see the axes after the first
+                        resized one whole: that path weighs taps along an inner axis with a
+                        batched matmul, whose rounding depends on the length of the rows.
+
+An axis that must be whole is rechunked only when it has several chunks. Each block runs the eager
+function, so it is computed exactly as the eager call computes that part of the output.
+
+Validation runs when the graph is built: the operator's plan on the full shape and dtype raises
+the eager function's errors and gives the declared chunks and dtype; nothing is computed until
+the result is. Resize reads roi, scales and sizes on the host then. Per block, resized axes get
+the given scales, sizes and roi; an axis kept as is gets scale 1, its block's length as size and
+roi (0, 1), which Resize maps onto itself. With `sizes` and keep_aspect_ratio_policy 'not_larger'
+or 'not_smaller', one scale derives from every axis in `axes`, so all of those axes are whole.
+
+Blocks run on the backend the eager call picks for the chunk type, under any
+`onnx_cupy.backend(...)` in force when the graph is built (scheduler threads and workers do not
+inherit that context): NumPy chunks run the NumPy path; CuPy chunks (a dask array whose meta is a
+cupy.ndarray) run the CUDA kernels on the GPU current where the block is computed, which under
+dask-cuda is each worker's own GPU.
+
+    import cupy as cp, dask.array as da
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+    import onnx_cupy.dask as ocd
+
+    client = Client(LocalCUDACluster())       # one worker per visible GPU
+    x = da.from_array(host_x, chunks=(8, 3, -1, -1)).map_blocks(cp.asarray)  # cupy meta
+    y = ocd.average_pool(x, kernel_shape=[3, 3], strides=[2, 2])  # lazy; chunks (8, 3, H', W')
+    y.compute()                                # a cupy.ndarray
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import dask.array as da
+from dask.array.utils import meta_from_array
+
+from . import backends, opsets
+from .ops import hardmax as hardmax_ops
+from .ops import pool as pool_ops
+from .ops import resize as resize_ops
+
+Chunks = tuple[tuple[int, ...], ...]
+
+
+def _backend(X: Any, op: str) -> str:
+    """Validate X as a dask array of known shape with NumPy or CuPy chunks; the backend its
+    blocks run on (the one the eager call picks for the chunk type, under any forced now)."""
+    if not isinstance(X, da.Array):
+        raise TypeError(f"{op}: X must be a dask.array.Array, got "
+                        f"{type(X).__module__}.{type(X).__name__}")
+    if any(math.isnan(n) for n in X.shape):
+        raise ValueError(f"{op}: X has unknown chunk sizes (shape {X.shape}); call "
+                         f"X.compute_chunk_sizes() first")
+    return backends.select(meta_from_array(X), op)[1]
+
+
+def _keywords(eager: Callable[..., Any], op: str, X: Any, args: tuple[Any, ...],
+              attrs: dict[str, Any]) -> dict[str, Any]:
+    """Every keyword of the eager function, defaults filled in (TypeError for unknown ones)."""
+    try:
+        bound = inspect.signature(eager).bind(X, *args, **attrs)
+    except TypeError as exc:
+        raise TypeError(f"{op}: {exc}") from None
+    bound.apply_defaults()
+    kw = dict(bound.arguments)
+    del kw["X"]
+    if kw.pop("out") is not None:
+        raise TypeError(f"{op}: out= is not supported on dask arrays (they are immutable); "
+                        f"use the returned array")
+    return kw
+
+
+def _apply(x: Any, eager: Callable[..., Any], backend: str, kw: dict[str, Any]) -> Any:
+    """One block: the eager function on the backend chosen when the graph was built."""
+    with backends.backend(backend):
+        return eager(x, **kw)
+
+
+def _map(block: Callable[[Any], Any], X: da.Array, chunks: Chunks, token: str) -> da.Array:
+    """`block` on every block of X, output chunks and dtype declared (the graph stays lazy)."""
+    return da.map_blocks(block, X, chunks=chunks, dtype=X.dtype, meta=meta_from_array(X),
+                         token=token)
+
+
+def _whole(X: da.Array, axes: Iterable[int]) -> da.Array:
+    """X with each of `axes` in one chunk (unchanged where it already is)."""
+    return X.rechunk({d: -1 for d in axes})
+
+
+# ---------------------------------------------------------------- pooling
+
+# the attribute each pooling function lacks, as pool.run fills it in (LpPool counts no pads)
+_POOL_FIXED = {"count_include_pad": 0, "p": None}
+
+
+def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]) -> da.Array:
+    backend = _backend(X, op)
+    kw = _keywords(eager, op, X, (), attrs)
+    plan_attrs = {**_POOL_FIXED, **kw}
+    opset = plan_attrs.pop("opset")
+    pl = pool_ops.plan(op, opset, tuple(X.shape), X.dtype,
+                       **{k: pool_ops._seq(v) for k, v in plan_attrs.items()})
+    X = _whole(X, range(2, X.ndim))
+    chunks = X.chunks[:2] + tuple((m,) for m in pl.out_shape[2:])
+    return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, chunks,
+                eager.__name__)
+
+
+def average_pool(X: da.Array, **attrs: Any) -> da.Array:
+    """ONNX AveragePool on a dask array: `onnx_cupy.average_pool` (same keywords) per block of
+    batch and channel chunks, spatial axes whole."""
+    return _pool("AveragePool", pool_ops.average_pool, X, attrs)
+
+
+def lp_pool(X: da.Array, **attrs: Any) -> da.Array:
+    """ONNX LpPool on a dask array: `onnx_cupy.lp_pool` (same keywords) per block of batch and
+    channel chunks, spatial axes whole."""
+    return _pool("LpPool", pool_ops.lp_pool, X, attrs)
+
+
+# ---------------------------------------------------------------- Hardmax
+
+def hardmax(X: da.Array, **attrs: Any) -> da.Array:
+    """ONNX Hardmax on a dask array: `onnx_cupy.hardmax` (same keywords) per block, the reduced
+    axes whole (`axis` at version 13; `axis` and those after it at versions 1 and 11)."""
+    op, eager = hardmax_ops.OP, hardmax_ops.hardmax
+    backend = _backend(X, op)
+    kw = _keywords(eager, op, X, (), attrs)
+    pl = hardmax_ops.plan(kw["opset"], tuple(X.shape), X.dtype,
+                          hardmax_ops._axis_value(kw["axis"]))
+    X = _whole(X, range(pl.axis, pl.stop))
+    return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, X.chunks,
+                eager.__name__)
+
+
+# ---------------------------------------------------------------- Resize
+
+def _resize_block(x: Any, backend: str, listed: tuple[int, ...],
+                  sizes: tuple[int | None, ...] | None, kw: dict[str, Any]) -> Any:
+    """One Resize block; a None in `sizes` (one entry per axis in `listed`) is the block's length
+    along that axis."""
+    if sizes is not None:
+        sizes = tuple(x.shape[a] if m is None else m for a, m in zip(listed, sizes))
+    return _apply(x, resize_ops.resize, backend, {**kw, "sizes": sizes})
+
+
+def _resize_whole(pl: resize_ops.ResizePlan, at: resize_ops.Attributes, listed: tuple[int, ...],
+                  by_sizes: bool, backend: str) -> set[int]:
+    """The axes a Resize block must see whole (see the module docstring)."""
+    whole = {t.axis for t in pl.tables}
+    whole.update(d for d, (n, m) in enumerate(zip(pl.in_shape, pl.out_shape)) if n != m)
+    if by_sizes and at.keep_aspect_ratio_policy != "stretch":
+        whole.update(listed)
+    if backend == "numpy" and at.mode != "nearest" and pl.tables:
+        # The NumPy path weighs the taps along a non-last axis with a batched matmul whose
+        # rounding depends on the length of the rows it multiplies: the axes after it stay whole.
+        whole.update(range(min(t.axis for t in pl.tables) + 1, len(pl.in_shape)))
+    return whole
+
+
+def resize(X: da.Array, roi: Any = None, scales: Any = None, sizes: Any = None,
+           **attrs: Any) -> da.Array:
+    """ONNX Resize on a dask array: `onnx_cupy.resize` (same inputs and keywords) per block, the
+    axes it changes whole; an axis it maps onto itself keeps its chunks and gets scale 1 (or its
+    block's length as size) and roi (0, 1) per block."""
+    op, eager = resize_ops.OP, resize_ops.resize
+    backend = _backend(X, op)
+    kw = _keywords(eager, op, X, (roi, scales, sizes), attrs)
+    version = opsets.version(op, kw["opset"])
+    at = resize_ops.attributes(version, **{k: kw[k] for k in resize_ops.DEFAULTS})
+    if version == 10:
+        for name in ("roi", "sizes"):
+            if kw[name] is not None:
+                raise ValueError(f"{op}: input '{name}' is not defined at opset version 10 "
+                                 f"(Resize-10 takes X and scales)")
+    roi, scales, sizes = (resize_ops._vector(k, kw.pop(k)) for k in ("roi", "scales", "sizes"))
+    pl = resize_ops.plan(version, tuple(X.shape), X.dtype, roi, scales, sizes, at)
+    listed = resize_ops._resized_axes(at.axes, X.ndim)
+    whole = _resize_whole(pl, at, listed, bool(sizes), backend)
+    X = _whole(X, sorted(whole))
+    chunks = tuple((m,) if d in whole else c
+                   for d, (c, m) in enumerate(zip(X.chunks, pl.out_shape)))
+    kept = [a not in whole for a in listed]
+    if roi:
+        k = len(listed)
+        kw["roi"] = (tuple(0.0 if keep else r for keep, r in zip(kept, roi[:k]))
+                     + tuple(1.0 if keep else r for keep, r in zip(kept, roi[k:])))
+    if scales:
+        kw["scales"] = tuple(1.0 if keep else s for keep, s in zip(kept, scales))
+    block_sizes = tuple(None if keep else m for keep, m in zip(kept, sizes)) if sizes else None
+    return _map(functools.partial(_resize_block, backend=backend, listed=listed,
+                                  sizes=block_sizes, kw=kw), X, chunks, eager.__name__)
