@@ -1,11 +1,12 @@
-"""The `onnx-cupy` command line: `info` and `conformance`."""
+"""The `onnx-cupy` command line: `info`, `conformance` and `bench`."""
 from __future__ import annotations
 
 import argparse
 import platform
 import sys
+from pathlib import Path
 
-from . import __version__, backends, loader
+from . import __version__, backends, bench, loader
 from .node import OPERATORS
 
 
@@ -53,6 +54,26 @@ def _conformance(args: argparse.Namespace) -> int:
     return 0 if results and passed == len(results) else 1
 
 
+def _bench(args: argparse.Namespace) -> int:
+    backend = backends.default_backend() if args.backend == "auto" else args.backend
+    if backend == "cupy" and not backends.gpu_available():
+        print("bench: backend 'cupy' needs a visible GPU (none is visible; use --backend numpy)",
+              file=sys.stderr)
+        return 2
+    if backend == "emulated" and not args.quick:
+        print("bench: backend 'emulated' runs the CUDA kernels serially on the CPU; "
+              "use it with --quick", file=sys.stderr)
+        return 2
+    report = bench.run(backend, args.op, args.quick)
+    text, paths = bench.write(report, Path(args.out))
+    print(text)
+    print("wrote " + ", ".join(map(str, paths)))
+    wrong = [f"{r['case']} {r['dtype']}" for r in report["rows"] if r["correct"] is False]
+    if wrong:
+        print(f"bench: outputs differ from onnxruntime: {'; '.join(wrong)}", file=sys.stderr)
+    return 1 if wrong else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="onnx-cupy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -62,8 +83,18 @@ def main(argv: list[str] | None = None) -> int:
                       help="auto = cupy if a GPU is visible, numpy otherwise")
     conf.add_argument("--op", action="append", choices=sorted(OPERATORS),
                       help="limit to this operator (repeatable)")
+    ben = sub.add_parser("bench", help="throughput against onnxruntime, PyTorch and "
+                                       "onnx.reference: Markdown, JSON and PNG reports")
+    ben.add_argument("--op", action="append", choices=bench.OPS,
+                     help="limit to this operator (repeatable)")
+    ben.add_argument("--backend", choices=["auto", *backends.BACKENDS], default="auto",
+                     help="auto = cupy if a GPU is visible, numpy otherwise; "
+                          "emulated needs --quick")
+    ben.add_argument("--quick", action="store_true", help="small shapes and few repeats (seconds)")
+    ben.add_argument("--out", default=str(bench.DEFAULT_OUT),
+                     help=f"directory for the reports (default: {bench.DEFAULT_OUT})")
     args = parser.parse_args(argv)
-    return {"info": _info, "conformance": _conformance}[args.command](args)
+    return {"info": _info, "conformance": _conformance, "bench": _bench}[args.command](args)
 
 
 if __name__ == "__main__":
