@@ -40,6 +40,11 @@ def default_backend() -> str:
     return "cupy" if gpu_available() else "numpy"
 
 
+def forced() -> str | None:
+    """The backend forced by an enclosing `backend(...)` block, if any."""
+    return _forced.get()
+
+
 @contextlib.contextmanager
 def backend(name: str) -> Iterator[None]:
     """Force an execution path inside the block: 'numpy', 'emulated' or 'cupy'."""

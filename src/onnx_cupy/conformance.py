@@ -32,10 +32,6 @@ def node_cases(ops: list[str] | None = None) -> list[Any]:
             and c.model.graph.node[0].op_type in wanted]
 
 
-def _opset(model: Any) -> int:
-    return next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-
-
 def _to_backend(a: Any, backend: str) -> Any:
     if backend == "cupy" and isinstance(a, np.ndarray) and a.dtype.kind not in "OUS":
         return backends.cupy_module().asarray(a)
@@ -56,7 +52,7 @@ def run_case(case: Any, backend: str) -> CaseResult:
             feed = dict(zip(names, inputs))
             args = [_to_backend(feed[n], backend) if n else None for n in node.input]
             with backends.backend(backend):
-                got = run_node(node, args, opset=_opset(case.model))
+                got = run_node(node, args, opset=case.model)
             for g, e in zip(got, expected):
                 g = _to_numpy(g)
                 if g.dtype != e.dtype or g.shape != e.shape:

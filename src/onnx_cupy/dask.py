@@ -51,7 +51,7 @@ from typing import Any
 import dask.array as da
 from dask.array.utils import meta_from_array
 
-from . import backends, opsets
+from . import backends
 from .ops import hardmax as hardmax_ops
 from .ops import pool as pool_ops
 from .ops import resize as resize_ops
@@ -106,17 +106,10 @@ def _whole(X: da.Array, axes: Iterable[int]) -> da.Array:
 
 # ---------------------------------------------------------------- pooling
 
-# the attribute each pooling function lacks, as pool.run fills it in (LpPool counts no pads)
-_POOL_FIXED = {"count_include_pad": 0, "p": None}
-
-
 def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]) -> da.Array:
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (), attrs)
-    plan_attrs = {**_POOL_FIXED, **kw}
-    opset = plan_attrs.pop("opset")
-    pl = pool_ops.plan(op, opset, tuple(X.shape), X.dtype,
-                       **{k: pool_ops._seq(v) for k, v in plan_attrs.items()})
+    pl = pool_ops.prepare(op, tuple(X.shape), X.dtype, **kw)
     X = _whole(X, range(2, X.ndim))
     chunks = X.chunks[:2] + tuple((m,) for m in pl.out_shape[2:])
     return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, chunks,
@@ -143,8 +136,7 @@ def hardmax(X: da.Array, **attrs: Any) -> da.Array:
     op, eager = hardmax_ops.OP, hardmax_ops.hardmax
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (), attrs)
-    pl = hardmax_ops.plan(kw["opset"], tuple(X.shape), X.dtype,
-                          hardmax_ops._axis_value(kw["axis"]))
+    pl = hardmax_ops.prepare(tuple(X.shape), X.dtype, kw["axis"], kw["opset"])
     X = _whole(X, range(pl.axis, pl.stop))
     return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, X.chunks,
                 eager.__name__)
@@ -183,16 +175,10 @@ def resize(X: da.Array, roi: Any = None, scales: Any = None, sizes: Any = None,
     op, eager = resize_ops.OP, resize_ops.resize
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (roi, scales, sizes), attrs)
-    version = opsets.version(op, kw["opset"])
-    at = resize_ops.attributes(version, **{k: kw[k] for k in resize_ops.DEFAULTS})
-    if version == 10:
-        for name in ("roi", "sizes"):
-            if kw[name] is not None:
-                raise ValueError(f"{op}: input '{name}' is not defined at opset version 10 "
-                                 f"(Resize-10 takes X and scales)")
-    roi, scales, sizes = (resize_ops._vector(k, kw.pop(k)) for k in ("roi", "scales", "sizes"))
-    pl = resize_ops.plan(version, tuple(X.shape), X.dtype, roi, scales, sizes, at)
-    listed = resize_ops._resized_axes(at.axes, X.ndim)
+    pl, at, (roi, scales, sizes) = resize_ops.prepare(
+        tuple(X.shape), X.dtype, kw.pop("roi"), kw.pop("scales"), kw.pop("sizes"), kw["opset"],
+        **{k: kw[k] for k in resize_ops.DEFAULTS})
+    listed = resize_ops.resized_axes(at.axes, X.ndim)
     whole = _resize_whole(pl, at, listed, bool(sizes), backend)
     X = _whole(X, sorted(whole))
     chunks = tuple((m,) if d in whole else c

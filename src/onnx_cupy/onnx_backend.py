@@ -43,7 +43,7 @@ def _constant(node: onnx.NodeProto) -> np.ndarray:
 
 def _path(device: str | None) -> tuple[str, int]:
     """(execution path, GPU index) for `device` under the forced backend, if any."""
-    forced = backends._forced.get()
+    forced = backends.forced()
     if device is None:
         return forced or backends.default_backend(), 0
     if not OnnxCupyBackend.supports_device(device):

@@ -116,6 +116,11 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) 
     return HardmaxPlan(version, shape, axis, stop, outer, n, inner, _lanes(outer * inner, n, inner))
 
 
+def prepare(shape: tuple[int, ...], dtype: Any, axis: Any, opset: int) -> HardmaxPlan:
+    """The plan for an input of `shape` and `dtype` (axis validated, default filled in)."""
+    return plan(opset, shape, np.dtype(dtype), _axis_value(axis))
+
+
 @functools.lru_cache(maxsize=512)
 def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
     """The kernels' HardmaxGeom parameter block for view strides `view`."""
@@ -151,7 +156,7 @@ def hardmax(X: Any, *, axis: int | None = None, opset: int = 13, out: Any = None
     `axis` (version 13) or of each row of the coerced 2-D view (versions 1, 11), 0 elsewhere.
     `axis` defaults to -1 from opset 13 on, to 1 before."""
     X, backend = backends.select(X, OP)
-    pl = plan(opset, tuple(X.shape), X.dtype, _axis_value(axis))
+    pl = prepare(tuple(X.shape), X.dtype, axis, opset)
     with arrays.device_of(X, backend):
         Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)
         if Y.size == 0:

@@ -203,11 +203,17 @@ def geometry(pl: PoolPlan, x_strides: tuple[int, ...]) -> np.ndarray:
     return g
 
 
+def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_shape: Any = None,
+            auto_pad: Any = "NOTSET", ceil_mode: Any = 0, count_include_pad: Any = 0,
+            dilations: Any = None, pads: Any = None, strides: Any = None, p: Any = None) -> PoolPlan:
+    """The plan of `op` (AveragePool or LpPool) for an input of `shape` and `dtype`."""
+    return plan(op, opset, shape, np.dtype(dtype), *(_seq(v) for v in (
+        kernel_shape, auto_pad, ceil_mode, count_include_pad, dilations, pads, strides, p)))
+
+
 def run(op: str, X: Any, opset: int, out: Any, **attrs: Any) -> Any:
     X, backend = backends.select(X, op)
-    pl = plan(op, opset, tuple(X.shape), X.dtype, *(_seq(attrs[k]) for k in (
-        "kernel_shape", "auto_pad", "ceil_mode", "count_include_pad", "dilations", "pads",
-        "strides", "p")))
+    pl = prepare(op, tuple(X.shape), X.dtype, opset, **attrs)
     with arrays.device_of(X, backend):
         Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, op)
         if Y.size == 0:
@@ -228,7 +234,7 @@ def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
     """ONNX AveragePool (versions 1, 7, 10, 11, 19, 22) on a NumPy or CuPy array."""
     return run("AveragePool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
                ceil_mode=ceil_mode, count_include_pad=count_include_pad, dilations=dilations,
-               pads=pads, strides=strides, p=None)
+               pads=pads, strides=strides)
 
 
 def lp_pool(X: Any, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
@@ -236,5 +242,4 @@ def lp_pool(X: Any, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "
             opset: int = 22, out: Any = None) -> Any:
     """ONNX LpPool (versions 1, 2, 11, 18, 22) on a NumPy or CuPy array."""
     return run("LpPool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
-               ceil_mode=ceil_mode, count_include_pad=0, dilations=dilations, pads=pads,
-               strides=strides, p=p)
+               ceil_mode=ceil_mode, dilations=dilations, pads=pads, strides=strides, p=p)

@@ -265,7 +265,7 @@ def _check_dtype(dtype: np.dtype, mode: str, version: int) -> None:
                         f"{dtype} supports mode 'nearest' only")
 
 
-def _resized_axes(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
+def resized_axes(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
     if axes is None:
         return tuple(range(rank))
     bad = [a for a in axes if not -rank <= a < rank]
@@ -473,7 +473,7 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple | Non
     if rank == 0:
         raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
     _check_dtype(dtype, at.mode, version)
-    axes = _resized_axes(at.axes, rank)
+    axes = resized_axes(at.axes, rank)
     lengths = _lengths(shape, axes, roi, scales, sizes, at)
     out_shape = list(shape)
     for a in lengths:
@@ -596,6 +596,21 @@ def _run_kernel(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
 
 # ---------------------------------------------------------------- public function
 
+def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: Any, opset: int,
+            **attrs: Any) -> tuple[ResizePlan, Attributes, tuple[tuple | None, ...]]:
+    """Validate inputs and attributes for the version in force at `opset`: (plan, attributes,
+    (roi, scales, sizes) as read on the host)."""
+    version = opsets.version(OP, opset)
+    at = attributes(version, **attrs)
+    if version == 10:
+        for name, value in (("roi", roi), ("sizes", sizes)):
+            if value is not None:
+                raise ValueError(f"{OP}: input '{name}' is not defined at opset version 10 "
+                                 f"(Resize-10 takes X and scales)")
+    inputs = (_vector("roi", roi), _vector("scales", scales), _vector("sizes", sizes))
+    return plan(version, shape, np.dtype(dtype), *inputs, at), at, inputs
+
+
 def resize(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None, *, antialias: int = 0,
            axes: Any = None, coordinate_transformation_mode: str = "half_pixel",
            cubic_coeff_a: float = -0.75, exclude_outside: int = 0,
@@ -609,20 +624,13 @@ def resize(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None, *, an
     See the module docstring for the formulas and dtype rules.
     """
     X, backend = backends.select(X, OP)
-    version = opsets.version(OP, opset)
-    at = attributes(version, antialias=antialias, axes=axes,
-                    coordinate_transformation_mode=coordinate_transformation_mode,
-                    cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside,
-                    extrapolation_value=extrapolation_value,
-                    keep_aspect_ratio_policy=keep_aspect_ratio_policy, mode=mode,
-                    nearest_mode=nearest_mode)
-    if version == 10:
-        for name, value in (("roi", roi), ("sizes", sizes)):
-            if value is not None:
-                raise ValueError(f"{OP}: input '{name}' is not defined at opset version 10 "
-                                 f"(Resize-10 takes X and scales)")
-    pl = plan(version, tuple(X.shape), np.dtype(X.dtype), _vector("roi", roi),
-              _vector("scales", scales), _vector("sizes", sizes), at)
+    pl, _, _ = prepare(tuple(X.shape), X.dtype, roi, scales, sizes, opset,
+                       antialias=antialias, axes=axes,
+                       coordinate_transformation_mode=coordinate_transformation_mode,
+                       cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside,
+                       extrapolation_value=extrapolation_value,
+                       keep_aspect_ratio_policy=keep_aspect_ratio_policy, mode=mode,
+                       nearest_mode=nearest_mode)
     if backend != "numpy" and X.dtype.kind in "OUS":
         raise TypeError(f"{OP}: string tensors run on the NumPy backend only "
                         f"(got dtype {X.dtype} on backend {backend!r})")
