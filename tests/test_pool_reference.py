@@ -175,11 +175,7 @@ def test_average_pool(opset, backend, rng):
                                        err_msg=f"oracle vs ReferenceEvaluator: {shape} {attrs}")
             expected = ref
             exact += 1
-        got = average_pool(to_backend(x, backend), opset=opset, **attrs)
-        try:
-            assert_close(got, expected, dtype)
-        except AssertionError as exc:
-            raise AssertionError(f"{shape} {dtype} {attrs}") from exc
+        check(average_pool(to_backend(x, backend), opset=opset, **attrs), expected, dtype, attrs)
     assert exact >= CONFIGS // 8
 
 
@@ -197,12 +193,15 @@ def test_lp_pool(opset, backend, rng):
             assert_close(onnxruntime(model, {"X": x32})[0],
                          spec_oracle("LpPool", x32.astype(np.float64), attrs, geometry), np.float32)
             ort_checked += 1
-        got = lp_pool(to_backend(x, backend), opset=opset, **attrs)
-        try:
-            assert_close(got, expected, dtype)
-        except AssertionError as exc:
-            raise AssertionError(f"{shape} {dtype} {attrs}") from exc
+        check(lp_pool(to_backend(x, backend), opset=opset, **attrs), expected, dtype, attrs)
     assert opset == 1 or ort_checked >= CONFIGS // 8  # onnxruntime has no LpPool-1
+
+
+def check(got, expected, dtype, attrs):
+    try:
+        assert_close(got, expected, dtype)
+    except AssertionError as exc:
+        raise AssertionError(f"{expected.shape} {np.dtype(dtype)} {attrs}") from exc
 
 
 def pooled(backend, op, x, opset, **attrs):

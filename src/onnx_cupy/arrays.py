@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,17 @@ def module_of(backend: str) -> Any:
 def device_of(x: Any, backend: str) -> contextlib.AbstractContextManager:
     """Context that makes `x`'s GPU current (allocation and launch follow the input's device)."""
     return x.device if backend == "cupy" else contextlib.nullcontext()
+
+
+def execute(op: str, x: Any, backend: str, out: Any, shape: tuple[int, ...],
+            compute: Callable[[Any, Any, str], None]) -> Any:
+    """On `x`'s device: validate `out` or allocate the output, then `compute(x, y, backend)`
+    unless the output is empty. Returns the output."""
+    with device_of(x, backend):
+        y = output(out, x, shape, x.dtype, backend, op)
+        if y.size:
+            compute(x, y, backend)
+        return y
 
 
 def element_strides(x: Any) -> tuple[Any, tuple[int, ...]]:

@@ -131,7 +131,10 @@ def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
     return g
 
 
-def _run_kernels(pl: HardmaxPlan, X: Any, Y: Any, backend: str) -> None:
+def _compute(pl: HardmaxPlan, X: Any, Y: Any, backend: str) -> None:
+    if backend == "numpy":
+        numpy_hardmax.run(pl, X, Y)
+        return
     xp = arrays.module_of(backend)
     X, strides = arrays.element_strides(X)
     view = pl.view_strides(strides)
@@ -157,12 +160,4 @@ def hardmax(X: Any, *, axis: int | None = None, opset: int = 13, out: Any = None
     `axis` defaults to -1 from opset 13 on, to 1 before."""
     X, backend = backends.select(X, OP)
     pl = prepare(tuple(X.shape), X.dtype, axis, opset)
-    with arrays.device_of(X, backend):
-        Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)
-        if Y.size == 0:
-            return Y
-        if backend == "numpy":
-            numpy_hardmax.run(pl, X, Y)
-        else:
-            _run_kernels(pl, X, Y, backend)
-        return Y
+    return arrays.execute(OP, X, backend, out, pl.shape, functools.partial(_compute, pl))

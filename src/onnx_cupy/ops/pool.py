@@ -211,21 +211,20 @@ def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_s
         kernel_shape, auto_pad, ceil_mode, count_include_pad, dilations, pads, strides, p)))
 
 
+def _compute(pl: PoolPlan, X: Any, Y: Any, backend: str) -> None:
+    if backend == "numpy":
+        numpy_pool.run(pl, X, Y)
+        return
+    X, strides = arrays.element_strides(X)
+    bits = launch.index_bits(Y.size, pl.reach(strides))
+    launch.launch(backend, FAMILY, _expression(dtypes.float_name(X.dtype), bits), Y.size,
+                  (X, Y, geometry(pl, strides)))
+
+
 def run(op: str, X: Any, opset: int, out: Any, **attrs: Any) -> Any:
     X, backend = backends.select(X, op)
     pl = prepare(op, tuple(X.shape), X.dtype, opset, **attrs)
-    with arrays.device_of(X, backend):
-        Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, op)
-        if Y.size == 0:
-            return Y
-        if backend == "numpy":
-            numpy_pool.run(pl, X, Y)
-            return Y
-        X, strides = arrays.element_strides(X)
-        bits = launch.index_bits(Y.size, pl.reach(strides))
-        launch.launch(backend, FAMILY, _expression(dtypes.float_name(X.dtype), bits), Y.size,
-                      (X, Y, geometry(pl, strides)))
-        return Y
+    return arrays.execute(op, X, backend, out, pl.out_shape, functools.partial(_compute, pl))
 
 
 def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",

@@ -573,6 +573,15 @@ def _address(a: Any, backend: str) -> int:
     return a.data.ptr if backend == "cupy" else a.ctypes.data
 
 
+def _compute(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
+    if not pl.tables:
+        Y[...] = X
+    elif backend == "numpy":
+        numpy_resize.run(pl, X, Y)
+    else:
+        _run_kernel(pl, X, Y, backend)
+
+
 def _run_kernel(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
     align = min(X.dtype.itemsize, 8)  # the storage type's alignment
     if _address(Y, backend) % align:
@@ -634,14 +643,4 @@ def resize(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None, *, an
     if backend != "numpy" and X.dtype.kind in "OUS":
         raise TypeError(f"{OP}: string tensors run on the NumPy backend only "
                         f"(got dtype {X.dtype} on backend {backend!r})")
-    with arrays.device_of(X, backend):
-        Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, OP)
-        if Y.size == 0:
-            return Y
-        if not pl.tables:
-            Y[...] = X
-        elif backend == "numpy":
-            numpy_resize.run(pl, X, Y)
-        else:
-            _run_kernel(pl, X, Y, backend)
-        return Y
+    return arrays.execute(OP, X, backend, out, pl.out_shape, functools.partial(_compute, pl))
