@@ -21,13 +21,37 @@ struct HardmaxGeom {
 
 namespace oc {
 
+// Values are ranked through keys: float comparisons are compiled with flush-to-zero on the GPU
+// (CuPy builds every kernel with -ftz=true), which would tie a float32 subnormal with zero. A
+// float's key is an integer image of its bits ordered as the floats, with -0 == +0; doubles are
+// never flushed and rank as themselves.
+template <typename Acc> struct rank;
+template <> struct rank<float> {
+  typedef unsigned int key;
+  static __device__ __forceinline__ bool nan(float v) {
+    return (float_to_bits(v) & 0x7FFFFFFFu) > 0x7F800000u;
+  }
+  static __device__ __forceinline__ key of(float v) {
+    const unsigned int u = float_to_bits(v);
+    if ((u & 0x7FFFFFFFu) == 0) return 0x80000000u;
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  }
+};
+template <> struct rank<double> {
+  typedef double key;
+  static __device__ __forceinline__ bool nan(double v) { return v != v; }
+  static __device__ __forceinline__ key of(double v) { return v; }
+};
+
 // Whether candidate (v, k) precedes the current best (b, kb): larger, or NaN over a number, or
 // equal (both NaN included) with a smaller index.
 template <typename Acc, typename I>
 __device__ __forceinline__ bool beats(Acc v, I k, Acc b, I kb) {
-  const bool v_nan = v != v, b_nan = b != b;
+  const bool v_nan = rank<Acc>::nan(v), b_nan = rank<Acc>::nan(b);
   if (v_nan != b_nan) return v_nan;
-  return v > b || ((v == b || v_nan) && k < kb);
+  if (v_nan) return k < kb;
+  const typename rank<Acc>::key kv = rank<Acc>::of(v), kbest = rank<Acc>::of(b);
+  return kv > kbest || (kv == kbest && k < kb);
 }
 
 template <typename T, typename I>

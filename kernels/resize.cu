@@ -93,14 +93,26 @@ template <typename T, typename I>
 __global__ void resize_nearest(const T* __restrict__ x, T* __restrict__ y,
                                const long long* __restrict__ index, const ResizeGeom g) {
   for (I o = oc::first_index<I>(); o < (I)g.total; o += oc::grid_stride<I>()) {
-    I base, row[RESIZE_MAXD];
-    if (!rsz::locate<I>(o, g, index, base, row)) {
-      rsz::fill(y + o, g);
-      continue;
+    // One pass, no per-thread arrays: the chosen input coordinate of a resized dim is its table
+    // entry table[d] + c (one tap); a negative entry marks an extrapolated row.
+    I rem = o, base = 0;
+    bool inside = true;
+    for (int d = (int)g.nd - 1; d >= 0; --d) {
+      const I n = (I)g.out_shape[d];
+      const I c = rem % n;
+      rem /= n;
+      const long long i = g.taps[d] == 0 ? (long long)c : index[(I)g.table[d] + c];
+      if (i < 0) {
+        inside = false;
+        break;
+      }
+      base += (I)i * (I)g.in_stride[d];
     }
-    for (int d = 0; d < (int)g.nd; ++d)
-      if (g.taps[d] != 0) base += (I)index[row[d]] * (I)g.in_stride[d];
-    y[o] = x[base];
+    if (inside) {
+      y[o] = x[base];
+    } else {
+      rsz::fill(y + o, g);
+    }
   }
 }
 

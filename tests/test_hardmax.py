@@ -3,6 +3,7 @@ against onnx.reference (13) and onnxruntime or hand-computed expectations (1, 11
 parity, the 64-bit index path, input handling, errors."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
@@ -110,8 +111,9 @@ def test_versions_by_hand(backend):
     assert_same(run(backend, x), np.array([[[0, 1], [0, 1]], [[0, 1], [0, 1]]], np.float32))
 
 
-def _rule_rows(n: int) -> tuple[np.ndarray, list[int]]:
-    """Rows of length n testing first-maximum, NaN and signed-zero rules; expected indices."""
+def _rule_rows(n: int, tiny: float) -> tuple[np.ndarray, list[int]]:
+    """Rows of length n testing first-maximum, NaN, signed-zero and subnormal rules (`tiny`: the
+    dtype's smallest subnormal, which must not tie with zero); expected indices."""
     nan, neg_nan, inf = np.nan, -np.nan, np.inf
     a, b = 2, n - 1  # two positions, in different scan lanes for long rows
     cases = [
@@ -127,6 +129,9 @@ def _rule_rows(n: int) -> tuple[np.ndarray, list[int]]:
         ({a: -inf, b: nan}, -inf, b),
         ({a: 0.0, b: -0.0}, -1.0, a),           # -0 == +0: first wins
         ({a: -0.0, b: 0.0}, -1.0, a),
+        ({b: tiny}, 0.0, b),                    # a subnormal is not zero
+        ({a: -tiny, b: 0.0}, -1.0, b),
+        ({a: tiny, b: 2 * tiny}, -tiny, b),
     ]
     rows = np.empty((len(cases), n))
     for row, (marks, fill, _) in zip(rows, cases):
@@ -139,7 +144,7 @@ def _rule_rows(n: int) -> tuple[np.ndarray, list[int]]:
 @pytest.mark.parametrize("n", [5, 300])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=DTYPE_IDS)
 def test_ties_nan_inf_rules(backend, dtype, n):
-    rows, idx = _rule_rows(n)
+    rows, idx = _rule_rows(n, float(ml_dtypes.finfo(dtype).smallest_subnormal))
     x = rows.astype(dtype)
     expected = np.zeros_like(x)
     expected[np.arange(len(idx)), idx] = 1

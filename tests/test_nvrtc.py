@@ -53,3 +53,31 @@ def test_family_compiles(family, arch):
         assert err == OK and size > 0
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+def test_hardmax_ranks_without_flush_to_zero():
+    """CuPy compiles every kernel with -ftz=true, which flushes float32 subnormals in float
+    arithmetic and comparisons (a subnormal would tie with zero). Hardmax must rank floats
+    exactly: its PTX has no flushed instruction even under that option."""
+    import re
+
+    family = "hardmax"
+    err, prog = nvrtc.nvrtcCreateProgram(loader.source(family).encode(), b"hardmax.cu", 0, [], [])
+    assert err == OK, err
+    try:
+        for expression in loader.instantiations(family):
+            (err,) = nvrtc.nvrtcAddNameExpression(prog, expression.encode())
+            assert err == OK, (expression, err)
+        options = [o.encode() for o in (*loader.NVRTC_OPTIONS, "-ftz=true",
+                                         "--gpu-architecture=compute_90")]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
+        assert err == OK, log_of(prog)
+        err, size = nvrtc.nvrtcGetPTXSize(prog)
+        assert err == OK
+        ptx = b" " * size
+        (err,) = nvrtc.nvrtcGetPTX(prog, ptx)
+        assert err == OK
+        flushed = sorted(set(re.findall(r"\b[\w.]*\.ftz[\w.]*", ptx.decode())))
+        assert not flushed, flushed
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)

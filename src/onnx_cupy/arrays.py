@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -30,12 +31,21 @@ def execute(op: str, x: Any, backend: str, out: Any, shape: tuple[int, ...],
         return y
 
 
+@functools.lru_cache(maxsize=1024)
+def _in_elements(strides: tuple[int, ...], item: int) -> tuple[int, ...] | None:
+    """Byte strides as element strides, or None if one is not a whole number of elements."""
+    if any(s % item for s in strides):
+        return None
+    return tuple(s // item for s in strides)
+
+
 def element_strides(x: Any) -> tuple[Any, tuple[int, ...]]:
     """(array, strides in elements); copies only arrays whose byte strides are not whole elements."""
-    item = x.dtype.itemsize
-    if any(s % item for s in x.strides):
+    strides = _in_elements(x.strides, x.dtype.itemsize)
+    if strides is None:
         x = x.copy()
-    return x, tuple(s // item for s in x.strides)
+        strides = _in_elements(x.strides, x.dtype.itemsize)
+    return x, strides
 
 
 def max_offset(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:

@@ -8,6 +8,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from . import backends
+
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 NVRTC_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
@@ -17,12 +19,22 @@ _INSTANTIATIONS: dict[str, list[str]] = {}
 _lock = threading.Lock()
 
 
-def register(family: str, expressions: list[str]) -> None:
-    """Declare the template instantiations a family's kernels are compiled with."""
+# family -> {C struct name: the NumPy dtype whose bytes the launch passes by value}
+_PARAMETER_BLOCKS: dict[str, dict[str, Any]] = {}
+
+
+def register(family: str, expressions: list[str], blocks: dict[str, Any] | None = None) -> None:
+    """Declare the template instantiations a family's kernels are compiled with, and the
+    parameter structs (C name -> NumPy structured dtype of the same layout) they take."""
     _INSTANTIATIONS.setdefault(family, [])
     for e in expressions:
         if e not in _INSTANTIATIONS[family]:
             _INSTANTIATIONS[family].append(e)
+    _PARAMETER_BLOCKS.setdefault(family, {}).update(blocks or {})
+
+
+def parameter_blocks(family: str) -> dict[str, Any]:
+    return dict(_PARAMETER_BLOCKS.get(family, {}))
 
 
 def families() -> list[str]:
@@ -60,8 +72,7 @@ _functions: dict[tuple[str, str, int], Any] = {}
 def cuda_function(family: str, expression: str) -> Any:
     """The compiled function for `expression` on the current device (one RawModule per family
     and device, compiled once; CuPy's on-disk cache serves later processes)."""
-    import cupy
-
+    cupy = backends.cupy_module()
     key = (family, expression, cupy.cuda.runtime.getDevice())
     fn = _functions.get(key)
     if fn is None:

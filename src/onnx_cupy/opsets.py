@@ -1,6 +1,7 @@
 """Operator versions: map an opset number to the version in force, check attributes."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 MAX_OPSET = 28  # newest ONNX opset whose operator versions are listed below
@@ -34,6 +35,11 @@ def version(op: str, opset: int) -> int:
     """The version of `op` in force at `opset` (e.g. AveragePool at 21 -> 19)."""
     if isinstance(opset, bool) or not isinstance(opset, int):
         raise TypeError(f"{op}: opset must be an int, got {opset!r}")
+    return _version(op, int(opset))
+
+
+@functools.lru_cache(maxsize=None)
+def _version(op: str, opset: int) -> int:
     versions = sorted(ATTRIBUTES[op])
     if opset < versions[0] or opset > MAX_OPSET:
         raise ValueError(

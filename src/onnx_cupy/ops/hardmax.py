@@ -43,7 +43,8 @@ def _expression(kernel: str, dtype_name: str, bits: int) -> str:
 
 
 loader.register(FAMILY, [_expression(k, t, b) for k in KERNELS for t in dtypes.FLOAT_TYPES
-                         for b in dtypes.INDEX_TYPES])
+                         for b in dtypes.INDEX_TYPES],
+                {"HardmaxGeom": _GEOM})
 
 
 @dataclass(frozen=True)
@@ -131,27 +132,39 @@ def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
     return g
 
 
+@functools.lru_cache(maxsize=512)
+def kernel_args(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...]
+                ) -> tuple[tuple[str, str, str], np.dtype, np.ndarray] | None:
+    """((scan, merge, write) instantiations, index dtype, HardmaxGeom block) for an input of
+    `dtype` with these element strides, or None where they do not form the [outer, n, inner]
+    view."""
+    view = pl.view_strides(x_strides)
+    if view is None:
+        return None
+    bits = launch.index_bits(math.prod(pl.shape), arrays.max_offset(pl.shape, x_strides))
+    name = dtypes.float_name(dtype)
+    return (tuple(_expression(k, name, bits) for k in KERNELS), INDEX_DTYPES[bits],
+            geometry(pl, view))
+
+
 def _compute(pl: HardmaxPlan, X: Any, Y: Any, backend: str) -> None:
     if backend == "numpy":
         numpy_hardmax.run(pl, X, Y)
         return
     xp = arrays.module_of(backend)
     X, strides = arrays.element_strides(X)
-    view = pl.view_strides(strides)
-    if view is None:
+    args = kernel_args(pl, X.dtype, strides)
+    if args is None:
         X, strides = arrays.element_strides(xp.ascontiguousarray(X))
-        view = pl.view_strides(strides)
-    bits = launch.index_bits(Y.size, arrays.max_offset(X.shape, strides))
-    name = dtypes.float_name(X.dtype)
-    g = geometry(pl, view)
-    part = xp.empty(pl.outer * pl.lanes * pl.inner, dtype=INDEX_DTYPES[bits])
-    launch.launch(backend, FAMILY, _expression("hardmax_scan", name, bits), part.size, (X, part, g))
+        args = kernel_args(pl, X.dtype, strides)
+    (scan, merge, write), index_dtype, g = args
+    part = xp.empty(pl.outer * pl.lanes * pl.inner, dtype=index_dtype)
+    launch.launch(backend, FAMILY, scan, part.size, (X, part, g))
     arg = part
     if pl.lanes > 1:
-        arg = xp.empty(pl.outer * pl.inner, dtype=part.dtype)
-        launch.launch(backend, FAMILY, _expression("hardmax_merge", name, bits), arg.size,
-                      (X, part, arg, g))
-    launch.launch(backend, FAMILY, _expression("hardmax_write", name, bits), Y.size, (arg, Y, g))
+        arg = xp.empty(pl.outer * pl.inner, dtype=index_dtype)
+        launch.launch(backend, FAMILY, merge, arg.size, (X, part, arg, g))
+    launch.launch(backend, FAMILY, write, Y.size, (arg, Y, g))
 
 
 def hardmax(X: Any, *, axis: int | None = None, opset: int = 13, out: Any = None) -> Any:

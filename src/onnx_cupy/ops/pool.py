@@ -35,7 +35,9 @@ def _expression(dtype_name: str, bits: int) -> str:
     return f"pool<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
 
 
-loader.register(FAMILY, [_expression(t, b) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES])
+loader.register(FAMILY,
+                [_expression(t, b) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES],
+                {"PoolGeom": _GEOM})
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def _auto_pad_len(op: str, version: int, auto_pad: str, n: int, dk: int, s: int,
     return -(-(n - dk + 1) // s) if auto_pad == "VALID" else -(-n // s)
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=512, typed=True)  # typed: 1.0 must not hit 1's plan
 def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_shape: Any,
          auto_pad: Any, ceil_mode: Any, count_include_pad: Any, dilations: Any, pads: Any,
          strides: Any, p: Any) -> PoolPlan:
@@ -211,14 +213,21 @@ def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_s
         kernel_shape, auto_pad, ceil_mode, count_include_pad, dilations, pads, strides, p)))
 
 
+@functools.lru_cache(maxsize=512)
+def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
+                ) -> tuple[str, np.ndarray]:
+    """(instantiation, PoolGeom block) for an input of `dtype` with these element strides."""
+    bits = launch.index_bits(math.prod(pl.out_shape), pl.reach(x_strides))
+    return _expression(dtypes.float_name(dtype), bits), geometry(pl, x_strides)
+
+
 def _compute(pl: PoolPlan, X: Any, Y: Any, backend: str) -> None:
     if backend == "numpy":
         numpy_pool.run(pl, X, Y)
         return
     X, strides = arrays.element_strides(X)
-    bits = launch.index_bits(Y.size, pl.reach(strides))
-    launch.launch(backend, FAMILY, _expression(dtypes.float_name(X.dtype), bits), Y.size,
-                  (X, Y, geometry(pl, strides)))
+    expression, g = kernel_args(pl, X.dtype, strides)
+    launch.launch(backend, FAMILY, expression, Y.size, (X, Y, g))
 
 
 def run(op: str, X: Any, opset: int, out: Any, **attrs: Any) -> Any:

@@ -86,7 +86,8 @@ def _weighted_expression(dtype_name: str, bits: int) -> str:
 
 loader.register(FAMILY, [_nearest_expression(n, b) for n in POD_BYTES for b in dtypes.INDEX_TYPES]
                 + [_weighted_expression(t, b) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
-                   for b in dtypes.INDEX_TYPES])
+                   for b in dtypes.INDEX_TYPES],
+                {"ResizeGeom": _GEOM})
 
 
 @dataclass(frozen=True)
@@ -193,8 +194,29 @@ def _int_tuple(name: str, value: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in seq)
 
 
+_ATTRIBUTES_SEEN: dict[tuple, Attributes] = {}
+_SCALARS = (str, int, float, np.generic, type(None))
+
+
 def attributes(version: int, **given: Any) -> Attributes:
     """Validate the attributes for Resize-`version` (names as in ONNX, defaults in DEFAULTS)."""
+    if not all(isinstance(v, _SCALARS) for v in given.values()):  # axes given as a sequence
+        return _attributes(version, given)
+    try:  # scalars of the same type, value and sign validate the same: remember valid sets
+        key = (version, tuple(given.items()), tuple(map(type, given.values())),
+               tuple(math.copysign(1.0, given[k]) for k in ("cubic_coeff_a", "extrapolation_value")
+                     if k in given))
+        hit = _ATTRIBUTES_SEEN.get(key)
+    except TypeError:  # a value that is no number where one belongs: let validation say so
+        return _attributes(version, given)
+    if hit is None:
+        hit = _attributes(version, given)
+        if len(_ATTRIBUTES_SEEN) < 512:
+            _ATTRIBUTES_SEEN[key] = hit
+    return hit
+
+
+def _attributes(version: int, given: dict[str, Any]) -> Attributes:
     opsets.check_given(OP, version, {k: _differs(v, DEFAULTS[k]) for k, v in given.items()})
     mode = _choice("mode", given["mode"], MODES, version)
     if version == 10:
@@ -244,9 +266,12 @@ def _vector(name: str, value: Any) -> tuple | None:
         expected = "integers (int64)" if name == "sizes" else "real numbers"
         raise TypeError(f"{OP}: input '{name}' must hold {expected}, got dtype {a.dtype}")
     if name == "sizes":
-        return tuple(int(v) for v in a)
-    with np.errstate(over="ignore"):
-        return tuple(float(v) for v in a.astype(np.float32 if name == "scales" else np.float64))
+        return tuple(a.tolist())
+    wanted = np.float32 if name == "scales" else np.float64
+    if a.dtype != wanted:
+        with np.errstate(over="ignore"):
+            a = a.astype(wanted)
+    return tuple(a.tolist())
 
 
 # ---------------------------------------------------------------- plan
@@ -589,18 +614,31 @@ def _run_kernel(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
     if _address(X, backend) % align:
         X = X.copy()
     X, strides = arrays.element_strides(X)
-    g = geometry(pl, strides)
-    if g is None:
+    args = kernel_args(pl, X.dtype, strides)
+    if args is None:
         X, strides = arrays.element_strides(arrays.module_of(backend).ascontiguousarray(X))
-        g = geometry(pl, strides)
+        args = kernel_args(pl, X.dtype, strides)
+    expression, g = args
     index, weight = _tables_on(pl, backend)
-    bits = launch.index_bits(Y.size, arrays.max_offset(X.shape, strides), index.size)
     if pl.mode == "nearest":
-        launch.launch(backend, FAMILY, _nearest_expression(X.dtype.itemsize, bits), Y.size,
-                      (X, Y, index, g))
+        launch.launch(backend, FAMILY, expression, Y.size, (X, Y, index, g))
     else:
-        launch.launch(backend, FAMILY, _weighted_expression(X.dtype.name, bits), Y.size,
-                      (X, Y, index, weight, g))
+        launch.launch(backend, FAMILY, expression, Y.size, (X, Y, index, weight, g))
+
+
+@functools.lru_cache(maxsize=256)
+def kernel_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
+                ) -> tuple[str, np.ndarray] | None:
+    """(instantiation, ResizeGeom block) for an input of `dtype` with these element strides, or
+    None if more than MAX_DIMS dims remain after merging."""
+    g = geometry(pl, x_strides)
+    if g is None:
+        return None
+    bits = launch.index_bits(math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
+                             kernel_tables(pl)[0].size)
+    if pl.mode == "nearest":
+        return _nearest_expression(dtype.itemsize, bits), g
+    return _weighted_expression(dtype.name, bits), g
 
 
 # ---------------------------------------------------------------- public function
