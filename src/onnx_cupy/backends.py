@@ -62,6 +62,22 @@ def is_cupy_array(x: Any) -> bool:
     return cp is not None and isinstance(x, cp.ndarray)
 
 
+def to_host(a: Any) -> Any:
+    """A CuPy array copied to NumPy; anything else unchanged."""
+    return a.get() if is_cupy_array(a) else a
+
+
+def to_path(a: Any, backend: str) -> Any:
+    """An array moved to the arrays of `backend`: to the current GPU for 'cupy' (strings stay on
+    the host, where only the NumPy path takes them), to NumPy otherwise."""
+    if backend != "cupy":
+        return np.asarray(to_host(a))
+    if is_cupy_array(a):
+        return a
+    a = np.asarray(a)
+    return a if a.dtype.kind in "OUS" else cupy_module().asarray(a)
+
+
 _DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_MANAGED = 1, 2, 13
 
 

@@ -290,10 +290,8 @@ def _rotating(x: Any) -> Any:
 
 def _host(y: Any) -> np.ndarray:
     """A NumPy copy of an output: NumPy, CuPy, torch.Tensor or onnxruntime OrtValue."""
-    if isinstance(y, np.ndarray):
-        return y
-    if backends.is_cupy_array(y):
-        return backends.cupy_module().asnumpy(y)
+    if isinstance(y, np.ndarray) or backends.is_cupy_array(y):
+        return backends.to_host(y)
     if hasattr(y, "detach"):
         return y.detach().cpu().numpy()
     return y.numpy()

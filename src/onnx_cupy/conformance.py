@@ -32,16 +32,6 @@ def node_cases(ops: list[str] | None = None) -> list[Any]:
             and c.model.graph.node[0].op_type in wanted]
 
 
-def _to_backend(a: Any, backend: str) -> Any:
-    if backend == "cupy" and isinstance(a, np.ndarray) and a.dtype.kind not in "OUS":
-        return backends.cupy_module().asarray(a)
-    return a
-
-
-def _to_numpy(a: Any) -> np.ndarray:
-    return a if isinstance(a, np.ndarray) else backends.cupy_module().asnumpy(a)
-
-
 def run_case(case: Any, backend: str) -> CaseResult:
     """Run one node test case on `backend`; compare as onnx's runner does (rtol, atol, shape, dtype)."""
     node = case.model.graph.node[0]
@@ -50,11 +40,11 @@ def run_case(case: Any, backend: str) -> CaseResult:
     try:
         for inputs, expected in case.data_sets:
             feed = dict(zip(names, inputs))
-            args = [_to_backend(feed[n], backend) if n else None for n in node.input]
+            args = [backends.to_path(feed[n], backend) if n else None for n in node.input]
             with backends.backend(backend):
                 got = run_node(node, args, opset=case.model)
             for g, e in zip(got, expected):
-                g = _to_numpy(g)
+                g = backends.to_host(g)
                 if g.dtype != e.dtype or g.shape != e.shape:
                     raise AssertionError(f"got {g.dtype}{g.shape}, expected {e.dtype}{e.shape}")
                 np.testing.assert_allclose(g.astype(np.float64) if g.dtype.kind == "f" else g,

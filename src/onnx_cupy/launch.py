@@ -2,6 +2,10 @@
 emulator, with the same grid, block and arguments."""
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from . import dtypes, emulator, loader
 
 BLOCK = 256
@@ -12,6 +16,20 @@ def grid_for(work_items: int, block: int = BLOCK) -> tuple[tuple[int, int, int],
     """1-D grid for a grid-stride loop over `work_items`."""
     blocks = max(1, min(MAX_BLOCKS, -(-work_items // block)))
     return (blocks, 1, 1), (block, 1, 1)
+
+
+def parameter_block(dtype: np.dtype, **fields: Any) -> np.ndarray:
+    """A kernel's by-value parameter struct: a read-only size-1 array of the struct's NumPy dtype;
+    array fields are filled from the front, the rest stays zero."""
+    block = np.zeros(1, dtype=dtype)
+    for name, value in fields.items():
+        if dtype[name].shape:
+            value = np.asarray(value)
+            block[name][0, :value.size] = value
+        else:
+            block[name] = value
+    block.flags.writeable = False
+    return block
 
 
 def index_bits(work_items: int, *extents: int) -> int:

@@ -85,10 +85,7 @@ class OnnxCupyRep(BackendRep):
 
     def _load(self, a: Any) -> Any:
         """`a` as an array of this path (strings stay on the host)."""
-        if self._path == "cupy":
-            a = a if backends.is_cupy_array(a) else np.asarray(a)
-            return a if a.dtype.kind in "OUS" else backends.cupy_module().asarray(a)
-        return a.get() if backends.is_cupy_array(a) else np.asarray(a)
+        return backends.to_path(a, self._path)
 
     def _step(self, node: onnx.NodeProto, opset: int | None) -> Callable[[list[Any]], list[Any]]:
         """Runner of one node on the list of its inputs (None where omitted)."""
@@ -107,7 +104,7 @@ class OnnxCupyRep(BackendRep):
     def _outputs(self, arrays: Sequence[Any]) -> tuple[Any, ...]:
         """`arrays` as NumPy arrays, also addressable by output name."""
         return namedtupledict("Outputs", self.output_names)(
-            *(a.get() if backends.is_cupy_array(a) else a for a in arrays))
+            *(backends.to_host(a) for a in arrays))
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Run on `inputs` (a sequence in graph-input order, a name -> array mapping, or one

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 
 MAX_OPSET = 28  # newest ONNX opset whose operator versions are listed below
 
@@ -51,6 +54,13 @@ def _version(op: str, opset: int) -> int:
 
 def introduced_in(op: str, attr: str) -> int:
     return min(v for v, names in ATTRIBUTES[op].items() if attr in names)
+
+
+def flag(op: str, name: str, value: Any) -> int:
+    """A 0/1 integer attribute (ceil_mode, count_include_pad, antialias, exclude_outside)."""
+    if not isinstance(value, (int, np.integer)) or value not in (0, 1):
+        raise ValueError(f"{op}: attribute '{name}' must be 0 or 1, got {value!r}")
+    return int(value)
 
 
 def check_given(op: str, ver: int, given: Mapping[str, bool]) -> None:

@@ -27,7 +27,6 @@ from ..fallback import hardmax as numpy_hardmax
 OP = "Hardmax"
 FAMILY = "hardmax"
 KERNELS = ("hardmax_scan", "hardmax_merge", "hardmax_write")
-INDEX_DTYPES = {32: np.dtype(np.int32), 64: np.dtype(np.int64)}  # dtypes.INDEX_TYPES as NumPy
 SCAN_ITEMS = 1 << 16   # scan threads that keep a GPU's memory system busy
 MIN_LANE_SPAN = 8      # fewest elements worth one scan lane
 MAX_LANES = 1024
@@ -125,11 +124,8 @@ def prepare(shape: tuple[int, ...], dtype: Any, axis: Any, opset: int) -> Hardma
 @functools.lru_cache(maxsize=512)
 def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
     """The kernels' HardmaxGeom parameter block for view strides `view`."""
-    g = np.zeros(1, dtype=_GEOM)
-    for field, value in zip(_GEOM.names, (pl.outer, pl.n, pl.inner, pl.lanes, *view)):
-        g[field] = value
-    g.flags.writeable = False
-    return g
+    return launch.parameter_block(_GEOM, **dict(zip(_GEOM.names, (pl.outer, pl.n, pl.inner,
+                                                                   pl.lanes, *view))))
 
 
 @functools.lru_cache(maxsize=512)
@@ -143,7 +139,7 @@ def kernel_args(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...]
         return None
     bits = launch.index_bits(math.prod(pl.shape), arrays.max_offset(pl.shape, x_strides))
     name = dtypes.float_name(dtype)
-    return (tuple(_expression(k, name, bits) for k in KERNELS), INDEX_DTYPES[bits],
+    return (tuple(_expression(k, name, bits) for k in KERNELS), dtypes.INDEX_DTYPES[bits],
             geometry(pl, view))
 
 

@@ -99,12 +99,6 @@ def _ints(op: str, name: str, value: Any, length: int, minimum: int) -> tuple[in
     return tuple(int(v) for v in value)
 
 
-def _flag(op: str, name: str, value: Any) -> int:
-    if value not in (0, 1) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{op}: attribute '{name}' must be 0 or 1, got {value!r}")
-    return int(value)
-
-
 def _p_value(op: str, version: int, p: Any) -> float:
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
         raise TypeError(f"{op}: attribute 'p' must be a number, got {p!r}")
@@ -154,8 +148,8 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
     if auto_pad != "NOTSET" and any(pad):
         raise ValueError(f"{op}: attribute 'pads' {list(pad)} cannot be used together with "
                          f"auto_pad={auto_pad!r}")
-    ceil = _flag(op, "ceil_mode", ceil_mode)
-    include = _flag(op, "count_include_pad", count_include_pad)
+    ceil = opsets.flag(op, "ceil_mode", ceil_mode)
+    include = opsets.flag(op, "count_include_pad", count_include_pad)
     lp = op == "LpPool"
     p_value = _p_value(op, version, p) if lp else 1.0
 
@@ -191,18 +185,12 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
 @functools.lru_cache(maxsize=512)
 def geometry(pl: PoolPlan, x_strides: tuple[int, ...]) -> np.ndarray:
     """The kernel's PoolGeom parameter block for an input with these element strides."""
-    g = np.zeros(1, dtype=_GEOM)
-    nd = pl.nd
-    g["nd"], g["total"], g["channels"] = nd, math.prod(pl.out_shape), pl.in_shape[1]
-    g["stride_n"], g["stride_c"], g["lp"], g["p"] = x_strides[0], x_strides[1], pl.lp, pl.p
-    for field, values in (("in_shape", pl.in_shape[2:]), ("in_stride", x_strides[2:]),
-                          ("out_shape", pl.out_shape[2:]), ("kernel", pl.kernel),
-                          ("step", pl.strides), ("dilation", pl.dilations),
-                          ("pad_begin", pl.pads_begin), ("cnt_lo", pl.cnt_lo),
-                          ("cnt_hi", pl.cnt_hi)):
-        g[field][0, :nd] = values
-    g.flags.writeable = False
-    return g
+    return launch.parameter_block(
+        _GEOM, nd=pl.nd, total=math.prod(pl.out_shape), channels=pl.in_shape[1],
+        stride_n=x_strides[0], stride_c=x_strides[1], lp=pl.lp, p=pl.p,
+        in_shape=pl.in_shape[2:], in_stride=x_strides[2:], out_shape=pl.out_shape[2:],
+        kernel=pl.kernel, step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin,
+        cnt_lo=pl.cnt_lo, cnt_hi=pl.cnt_hi)
 
 
 def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_shape: Any = None,

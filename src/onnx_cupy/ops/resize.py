@@ -172,12 +172,6 @@ def _choice(name: str, value: Any, table: dict[int, tuple[str, ...]], version: i
                      f"{version} (expected one of {', '.join(allowed)}){note}")
 
 
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, (int, np.integer)) or value not in (0, 1):
-        raise ValueError(f"{OP}: attribute '{name}' must be 0 or 1, got {value!r}")
-    return bool(value)
-
-
 def _float32(name: str, value: Any) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
                                                                       np.floating)):
@@ -221,7 +215,7 @@ def _attributes(version: int, given: dict[str, Any]) -> Attributes:
     mode = _choice("mode", given["mode"], MODES, version)
     if version == 10:
         return Attributes(mode, "asymmetric", "floor", -0.75, False, 0.0, False, None, "stretch")
-    antialias = _flag("antialias", given["antialias"])
+    antialias = bool(opsets.flag(OP, "antialias", given["antialias"]))
     if antialias and mode == "nearest":
         raise ValueError(f"{OP}: attribute 'antialias' = 1 applies to modes 'linear' and 'cubic', "
                          f"not to mode 'nearest'")
@@ -236,7 +230,7 @@ def _attributes(version: int, given: dict[str, Any]) -> Attributes:
         _choice("nearest_mode", given["nearest_mode"], dict.fromkeys(VERSIONS, NEAREST_MODES),
                 version),
         cubic_a,
-        _flag("exclude_outside", given["exclude_outside"]),
+        bool(opsets.flag(OP, "exclude_outside", given["exclude_outside"])),
         _float32("extrapolation_value", given["extrapolation_value"]),
         antialias,
         None if axes is None else _int_tuple("axes", axes),
@@ -583,15 +577,10 @@ def geometry(pl: ResizePlan, x_strides: tuple[int, ...]) -> np.ndarray | None:
             dims.append([n, s, 0, 0])
     if len(dims) > MAX_DIMS:
         return None
-    g = np.zeros(1, dtype=_GEOM)
-    g["nd"], g["total"] = len(dims), math.prod(pl.out_shape)
-    for i, field in enumerate(("out_shape", "in_stride", "taps", "table")):
-        g[field][0, :len(dims)] = [dim[i] for dim in dims]
-    if pl.fill is not None:
-        raw = np.frombuffer(pl.fill.tobytes(), dtype=np.uint8)
-        g["fill"][0, :raw.size] = raw
-    g.flags.writeable = False
-    return g
+    columns = dict(zip(("out_shape", "in_stride", "taps", "table"), zip(*dims)))
+    fill = () if pl.fill is None else np.frombuffer(pl.fill.tobytes(), dtype=np.uint8)
+    return launch.parameter_block(_GEOM, nd=len(dims), total=math.prod(pl.out_shape), fill=fill,
+                                  **columns)
 
 
 def _address(a: Any, backend: str) -> int:
