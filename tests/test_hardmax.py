@@ -12,8 +12,8 @@ from util import BF16, FLOAT_DTYPES, node_model, onnxruntime, reference, to_back
 
 import onnx_cupy
 from onnx_cupy import backends, conformance, launch, run_node
-from onnx_cupy.ops import hardmax as hardmax_op
-from onnx_cupy.ops.hardmax import hardmax
+from onnx_cupy import hardmax
+from onnx_cupy.plans import hardmax as hardmax_op
 
 DTYPE_IDS = [d.name for d in FLOAT_DTYPES]
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)

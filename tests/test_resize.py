@@ -13,8 +13,9 @@ from util import node_model, onnxruntime, reference, to_backend, to_numpy
 
 import onnx_cupy
 from onnx_cupy import backends, conformance, launch, loader, run_node
-from onnx_cupy.ops import resize as resize_op
-from onnx_cupy.ops.resize import resize
+from onnx_cupy import resize
+from onnx_cupy.ops import resize as resize_kernel
+from onnx_cupy.plans import resize as resize_op
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::DeprecationWarning")
 
@@ -347,8 +348,8 @@ def test_tables_cached_per_plan(cpu_backend):
     assert resize_op.plan.cache_info().hits == hits + 1
     at = resize_op.attributes(19, **{**resize_op.DEFAULTS, **kw})
     pl = resize_op.plan(19, (2, 8), np.dtype(np.float32), None, (1.0, 0.5), None, at)
-    index, weight, first = resize_op.kernel_tables(pl)
-    assert resize_op.kernel_tables(pl)[0] is index and not index.flags.writeable
+    index, weight, first = resize_kernel.kernel_tables(pl)
+    assert resize_kernel.kernel_tables(pl)[0] is index and not index.flags.writeable
     assert [t.axis for t in pl.tables] == [1] and pl.tables[0].taps == 8
     assert first == (0,) and weight.shape == (4 * 8,)
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from onnx_cupy import arrays, backends, launch
-from onnx_cupy.ops import resize as resize_op
-from onnx_cupy.ops.resize import resize
+from onnx_cupy import resize
+from onnx_cupy.plans import resize as resize_op
 
 X4 = np.ones((1, 2, 3, 4), dtype=np.float32)
 S4 = np.array([1, 1, 2, 2], dtype=np.float32)

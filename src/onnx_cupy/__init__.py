@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from .backends import backend, default_backend
 from .node import run_node
-from .ops.hardmax import hardmax
-from .ops.pool import average_pool, lp_pool
-from .ops.resize import resize
+from .operators import average_pool, hardmax, lp_pool, resize
 
 __version__ = "0.1.0"
 __all__ = ["average_pool", "lp_pool", "hardmax", "resize", "run_node", "backend",

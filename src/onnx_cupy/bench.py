@@ -27,9 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__, backends
-from .ops.hardmax import hardmax
-from .ops.pool import average_pool, lp_pool
-from .ops.resize import resize
+from .operators import average_pool, hardmax, lp_pool, resize
 
 OPSET = 22                 # model opset: AveragePool/LpPool-22, Hardmax-13, Resize-19 in force
 DTYPES = ("float32", "float16")

@@ -52,9 +52,10 @@ import dask.array as da
 from dask.array.utils import meta_from_array
 
 from . import backends
-from .ops import hardmax as hardmax_ops
-from .ops import pool as pool_ops
-from .ops import resize as resize_ops
+from . import operators
+from .plans import hardmax as hardmax_plans
+from .plans import pool as pool_plans
+from .plans import resize as resize_plans
 
 Chunks = tuple[tuple[int, ...], ...]
 
@@ -109,7 +110,7 @@ def _whole(X: da.Array, axes: Iterable[int]) -> da.Array:
 def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]) -> da.Array:
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (), attrs)
-    pl = pool_ops.prepare(op, tuple(X.shape), X.dtype, **kw)
+    pl = pool_plans.prepare(op, tuple(X.shape), X.dtype, **kw)
     X = _whole(X, range(2, X.ndim))
     chunks = X.chunks[:2] + tuple((m,) for m in pl.out_shape[2:])
     return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, chunks,
@@ -119,13 +120,13 @@ def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]
 def average_pool(X: da.Array, **attrs: Any) -> da.Array:
     """ONNX AveragePool on a dask array: `onnx_cupy.average_pool` (same keywords) per block of
     batch and channel chunks, spatial axes whole."""
-    return _pool("AveragePool", pool_ops.average_pool, X, attrs)
+    return _pool("AveragePool", operators.average_pool, X, attrs)
 
 
 def lp_pool(X: da.Array, **attrs: Any) -> da.Array:
     """ONNX LpPool on a dask array: `onnx_cupy.lp_pool` (same keywords) per block of batch and
     channel chunks, spatial axes whole."""
-    return _pool("LpPool", pool_ops.lp_pool, X, attrs)
+    return _pool("LpPool", operators.lp_pool, X, attrs)
 
 
 # ---------------------------------------------------------------- Hardmax
@@ -133,10 +134,10 @@ def lp_pool(X: da.Array, **attrs: Any) -> da.Array:
 def hardmax(X: da.Array, **attrs: Any) -> da.Array:
     """ONNX Hardmax on a dask array: `onnx_cupy.hardmax` (same keywords) per block, the reduced
     axes whole (`axis` at version 13; `axis` and those after it at versions 1 and 11)."""
-    op, eager = hardmax_ops.OP, hardmax_ops.hardmax
+    op, eager = hardmax_plans.OP, operators.hardmax
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (), attrs)
-    pl = hardmax_ops.prepare(tuple(X.shape), X.dtype, kw["axis"], kw["opset"])
+    pl = hardmax_plans.prepare(tuple(X.shape), X.dtype, kw["axis"], kw["opset"])
     X = _whole(X, range(pl.axis, pl.stop))
     return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, X.chunks,
                 eager.__name__)
@@ -150,10 +151,10 @@ def _resize_block(x: Any, backend: str, listed: tuple[int, ...],
     along that axis."""
     if sizes is not None:
         sizes = tuple(x.shape[a] if m is None else m for a, m in zip(listed, sizes))
-    return _apply(x, resize_ops.resize, backend, {**kw, "sizes": sizes})
+    return _apply(x, operators.resize, backend, {**kw, "sizes": sizes})
 
 
-def _resize_whole(pl: resize_ops.ResizePlan, at: resize_ops.Attributes, listed: tuple[int, ...],
+def _resize_whole(pl: resize_plans.ResizePlan, at: resize_plans.Attributes, listed: tuple[int, ...],
                   by_sizes: bool, backend: str) -> set[int]:
     """The axes a Resize block must see whole (see the module docstring)."""
     whole = {t.axis for t in pl.tables}
@@ -172,13 +173,13 @@ def resize(X: da.Array, roi: Any = None, scales: Any = None, sizes: Any = None,
     """ONNX Resize on a dask array: `onnx_cupy.resize` (same inputs and keywords) per block, the
     axes it changes whole; an axis it maps onto itself keeps its chunks and gets scale 1 (or its
     block's length as size) and roi (0, 1) per block."""
-    op, eager = resize_ops.OP, resize_ops.resize
+    op, eager = resize_plans.OP, operators.resize
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (roi, scales, sizes), attrs)
-    pl, at, (roi, scales, sizes) = resize_ops.prepare(
+    pl, at, (roi, scales, sizes) = resize_plans.prepare(
         tuple(X.shape), X.dtype, kw.pop("roi"), kw.pop("scales"), kw.pop("sizes"), kw["opset"],
-        **{k: kw[k] for k in resize_ops.DEFAULTS})
-    listed = resize_ops.resized_axes(at.axes, X.ndim)
+        **{k: kw[k] for k in resize_plans.DEFAULTS})
+    listed = resize_plans.resized_axes(at.axes, X.ndim)
     whole = _resize_whole(pl, at, listed, bool(sizes), backend)
     X = _whole(X, sorted(whole))
     chunks = tuple((m,) if d in whole else c

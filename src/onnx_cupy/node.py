@@ -92,7 +92,7 @@ def _single_input(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int) -> Any:
     """Resize-10 takes (X, scales); later versions (X, roi, scales, sizes), trailing optional."""
-    from .ops.resize import resize
+    from .operators import resize
 
     names = (("X", "scales") if opsets.version("Resize", opset) == 10
              else ("X", "roi", "scales", "sizes"))
@@ -103,8 +103,8 @@ def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int) -> Any:
 
 
 def _install() -> None:
-    from .ops.hardmax import hardmax
-    from .ops.pool import average_pool, lp_pool
+    from .operators import hardmax
+    from .operators import average_pool, lp_pool
 
     register("AveragePool", _single_input("AveragePool", average_pool))
     register("LpPool", _single_input("LpPool", lp_pool))

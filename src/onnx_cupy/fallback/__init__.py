@@ -1,1 +1,1 @@
-"""Vectorized NumPy implementations that consume the plans of onnx_cupy.ops."""
+"""Vectorized NumPy implementations that consume the plans of onnx_cupy.plans."""

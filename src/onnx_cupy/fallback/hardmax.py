@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..ops.hardmax import HardmaxPlan
+    from ..plans.hardmax import HardmaxPlan
 
 BLOCK_BYTES = 1 << 20  # input (and key) bytes per block
 INF_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80}  # |bits| of inf; larger magnitudes are NaN

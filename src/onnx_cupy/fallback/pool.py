@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes
 
 if TYPE_CHECKING:
-    from ..ops.pool import PoolPlan
+    from ..plans.pool import PoolPlan
 
 BLOCK_BYTES = 1 << 21  # accumulator + converted input per block
 

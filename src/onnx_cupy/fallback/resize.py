@@ -12,22 +12,12 @@ import numpy as np
 
 from .. import dtypes
 
+from ..plans.resize import round_saturate
+
 if TYPE_CHECKING:
-    from ..ops.resize import AxisTable, ResizePlan
+    from ..plans.resize import AxisTable, ResizePlan
 
 BLOCK_BYTES = 1 << 21  # largest temporary of one block
-
-
-def round_saturate(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Round half to even, then saturate to the integer dtype's range."""
-    info = np.iinfo(dtype)
-    r = np.rint(values)
-    if info.bits < 64:
-        return np.clip(r, info.min, info.max, out=r).astype(dtype)
-    hi, lo = r >= float(info.max), r <= float(info.min)  # float(max) rounds up to 2^63 / 2^64
-    out = np.where(hi | lo, 0.0, r).astype(dtype)
-    out[hi], out[lo] = info.max, info.min
-    return out
 
 
 def _along(a: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray | None,

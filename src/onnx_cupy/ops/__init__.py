@@ -1,1 +1,2 @@
-"""One module per kernel family: validate -> plan -> dispatch."""
+"""Kernel launch per kernels/<family>.cu: parameter blocks and instantiations from the plans of
+onnx_cupy.plans, run on the GPU (CuPy) or the CPU emulator."""

@@ -1,36 +1,18 @@
-"""Hardmax, opset versions 1, 11 and 13.
-
-  Y[o, k, i] = 1 if k == argmax_j X[o, j, i] else 0,   X viewed as [outer, n, inner]
-
-Version 13 reduces along `axis` alone: outer = prod(shape[:axis]), n = shape[axis],
-inner = prod(shape[axis+1:]); the default axis is -1. Versions 1 and 11 coerce X to the 2-D
-[prod(shape[:axis]), prod(shape[axis:])] and take the one-hot over each whole row of that view
-(inner = 1); the default axis is 1. Axis ranges: [-r, r-1] from version 11 on, [0, r-1] at
-version 1 (its text defines no negative axis); so X needs rank >= 1.
-
-argmax picks the first maximum: among equal maxima the smallest index wins. A NaN counts as the
-maximum and the first NaN wins (NumPy's argmax rule, as onnx.reference); +inf and -inf compare as
-numbers, so a row of -inf selects its first element.
-"""
+"""Kernel launch for kernels/hardmax.cu: scan, merge and write over a Hardmax plan's
+[outer, n, inner] view (see onnx_cupy.plans.hardmax for the semantics)."""
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .. import arrays, backends, dtypes, launch, loader, opsets
-from ..fallback import hardmax as numpy_hardmax
+from .. import arrays, dtypes, launch, loader
+from ..plans.hardmax import HardmaxPlan
 
-OP = "Hardmax"
 FAMILY = "hardmax"
 KERNELS = ("hardmax_scan", "hardmax_merge", "hardmax_write")
-SCAN_ITEMS = 1 << 16   # scan threads that keep a GPU's memory system busy
-MIN_LANE_SPAN = 8      # fewest elements worth one scan lane
-MAX_LANES = 1024
-WARP = 32
 
 _GEOM = np.dtype([(f, "<i8") for f in (
     "outer", "n", "inner", "lanes", "stride_outer", "stride_n", "stride_inner")])
@@ -45,80 +27,6 @@ loader.register(FAMILY, [_expression(k, t, b) for k in KERNELS for t in dtypes.F
                          for b in dtypes.INDEX_TYPES],
                 {"HardmaxGeom": _GEOM})
 
-
-@dataclass(frozen=True)
-class HardmaxPlan:
-    """The [outer, n, inner] view of X that both execution paths reduce, computed once."""
-
-    version: int
-    shape: tuple[int, ...]
-    axis: int     # in [0, rank)
-    stop: int     # X's dimensions [axis, stop) form n: axis + 1 (version 13) or rank (1, 11)
-    outer: int
-    n: int
-    inner: int
-    lanes: int    # scan threads per row on the kernel path
-
-    def view_strides(self, strides: tuple[int, ...]) -> tuple[int, int, int] | None:
-        """Element strides of the [outer, n, inner] view of an array with `strides`, or None
-        where a group of dimensions is not a single strided run."""
-        groups = ((0, self.axis), (self.axis, self.stop), (self.stop, len(self.shape)))
-        merged = [_merged(self.shape[a:b], strides[a:b]) for a, b in groups]
-        return None if None in merged else tuple(merged)
-
-
-def _merged(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
-    """The one stride that walks the row-major dimensions `shape`, or None if there is none."""
-    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    if any(s0 != s1 * n1 for (_, s0), (n1, s1) in zip(dims, dims[1:])):
-        return None
-    return dims[-1][1] if dims else 0
-
-
-def _lanes(rows: int, n: int, inner: int) -> int:
-    """Scan threads per row: enough for SCAN_ITEMS in all and, for contiguous rows (inner == 1),
-    whole warps so that each warp reads consecutive elements of one row; each lane scans at least
-    MIN_LANE_SPAN elements."""
-    lanes = min(-(-SCAN_ITEMS // max(rows, 1)), n // MIN_LANE_SPAN, MAX_LANES)
-    if inner == 1 and n >= WARP * MIN_LANE_SPAN:
-        return max(lanes - lanes % WARP, WARP)
-    return max(lanes, 1)
-
-
-def _axis_value(axis: Any) -> int | None:
-    if axis is None:
-        return None
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"{OP}: attribute 'axis' must be an int, got {axis!r}")
-    return int(axis)
-
-
-@functools.lru_cache(maxsize=512)
-def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) -> HardmaxPlan:
-    """Validate dtype and axis for the opset version in force and compute the reduction view."""
-    version = opsets.version(OP, opset)
-    dtypes.check_float(dtype, OP, version, bf16_from=13)
-    rank = len(shape)
-    if rank == 0:
-        raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
-    given = axis is not None
-    if not given:
-        axis = -1 if version >= 13 else 1
-    lo = 0 if version == 1 else -rank
-    if not lo <= axis < rank:
-        note = "; negative axes are defined from opset 11" if version == 1 and axis < 0 else ""
-        raise ValueError(f"{OP}: attribute 'axis' = {axis}{'' if given else ' (the default)'} is "
-                         f"out of range [{lo}, {rank - 1}] for an input of rank {rank} "
-                         f"(opset version {version}{note})")
-    axis %= rank
-    stop = axis + 1 if version >= 13 else rank
-    outer, n, inner = (math.prod(shape[a:b]) for a, b in ((0, axis), (axis, stop), (stop, rank)))
-    return HardmaxPlan(version, shape, axis, stop, outer, n, inner, _lanes(outer * inner, n, inner))
-
-
-def prepare(shape: tuple[int, ...], dtype: Any, axis: Any, opset: int) -> HardmaxPlan:
-    """The plan for an input of `shape` and `dtype` (axis validated, default filled in)."""
-    return plan(opset, shape, np.dtype(dtype), _axis_value(axis))
 
 
 @functools.lru_cache(maxsize=512)
@@ -143,10 +51,9 @@ def kernel_args(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...]
             geometry(pl, view))
 
 
-def _compute(pl: HardmaxPlan, X: Any, Y: Any, backend: str) -> None:
-    if backend == "numpy":
-        numpy_hardmax.run(pl, X, Y)
-        return
+def run(pl: HardmaxPlan, X: Any, Y: Any, backend: str) -> None:
+    """Launch scan, merge (when a row has several scan lanes) and write for plan `pl` on X into the
+    C-contiguous Y ('cupy' or 'emulated')."""
     xp = arrays.module_of(backend)
     X, strides = arrays.element_strides(X)
     args = kernel_args(pl, X.dtype, strides)
@@ -161,12 +68,3 @@ def _compute(pl: HardmaxPlan, X: Any, Y: Any, backend: str) -> None:
         arg = xp.empty(pl.outer * pl.inner, dtype=index_dtype)
         launch.launch(backend, FAMILY, merge, arg.size, (X, part, arg, g))
     launch.launch(backend, FAMILY, write, Y.size, (arg, Y, g))
-
-
-def hardmax(X: Any, *, axis: int | None = None, opset: int = 13, out: Any = None) -> Any:
-    """ONNX Hardmax (versions 1, 11, 13) on a NumPy or CuPy array: 1 at the first maximum along
-    `axis` (version 13) or of each row of the coerced 2-D view (versions 1, 11), 0 elsewhere.
-    `axis` defaults to -1 from opset 13 on, to 1 before."""
-    X, backend = backends.select(X, OP)
-    pl = prepare(tuple(X.shape), X.dtype, axis, opset)
-    return arrays.execute(OP, X, backend, out, pl.shape, functools.partial(_compute, pl))

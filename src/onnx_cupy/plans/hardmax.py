@@ -1,0 +1,106 @@
+"""Hardmax, opset versions 1, 11 and 13.
+
+  Y[o, k, i] = 1 if k == argmax_j X[o, j, i] else 0,   X viewed as [outer, n, inner]
+
+Version 13 reduces along `axis` alone: outer = prod(shape[:axis]), n = shape[axis],
+inner = prod(shape[axis+1:]); the default axis is -1. Versions 1 and 11 coerce X to the 2-D
+[prod(shape[:axis]), prod(shape[axis:])] and take the one-hot over each whole row of that view
+(inner = 1); the default axis is 1. Axis ranges: [-r, r-1] from version 11 on, [0, r-1] at
+version 1 (its text defines no negative axis); so X needs rank >= 1.
+
+argmax picks the first maximum: among equal maxima the smallest index wins. A NaN counts as the
+maximum and the first NaN wins (NumPy's argmax rule, as onnx.reference); +inf and -inf compare as
+numbers, so a row of -inf selects its first element.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes, opsets
+
+OP = "Hardmax"
+SCAN_ITEMS = 1 << 16   # scan threads that keep a GPU's memory system busy
+MIN_LANE_SPAN = 8      # fewest elements worth one scan lane
+MAX_LANES = 1024
+WARP = 32
+
+
+@dataclass(frozen=True)
+class HardmaxPlan:
+    """The [outer, n, inner] view of X that both execution paths reduce, computed once."""
+
+    version: int
+    shape: tuple[int, ...]
+    axis: int     # in [0, rank)
+    stop: int     # X's dimensions [axis, stop) form n: axis + 1 (version 13) or rank (1, 11)
+    outer: int
+    n: int
+    inner: int
+    lanes: int    # scan threads per row on the kernel path
+
+    def view_strides(self, strides: tuple[int, ...]) -> tuple[int, int, int] | None:
+        """Element strides of the [outer, n, inner] view of an array with `strides`, or None
+        where a group of dimensions is not a single strided run."""
+        groups = ((0, self.axis), (self.axis, self.stop), (self.stop, len(self.shape)))
+        merged = [_merged(self.shape[a:b], strides[a:b]) for a, b in groups]
+        return None if None in merged else tuple(merged)
+
+
+def _merged(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
+    """The one stride that walks the row-major dimensions `shape`, or None if there is none."""
+    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    if any(s0 != s1 * n1 for (_, s0), (n1, s1) in zip(dims, dims[1:])):
+        return None
+    return dims[-1][1] if dims else 0
+
+
+def _lanes(rows: int, n: int, inner: int) -> int:
+    """Scan threads per row: enough for SCAN_ITEMS in all and, for contiguous rows (inner == 1),
+    whole warps so that each warp reads consecutive elements of one row; each lane scans at least
+    MIN_LANE_SPAN elements."""
+    lanes = min(-(-SCAN_ITEMS // max(rows, 1)), n // MIN_LANE_SPAN, MAX_LANES)
+    if inner == 1 and n >= WARP * MIN_LANE_SPAN:
+        return max(lanes - lanes % WARP, WARP)
+    return max(lanes, 1)
+
+
+def _axis_value(axis: Any) -> int | None:
+    if axis is None:
+        return None
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{OP}: attribute 'axis' must be an int, got {axis!r}")
+    return int(axis)
+
+
+@functools.lru_cache(maxsize=512)
+def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) -> HardmaxPlan:
+    """Validate dtype and axis for the opset version in force and compute the reduction view."""
+    version = opsets.version(OP, opset)
+    dtypes.check_float(dtype, OP, version, bf16_from=13)
+    rank = len(shape)
+    if rank == 0:
+        raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
+    given = axis is not None
+    if not given:
+        axis = -1 if version >= 13 else 1
+    lo = 0 if version == 1 else -rank
+    if not lo <= axis < rank:
+        note = "; negative axes are defined from opset 11" if version == 1 and axis < 0 else ""
+        raise ValueError(f"{OP}: attribute 'axis' = {axis}{'' if given else ' (the default)'} is "
+                         f"out of range [{lo}, {rank - 1}] for an input of rank {rank} "
+                         f"(opset version {version}{note})")
+    axis %= rank
+    stop = axis + 1 if version >= 13 else rank
+    outer, n, inner = (math.prod(shape[a:b]) for a, b in ((0, axis), (axis, stop), (stop, rank)))
+    return HardmaxPlan(version, shape, axis, stop, outer, n, inner, _lanes(outer * inner, n, inner))
+
+
+def prepare(shape: tuple[int, ...], dtype: Any, axis: Any, opset: int) -> HardmaxPlan:
+    """The plan for an input of `shape` and `dtype` (axis validated, default filled in)."""
+    return plan(opset, shape, np.dtype(dtype), _axis_value(axis))
+

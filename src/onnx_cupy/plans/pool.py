@@ -1,0 +1,173 @@
+"""AveragePool and LpPool, every opset version.
+
+  AveragePool: Y[n,c,o] = sum_{w in W(o), w inside X} X[n,c,w] / |W(o) ∩ counted region|
+  LpPool:      Y[n,c,o] = (sum_{w in W(o), w inside X} |X[n,c,w]|^p)^(1/p)
+with W(o)_i = {o_i*strides_i - pads_begin_i + j*dilations_i : 0 <= j < kernel_shape_i}. The counted
+region is X itself (count_include_pad=0) or X plus its explicit/auto pads (count_include_pad=1);
+positions past the padded end (ceil_mode overhang) never count.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import arrays, dtypes, opsets
+
+MAX_SPATIAL = 8  # OC_MAXD in kernels/common.cuh
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """Everything both execution paths need, computed once on the host."""
+
+    op: str
+    version: int
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    cnt_lo: tuple[int, ...]
+    cnt_hi: tuple[int, ...]
+    lp: bool
+    p: float
+
+    @property
+    def nd(self) -> int:
+        return len(self.kernel)
+
+    def reach(self, strides: tuple[int, ...]) -> int:
+        """Largest |value| the kernel's index math forms for an input with element `strides`:
+        window coordinates (tap_range's ceil_div adds dilation - 1 to a coordinate difference) and
+        input offsets, including the one-dilation step past a window's last tap."""
+        coords = max((o - 1) * s + k * d + b + e + n + 1 for o, s, k, d, b, e, n in zip(
+            self.out_shape[2:], self.strides, self.kernel, self.dilations, self.pads_begin,
+            self.pads_end, self.in_shape[2:]))
+        past = sum(d * abs(st) for d, st in zip(self.dilations, strides[2:]))
+        return max(coords, arrays.max_offset(self.in_shape, strides) + past)
+
+
+def _seq(value: Any) -> Any:
+    """Attribute lists as hashable tuples (validated later)."""
+    if value is None or isinstance(value, (str, bytes)):
+        return value
+    try:
+        return tuple(value.tolist() if hasattr(value, "tolist") else value)
+    except TypeError:
+        return value
+
+
+def _ints(op: str, name: str, value: Any, length: int, minimum: int) -> tuple[int, ...]:
+    if not isinstance(value, tuple) or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value
+    ):
+        raise TypeError(f"{op}: attribute '{name}' must be a sequence of ints, got {value!r}")
+    if len(value) != length:
+        raise ValueError(
+            f"{op}: attribute '{name}' has {len(value)} values, expected {length} "
+            f"for an input with {length if name != 'pads' else length // 2} spatial dimensions: {value!r}"
+        )
+    bad = [int(v) for v in value if v < minimum]
+    if bad:
+        raise ValueError(f"{op}: attribute '{name}' values must be >= {minimum}, got {list(value)}")
+    return tuple(int(v) for v in value)
+
+
+def _p_value(op: str, version: int, p: Any) -> float:
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: attribute 'p' must be a number, got {p!r}")
+    if version >= 2 and not float(p).is_integer():
+        raise ValueError(f"{op}: attribute 'p' must be an integer at opset version {version} "
+                         f"(a float p exists only in LpPool-1), got {p!r}")
+    if not math.isfinite(float(p)) or p <= 0:
+        raise ValueError(f"{op}: attribute 'p' must be > 0, got {p!r}")
+    return float(p)
+
+
+def _auto_pad_len(op: str, version: int, auto_pad: str, n: int, dk: int, s: int,
+                  ceil_mode: int) -> int:
+    """Output length under auto_pad, per version's formula (see README, semantics notes)."""
+    if op == "AveragePool" and version >= 11 and not ceil_mode:
+        if version >= 19:  # floor forms of v19/v22
+            return (n - dk) // s + 1 if auto_pad == "VALID" else (n - 1) // s + 1
+        return (n - dk + 1) // s if auto_pad == "VALID" else n // s   # v11's floor forms
+    return -(-(n - dk + 1) // s) if auto_pad == "VALID" else -(-n // s)
+
+
+@functools.lru_cache(maxsize=512, typed=True)  # typed: 1.0 must not hit 1's plan
+def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_shape: Any,
+         auto_pad: Any, ceil_mode: Any, count_include_pad: Any, dilations: Any, pads: Any,
+         strides: Any, p: Any) -> PoolPlan:
+    """Validate attributes for the opset version in force and compute the pooling plan."""
+    version = opsets.version(op, opset)
+    opsets.check_given(op, version, {
+        "count_include_pad": count_include_pad not in (0, None),
+        "ceil_mode": ceil_mode not in (0, None),
+        "dilations": dilations is not None,
+    })
+    if len(shape) < 3:
+        raise ValueError(f"{op}: X must have rank >= 3 ([N, C, D1, ...]), got shape {shape}")
+    nd = len(shape) - 2
+    if nd > MAX_SPATIAL:
+        raise ValueError(f"{op}: at most {MAX_SPATIAL} spatial dimensions are supported, got {nd}")
+    dtypes.check_float(dtype, op, version, bf16_from=22)
+    if kernel_shape is None:
+        raise ValueError(f"{op}: attribute 'kernel_shape' is required")
+    kernel = _ints(op, "kernel_shape", kernel_shape, nd, 1)
+    steps = _ints(op, "strides", strides, nd, 1) if strides is not None else (1,) * nd
+    dil = _ints(op, "dilations", dilations, nd, 1) if dilations is not None else (1,) * nd
+    if not isinstance(auto_pad, str) or auto_pad not in AUTO_PADS:
+        raise ValueError(f"{op}: attribute 'auto_pad' must be one of {AUTO_PADS}, got {auto_pad!r}")
+    pad = _ints(op, "pads", pads, 2 * nd, 0) if pads is not None else (0,) * (2 * nd)
+    if auto_pad != "NOTSET" and any(pad):
+        raise ValueError(f"{op}: attribute 'pads' {list(pad)} cannot be used together with "
+                         f"auto_pad={auto_pad!r}")
+    ceil = opsets.flag(op, "ceil_mode", ceil_mode)
+    include = opsets.flag(op, "count_include_pad", count_include_pad)
+    lp = op == "LpPool"
+    p_value = _p_value(op, version, p) if lp else 1.0
+
+    out, begin, end = [], [], []
+    for i, (n, k, s, d) in enumerate(zip(shape[2:], kernel, steps, dil)):
+        dk = (k - 1) * d + 1
+        if auto_pad == "NOTSET":
+            b, e = pad[i], pad[nd + i]
+            span = n + b + e - dk
+            length = (-(-span // s) if ceil else span // s) + 1
+            # AveragePool-22: a window that would start in the right padding is dropped.
+            if ceil and op == "AveragePool" and version >= 22 and (length - 1) * s >= n + b:
+                length -= 1
+        else:
+            length = _auto_pad_len(op, version, auto_pad, n, dk, s, ceil)
+            total = max(0, (length - 1) * s + dk - n) if auto_pad != "VALID" else 0
+            b = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            e = total - b
+        if length <= 0:
+            raise ValueError(
+                f"{op}: output spatial size {length} <= 0 along spatial axis {i} (input {n}, "
+                f"kernel {k}, dilation {d}, stride {s}, pads {b}+{e}, auto_pad {auto_pad})"
+            )
+        out.append(length)
+        begin.append(b)
+        end.append(e)
+    cnt_lo = tuple(-b if include else 0 for b in begin)
+    cnt_hi = tuple(n + e if include else n for n, e in zip(shape[2:], end))
+    return PoolPlan(op, version, shape, (*shape[:2], *out), kernel, steps, dil, tuple(begin),
+                    tuple(end), cnt_lo, cnt_hi, lp, p_value)
+
+
+
+def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_shape: Any = None,
+            auto_pad: Any = "NOTSET", ceil_mode: Any = 0, count_include_pad: Any = 0,
+            dilations: Any = None, pads: Any = None, strides: Any = None, p: Any = None) -> PoolPlan:
+    """The plan of `op` (AveragePool or LpPool) for an input of `shape` and `dtype`."""
+    return plan(op, opset, shape, np.dtype(dtype), *(_seq(v) for v in (
+        kernel_shape, auto_pad, ceil_mode, count_include_pad, dilations, pads, strides, p)))
+
