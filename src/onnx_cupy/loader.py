@@ -21,16 +21,27 @@ _lock = threading.Lock()
 
 # family -> {C struct name: the NumPy dtype whose bytes the launch passes by value}
 _PARAMETER_BLOCKS: dict[str, dict[str, Any]] = {}
+# family -> {fast-path instantiation: outputs one thread writes per iteration of its loop}
+_FAST_PATHS: dict[str, dict[str, int]] = {}
 
 
-def register(family: str, expressions: list[str], blocks: dict[str, Any] | None = None) -> None:
-    """Declare the template instantiations a family's kernels are compiled with, and the
-    parameter structs (C name -> NumPy structured dtype of the same layout) they take."""
+def register(family: str, expressions: list[str], blocks: dict[str, Any] | None = None,
+             fast: dict[str, int] | None = None) -> None:
+    """Declare the template instantiations a family's kernels are compiled with, the parameter
+    structs (C name -> NumPy structured dtype of the same layout) they take, and which of them
+    are fast paths (expression -> outputs per thread and loop iteration), held to the static
+    targets of the kernel report."""
     _INSTANTIATIONS.setdefault(family, [])
-    for e in expressions:
+    for e in [*expressions, *(fast or {})]:
         if e not in _INSTANTIATIONS[family]:
             _INSTANTIATIONS[family].append(e)
     _PARAMETER_BLOCKS.setdefault(family, {}).update(blocks or {})
+    _FAST_PATHS.setdefault(family, {}).update(fast or {})
+
+
+def fast_paths(family: str) -> dict[str, int]:
+    """The family's fast-path instantiations: expression -> outputs per thread and iteration."""
+    return dict(_FAST_PATHS.get(family, {}))
 
 
 def parameter_blocks(family: str) -> dict[str, Any]:
