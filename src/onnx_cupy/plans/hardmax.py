@@ -5,8 +5,9 @@
 Version 13 reduces along `axis` alone: outer = prod(shape[:axis]), n = shape[axis],
 inner = prod(shape[axis+1:]); the default axis is -1. Versions 1 and 11 coerce X to the 2-D
 [prod(shape[:axis]), prod(shape[axis:])] and take the one-hot over each whole row of that view
-(inner = 1); the default axis is 1. Axis ranges: [-r, r-1] from version 11 on, [0, r-1] at
-version 1 (its text defines no negative axis); so X needs rank >= 1.
+(inner = 1); the default axis is 1. Every version takes axes in [-r, r-1], a negative axis counting
+from the end (Hardmax-1's text names no negative axis; onnxruntime and ONNX's checker accept one);
+so X needs rank >= 1.
 
 argmax picks the first maximum: among equal maxima the smallest index wins. A NaN counts as the
 maximum and the first NaN wins (NumPy's argmax rule, as onnx.reference); +inf and -inf compare as
@@ -88,12 +89,10 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) 
     given = axis is not None
     if not given:
         axis = -1 if version >= 13 else 1
-    lo = 0 if version == 1 else -rank
-    if not lo <= axis < rank:
-        note = "; negative axes are defined from opset 11" if version == 1 and axis < 0 else ""
+    if not -rank <= axis < rank:
         raise ValueError(f"{OP}: attribute 'axis' = {axis}{'' if given else ' (the default)'} is "
-                         f"out of range [{lo}, {rank - 1}] for an input of rank {rank} "
-                         f"(opset version {version}{note})")
+                         f"out of range [{-rank}, {rank - 1}] for an input of rank {rank} "
+                         f"(opset version {version})")
     axis %= rank
     stop = axis + 1 if version >= 13 else rank
     outer, n, inner = (math.prod(shape[a:b]) for a, b in ((0, axis), (axis, stop), (stop, rank)))
