@@ -12,7 +12,6 @@ import collections
 
 import numpy as np
 import onnx
-import pytest
 from onnx import helper
 from util import BF16, onnxruntime, reference, tensor_type
 
