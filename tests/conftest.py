@@ -9,15 +9,29 @@ from onnx_cupy import backends
 BACKENDS = ["numpy", "emulated", "cupy"]
 
 
+CUPY_SKIP = "cupy backend: no GPU visible"
+
+
 def pytest_report_header(config):
-    return f"onnx-cupy default backend: {backends.default_backend()} (GPU visible: {backends.gpu_available()})"
+    header = [f"onnx-cupy default backend: {backends.default_backend()}"]
+    if not backends.gpu_available():
+        header.append("every test's cupy-backend case is skipped: no GPU is visible "
+                      "(numpy and emulated run everywhere)")
+    return header
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = terminalreporter.stats.get("skipped", [])
+    cupy = sum(1 for r in skipped if "GPU" in str(r.longrepr) or "device CUDA" in str(r.longrepr))
+    if cupy:
+        terminalreporter.write_line(f"{cupy} cases skipped: they need a GPU and none is visible")
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     """Each execution path; 'cupy' is skipped, with the reason, where no GPU is visible."""
     if request.param == "cupy" and not backends.gpu_available():
-        pytest.skip("cupy backend: no GPU visible")
+        pytest.skip(CUPY_SKIP)
     return request.param
 
 

@@ -38,7 +38,11 @@ def _conformance(args: argparse.Namespace) -> int:
     if backend == "cupy" and not backends.gpu_available():
         print("conformance: backend 'cupy' needs a visible GPU", file=sys.stderr)
         return 2
-    results = conformance.run(backend, args.op)
+    try:
+        results = conformance.run(backend, args.op)
+    except ModuleNotFoundError as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
+        return 2
     width = max((len(r.name) for r in results), default=10)
     print(f"ONNX node tests on backend '{backend}'")
     print(f"{'operator':<12} {'test':<{width}} result")

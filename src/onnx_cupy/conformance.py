@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends
+from . import backends, extras
 from .node import OPERATORS, run_node
 
 
@@ -21,7 +21,10 @@ class CaseResult:
 
 def node_cases(ops: list[str] | None = None) -> list[Any]:
     """ONNX node test cases (onnx.backend.test) whose single node is one of `ops`."""
-    from onnx.backend.test.loader import load_model_tests
+    try:
+        from onnx.backend.test.loader import load_model_tests
+    except ImportError as exc:
+        raise extras.missing("onnx-cupy conformance", "onnx", exc) from exc
 
     wanted = set(ops or OPERATORS)
     np.random.seed(0)  # the case generators draw random inputs

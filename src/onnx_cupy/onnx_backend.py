@@ -14,11 +14,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import onnx
-from onnx import helper, numpy_helper
-from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
 
-from . import backends
+from . import backends, extras
+
+try:
+    import onnx
+    from onnx import helper, numpy_helper
+    from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
+except ImportError as exc:
+    raise extras.missing("onnx_cupy.onnx_backend", "onnx", exc) from exc
 from .node import DEFAULT_DOMAINS, OPERATORS, default_opset, prepare_node
 
 SUPPORTED = (*sorted(OPERATORS), "Constant", "Identity")
@@ -139,9 +143,41 @@ class OnnxCupyBackend(Backend):
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str | None = None,
                 **kwargs: Any) -> OnnxCupyRep:
-        """Validate `model` (an unsupported operator, attribute or opset is a ValueError naming
-        it; nodes run in the graph's order, which must be topological) and prepare it for
-        `device` ("CPU", "CUDA", "CUDA:i"; None: the forced or default backend)."""
+        """Validate `model` and prepare it to run on one execution path.
+
+        Parameters
+        ----------
+        model : onnx.ModelProto
+            A graph of AveragePool, LpPool, Hardmax, Resize, Identity and Constant nodes in
+            topological order; initializers become constants on the device.
+        device : {"CPU", "CUDA", "CUDA:i"}, optional
+            "CPU" runs on NumPy (or the emulated kernels when forced with
+            `onnx_cupy.backend`), "CUDA[:i]" on GPU i; None: the forced or default backend.
+
+        Returns
+        -------
+        OnnxCupyRep
+            `rep.run(inputs)` takes a sequence (graph-input order), a name -> array mapping or one
+            array, NumPy or CuPy, and returns the outputs as NumPy arrays.
+
+        Raises
+        ------
+        ValueError
+            An unsupported operator, domain, attribute or opset, named in the message.
+
+        Examples
+        --------
+        >>> import numpy as np, onnx
+        >>> from onnx import helper, TensorProto
+        >>> import onnx_cupy.onnx_backend as backend
+        >>> node = helper.make_node("AveragePool", ["X"], ["Y"], kernel_shape=[2])
+        >>> graph = helper.make_graph([node], "g",
+        ...     [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 1, 3])],
+        ...     [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 1, 2])])
+        >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+        >>> backend.prepare(model, "CPU").run([np.array([[[1, 2, 4]]], np.float32)])[0]
+        array([[[1.5, 3. ]]], dtype=float32)
+        """
         graph = model.graph
         constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
         return OnnxCupyRep(graph.node, [i.name for i in graph.input if i.name not in constants],
@@ -150,15 +186,30 @@ class OnnxCupyBackend(Backend):
     @classmethod
     def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str | None = None,
                   **kwargs: Any) -> tuple[Any, ...]:
-        """prepare(model, device).run(inputs)."""
+        """Run `model` once: `prepare(model, device).run(inputs)`; see `prepare`."""
         return cls.prepare(model, device, **kwargs).run(inputs)
 
     @classmethod
     def run_node(cls, node: onnx.NodeProto, inputs: Sequence[Any], device: str | None = None,
                  outputs_info: Any = None, **kwargs: Any) -> tuple[Any, ...]:
-        """Run one node; `inputs` follow node.input by position as in `onnx_cupy.run_node`
-        (None or an empty name: omitted). kwargs: opset_version (default: the operator's newest
-        version)."""
+        """Run one node on `inputs` and return its outputs as NumPy arrays.
+
+        Parameters
+        ----------
+        node : onnx.NodeProto
+            An AveragePool, LpPool, Hardmax or Resize node.
+        inputs : sequence of arrays
+            By position in node.input; None or an empty input name is an omitted input.
+        device : {"CPU", "CUDA", "CUDA:i"}, optional
+            As in `prepare`.
+        **kwargs
+            opset_version : int (default: the operator's newest version).
+
+        Raises
+        ------
+        ValueError, TypeError
+            As the operator functions (`onnx_cupy.average_pool`, ...) raise them.
+        """
         return OnnxCupyRep([node], [n for n in node.input if n], node.output, {},
                            kwargs.get("opset_version"), device).run_single(inputs)
 
