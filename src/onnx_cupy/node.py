@@ -63,7 +63,7 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
 
         if isinstance(opset, ModelProto):
             opset = default_opset(opset)
-    opsets.check_given(op, opsets.version(op, opset), {k: True for k in attrs})
+    opsets.check_given(op, opset, {k: True for k in attrs})
     fn, names = OPERATORS[op], list(node.input)
     return lambda inputs: [fn(_align(op, names, inputs), attrs, opset)]
 

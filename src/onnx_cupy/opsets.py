@@ -63,14 +63,20 @@ def flag(op: str, name: str, value: Any) -> int:
     return int(value)
 
 
-def check_given(op: str, ver: int, given: Mapping[str, bool]) -> None:
-    """Reject attributes given (True in `given`) that version `ver` of `op` does not define."""
-    allowed = ATTRIBUTES[op][ver]
+def in_force(op: str, opset: int) -> str:
+    """'opset 18, where AveragePool-11 is in force': the opset asked for and the version it runs."""
+    return f"opset {opset}, where {op}-{version(op, opset)} is in force"
+
+
+def check_given(op: str, opset: int, given: Mapping[str, bool]) -> None:
+    """Reject attributes given (True in `given`) that the version of `op` in force at `opset`
+    does not define."""
+    allowed = ATTRIBUTES[op][version(op, opset)]
     for name, is_given in given.items():
         if is_given and not any(name in names for names in ATTRIBUTES[op].values()):
             raise ValueError(f"{op}: unknown attribute '{name}' (no version of {op} defines it)")
         if is_given and name not in allowed:
             raise ValueError(
-                f"{op}: attribute '{name}' is not defined at opset version {ver}; "
-                f"it was introduced in opset {introduced_in(op, name)}"
+                f"{op}: attribute '{name}' is not defined at {in_force(op, opset)}; "
+                f"{name} came with {op}-{introduced_in(op, name)}"
             )

@@ -92,7 +92,7 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) 
     if not -rank <= axis < rank:
         raise ValueError(f"{OP}: attribute 'axis' = {axis}{'' if given else ' (the default)'} is "
                          f"out of range [{-rank}, {rank - 1}] for an input of rank {rank} "
-                         f"(opset version {version})")
+                         f"({opsets.in_force(OP, opset)})")
     axis %= rank
     stop = axis + 1 if version >= 13 else rank
     outer, n, inner = (math.prod(shape[a:b]) for a, b in ((0, axis), (axis, stop), (stop, rank)))

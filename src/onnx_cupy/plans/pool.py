@@ -80,11 +80,11 @@ def _ints(op: str, name: str, value: Any, length: int, minimum: int) -> tuple[in
     return tuple(int(v) for v in value)
 
 
-def _p_value(op: str, version: int, p: Any) -> float:
+def _p_value(op: str, opset: int, p: Any) -> float:
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
         raise TypeError(f"{op}: attribute 'p' must be a number, got {p!r}")
-    if version >= 2 and not float(p).is_integer():
-        raise ValueError(f"{op}: attribute 'p' must be an integer at opset version {version} "
+    if opsets.version(op, opset) >= 2 and not float(p).is_integer():
+        raise ValueError(f"{op}: attribute 'p' must be an integer at {opsets.in_force(op, opset)} "
                          f"(a float p exists only in LpPool-1), got {p!r}")
     if not math.isfinite(float(p)) or p <= 0:
         raise ValueError(f"{op}: attribute 'p' must be > 0, got {p!r}")
@@ -107,7 +107,7 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
          strides: Any, p: Any) -> PoolPlan:
     """Validate attributes for the opset version in force and compute the pooling plan."""
     version = opsets.version(op, opset)
-    opsets.check_given(op, version, {
+    opsets.check_given(op, opset, {
         "count_include_pad": count_include_pad not in (0, None),
         "ceil_mode": ceil_mode not in (0, None),
         "dilations": dilations is not None,
@@ -132,7 +132,7 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
     ceil = opsets.flag(op, "ceil_mode", ceil_mode)
     include = opsets.flag(op, "count_include_pad", count_include_pad)
     lp = op == "LpPool"
-    p_value = _p_value(op, version, p) if lp else 1.0
+    p_value = _p_value(op, opset, p) if lp else 1.0
 
     out, begin, end = [], [], []
     for i, (n, k, s, d) in enumerate(zip(shape[2:], kernel, steps, dil)):

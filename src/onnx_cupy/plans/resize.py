@@ -126,7 +126,8 @@ def _differs(value: Any, default: Any) -> bool:
         return True
 
 
-def _choice(name: str, value: Any, table: dict[int, tuple[str, ...]], version: int) -> str:
+def _choice(name: str, value: Any, table: dict[int, tuple[str, ...]], opset: int) -> str:
+    version = opsets.version(OP, opset)
     if not isinstance(value, str):
         raise TypeError(f"{OP}: attribute '{name}' must be a string, got {value!r}")
     allowed = table[version]
@@ -135,12 +136,12 @@ def _choice(name: str, value: Any, table: dict[int, tuple[str, ...]], version: i
     defined = [v for v in VERSIONS if value in table[v]]
     note = ""
     if defined and min(defined) > version:
-        note = f"; it was introduced in opset {min(defined)}"
+        note = f"; it came with Resize-{min(defined)}"
     elif defined:
         removed = VERSIONS[VERSIONS.index(max(defined)) + 1]
         note = f"; it exists only up to Resize-{max(defined)} (removed in opset {removed})"
-    raise ValueError(f"{OP}: attribute '{name}' = {value!r} is not defined at opset version "
-                     f"{version} (expected one of {', '.join(allowed)}){note}")
+    raise ValueError(f"{OP}: attribute '{name}' = {value!r} is not defined at "
+                     f"{opsets.in_force(OP, opset)} (expected one of {', '.join(allowed)}){note}")
 
 
 def _float32(name: str, value: Any) -> float:
@@ -163,27 +164,29 @@ _ATTRIBUTES_SEEN: dict[tuple, Attributes] = {}
 _SCALARS = (str, int, float, np.generic, type(None))
 
 
-def attributes(version: int, **given: Any) -> Attributes:
-    """Validate the attributes for Resize-`version` (names as in ONNX, defaults in DEFAULTS)."""
+def attributes(opset: int, **given: Any) -> Attributes:
+    """Validate the attributes for the Resize version in force at `opset` (names as in ONNX,
+    defaults in DEFAULTS)."""
     if not all(isinstance(v, _SCALARS) for v in given.values()):  # axes given as a sequence
-        return _attributes(version, given)
+        return _attributes(opset, given)
     try:  # scalars of the same type, value and sign validate the same: remember valid sets
-        key = (version, tuple(given.items()), tuple(map(type, given.values())),
+        key = (opset, tuple(given.items()), tuple(map(type, given.values())),
                tuple(math.copysign(1.0, given[k]) for k in ("cubic_coeff_a", "extrapolation_value")
                      if k in given))
         hit = _ATTRIBUTES_SEEN.get(key)
     except TypeError:  # a value that is no number where one belongs: let validation say so
-        return _attributes(version, given)
+        return _attributes(opset, given)
     if hit is None:
-        hit = _attributes(version, given)
+        hit = _attributes(opset, given)
         if len(_ATTRIBUTES_SEEN) < 512:
             _ATTRIBUTES_SEEN[key] = hit
     return hit
 
 
-def _attributes(version: int, given: dict[str, Any]) -> Attributes:
-    opsets.check_given(OP, version, {k: _differs(v, DEFAULTS[k]) for k, v in given.items()})
-    mode = _choice("mode", given["mode"], MODES, version)
+def _attributes(opset: int, given: dict[str, Any]) -> Attributes:
+    version = opsets.version(OP, opset)
+    opsets.check_given(OP, opset, {k: _differs(v, DEFAULTS[k]) for k, v in given.items()})
+    mode = _choice("mode", given["mode"], MODES, opset)
     if version == 10:
         return Attributes(mode, "asymmetric", "floor", -0.75, False, 0.0, False, None, "stretch")
     antialias = bool(opsets.flag(OP, "antialias", given["antialias"]))
@@ -197,16 +200,16 @@ def _attributes(version: int, given: dict[str, Any]) -> Attributes:
     return Attributes(
         mode,
         _choice("coordinate_transformation_mode", given["coordinate_transformation_mode"],
-                COORDINATE_MODES, version),
+                COORDINATE_MODES, opset),
         _choice("nearest_mode", given["nearest_mode"], dict.fromkeys(VERSIONS, NEAREST_MODES),
-                version),
+                opset),
         cubic_a,
         bool(opsets.flag(OP, "exclude_outside", given["exclude_outside"])),
         _float32("extrapolation_value", given["extrapolation_value"]),
         antialias,
         None if axes is None else _int_tuple("axes", axes),
         _choice("keep_aspect_ratio_policy", given["keep_aspect_ratio_policy"],
-                dict.fromkeys(VERSIONS, POLICIES), version),
+                dict.fromkeys(VERSIONS, POLICIES), opset),
     )
 
 
@@ -503,11 +506,12 @@ def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: An
     """Validate inputs and attributes for the version in force at `opset`: (plan, attributes,
     (roi, scales, sizes) as read on the host)."""
     version = opsets.version(OP, opset)
-    at = attributes(version, **attrs)
+    at = attributes(opset, **attrs)
     if version == 10:
         for name, value in (("roi", roi), ("sizes", sizes)):
             if value is not None:
-                raise ValueError(f"{OP}: input '{name}' is not defined at opset version 10 "
+                raise ValueError(f"{OP}: input '{name}' is not defined at "
+                                 f"{opsets.in_force(OP, opset)} "
                                  f"(Resize-10 takes X and scales)")
     inputs = (_vector("roi", roi), _vector("scales", scales), _vector("sizes", sizes))
     return plan(version, shape, np.dtype(dtype), *inputs, at), at, inputs
