@@ -9,7 +9,7 @@ import pytest
 import onnx_cupy
 from onnx_cupy import onnx_backend
 
-MODULES = ["onnx_cupy.operators", "onnx_cupy.dask", "onnx_cupy.onnx_backend"]
+MODULES = ["onnx_cupy.operators", "onnx_cupy.dask", "onnx_cupy.onnx_backend", "onnx_cupy.node"]
 SECTIONS = ("Parameters\n", "Returns\n", "Raises\n", "Examples\n")
 
 
@@ -23,7 +23,7 @@ def test_examples_run(module):
     onnx_cupy.average_pool, onnx_cupy.lp_pool, onnx_cupy.hardmax, onnx_cupy.resize,
     *(getattr(importlib.import_module("onnx_cupy.dask"), n)
       for n in ("average_pool", "lp_pool", "hardmax", "resize")),
-    onnx_backend.prepare,
+    onnx_backend.prepare, onnx_backend.run_node, onnx_cupy.run_node,
 ], ids=lambda f: f"{f.__module__}.{f.__qualname__}")
 def test_numpy_style_sections(fn):
     doc = fn.__doc__ or ""

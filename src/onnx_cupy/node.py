@@ -70,13 +70,35 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
 
 def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = None
              ) -> list[Any]:
-    """Run `node` (an onnx.NodeProto of AveragePool, LpPool, Hardmax or Resize) on `inputs`
-    (NumPy or CuPy arrays) and return the list of outputs.
+    """Run one ONNX node of AveragePool, LpPool, Hardmax or Resize on NumPy or CuPy arrays.
 
-    `inputs` follow node.input by position: None, or an empty name in node.input, is an omitted
-    optional input, and trailing omitted inputs may be left out. `opset` is an int or an
-    onnx.ModelProto (its default-domain opset import); None means the newest version of the
-    operator.
+    Parameters
+    ----------
+    node : onnx.NodeProto
+        The node; its attributes are passed as the operator function's keywords.
+    inputs : sequence of arrays
+        By position in node.input: None, or an empty name in node.input, is an omitted optional
+        input; trailing omitted inputs may be left out.
+    opset : int or onnx.ModelProto, optional
+        The opset (a model: its default-domain opset import); None: the operator's newest version.
+
+    Returns
+    -------
+    list of arrays
+        The node's outputs, on the inputs' path (CuPy in, CuPy out).
+
+    Raises
+    ------
+    ValueError
+        An unsupported operator or domain, an attribute the version in force does not define, a
+        wrong number of inputs, or any error of the operator function.
+
+    Examples
+    --------
+    >>> import numpy as np, onnx, onnx_cupy as oc
+    >>> node = onnx.helper.make_node("Hardmax", ["X"], ["Y"], axis=0)
+    >>> oc.run_node(node, [np.array([1.0, 5.0, 2.0], dtype=np.float32)], opset=13)[0]
+    array([0., 1., 0.], dtype=float32)
     """
     return prepare_node(node, opset)(inputs)
 
