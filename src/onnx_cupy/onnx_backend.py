@@ -205,10 +205,23 @@ class OnnxCupyBackend(Backend):
         **kwargs
             opset_version : int (default: the operator's newest version).
 
+        Returns
+        -------
+        tuple of numpy.ndarray
+            The node's outputs, also addressable by output name.
+
         Raises
         ------
         ValueError, TypeError
             As the operator functions (`onnx_cupy.average_pool`, ...) raise them.
+
+        Examples
+        --------
+        >>> import numpy as np, onnx
+        >>> import onnx_cupy.onnx_backend as backend
+        >>> node = onnx.helper.make_node("LpPool", ["X"], ["Y"], kernel_shape=[2], p=1)
+        >>> backend.run_node(node, [np.array([[[1, -2, 4]]], np.float32)], opset_version=22)[0]
+        array([[[3., 6.]]], dtype=float32)
         """
         return OnnxCupyRep([node], [n for n in node.input if n], node.output, {},
                            kwargs.get("opset_version"), device).run_single(inputs)
