@@ -39,8 +39,14 @@ def index_bits(work_items: int, *extents: int) -> int:
     return dtypes.index_bits(*extents, work_items + blocks * block)
 
 
-def launch(backend: str, family: str, expression: str, work_items: int, args: tuple) -> None:
-    grid, block = grid_for(work_items)
+Shape = tuple[tuple[int, int, int], tuple[int, int, int]]
+
+
+def launch(backend: str, family: str, expression: str, work_items: int, args: tuple,
+           shape: Shape | None = None) -> None:
+    """Launch `expression` of kernels/<family>.cu with `args`: over `shape` = (grid, block) when
+    given, else a 1-D grid-stride grid for `work_items`."""
+    grid, block = shape if shape is not None else grid_for(work_items)
     if backend == "cupy":
         loader.cuda_function(family, expression)(grid, block, args)
     else:
