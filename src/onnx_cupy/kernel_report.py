@@ -8,8 +8,10 @@ Counting rules (the fast paths are held to them, see `check`):
   kernel's longest backward branch to that branch, inclusive) / outputs one thread writes per
   iteration; without a backward branch, all the kernel's instructions / outputs. Loops left inside
   that body (`inner_loops`) count once, at their static size.
-- an integer-division sequence is a reciprocal start (I2F.RP, I2F.U32.RP, I2F.U64.RP) or a call
-  to a routine holding one (a 64-bit division compiles to both: a 32-bit fast path and the call);
+- an integer division by a runtime value is counted at its quotient estimate, IMAD.HI.U32 q, rcp,
+  x, RZ (the reciprocal setup I2F.RP + MUFU.RCP may be hoisted out of the loop, the estimate and
+  its corrections stay), or at a call to a routine holding one (a 64-bit division compiles to
+  both: a 32-bit fast path and the call); a division by a constant multiplies by an immediate;
   local-memory ops are LDL/STL; FP64 is any D* arithmetic or a conversion to/from F64; global
   loads are LDG, counted per width in bits. Calls count what the called routine holds.
 - theoretical occupancy at the launch block size: 65536 registers, 64 warps and 32 blocks per SM,
@@ -203,6 +205,7 @@ _SYMBOL = re.compile(r"^([^\s.][^\s]*):\s*$")
 _LABEL = re.compile(r"^(\.L\w+):\s*$")
 _INSTRUCTION = re.compile(r"/\*([0-9a-f]+)\*/\s+(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 _TARGET = re.compile(r"`\(([^)]+)\)")
+_REGISTER = re.compile(r"^R\d+(\.reuse)?$")
 _D_OPS = {"DADD", "DMUL", "DFMA", "DSETP", "DSET", "DMNMX", "DMMA"}
 _CONVERSIONS = {"F2F", "I2F", "F2I", "FRND"}
 
@@ -212,6 +215,7 @@ class _Instruction:
     address: int
     opcode: str                # with modifiers, e.g. LDG.E.128.CONSTANT
     target: str | None         # branch or call target
+    operands: list[str]
 
     @property
     def base(self) -> str:
@@ -232,7 +236,8 @@ def _symbols(sass: str) -> tuple[dict[str, list[_Instruction]], dict[str, int]]:
             pending.append(m.group(1))
         elif (m := _INSTRUCTION.search(line)) and current is not None:
             t = _TARGET.search(m.group(3))
-            ins = _Instruction(int(m.group(1), 16), m.group(2), t.group(1) if t else None)
+            ins = _Instruction(int(m.group(1), 16), m.group(2), t.group(1) if t else None,
+                               [o.strip() for o in m.group(3).split(",")])
             current.append(ins)
             for label in pending:
                 labels[label] = ins.address
@@ -250,7 +255,9 @@ def _strip_padding(body: list[_Instruction], labels: dict[str, int]) -> list[_In
 
 
 def _is_division(i: _Instruction) -> bool:
-    return i.base == "I2F" and "RP" in i.opcode.split(".")[1:]
+    """The quotient estimate of a division by a runtime divisor: hi(reciprocal * x), no addend."""
+    return (i.base == "IMAD" and "HI" in i.opcode.split(".")[1:] and len(i.operands) == 4
+            and i.operands[3] == "RZ" and all(map(_REGISTER.match, i.operands[1:3])))
 
 
 def _is_fp64(i: _Instruction) -> bool:
@@ -358,7 +365,9 @@ def family_report(family: str, arch: str = "sm_90") -> tuple[Kernel, ...]:
 
 def template_arguments(expression: str) -> list[str]:
     """Top-level template arguments of a name expression: 'k<float, rsz::pod<4>, int>' ->
-    ['float', 'rsz::pod<4>', 'int']."""
+    ['float', 'rsz::pod<4>', 'int']; [] for a plain function name."""
+    if "<" not in expression:
+        return []
     inner = expression[expression.index("<") + 1:expression.rindex(">")]
     args, depth, start = [], 0, 0
     for n, ch in enumerate(inner):
@@ -369,11 +378,11 @@ def template_arguments(expression: str) -> list[str]:
     return [*args, inner[start:].strip()]
 
 
-def held_to_targets(kernel: Kernel) -> bool:
-    """A fast path storing float16/bfloat16/float32 with a 32-bit index."""
-    args = template_arguments(kernel.expression)
-    return (kernel.fast and args[0] in SMALL_FLOAT_STORAGE and "int" in args
-            and "long long" not in args)
+def held_to_targets(expression: str) -> bool:
+    """Whether a fast path is held to the static targets: float16/bfloat16/float32 storage
+    and a 32-bit index."""
+    args = template_arguments(expression)
+    return bool(args) and args[0] in SMALL_FLOAT_STORAGE and "int" in args and "long long" not in args
 
 
 def check(kernel: Kernel, budget: float) -> list[str]:
