@@ -53,7 +53,7 @@ class Sass:
     instructions: int          # kernel body, without the routines it calls and the padding
     loop: int | None           # instructions in the grid-stride loop body; None: no loop
     inner_loops: int           # backward branches inside that body (loops not unrolled)
-    loop_stores: int           # global stores (STG) in that body: outputs the compiler unrolled
+    loop_stores: int           # global stores (STG) in that body
     local: int                 # LDL/STL
     divisions: int             # integer-division sequences
     loop_divisions: int        # ... of them inside the grid-stride loop body
