@@ -106,14 +106,14 @@ def test_fast_attributes(dtype, mode, launches, monkeypatch):
     stores it)."""
     rng = np.random.default_rng(3)
     x = sample(rng, (2, 5, 7), dtype)
-    for kw in [dict(coordinate_transformation_mode="align_corners", sizes=[2, 9, 4]),
-               dict(coordinate_transformation_mode="asymmetric", scales=[1, 1.3, 2.2]),
-               dict(exclude_outside=1, scales=[1, 0.8, 1.9]),
-               dict(coordinate_transformation_mode="tf_crop_and_resize",
-                    roi=[0, -0.4, 0.2, 1, 1.3, 1.1], scales=[1, 1.6, 1.5],
-                    extrapolation_value=-7.25),
-               dict(coordinate_transformation_mode="tf_crop_and_resize", roi=[0.8, 1.2],
-                    scales=[2.5], axes=[2], extrapolation_value=300.0)]:
+    for kw in [{"coordinate_transformation_mode": "align_corners", "sizes": [2, 9, 4]},
+               {"coordinate_transformation_mode": "asymmetric", "scales": [1, 1.3, 2.2]},
+               {"exclude_outside": 1, "scales": [1, 0.8, 1.9]},
+               {"coordinate_transformation_mode": "tf_crop_and_resize",
+                "roi": [0, -0.4, 0.2, 1, 1.3, 1.1], "scales": [1, 1.6, 1.5],
+                "extrapolation_value": -7.25},
+               {"coordinate_transformation_mode": "tf_crop_and_resize", "roi": [0.8, 1.2],
+                "scales": [2.5], "axes": [2], "extrapolation_value": 300.0}]:
         if mode != "nearest" and "exclude_outside" not in kw:
             kw["cubic_coeff_a"] = -0.5
         check(x, launches, monkeypatch, mode=mode, **kw)
@@ -149,9 +149,12 @@ def plan(shape, scales, **attrs):
                              **{**resize_op.DEFAULTS, "mode": "linear", **attrs})[0]
 
 
+def contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+
+
 def test_fast_args_limits():
     """64-bit offsets and grids past 65535 in y or z go to the generic kernel."""
-    contiguous = lambda shape: tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))  # noqa: E731
     pl = plan((3, 40, 50), [1, 2, 2])
     assert resize_kernel.fast_args(pl, np.dtype(np.float32), contiguous(pl.in_shape)) is not None
     assert resize_kernel.fast_args(pl, np.dtype(np.float32), (2**30, 50, 1)) is None
@@ -159,7 +162,7 @@ def test_fast_args_limits():
     assert resize_kernel.fast_args(wide, np.dtype(np.float32), (3, 1)) is None
     tall = plan((2, 8 * 65536 + 8, 3), [1, 1.0 + 1 / 65536 / 8, 2])
     assert resize_kernel.fast_args(tall, np.dtype(np.float32), contiguous(tall.in_shape)) is None
-    expression, g, (grid, block), weight, inner = resize_kernel.fast_args(
+    expression, _, (grid, block), weight, inner = resize_kernel.fast_args(
         pl, np.dtype(np.float32), contiguous(pl.in_shape))
     assert expression == "resize_weighted_fast<float, float, float, 2, 2, 4>"
     assert block[0] * block[1] == resize_kernel.FAST_BLOCK and grid[2] == 3
