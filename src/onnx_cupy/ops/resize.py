@@ -24,7 +24,8 @@ _GEOM = np.dtype(
     + [("fill", "u1", (16,))]
 )
 _FAST_GEOM = np.dtype([("fill", "<u8", (2,))] + [(f, "<i4", (3,)) for f in
-                      ("out", "in_stride", "table")] + [("batch_stride", "<i4"), ("rows", "<i4")])
+                      ("out", "in_stride", "table")] + [("batch_stride", "<i4"), ("rows", "<i4")],
+                     align=True)  # padded to 64 bytes, as the C struct
 # (trailing resized dims, taps per dim) of the fast kernels: nearest, linear, cubic (not 3-D:
 # 16 tap combinations per thread exceed the register budget)
 FAST_SHAPES = ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2), (1, 4), (2, 4))
