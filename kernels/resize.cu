@@ -170,12 +170,12 @@ __global__ void resize_weighted(const T* __restrict__ x, T* __restrict__ y,
 // thread walks in a grid-stride loop, V outputs per iteration spaced blockDim.x apart. The outer
 // dims' taps are resolved once per thread into registers (input offsets and weight products,
 // formed in the generic kernel's order), so each output costs its own TAPS table entries and the
-// tap product. Tables: int index, and float weights for 16/32-bit floats (double otherwise).
+// tap product. Tables: per output coordinate TAPS weights (float for 16/32-bit floats, double
+// otherwise) and TAPS input offsets (index times the dim's input stride, made on the host).
 struct ResizeFastGeom {
   unsigned long long fill[2];  // extrapolation value: the bytes of one storage element
   int out[3];                  // output lengths of the resized dims, outermost first
-  int in_stride[3];            // their input element strides
-  int table[3];                // their first table entry
+  int table[3];                // their first table record
   int batch_stride;            // input element stride of the merged leading dims
   int rows;                    // out[0] * ... * out[R-2] (1 when R == 1)
 };
@@ -192,7 +192,13 @@ template <typename T> __device__ __forceinline__ T fill_value(const ResizeFastGe
 }
 
 // The table record of one output coordinate: TAPS weights (none for nearest: W void), then
-// TAPS input indices (the first -1 where the coordinate is extrapolated), read with vector loads.
+// TAPS input offsets, the first OUTSIDE where the coordinate is extrapolated; read with vector
+// loads.
+constexpr int OUTSIDE = -2147483647 - 1;  // no offset of a 32-bit-indexed input is -2^31
+
+// The first offset of a record made safe to read with (0 when extrapolated).
+__device__ __forceinline__ int first_offset(int i) { return i == OUTSIDE ? 0 : i; }
+
 template <typename W, int TAPS> struct record_size {
   static constexpr int value = TAPS * (int)(sizeof(W) + sizeof(int));
 };
@@ -236,10 +242,10 @@ template <typename T, typename Acc, typename W, int R, int TAPS> struct fast_row
 #pragma unroll
     for (int a = 0; a < R - 1; ++a) {
       const record<W, TAPS> e = table[g.table[a] + c[a]];
-      inside = inside && e.i[0] >= 0;
+      inside = inside && e.i[0] != OUTSIDE;
 #pragma unroll
       for (int t = 0; t < TAPS; ++t) {
-        off[a][t] = oc::imax(e.i[t], 0) * g.in_stride[a];
+        off[a][t] = t == 0 ? first_offset(e.i[0]) : e.i[t];
         if constexpr (!is_void<W>::value) w[a][t] = (Acc)e.w[t];
       }
     }
@@ -283,12 +289,12 @@ __global__ void __launch_bounds__(256, 4) resize_nearest_fast(
     const rsz::record<void, 1>* __restrict__ inner, const ResizeFastGeom g) {
   rsz::fast_row<T, int, void, R, 1> w;
   if (!w.locate(x, g, table)) return;
-  const int n = g.out[R - 1], s = g.in_stride[R - 1], row = w.row * n;
+  const int n = g.out[R - 1], row = w.row * n;
   const T fill = rsz::fill_value<T>(g);
   rsz::fast_walk<V>(n, [&](int o) {
     const int i = inner[o].i[0];
-    const T v = w.at[0][oc::imax(i, 0) * s];
-    y[row + o] = w.inside && i >= 0 ? v : fill;
+    const T v = w.at[0][rsz::first_offset(i)];
+    y[row + o] = w.inside && i != rsz::OUTSIDE ? v : fill;
   });
 }
 
@@ -299,13 +305,13 @@ __global__ void __launch_bounds__(256, 4) resize_weighted_fast(
     const rsz::record<W, TAPS>* __restrict__ inner, const ResizeFastGeom g) {
   rsz::fast_row<T, Acc, W, R, TAPS> w;
   if (!w.locate(x, g, table)) return;
-  const int n = g.out[R - 1], s = g.in_stride[R - 1], row = w.row * n;
+  const int n = g.out[R - 1], row = w.row * n;
   const T fill = rsz::fill_value<T>(g);
   rsz::fast_walk<V>(n, [&](int o) {
     const rsz::record<W, TAPS> e = inner[o];
     int at[TAPS];
 #pragma unroll
-    for (int t = 0; t < TAPS; ++t) at[t] = (t == 0 ? oc::imax(e.i[0], 0) : e.i[t]) * s;
+    for (int t = 0; t < TAPS; ++t) at[t] = t == 0 ? rsz::first_offset(e.i[0]) : e.i[t];
     Acc acc = Acc(0);
 #pragma unroll
     for (int k = 0; k < w.K; ++k) {
@@ -313,6 +319,6 @@ __global__ void __launch_bounds__(256, 4) resize_weighted_fast(
       for (int t = 0; t < TAPS; ++t)
         acc += w.part[k] * (Acc)e.w[t] * oc::load<Acc>(w.at[k] + at[t]);
     }
-    y[row + o] = w.inside && e.i[0] >= 0 ? rsz::result<T, Acc>::from(acc) : fill;
+    y[row + o] = w.inside && e.i[0] != rsz::OUTSIDE ? rsz::result<T, Acc>::from(acc) : fill;
   });
 }

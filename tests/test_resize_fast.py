@@ -153,20 +153,38 @@ def contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
 
 
-def test_fast_args_limits():
-    """64-bit offsets and grids past 65535 in y or z go to the generic kernel."""
+def test_fast_args_limits(monkeypatch):
+    """64-bit offsets and grids past the y/z limit go to the generic kernel; the launch shape."""
     pl = plan((3, 40, 50), [1, 2, 2])
-    assert resize_kernel.fast_args(pl, np.dtype(np.float32), contiguous(pl.in_shape)) is not None
-    assert resize_kernel.fast_args(pl, np.dtype(np.float32), (2**30, 50, 1)) is None
-    wide = plan((70000, 3), [1, 2])
-    assert resize_kernel.fast_args(wide, np.dtype(np.float32), (3, 1)) is None
-    tall = plan((2, 8 * 65536 + 8, 3), [1, 1.0 + 1 / 65536 / 8, 2])
-    assert resize_kernel.fast_args(tall, np.dtype(np.float32), contiguous(tall.in_shape)) is None
-    expression, _, (grid, block), weight, inner = resize_kernel.fast_args(
-        pl, np.dtype(np.float32), contiguous(pl.in_shape))
-    assert expression == "resize_weighted_fast<float, float, float, 2, 2, 4>"
-    assert block[0] * block[1] == resize_kernel.FAST_BLOCK and grid[2] == 3
-    assert weight == np.float32 and inner == 80 * 16
+    f32 = np.dtype(np.float32)
+    fast = resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))
+    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4>"
+    assert fast.shape == ((1, 10, 3), (32, 8, 1))
+    assert fast.weight == np.float32 and fast.strides == (50, 1) and fast.inner == 80 * 16
+    assert resize_kernel.fast_args(pl, f32, (2**30, 50, 1)) is None
+    assert resize_kernel.fast_args(plan((70000, 3), [1, 2]), f32, (3, 1)) is None
+    resize_kernel.fast_args.cache_clear()
+    monkeypatch.setattr(resize_kernel, "FAST_GRID_YZ", 9)
+    try:
+        assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # 10 rows
+        assert resize_kernel.fast_args(plan((10, 7), [1, 2]), f32, (7, 1)) is None  # 10 batch
+        assert resize_kernel.fast_args(plan((9, 7), [1, 2]), f32, (7, 1)) is not None
+    finally:
+        resize_kernel.fast_args.cache_clear()
+
+
+def test_grid_stride_loop(monkeypatch, launches):
+    """Rows longer than the grid covers: each thread runs several iterations."""
+    rng = np.random.default_rng(11)
+    x = sample(rng, (2, 3, 1500), np.dtype(np.float32))
+    resize_kernel.fast_args.cache_clear()
+    monkeypatch.setattr(launch, "MAX_BLOCKS", 1)
+    try:
+        for mode in ("nearest", "linear"):
+            check(x, launches, monkeypatch, scales=[1, 1.5, 1.9], mode=mode)
+            assert launches[0][1][0][0] == 1  # one block along the rows of 2850 outputs
+    finally:
+        resize_kernel.fast_args.cache_clear()
 
 
 def test_empty_output_launches_nothing(launches):
@@ -178,15 +196,16 @@ def test_empty_output_launches_nothing(launches):
 
 def test_fast_records_round_weights_like_the_generic_kernel():
     """float32 records hold the plan's float64 weights rounded to nearest, the conversion the
-    generic kernel makes per tap; indices as int32, -1 first where extrapolated."""
+    generic kernel makes per tap; offsets (index times stride) as int32, OUTSIDE first where
+    extrapolated."""
     pl = resize_op.prepare((3, 11), np.float32, [0, -0.2, 1, 1.3], [1, 1.7], None, 19,
                            **{**resize_op.DEFAULTS, "mode": "cubic",
                               "coordinate_transformation_mode": "tf_crop_and_resize"})[0]
-    table, first, size = resize_kernel.fast_table(pl, np.dtype(np.float32))
+    table, first, size = resize_kernel.fast_table(pl, np.dtype(np.float32), (3,))
     assert table.ctypes.data % resize_kernel.TABLE_ALIGN == 0 and size == 32 and first == (0,)
     records = table.view(np.dtype([("w", "<f4", (4,)), ("i", "<i4", (4,))]))
     t = pl.tables[0]
     np.testing.assert_array_equal(records["w"], t.weight.astype(np.float32))
-    expected = t.index.copy()
-    expected[t.outside, 0] = -1
+    expected = t.index * 3
+    expected[t.outside, 0] = -2**31
     assert t.outside.any() and np.array_equal(records["i"], expected)

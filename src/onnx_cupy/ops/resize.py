@@ -7,7 +7,7 @@ import collections
 import functools
 import math
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,15 +23,15 @@ _GEOM = np.dtype(
     + [(f, "<i8", (MAX_DIMS,)) for f in ("out_shape", "in_stride", "taps", "table")]
     + [("fill", "u1", (16,))]
 )
-_FAST_GEOM = np.dtype([("fill", "<u8", (2,))] + [(f, "<i4", (3,)) for f in
-                      ("out", "in_stride", "table")] + [("batch_stride", "<i4"), ("rows", "<i4")],
-                     align=True)  # padded to 64 bytes, as the C struct
+_FAST_GEOM = np.dtype([("fill", "<u8", (2,)), ("out", "<i4", (3,)), ("table", "<i4", (3,)),
+                       ("batch_stride", "<i4"), ("rows", "<i4")])
 # (trailing resized dims, taps per dim) of the fast kernels: nearest, linear, cubic (not 3-D:
 # 16 tap combinations per thread exceed the register budget)
 FAST_SHAPES = ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2), (1, 4), (2, 4))
 FAST_BLOCK = 256
 FAST_GRID_YZ = 65535       # largest grid y and z
 TABLE_ALIGN = 16           # bytes: a record of the fast tables is read with 16-byte loads
+OUTSIDE = -2**31           # rsz::OUTSIDE: the first offset of an extrapolated coordinate
 
 
 def _outputs(dtype: np.dtype, taps: int) -> int:
@@ -99,23 +99,31 @@ def kernel_tables(pl: ResizePlan) -> tuple[np.ndarray, np.ndarray, tuple[int, ..
 
 
 @functools.lru_cache(maxsize=DEVICE_TABLE_PLANS)
-def fast_table(pl: ResizePlan, weight: np.dtype | None) -> tuple[np.ndarray, tuple[int, ...], int]:
-    """The fast kernels' tables of every resized axis, concatenated, as bytes aligned to
-    TABLE_ALIGN: one record per output coordinate (rsz::record: its `taps` weights of type
-    `weight`, none for nearest, then its int32 input indices, the first -1 where the coordinate
-    is extrapolated), the first record of each axis, and the record size."""
-    index, weights, first = kernel_tables(pl)
+def fast_table(pl: ResizePlan, weight: np.dtype | None, strides: tuple[int, ...]
+               ) -> tuple[np.ndarray, tuple[int, ...], int]:
+    """The fast kernels' tables of every resized axis (input element `strides`, one per table),
+    concatenated, as bytes aligned to TABLE_ALIGN: one record per output coordinate
+    (rsz::record: its `taps` weights of type `weight`, none for nearest, then its int32 input
+    offsets, index times stride, the first OUTSIDE where the coordinate is extrapolated), the
+    first record of each axis, and the record size."""
     taps = pl.tables[0].taps
     fields = [] if weight is None else [("w", weight, (taps,))]
     record = np.dtype(fields + [("i", "<i4", (taps,))], align=True)
-    rows = index.size // taps
+    rows = sum(t.index.shape[0] for t in pl.tables)
     raw = np.zeros(rows * record.itemsize + TABLE_ALIGN, np.uint8)
     skip = -raw.ctypes.data % TABLE_ALIGN
     table = raw[skip:skip + rows * record.itemsize].view(record)
-    table["i"] = index.reshape(rows, taps)
-    if weight is not None:
-        table["w"] = weights.reshape(rows, taps)  # float64 -> float32: round to nearest even
-    return readonly(table.view(np.uint8)), tuple(f // taps for f in first), record.itemsize
+    first, pos = [], 0
+    for t, stride in zip(pl.tables, strides):
+        part = table[pos:pos + t.index.shape[0]]
+        offsets = t.index * stride
+        offsets[t.outside, 0] = OUTSIDE
+        part["i"] = offsets
+        if weight is not None:
+            part["w"] = t.weight  # float64 -> float32: round to nearest even, as the kernels do
+        first.append(pos)
+        pos += t.index.shape[0]
+    return readonly(table.view(np.uint8)), tuple(first), record.itemsize
 
 
 _device_tables: collections.OrderedDict[tuple, tuple[Any, ...]] = collections.OrderedDict()
@@ -182,9 +190,10 @@ def run(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
     X, strides = arrays.element_strides(X)
     fast = fast_args(pl, X.dtype, strides)
     if fast is not None:
-        expression, g, shape, weight, inner = fast
-        (table,) = _uploaded((pl, weight), fast_table(pl, weight)[:1], backend)
-        launch.launch(backend, FAMILY, expression, Y.size, (X, Y, table, table[inner:], g), shape)
+        key = (fast.weight, fast.strides)
+        (table,) = _uploaded((pl, *key), fast_table(pl, *key)[:1], backend)
+        launch.launch(backend, FAMILY, fast.expression, Y.size,
+                      (X, Y, table, table[fast.inner:], fast.geom), fast.shape)
         return
     args = kernel_args(pl, X.dtype, strides)
     if args is None:
@@ -198,13 +207,22 @@ def run(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
         launch.launch(backend, FAMILY, expression, Y.size, (X, Y, index, weight, g))
 
 
+class FastLaunch(NamedTuple):
+    expression: str
+    geom: np.ndarray              # ResizeFastGeom block
+    shape: launch.Shape           # (grid, block)
+    weight: np.dtype | None       # fast_table's weight type and input strides
+    strides: tuple[int, ...]
+    inner: int                    # byte offset of the innermost axis' records in the table
+
+
 @functools.lru_cache(maxsize=256)
-def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
-              ) -> tuple[str, np.ndarray, launch.Shape, np.dtype | None, int] | None:
-    """(instantiation, ResizeFastGeom block, (grid, block), table weight type, byte offset of
-    the innermost axis' table) of the fast path, or None where it does not apply: the resized
-    axes must be the trailing ones (after dropping length-1 axes), 1-3 of them with the taps of
-    FAST_SHAPES, the leading axes must merge into one, and every offset must fit 32 bits."""
+def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> FastLaunch | None:
+    """The fast path's launch for an input of `dtype` with these element strides, or None
+    where it does not apply: the resized axes must be the trailing ones (length-1 axes aside),
+    1-3 of them with the taps of FAST_SHAPES, the leading axes must merge into one batch axis,
+    the grid must fit, and every offset 32 bits. Blocks of FAST_BLOCK threads: as many along a
+    row as its outputs need (a power of two), the rest on further rows."""
     taps = {t.taps for t in pl.tables}
     ranks = len(pl.tables)
     if len(taps) != 1 or (ranks, *taps) not in FAST_SHAPES:
@@ -224,25 +242,27 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
     out = [pl.out_shape[t.axis] for t in pl.tables]
     rows, n = math.prod(out[:-1]), out[-1]
     v = _outputs(dtype, taps)
-    bx = 32
+    bx = 1
     while bx < FAST_BLOCK and bx * v < n:
         bx *= 2
     by = FAST_BLOCK // bx
     grid = (min(launch.MAX_BLOCKS, -(-n // (bx * v))), -(-rows // by), batch)
-    weight = None if taps == 1 else _weight_dtype(dtype)
-    table, first, record = fast_table(pl, weight)
+    records = sum(t.index.shape[0] for t in pl.tables)
     if max(grid[1:]) > FAST_GRID_YZ or dtypes.index_bits(
             math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
-            n + grid[0] * bx * v, table.size) > 32:
+            n + grid[0] * bx * v, records) > 32:
         return None
+    weight = None if taps == 1 else _weight_dtype(dtype)
+    strides = tuple(x_strides[t.axis] for t in pl.tables)
+    _, first, record = fast_table(pl, weight, strides)
     fill = np.zeros(16, np.uint8)
     if pl.fill is not None:
         raw = np.frombuffer(pl.fill.tobytes(), np.uint8)
         fill[:raw.size] = raw
-    g = launch.parameter_block(_FAST_GEOM, fill=fill.view("<u8"), out=out,
-                               in_stride=[x_strides[t.axis] for t in pl.tables], table=first,
+    g = launch.parameter_block(_FAST_GEOM, fill=fill.view("<u8"), out=out, table=first,
                                batch_stride=batch_stride, rows=rows)
-    return _fast_expression(dtype, ranks, taps), g, (grid, (bx, by, 1)), weight, first[-1] * record
+    return FastLaunch(_fast_expression(dtype, ranks, taps), g, (grid, (bx, by, 1)), weight,
+                      strides, first[-1] * record)
 
 
 @functools.lru_cache(maxsize=256)
