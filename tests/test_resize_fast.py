@@ -97,6 +97,17 @@ def test_fast_equals_generic(dtype, mode, launches, monkeypatch):
               scales=scales, mode=mode)
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(t) for t in (np.bool_, np.complex64, np.complex128)],
+                         ids=lambda d: d.name)
+def test_fast_nearest_any_dtype(dtype, launches, monkeypatch):
+    """Nearest moves elements as words of their size (1 to 16 bytes), whatever the dtype."""
+    rng = np.random.default_rng(dtype.itemsize)
+    v = rng.standard_normal((2, 5, 7))
+    x = v > 0 if dtype.kind == "b" else (v + 1j * rng.standard_normal(v.shape)).astype(dtype)
+    for scales in ([1, 1, 2.0], [1, 0.6, 1.7], [1.5, 2.5, 0.5]):
+        check(x, launches, monkeypatch, scales=scales, mode="nearest")
+
+
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.uint8)],
                          ids=lambda d: d.name)
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
