@@ -191,26 +191,30 @@ template <typename T> __device__ __forceinline__ T fill_value(const ResizeFastGe
   return u.t;
 }
 
-// The table record of one output coordinate: TAPS weights (none for nearest: W void), then
-// TAPS input offsets, the first OUTSIDE where the coordinate is extrapolated; read with vector
-// loads.
-constexpr int OUTSIDE = -2147483647 - 1;  // no offset of a 32-bit-indexed input is -2^31
+// The first offset of an extrapolated coordinate: no offset of a 32-bit-indexed input is -2^31.
+constexpr int OUTSIDE = -2147483647 - 1;
 
 // The first offset of a record made safe to read with (0 when extrapolated).
 __device__ __forceinline__ int first_offset(int i) { return i == OUTSIDE ? 0 : i; }
 
+// The table record of one output coordinate: TAPS weights (none for nearest: W void), then TAPS
+// input offsets, the first OUTSIDE where the coordinate is extrapolated; aligned for vector loads.
 template <typename W, int TAPS> struct record_size {
   static constexpr int value = TAPS * (int)(sizeof(W) + sizeof(int));
 };
 template <int TAPS> struct record_size<void, TAPS> {
   static constexpr int value = TAPS * (int)sizeof(int);
 };
+__host__ __device__ constexpr int record_align(int bytes) {
+  return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : 4;
+}
+
 template <typename W, int TAPS, int B = record_size<W, TAPS>::value>
-struct alignas(B % 16 == 0 ? 16 : B % 8 == 0 ? 8 : 4) record {
+struct alignas(record_align(B)) record {
   W w[TAPS];
   int i[TAPS];
 };
-template <int TAPS, int B> struct alignas(B % 16 == 0 ? 16 : B % 8 == 0 ? 8 : 4) record<void, TAPS, B> {
+template <int TAPS, int B> struct alignas(record_align(B)) record<void, TAPS, B> {
   int i[TAPS];
 };
 
@@ -222,7 +226,7 @@ template <typename T, typename Acc, typename W, int R, int TAPS> struct fast_row
   const T* at[K];
   Acc part[K];
   bool inside;
-  int row;  // output row: batch * rows + r
+  int row;  // output row: b * rows + r
 
   // False for threads past the last row.
   __device__ __forceinline__ bool locate(const T* __restrict__ x, const ResizeFastGeom& g,
@@ -236,7 +240,7 @@ template <typename T, typename Acc, typename W, int R, int TAPS> struct fast_row
       c[0] = r / g.out[1];
       c[1] = r - c[0] * g.out[1];
     }
-    int off[R][TAPS];
+    int off[R][TAPS];  // dims 0 .. R-2 (one spare row: no zero-length arrays)
     Acc w[R][TAPS];
     inside = true;
 #pragma unroll

@@ -1,6 +1,7 @@
 """Kernel launch for kernels/resize.cu: a Resize plan's per-axis tables concatenated and
-uploaded once per device, the ResizeGeom block and the instantiation (see onnx_cupy.plans.resize
-for the semantics)."""
+uploaded once per device, the parameter block and the instantiation (see onnx_cupy.plans.resize
+for the semantics). Where the resized axes are the trailing 1-3 (and every offset fits 32 bits)
+the fast kernels run, over a grid of their own; the generic ones take every other case."""
 from __future__ import annotations
 
 import collections
@@ -72,6 +73,7 @@ def _fast_expression(dtype: np.dtype, ranks: int, taps: int) -> str:
 
 _WEIGHTED_DTYPES = [np.dtype(t) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
                     if t != "bfloat16"] + ([dtypes.BFLOAT16] if dtypes.BFLOAT16 else [])
+# nearest: one instantiation per element size (a void dtype of that size stands for them all)
 _FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1): 4 for n in POD_BYTES
          for r, taps in FAST_SHAPES if taps == 1}
 _FAST.update({_fast_expression(d, r, taps): _outputs(d, taps) for d in _WEIGHTED_DTYPES
@@ -223,11 +225,9 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
     1-3 of them with the taps of FAST_SHAPES, the leading axes must merge into one batch axis,
     the grid must fit, and every offset 32 bits. Blocks of FAST_BLOCK threads: as many along a
     row as its outputs need (a power of two), the rest on further rows."""
-    taps = {t.taps for t in pl.tables}
-    ranks = len(pl.tables)
-    if len(taps) != 1 or (ranks, *taps) not in FAST_SHAPES:
+    ranks, taps = len(pl.tables), pl.tables[0].taps
+    if any(t.taps != taps for t in pl.tables) or (ranks, taps) not in FAST_SHAPES:
         return None
-    taps = pl.tables[0].taps
     lead = pl.tables[0].axis
     if any(pl.out_shape[d] != 1 for d in range(lead, len(pl.out_shape))
            if d not in {t.axis for t in pl.tables}):
