@@ -62,8 +62,9 @@ __device__ __forceinline__ float bf16_to_float(unsigned short b) {
   return bits_to_float((unsigned int)b << 16);
 }
 __device__ __forceinline__ unsigned short float_to_bf16(float f) {
-  unsigned int u = float_to_bits(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (unsigned short)((u >> 16) | 0x0040u);
+  // Round to nearest even in integer arithmetic; a NaN keeps its sign and payload, made quiet.
+  const unsigned int u = float_to_bits(f);
+  if (f != f) return (unsigned short)((u >> 16) | 0x0040u);
   return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
