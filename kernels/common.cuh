@@ -97,17 +97,15 @@ template <typename I> __device__ __forceinline__ I grid_stride() {
 template <typename I> __device__ __forceinline__ I imin(I a, I b) { return a < b ? a : b; }
 template <typename I> __device__ __forceinline__ I imax(I a, I b) { return a > b ? a : b; }
 
-// n / d by multiply-shift for 0 <= n < 2^31 and 1 <= d < 2^31: t = mulhi(n, mul),
-// n / d = (t + n) >> shift, with (mul, shift) computed on the host (launch.divider).
-struct divider { unsigned int mul, shift; };
-
-__device__ __forceinline__ int fast_div(int n, divider d) {
+// n / d by multiply-shift for 0 <= n < 2^31 and 1 <= d < 2^31: with t = mulhi(n, mul),
+// n / d = (t + n) >> shift, where by = {mul, shift} comes from the host (launch.divider).
+__device__ __forceinline__ int fast_div(int n, const unsigned int (&by)[2]) {
 #if defined(__CUDA_ARCH__)
-  const unsigned int t = __umulhi((unsigned int)n, d.mul);
+  const unsigned int t = __umulhi((unsigned int)n, by[0]);
 #else
-  const unsigned int t = (unsigned int)(((unsigned long long)(unsigned int)n * d.mul) >> 32);
+  const unsigned int t = (unsigned int)(((unsigned long long)(unsigned int)n * by[0]) >> 32);
 #endif
-  return (int)((t + (unsigned int)n) >> d.shift);
+  return (int)((t + (unsigned int)n) >> by[1]);
 }
 
 // ceil(a / b) for b > 0 and any sign of a.

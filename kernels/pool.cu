@@ -114,7 +114,9 @@ struct PoolFastGeom {
   int work;       // threads per plane: outer output positions x groups
   int groups;     // ceil(out_len[R - 1] / OC_POOL_V)
   int out_plane;  // output elements per plane
-  oc::divider by_channels, by_groups, by_mid;  // mid: out_len[1] (R == 3)
+  unsigned int by_channels[2];  // oc::fast_div divisors of C, groups and (R == 3) out_len[1]
+  unsigned int by_groups[2];
+  unsigned int by_mid[2];
   int in_len[3];
   int in_stride[3];
   int out_len[3];
@@ -124,7 +126,7 @@ struct PoolFastGeom {
   int pad_begin[3];
   int cnt_lo[3];     // divisor counts window positions in [cnt_lo, cnt_hi)
   int cnt_hi[3];
-  oc::divider by_dilation[3];
+  unsigned int by_dilation[3][2];
 };
 
 namespace oc {
@@ -181,9 +183,11 @@ __global__ void __launch_bounds__(256) pool_fast(const T* __restrict__ x, T* __r
     jump[a] = g.dilation[a] * g.in_stride[a];
     begin += (start + j0 * g.dilation[a]) * g.in_stride[a];
   }
-  // Last axis: output v reads taps j in [lo[v], lo[v] + len[v]) at off[v] + (j - lo[v]) * jl.
+  // Last axis: output v reads taps j in [lo[v], lo[v] + len[v]) at at[v] + j * jl (unsigned
+  // arithmetic: at[v] alone may wrap; the sum is a valid offset for every tap read).
   const int jl = g.dilation[L] * g.in_stride[L];
-  int lo[V], len[V], off[V], jlo = g.kernel[L], jhi = 0;
+  int lo[V], len[V], jlo = g.kernel[L], jhi = 0;
+  unsigned int at[V];
   Acc count[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) {
@@ -195,7 +199,7 @@ __global__ void __launch_bounds__(256) pool_fast(const T* __restrict__ x, T* __r
     if (o_last + v >= g.out_len[L]) j1 = j0;  // past the row's end: nothing to read or write
     lo[v] = j0;
     len[v] = j1 - j0;
-    off[v] = begin + (start + j0 * g.dilation[L]) * g.in_stride[L];
+    at[v] = (unsigned int)begin + (unsigned int)start * (unsigned int)g.in_stride[L];
     count[v] = (Acc)(c1 - c0);  // the generic kernel's product order: last axis first
 #pragma unroll
     for (int a = L - 1; a >= 0; --a) count[v] *= (Acc)counted[a];
@@ -215,13 +219,13 @@ __global__ void __launch_bounds__(256) pool_fast(const T* __restrict__ x, T* __r
     for (int i0 = 0; i0 < taps[0]; ++i0) {
       for (int i1 = 0; i1 < taps[1]; ++i1) {
         const T* r = xp + (i0 * jump[0] + i1 * jump[1]);
+#pragma unroll 1
         for (int j = jlo; j < jhi; ++j) {
+          const unsigned int tap = (unsigned int)j * (unsigned int)jl;
 #pragma unroll
-          for (int v = 0; v < V; ++v) {
-            const int i = j - lo[v];
-            if ((unsigned int)i < (unsigned int)len[v])
-              acc[v] += oc::pool_term<Mode>(oc::load<Acc>(r + (off[v] + i * jl)));
-          }
+          for (int v = 0; v < V; ++v)
+            if ((unsigned int)(j - lo[v]) < (unsigned int)len[v])
+              acc[v] += oc::pool_term<Mode>(oc::load<Acc>(r + (int)(at[v] + tap)));
         }
       }
     }

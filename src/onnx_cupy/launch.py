@@ -32,11 +32,8 @@ def parameter_block(dtype: np.dtype, **fields: Any) -> np.ndarray:
     return block
 
 
-DIVIDER = np.dtype([("mul", "<u4"), ("shift", "<u4")])  # oc::divider in kernels/common.cuh
-
-
 def divider(d: int) -> tuple[int, int]:
-    """(mul, shift) of oc::divider: n // d == (mulhi(n, mul) + n) >> shift for 0 <= n < 2**31,
+    """(mul, shift) for oc::fast_div in kernels/common.cuh: n // d == (mulhi(n, mul) + n) >> shift for 0 <= n < 2**31,
     with shift = ceil(log2 d) and mul = floor(2**32 * (2**shift - d) / d) + 1."""
     if not 1 <= d <= dtypes.INT32_LIMIT:
         raise ValueError(f"divider: divisor {d} is outside [1, 2**31)")

@@ -39,10 +39,10 @@ AVG, L1, L2 = 0, 1, 2  # oc::pool_avg, pool_l1, pool_l2
 _FAST_GEOM = np.dtype(
     [(f, "<i4") for f in ("planes", "channels", "stride_n", "stride_c", "work", "groups",
                           "out_plane")]
-    + [(f, launch.DIVIDER) for f in ("by_channels", "by_groups", "by_mid")]
+    + [(f, "<u4", (2,)) for f in ("by_channels", "by_groups", "by_mid")]
     + [(f, "<i4", (3,)) for f in ("in_len", "in_stride", "out_len", "kernel", "step", "dilation",
                                    "pad_begin", "cnt_lo", "cnt_hi")]
-    + [("by_dilation", launch.DIVIDER, (3,))]
+    + [("by_dilation", "<u4", (3, 2))]
 )
 
 
@@ -110,7 +110,7 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
         in_len=pl.in_shape[2:], in_stride=x_strides[2:], out_len=out, kernel=pl.kernel,
         step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin, cnt_lo=pl.cnt_lo,
         cnt_hi=pl.cnt_hi,
-        by_dilation=np.array([launch.divider(d) for d in pl.dilations], launch.DIVIDER))
+        by_dilation=[launch.divider(d) for d in (*pl.dilations, 1, 1)[:3]])
     shape = (grid, (bx, by, 1))
     return _fast_expression(dtypes.float_name(dtype), mode, rank), shape, g
 
@@ -122,7 +122,7 @@ def run(pl: PoolPlan, X: Any, Y: Any, backend: str) -> None:
     fast = fast_kernel_args(pl, X.dtype, strides)
     if fast is not None:
         expression, shape, g = fast
-        launch.launch(backend, FAMILY, expression, Y.size, (X, Y, g), shape=shape)
+        launch.launch(backend, FAMILY, expression, Y.size, (X, Y, g), shape)
     else:
         expression, g = kernel_args(pl, X.dtype, strides)
         launch.launch(backend, FAMILY, expression, Y.size, (X, Y, g))
