@@ -34,7 +34,7 @@ __device__ __forceinline__ void tap_range(I start, I d, I k, I lo, I hi, I& j0, 
 }
 
 template <typename Acc> __device__ __forceinline__ Acc lp_term(Acc v, Acc p) {
-  Acc a = v < Acc(0) ? -v : v;
+  const Acc a = fabs(v);
   if (p == Acc(1)) return a;
   if (p == Acc(2)) return a * a;
   return pow(a, p);
@@ -144,7 +144,7 @@ __device__ __forceinline__ void tap_span(const PoolFastGeom& g, int a, int start
 
 template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_term(Acc v) {
   if (Mode == pool_avg) return v;
-  const Acc a = v < Acc(0) ? -v : v;
+  const Acc a = fabs(v);  // as lp_term: the generic kernel's terms, bit for bit
   return Mode == pool_l1 ? a : a * a;
 }
 
@@ -157,7 +157,7 @@ template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc
 }  // namespace oc
 
 template <typename T, typename Acc, int Mode, int R>
-__global__ void __launch_bounds__(256) pool_fast(const T* __restrict__ x, T* __restrict__ y,
+__global__ void __launch_bounds__(256, 2) pool_fast(const T* __restrict__ x, T* __restrict__ y,
                                                  const PoolFastGeom g) {
   constexpr int L = R - 1;  // the last spatial axis
   constexpr int V = OC_POOL_V;
@@ -212,20 +212,20 @@ __global__ void __launch_bounds__(256) pool_fast(const T* __restrict__ x, T* __r
 #pragma unroll 1
   for (int p = blockIdx.y * blockDim.y + threadIdx.y; p < g.planes; p += blockDim.y * gridDim.y) {
     const int n = oc::fast_div(p, g.by_channels);
-    const T* xp = x + (n * g.stride_n + (p - n * g.channels) * g.stride_c);
+    const unsigned int plane = (unsigned int)(n * g.stride_n + (p - n * g.channels) * g.stride_c);
     Acc acc[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = Acc(0);
     for (int i0 = 0; i0 < taps[0]; ++i0) {
       for (int i1 = 0; i1 < taps[1]; ++i1) {
-        const T* r = xp + (i0 * jump[0] + i1 * jump[1]);
+        const unsigned int r = plane + (unsigned int)(i0 * jump[0] + i1 * jump[1]);
 #pragma unroll 1
         for (int j = jlo; j < jhi; ++j) {
           const unsigned int tap = (unsigned int)j * (unsigned int)jl;
 #pragma unroll
           for (int v = 0; v < V; ++v)
             if ((unsigned int)(j - lo[v]) < (unsigned int)len[v])
-              acc[v] += oc::pool_term<Mode>(oc::load<Acc>(r + (int)(at[v] + tap)));
+              acc[v] += oc::pool_term<Mode>(oc::load<Acc>(x + (int)(r + at[v] + tap)));
         }
       }
     }

@@ -33,6 +33,8 @@ def _expression(dtype_name: str, bits: int) -> str:
 
 OUTPUTS = 4          # OC_POOL_V in kernels/pool.cu
 MAX_GRID_Y = 65535   # CUDA's limit on grid y; more planes loop
+THREADS = 1 << 19    # beyond about this many threads (3 waves of an H100), planes loop: each
+                     # thread's window set-up then serves several planes
 FAST_RANKS = (1, 2, 3)
 AVG, L1, L2 = 0, 1, 2  # oc::pool_avg, pool_l1, pool_l2
 
@@ -97,7 +99,8 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     work = math.prod(out[:-1]) * groups
     bx = min(launch.BLOCK, 1 << (work - 1).bit_length())
     by = launch.BLOCK // bx
-    grid = (-(-work // bx), min(-(-planes // by), MAX_GRID_Y), 1)
+    gx = -(-work // bx)
+    grid = (gx, max(1, min(-(-planes // by), MAX_GRID_Y, THREADS // (gx * bx * by))), 1)
     if dtypes.index_bits(math.prod(pl.out_shape), pl.reach(x_strides), grid[0] * bx,
                          planes + grid[1] * by) != 32:
         return None
