@@ -170,8 +170,10 @@ __global__ void __launch_bounds__(256, 2) pool_fast(const T* __restrict__ x, T* 
     o[0] = oc::fast_div(row, g.by_mid);
     o[1] = row - o[0] * g.out_len[1];
   }
-  // Outer axes: their taps as (count, jump) pairs; absent axes have one tap.
-  int taps[2] = {1, 1}, jump[2] = {0, 0}, counted[2] = {1, 1}, begin = 0;
+  // Outer axes: their taps as (count, jump) pairs, absent axes one tap. Offsets of windows that
+  // read nothing may wrap: unsigned arithmetic.
+  int taps[2] = {1, 1}, jump[2] = {0, 0}, counted[2] = {1, 1};
+  unsigned int begin = 0;
 #pragma unroll
   for (int a = 0; a < L; ++a) {
     const int start = o[a] * g.step[a] - g.pad_begin[a];
@@ -181,10 +183,9 @@ __global__ void __launch_bounds__(256, 2) pool_fast(const T* __restrict__ x, T* 
     taps[a] = j1 - j0;
     counted[a] = c1 - c0;
     jump[a] = g.dilation[a] * g.in_stride[a];
-    begin += (start + j0 * g.dilation[a]) * g.in_stride[a];
+    begin += (unsigned int)(start + j0 * g.dilation[a]) * (unsigned int)g.in_stride[a];
   }
-  // Last axis: output v reads taps j in [lo[v], lo[v] + len[v]) at at[v] + j * jl (unsigned
-  // arithmetic: at[v] alone may wrap; the sum is a valid offset for every tap read).
+  // Last axis: output v reads taps j in [lo[v], lo[v] + len[v]) at offset at[v] + j * jl.
   const int jl = g.dilation[L] * g.in_stride[L];
   int lo[V], len[V], jlo = g.kernel[L], jhi = 0;
   unsigned int at[V];
@@ -199,7 +200,7 @@ __global__ void __launch_bounds__(256, 2) pool_fast(const T* __restrict__ x, T* 
     if (o_last + v >= g.out_len[L]) j1 = j0;  // past the row's end: nothing to read or write
     lo[v] = j0;
     len[v] = j1 - j0;
-    at[v] = (unsigned int)begin + (unsigned int)start * (unsigned int)g.in_stride[L];
+    at[v] = begin + (unsigned int)start * (unsigned int)g.in_stride[L];
     count[v] = (Acc)(c1 - c0);  // the generic kernel's product order: last axis first
 #pragma unroll
     for (int a = L - 1; a >= 0; --a) count[v] *= (Acc)counted[a];

@@ -102,7 +102,7 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     gx = -(-work // bx)
     grid = (gx, max(1, min(-(-planes // by), MAX_GRID_Y, THREADS // (gx * bx * by))), 1)
     if dtypes.index_bits(math.prod(pl.out_shape), pl.reach(x_strides), grid[0] * bx,
-                         planes + grid[1] * by) != 32:
+                         planes + grid[1] * by, out[-1] + OUTPUTS) != 32:
         return None
     rank = pl.nd
     g = launch.parameter_block(
