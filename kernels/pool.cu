@@ -157,7 +157,7 @@ template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc
 }  // namespace oc
 
 template <typename T, typename Acc, int Mode, int R>
-__global__ void __launch_bounds__(256, 2) pool_fast(const T* __restrict__ x, T* __restrict__ y,
+__global__ void __launch_bounds__(256, 4) pool_fast(const T* __restrict__ x, T* __restrict__ y,
                                                  const PoolFastGeom g) {
   constexpr int L = R - 1;  // the last spatial axis
   constexpr int V = OC_POOL_V;
@@ -209,6 +209,9 @@ __global__ void __launch_bounds__(256, 2) pool_fast(const T* __restrict__ x, T* 
       jhi = oc::imax(jhi, j1);
     }
   }
+  bool inside = true;  // the group's outputs all exist and read every tap on the last axis
+#pragma unroll
+  for (int v = 0; v < V; ++v) inside &= len[v] == g.kernel[L];
   const int y_row = row * g.out_len[L] + o_last;
 #pragma unroll 1
   for (int p = blockIdx.y * blockDim.y + threadIdx.y; p < g.planes; p += blockDim.y * gridDim.y) {
@@ -220,13 +223,23 @@ __global__ void __launch_bounds__(256, 2) pool_fast(const T* __restrict__ x, T* 
     for (int i0 = 0; i0 < taps[0]; ++i0) {
       for (int i1 = 0; i1 < taps[1]; ++i1) {
         const unsigned int r = plane + (unsigned int)(i0 * jump[0] + i1 * jump[1]);
+        if (inside) {  // every tap of every output: no predicates
+          unsigned int tap = 0;
 #pragma unroll 1
-        for (int j = jlo; j < jhi; ++j) {
-          const unsigned int tap = (unsigned int)j * (unsigned int)jl;
+          for (int j = 0; j < g.kernel[L]; ++j, tap += jl) {
 #pragma unroll
-          for (int v = 0; v < V; ++v)
-            if ((unsigned int)(j - lo[v]) < (unsigned int)len[v])
+            for (int v = 0; v < V; ++v)
               acc[v] += oc::pool_term<Mode>(oc::load<Acc>(x + (int)(r + at[v] + tap)));
+          }
+        } else {
+#pragma unroll 1
+          for (int j = jlo; j < jhi; ++j) {
+            const unsigned int tap = (unsigned int)j * (unsigned int)jl;
+#pragma unroll
+            for (int v = 0; v < V; ++v)
+              if ((unsigned int)(j - lo[v]) < (unsigned int)len[v])
+                acc[v] += oc::pool_term<Mode>(oc::load<Acc>(x + (int)(r + at[v] + tap)));
+          }
         }
       }
     }

@@ -146,11 +146,13 @@ def test_windows_entirely_in_padding(op, monkeypatch, rng):
 
 def views(base):
     return {"transposed": base.transpose(0, 1, 3, 2), "channels_first": base.transpose(1, 0, 2, 3),
-            "negative_strides": base[:, ::-1, ::-1, ::-2], "sliced": base[1:, ::2, 1:-1, 2:13:3]}
+            "negative_strides": base[:, ::-1, ::-1, ::-2], "sliced": base[1:, ::2, 1:-1, 2:13:3],
+            "broadcast": np.broadcast_to(base[..., :1], base.shape)}  # last-axis stride 0
 
 
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("view", ["transposed", "channels_first", "negative_strides", "sliced"])
+@pytest.mark.parametrize("view", ["transposed", "channels_first", "negative_strides", "sliced",
+                                  "broadcast"])
 def test_non_contiguous_inputs(op, view, monkeypatch, launches, rng):
     x = views(random(rng, (3, 4, 10, 14), np.float32))[view]
     assert not x.flags.c_contiguous
