@@ -3,8 +3,9 @@
 
 Plans with 1-3 spatial axes, 32-bit offsets and AveragePool or LpPool with p = 1 or 2 run the fast
 kernel `pool_fast` (rank and mode as template parameters, OUTPUTS outputs per thread along the last
-axis, the N*C planes on grid y); every other plan runs the generic kernel `pool`. Both sum a
-window's taps in the same order, so they give identical results."""
+axis, the N*C planes on grid y, runtime divisions as host-computed multiply-shifts); every other
+plan runs the generic kernel `pool`. Both sum a window's taps in the same order and divide by the
+same count, so they give identical results."""
 from __future__ import annotations
 
 import functools
@@ -32,6 +33,7 @@ def _expression(dtype_name: str, bits: int) -> str:
 
 
 OUTPUTS = 4          # OC_POOL_V in kernels/pool.cu
+BLOCK = 256          # threads per block of pool_fast (its __launch_bounds__)
 MAX_GRID_Y = 65535   # CUDA's limit on grid y; more planes loop
 THREADS = 1 << 19    # beyond about this many threads (3 waves of an H100), planes loop: each
                      # thread's window set-up then serves several planes
@@ -78,6 +80,7 @@ def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     bits = launch.index_bits(math.prod(pl.out_shape), pl.reach(x_strides))
     return _expression(dtypes.float_name(dtype), bits), geometry(pl, x_strides)
 
+
 def fast_mode(pl: PoolPlan) -> int | None:
     """The fast kernel's Mode for this plan, or None (LpPool with p other than 1 and 2)."""
     if not pl.lp:
@@ -97,8 +100,8 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     planes, out = pl.in_shape[0] * pl.in_shape[1], pl.out_shape[2:]
     groups = -(-out[-1] // OUTPUTS)
     work = math.prod(out[:-1]) * groups
-    bx = min(launch.BLOCK, 1 << (work - 1).bit_length())
-    by = launch.BLOCK // bx
+    bx = min(BLOCK, 1 << (work - 1).bit_length())
+    by = BLOCK // bx
     gx = -(-work // bx)
     grid = (gx, max(1, min(-(-planes // by), MAX_GRID_Y, THREADS // (gx * bx * by))), 1)
     if dtypes.index_bits(math.prod(pl.out_shape), pl.reach(x_strides), grid[0] * bx,
