@@ -98,6 +98,17 @@ template <typename I> __device__ __forceinline__ I grid_stride() {
 template <typename I> __device__ __forceinline__ I imin(I a, I b) { return a < b ? a : b; }
 template <typename I> __device__ __forceinline__ I imax(I a, I b) { return a > b ? a : b; }
 
+// n / d by multiply-shift for 0 <= n < 2^31 and 1 <= d < 2^31: with t = mulhi(n, mul),
+// n / d = (t + n) >> shift, where by = {mul, shift} comes from the host (launch.divider).
+__device__ __forceinline__ int fast_div(int n, const unsigned int (&by)[2]) {
+#if defined(__CUDA_ARCH__)
+  const unsigned int t = __umulhi((unsigned int)n, by[0]);
+#else
+  const unsigned int t = (unsigned int)(((unsigned long long)(unsigned int)n * by[0]) >> 32);
+#endif
+  return (int)((t + (unsigned int)n) >> by[1]);
+}
+
 // ceil(a / b) for b > 0 and any sign of a.
 template <typename I> __device__ __forceinline__ I ceil_div(I a, I b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
