@@ -81,18 +81,26 @@ def test_v10_upsample_matches_onnxruntime(backend, rng, mode, scale):
                                atol=1e-6)
 
 
-@pytest.mark.parametrize("scale", [0.5, 0.75, 0.25])
+@pytest.mark.parametrize("scale", [0.5, 0.75, 0.25, 0.6])
 def test_v10_downsample(backend, rng, scale):
-    """Linear matches onnxruntime; nearest is floor(y / s) (onnxruntime rounds up when
-    downsampling, a rule no ONNX text states)."""
+    """Resize-10 shrinking: linear and nearest match onnxruntime; nearest takes ceil(y / s)
+    on a shrinking axis, clamped into the input."""
     x = rng.uniform(-2, 3, size=(1, 2, 8, 8)).astype(np.float32)
     scales = np.array([1, 1, scale, 1], dtype=np.float32)
-    linear = run(backend, x, scales=scales, mode="linear", opset=10)
-    np.testing.assert_allclose(linear, ort(10, x, {"mode": "linear"}, scales=scales), rtol=1e-5,
-                               atol=1e-6)
-    m = int(8 * scale)
-    source = np.floor(np.arange(m) / scale).astype(int)
+    for mode in ("linear", "nearest"):
+        got = run(backend, x, scales=scales, mode=mode, opset=10)
+        np.testing.assert_allclose(got, ort(10, x, {"mode": mode}, scales=scales), rtol=1e-5,
+                                   atol=1e-6)
+    m = int(8 * np.float32(scale))
+    source = np.minimum(np.ceil(np.arange(m) / np.float32(scale)), 7).astype(int)
     np.testing.assert_array_equal(run(backend, x, scales=scales, opset=10), x[:, :, source, :])
+
+
+def test_v10_node_test(backend):
+    """ONNX's opset-10 node test resize_downsample_nearest: each axis rounds up (scale < 1)."""
+    x = np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], dtype=np.float32)
+    got = run(backend, x, scales=np.array([1, 1, 0.6, 0.6], np.float32), opset=10)
+    np.testing.assert_array_equal(got, [[[[1, 3]]]])
 
 
 @pytest.mark.parametrize("mode,nearest_mode", [("nearest", m) for m in (
@@ -135,19 +143,75 @@ def test_pytorch_half_pixel_length_one_samples_zero(backend, rng):
                                         scales=np.zeros(0, np.float32), sizes=sizes), rtol=1e-6)
 
 
-def test_tf_crop_and_resize_scales_use_the_roi_length(backend, rng):
-    """Spec: output_dimension = floor(input_dimension * (roi_end - roi_start) * scale) (onnx
-    shape inference, onnx.reference and onnxruntime leave the roi out); the result equals the
-    same crop given as sizes."""
-    x = rng.uniform(-2, 3, size=(2, 9, 8)).astype(np.float32)
-    roi = np.array([0, 0.25, 0, 1, 0.75, 0.5], dtype=np.float32)
-    scales = np.array([1, 2, 1.5], dtype=np.float32)
+@pytest.mark.parametrize("opset", [11, 13, 19])
+def test_tf_crop_and_resize_length_ignores_the_roi(backend, opset):
+    """With scales the output length is floor(n * scale) under tf_crop_and_resize too (as
+    onnxruntime, onnx.reference and shape inference); the roi only moves the samples."""
+    x = np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)
+    roi = np.array([0, 0, 0, 1, 1, 0.42], dtype=np.float32)
+    scales = np.array([1, 1, 2], dtype=np.float32)
     attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}
-    got = run(backend, x, roi, scales, **attrs)
-    assert got.shape == (2, 9, 6)
-    sizes = np.array(got.shape, dtype=np.int64)
-    np.testing.assert_allclose(got, ref(19, x, attrs, roi=roi, scales=None, sizes=sizes),
+    got = run(backend, x, roi, scales, opset=opset, **attrs)
+    assert got.shape == (1, 1, 12)
+    np.testing.assert_allclose(got, ort(opset, x, attrs, roi=roi, scales=scales), rtol=1e-6)
+    np.testing.assert_allclose(got[0, 0], 1 + np.arange(12) * np.float32(0.42) * 5 / 11,
                                rtol=1e-6)
+
+
+def test_tf_crop_and_resize_divides_by_the_output_length(backend, rng):
+    """x = r0 * (n - 1) + y * (r1 - r0) * (n - 1) / (length_resized - 1), the integer length
+    (the text and onnxruntime; onnx.reference divides by the fractional n * scale - 1)."""
+    x = rng.uniform(-2, 3, size=(3, 5)).astype(np.float32)
+    roi = np.array([0, 0.1, 1, 0.9], dtype=np.float32)
+    scales = np.array([1, 1.3], dtype=np.float32)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize"}
+    got = run(backend, x, roi, scales, **attrs)
+    np.testing.assert_array_equal(got, ort(19, x, attrs, roi=roi, scales=scales))
+    np.testing.assert_array_equal(got, x[:, [0, 1, 2, 2, 3, 4]])  # x = 0.4 + 0.64 y
+
+
+@pytest.mark.parametrize("opset", [11, 19])
+def test_tf_crop_and_resize_without_roi_takes_the_whole_input(backend, rng, opset):
+    """An omitted (or empty) roi is 0..1 on every axis, as onnxruntime (which takes an omitted
+    roi from Resize-18)."""
+    x = rng.uniform(-2, 3, size=(2, 4, 5)).astype(np.float32)
+    sizes = np.array([2, 7, 3], dtype=np.int64)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}
+    empty = np.zeros(0, np.float32)
+    whole = np.array([0, 0, 0, 1, 1, 1], dtype=np.float32)
+    expected = ort(opset, x, attrs, roi=whole, scales=empty, sizes=sizes)
+    if opset >= 18:
+        model = node_model("Resize", [("X", x.dtype), ("", None), ("", None), ("sizes", np.int64)],
+                           attrs, opset)
+        np.testing.assert_array_equal(onnxruntime(model, {"X": x, "sizes": sizes})[0], expected)
+    for roi in (None, empty, whole):
+        got = run(backend, x, roi, None, sizes, opset=opset, **attrs)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_tf_crop_and_resize_flipped_roi(backend, rng):
+    """roi end < start with scales: floor(n * scale) samples walking backwards."""
+    x = rng.uniform(-2, 3, size=(1, 5)).astype(np.float32)
+    roi = np.array([0, 1, 1, 0], dtype=np.float32)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize"}
+    got = run(backend, x, roi, np.array([1, 1], np.float32), **attrs)
+    np.testing.assert_array_equal(got, x[:, ::-1])
+
+
+def test_tf_crop_and_resize_coordinates_in_float32(backend, rng):
+    """The crop coordinates are float32 (as TensorFlow's CropAndResize and onnxruntime): with
+    roi 0.1..0.8 (float32) on 5 -> 15, output 3 sits at 0.99999994, so ceil takes input 1
+    (onnxruntime and onnx.reference agree; exact arithmetic on the float32 roi values gives
+    1.0000000068 and input 2)."""
+    x = rng.uniform(-2, 3, size=(5,)).astype(np.float32)
+    roi = np.array([0.1, 0.8], dtype=np.float32)
+    scales = np.array([3], np.float32)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize",
+             "nearest_mode": "ceil"}
+    got = run(backend, x, roi, scales, **attrs)
+    assert got[3] == x[1]
+    np.testing.assert_array_equal(got, ref(19, x, attrs, roi=roi, scales=scales))
+    np.testing.assert_array_equal(got, ort(19, x, attrs, roi=roi, scales=scales))
 
 
 def test_nearest_ignores_exclude_outside(backend, rng):

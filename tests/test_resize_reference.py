@@ -67,15 +67,16 @@ class Case:
         return math.prod(out)
 
     def diverges(self) -> bool:
-        """Cases where the spec text and onnx.reference disagree (see test_resize.py):
-        pytorch_half_pixel at target width <= 1 (spec: x = 0; reference: -0.5, or the general
-        formula when w < 1) and tf_crop_and_resize at target width < 1 (spec: the roi centre)."""
+        """Cases where the spec text and onnx.reference disagree (see test_resize.py and
+        resize_differential.KNOWN): pytorch_half_pixel at output length 1 (spec: x = 0;
+        reference: -0.5, or the general formula at a fractional width) and tf_crop_and_resize
+        at a fractional target width (spec: divide by length_resized - 1; reference: by the
+        width - 1)."""
         ctm = self.attrs.get("coordinate_transformation_mode", "half_pixel")
-        smooth = self.attrs["mode"] == "cubic" or self.attrs.get("antialias", 0)
         for w, m in self.lengths():
-            if m >= 1 and ctm == "pytorch_half_pixel" and (w < 1 or (w == 1 and smooth)):
+            if m == 1 and ctm == "pytorch_half_pixel":
                 return True
-            if m >= 1 and ctm == "tf_crop_and_resize" and w < 1:
+            if m >= 1 and ctm == "tf_crop_and_resize" and w != m:
                 return True
         return False
 
