@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import ml_dtypes

@@ -5,6 +5,7 @@ path, input handling (non-contiguous, high rank, empty, never modified, out=) an
 from __future__ import annotations
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -255,6 +256,29 @@ def test_integer_rounding_and_saturation(backend):
     assert exact.max() > 255 and exact.min() < 0  # the cubic kernel overshoots both ends
     np.testing.assert_array_equal(got, np.clip(np.rint(exact), 0, 255))
 
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint64])
+def test_integer_exact_ties_round_half_to_even(backend, rng, dtype):
+    """Bilinear 2 x 2 -> 4 x 6 (asymmetric): output (1, 1) is (2a + b + 2c + d) / 6 with weights
+    1/2 x (2/3, 1/3), float sums a rounding error away from k + 0.5 on either side depending on
+    the order of the terms. Inputs built so that it is an exact tie: every output equals the
+    exact rational rounded half to even, on every path."""
+    low = 0 if np.iinfo(dtype).min == 0 else -30
+    a, b, c, d = (rng.integers(low, 40, size=64) for _ in range(4))
+    d = d + (3 - (2 * a + b + 2 * c + d)) % 6  # 2a + b + 2c + d = 3 (mod 6): (1, 1) is k + 0.5
+    x = np.stack([a, b, c, d], axis=1).reshape(64, 2, 2).astype(dtype)
+    got = run(backend, x, scales=[2, 3], axes=[1, 2], mode="linear",
+              coordinate_transformation_mode="asymmetric")
+    rows = [[(1, 0)], [(Fraction(1, 2), 0), (Fraction(1, 2), 1)]]
+    cols = [[(1, 0)], [(Fraction(2, 3), 0), (Fraction(1, 3), 1)],
+            [(Fraction(1, 3), 0), (Fraction(2, 3), 1)]]
+    for i, row in enumerate(rows):
+        for j, col in enumerate(cols):
+            exact = [sum(wr * wc * int(v[r, c]) for wr, r in row for wc, c in col) for v in x]
+            np.testing.assert_array_equal(got[:, i, j], [round(e) for e in exact])
+    ties = [sum(Fraction(w) * int(t) for w, t in zip((2, 1, 2, 1), v.ravel())) / 6 for v in x]
+    assert all(t.denominator == 2 for t in ties)
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])
