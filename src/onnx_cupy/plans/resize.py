@@ -4,6 +4,7 @@ Each resized axis (input length n, output length m, scale s, target width w) map
 coordinate y to the input coordinate x, computed in float64:
   half_pixel            (y + 0.5) / s - 0.5
   half_pixel_symmetric  n / 2 * (1 - m / w) + (y + 0.5) / s - 0.5                 (from 19)
+                        = (n - 1) / 2 + (2y + 1 - m) / (2s), as computed (w = n * s)
   pytorch_half_pixel    w > 1 ? (y + 0.5) / s - 0.5 : 0
   align_corners         w > 1 ? y * (n - 1) / (w - 1) : 0
   asymmetric            y / s                                       (the only mode of Resize-10)
@@ -333,8 +334,8 @@ def _source(ctm: str, a: _Axis) -> tuple[np.ndarray, np.ndarray]:
     outside = np.zeros(a.m, dtype=bool)
     if ctm == "half_pixel":
         x = (y + 0.5) / s - 0.5
-    elif ctm == "half_pixel_symmetric":
-        x = n / 2 * (1 - a.m / w) + (y + 0.5) / s - 0.5
+    elif ctm == "half_pixel_symmetric":  # the formula with w = n * s: one rounding, not five
+        x = (n - 1) / 2 + (2 * y + 1 - a.m) / (2 * s)
     elif ctm == "pytorch_half_pixel":
         x = (y + 0.5) / s - 0.5 if a.m > 1 else np.zeros(a.m)
     elif ctm == "align_corners":
