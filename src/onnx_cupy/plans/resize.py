@@ -5,16 +5,19 @@ coordinate y to the input coordinate x, computed in float64:
   half_pixel            (y + 0.5) / s - 0.5
   half_pixel_symmetric  n / 2 * (1 - m / w) + (y + 0.5) / s - 0.5                 (from 19)
                         = (n - 1) / 2 + (2y + 1 - m) / (2s), as computed (w = n * s)
-  pytorch_half_pixel    w > 1 ? (y + 0.5) / s - 0.5 : 0
-  align_corners         w > 1 ? y * (n - 1) / (w - 1) : 0
+  pytorch_half_pixel    m > 1 ? (y + 0.5) / s - 0.5 : 0
+  align_corners         w > 1 ? y * (n - 1) / (w - 1) : 0  (w, not m: ONNX's node tests)
   asymmetric            y / s                                       (the only mode of Resize-10)
   tf_half_pixel_for_nn  (y + 0.5) / s                                              (11 only)
-  tf_crop_and_resize    r0 * (n - 1) + (w > 1 ? y * (r1 - r0) * (n - 1) / (w - 1)
-                                              : (r1 - r0) * (n - 1) / 2),
-                        with roi = (r0, r1); x outside [0, n - 1] gives extrapolation_value
+  tf_crop_and_resize    m > 1 ? r0 * (n - 1) + y * (r1 - r0) * (n - 1) / (m - 1)
+                              : 0.5 * (r0 + r1) * (n - 1),
+                        in float32 (as TensorFlow's CropAndResize and onnxruntime), with
+                        roi = (r0, r1) (omitted: (0, 1)); x outside [0, n - 1] gives
+                        extrapolation_value
 and samples X at taps around x, indices clamped into [0, n) (edge padding):
   nearest  1 tap at x rounded by nearest_mode (round_prefer_floor, round_prefer_ceil, floor,
-           ceil; floor at Resize-10)
+           ceil); Resize-10: floor where s >= 1, ceil where s < 1 (as onnxruntime and ONNX's
+           opset-10 node test)
   linear   2 taps, weights (1 - t, t), t = x - floor(x)
   cubic    4 taps, the Keys kernel with a = cubic_coeff_a
   antialias=1 (linear, cubic): the kernel stretched by max(1, 1 / s), weights normalized to sum 1
@@ -24,15 +27,18 @@ length is left as is (as onnxruntime and onnx.reference do), also under tf_half_
 whose formula would otherwise shift it by half a pixel, and under tf_crop_and_resize with the
 roi (0, 1).
 
-Lengths: scales give m = floor(w) with w = n * s (w = n * (r1 - r0) * s for tf_crop_and_resize);
-sizes give m = sizes, s = m / n, w = m; keep_aspect_ratio_policy not_larger / not_smaller take
-s = min / max over the resized axes of sizes / n, m = floor(s * n + 0.5), w = s * n. `scales` are
-ONNX floats and float attributes ONNX FLOATs: both are rounded to float32 first, as in a model.
+Lengths: scales give m = floor(w) with w = n * s in float64 (also under tf_crop_and_resize: the
+roi moves the samples only; as onnxruntime, onnx.reference and shape inference); sizes give
+m = sizes, s = m / n, w = m; keep_aspect_ratio_policy not_larger / not_smaller take s = min / max
+over the resized axes of sizes / n, m = floor(s * n + 0.5), w = s * n. `scales` are ONNX floats
+and float attributes ONNX FLOATs: both are rounded to float32 first, as in a model.
 
 dtypes: nearest gathers every ONNX dtype unchanged (strings on the NumPy path only). Linear and
 cubic take float16, bfloat16 (from opset 13), float32 and float64 (16-bit types accumulate in
 float32), and the integer types, computed in float64 and rounded half to even with saturation to
-the dtype's range (as onnx.reference); the extrapolation value converts to integers the same way.
+the dtype's range (as onnx.reference; onnxruntime truncates); a sum within 2^-40 relative of
+k + 0.5 counts as the tie, so that every path rounds an exact tie alike whatever the order of its
+terms (round_half_even). The extrapolation value converts to integers the same way.
 """
 from __future__ import annotations
 
@@ -55,7 +61,7 @@ _COMMON = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "t
 COORDINATE_MODES = {10: ("asymmetric",), 11: _COMMON + ("tf_half_pixel_for_nn",), 13: _COMMON,
                     18: _COMMON, 19: _COMMON + ("half_pixel_symmetric",)}
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
-RESIZE10_NEAREST = "floor_or_ceil"  # Resize-10: floor where the axis grows, ceil where it shrinks
+RESIZE10_NEAREST = "floor_or_ceil"  # Resize-10: floor on growing axes, ceil on shrinking ones
 POLICIES = ("stretch", "not_larger", "not_smaller")
 DEFAULTS: dict[str, Any] = {
     "antialias": 0, "axes": None, "coordinate_transformation_mode": "half_pixel",
