@@ -13,8 +13,7 @@ from onnx import helper
 from util import node_model, onnxruntime, reference, to_backend, to_numpy
 
 import onnx_cupy
-from onnx_cupy import backends, conformance, launch, loader, run_node
-from onnx_cupy import resize
+from onnx_cupy import backends, conformance, launch, loader, resize, run_node
 from onnx_cupy.ops import resize as resize_kernel
 from onnx_cupy.plans import resize as resize_op
 

@@ -6,8 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from onnx_cupy import arrays, backends, launch
-from onnx_cupy import resize
+from onnx_cupy import arrays, backends, launch, resize
 from onnx_cupy.plans import resize as resize_op
 
 X4 = np.ones((1, 2, 3, 4), dtype=np.float32)
