@@ -433,7 +433,7 @@ def _integer_fill_differs(config: Config) -> bool:
 class Known:
     """A documented case where onnxruntime and onnx.reference disagree: `applies` tells it from
     the configuration alone; `follows` is the side onnx-cupy gives ('ort' or 'ref'; 'exact':
-    neither, see test_resize.py)."""
+    neither: test_resize.py::test_half_pixel_symmetric_exact_coordinates)."""
 
     name: str
     follows: str

@@ -214,6 +214,21 @@ def test_tf_crop_and_resize_coordinates_in_float32(backend, rng):
     np.testing.assert_array_equal(got, ort(19, x, attrs, roi=roi, scales=scales))
 
 
+@pytest.mark.parametrize("n,scale,rounding,source", [
+    (7, 0.5, "floor", [1, 3, 5]),           # x = 1, 3, 5; onnx.reference: 1.0000000000000002,
+                                            # and its window search takes input 0
+    (5, 1.25, "ceil", [0, 1, 2, 3, 4, 4]),  # x(0) = 0; onnxruntime (float32): above 0, input 1
+])
+def test_half_pixel_symmetric_exact_coordinates(backend, n, scale, rounding, source):
+    """half_pixel_symmetric as (n - 1) / 2 + (2y + 1 - m) / (2s), equal to the text's
+    n / 2 * (1 - m / w) + (y + 0.5) / s - 0.5 with w = n * s but rounded once, so integral
+    coordinates stay integral where both runtimes land off them."""
+    x = np.arange(n, dtype=np.float32) * 10
+    attrs = {"coordinate_transformation_mode": "half_pixel_symmetric", "nearest_mode": rounding}
+    got = run(backend, x, scales=np.array([scale], np.float32), **attrs)
+    np.testing.assert_array_equal(got, x[source])
+
+
 def test_nearest_ignores_exclude_outside(backend, rng):
     """Nearest samples one location; it is clamped to the edge with or without exclude_outside
     (onnx.reference zeroes the output where the chosen location lies outside)."""
