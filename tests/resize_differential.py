@@ -15,7 +15,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -182,8 +182,8 @@ def _feeds(config: Config) -> dict[str, np.ndarray]:
 def model(config: Config, dtype: np.dtype, initializers: bool = False) -> onnx.ModelProto:
     """The one-node model; roi/scales/sizes as initializers (shape inference) or inputs."""
     attrs = dict(config.attrs)
-    if "axes" in attrs:
-        attrs["axes"] = config.axes() if not initializers else attrs["axes"]
+    if "axes" in attrs and not initializers:  # onnx.reference takes no negative axes
+        attrs["axes"] = config.axes()
     names = _node_inputs(config)
     feeds = _feeds(config)
     elem = helper.np_dtype_to_tensor_dtype(dtype)
@@ -310,15 +310,20 @@ def compare(config: Config, x: np.ndarray, emulated: bool = False) -> Outcome:
 
 # ---------------------------------------------------------------- known disagreements
 
-class Axis(tuple):
-    """(n, m, w, s, r0, r1) of one resized axis: input and output length, target width, scale,
-    roi; computed here independently of onnx-cupy."""
+class Axis(NamedTuple):
+    """One resized axis: input and output length, target width, scale, roi; computed here
+    independently of onnx-cupy."""
 
-    n = property(lambda self: self[0])
-    m = property(lambda self: self[1])
-    w = property(lambda self: self[2])
-    s = property(lambda self: self[3])
-    roi = property(lambda self: (self[4], self[5]))
+    n: int
+    m: int
+    w: float
+    s: float
+    r0: float
+    r1: float
+
+    @property
+    def roi(self) -> tuple[float, float]:
+        return self.r0, self.r1
 
 
 def axes_of(config: Config) -> list[Axis]:
@@ -329,14 +334,14 @@ def axes_of(config: Config) -> list[Axis]:
         (float(roi[i]), float(roi[k + i])) for i in range(k)]
     if config.inputs.get("scales", np.zeros(0)).size:
         ss = [float(s) for s in config.inputs["scales"]]
-        return [Axis((n, math.floor(n * s), n * s, s, *r)) for n, s, r in zip(ns, ss, rois)]
+        return [Axis(n, math.floor(n * s), n * s, s, *r) for n, s, r in zip(ns, ss, rois)]
     sizes = [int(m) for m in config.inputs["sizes"]]
     policy = config.attrs.get("keep_aspect_ratio_policy", "stretch")
     if policy == "stretch":
-        return [Axis((n, m, float(m), m / n, *r)) for n, m, r in zip(ns, sizes, rois)]
+        return [Axis(n, m, float(m), m / n, *r) for n, m, r in zip(ns, sizes, rois)]
     ratios = [m / n for m, n in zip(sizes, ns)]
     s = min(ratios) if policy == "not_larger" else max(ratios)
-    return [Axis((n, math.floor(s * n + 0.5), s * n, s, *r)) for n, r in zip(ns, rois)]
+    return [Axis(n, math.floor(s * n + 0.5), s * n, s, *r) for n, r in zip(ns, rois)]
 
 
 def _moved(a: Axis, config: Config) -> bool:
