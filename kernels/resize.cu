@@ -49,6 +49,16 @@ RSZ_INT_RANGE(long long, -9223372036854775807LL - 1, 9223372036854775807LL)
 RSZ_INT_RANGE(unsigned long long, 0ull, 18446744073709551615ull)
 #undef RSZ_INT_RANGE
 
+// Nearest integer, ties to even, where every value within min(2^-40 * max(|v|, 1), 2^-12) of
+// k + 0.5 counts as a tie: a sum of taps whose exact value is a tie rounds the same whatever
+// order its terms were added in (as round_half_even in onnx_cupy.plans.resize).
+__device__ __forceinline__ double round_half_even(double v) {
+  const double low = floor(v);
+  const double band = fmin(0x1p-40 * fmax(fabs(v), 1.0), 0x1p-12);
+  if (fabs(v - low - 0.5) <= band) return low + fabs(fmod(low, 2.0));
+  return nearbyint(v);
+}
+
 // The accumulated value in the storage type: IEEE rounding for floats; integers round half to
 // even and saturate ((Acc)hi may round up to 2^63 or 2^64: anything at or above it saturates).
 template <typename T, typename Acc, bool Int = int_range<T>::value> struct result {
@@ -56,7 +66,7 @@ template <typename T, typename Acc, bool Int = int_range<T>::value> struct resul
 };
 template <typename T, typename Acc> struct result<T, Acc, true> {
   static __device__ __forceinline__ T from(Acc v) {
-    v = nearbyint(v);
+    v = round_half_even(v);
     if (v >= (Acc)int_range<T>::hi()) return int_range<T>::hi();
     if (v <= (Acc)int_range<T>::lo()) return int_range<T>::lo();
     return (T)v;

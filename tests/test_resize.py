@@ -5,6 +5,7 @@ path, input handling (non-contiguous, high rank, empty, never modified, out=) an
 from __future__ import annotations
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -12,8 +13,7 @@ from onnx import helper
 from util import node_model, onnxruntime, reference, to_backend, to_numpy
 
 import onnx_cupy
-from onnx_cupy import backends, conformance, launch, loader, run_node
-from onnx_cupy import resize
+from onnx_cupy import backends, conformance, launch, loader, resize, run_node
 from onnx_cupy.ops import resize as resize_kernel
 from onnx_cupy.plans import resize as resize_op
 
@@ -81,18 +81,26 @@ def test_v10_upsample_matches_onnxruntime(backend, rng, mode, scale):
                                atol=1e-6)
 
 
-@pytest.mark.parametrize("scale", [0.5, 0.75, 0.25])
+@pytest.mark.parametrize("scale", [0.5, 0.75, 0.25, 0.6])
 def test_v10_downsample(backend, rng, scale):
-    """Linear matches onnxruntime; nearest is floor(y / s) (onnxruntime rounds up when
-    downsampling, a rule no ONNX text states)."""
+    """Resize-10 shrinking: linear and nearest match onnxruntime; nearest takes ceil(y / s)
+    on a shrinking axis, clamped into the input."""
     x = rng.uniform(-2, 3, size=(1, 2, 8, 8)).astype(np.float32)
     scales = np.array([1, 1, scale, 1], dtype=np.float32)
-    linear = run(backend, x, scales=scales, mode="linear", opset=10)
-    np.testing.assert_allclose(linear, ort(10, x, {"mode": "linear"}, scales=scales), rtol=1e-5,
-                               atol=1e-6)
-    m = int(8 * scale)
-    source = np.floor(np.arange(m) / scale).astype(int)
+    for mode in ("linear", "nearest"):
+        got = run(backend, x, scales=scales, mode=mode, opset=10)
+        np.testing.assert_allclose(got, ort(10, x, {"mode": mode}, scales=scales), rtol=1e-5,
+                                   atol=1e-6)
+    m = int(8 * np.float32(scale))
+    source = np.minimum(np.ceil(np.arange(m) / np.float32(scale)), 7).astype(int)
     np.testing.assert_array_equal(run(backend, x, scales=scales, opset=10), x[:, :, source, :])
+
+
+def test_v10_node_test(backend):
+    """ONNX's opset-10 node test resize_downsample_nearest: each axis rounds up (scale < 1)."""
+    x = np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], dtype=np.float32)
+    got = run(backend, x, scales=np.array([1, 1, 0.6, 0.6], np.float32), opset=10)
+    np.testing.assert_array_equal(got, [[[[1, 3]]]])
 
 
 @pytest.mark.parametrize("mode,nearest_mode", [("nearest", m) for m in (
@@ -135,19 +143,90 @@ def test_pytorch_half_pixel_length_one_samples_zero(backend, rng):
                                         scales=np.zeros(0, np.float32), sizes=sizes), rtol=1e-6)
 
 
-def test_tf_crop_and_resize_scales_use_the_roi_length(backend, rng):
-    """Spec: output_dimension = floor(input_dimension * (roi_end - roi_start) * scale) (onnx
-    shape inference, onnx.reference and onnxruntime leave the roi out); the result equals the
-    same crop given as sizes."""
-    x = rng.uniform(-2, 3, size=(2, 9, 8)).astype(np.float32)
-    roi = np.array([0, 0.25, 0, 1, 0.75, 0.5], dtype=np.float32)
-    scales = np.array([1, 2, 1.5], dtype=np.float32)
+@pytest.mark.parametrize("opset", [11, 13, 19])
+def test_tf_crop_and_resize_length_ignores_the_roi(backend, opset):
+    """With scales the output length is floor(n * scale) under tf_crop_and_resize too (as
+    onnxruntime, onnx.reference and shape inference); the roi only moves the samples."""
+    x = np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)
+    roi = np.array([0, 0, 0, 1, 1, 0.42], dtype=np.float32)
+    scales = np.array([1, 1, 2], dtype=np.float32)
     attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}
-    got = run(backend, x, roi, scales, **attrs)
-    assert got.shape == (2, 9, 6)
-    sizes = np.array(got.shape, dtype=np.int64)
-    np.testing.assert_allclose(got, ref(19, x, attrs, roi=roi, scales=None, sizes=sizes),
+    got = run(backend, x, roi, scales, opset=opset, **attrs)
+    assert got.shape == (1, 1, 12)
+    np.testing.assert_allclose(got, ort(opset, x, attrs, roi=roi, scales=scales), rtol=1e-6)
+    np.testing.assert_allclose(got[0, 0], 1 + np.arange(12) * np.float32(0.42) * 5 / 11,
                                rtol=1e-6)
+
+
+def test_tf_crop_and_resize_divides_by_the_output_length(backend, rng):
+    """x = r0 * (n - 1) + y * (r1 - r0) * (n - 1) / (length_resized - 1), the integer length
+    (the text and onnxruntime; onnx.reference divides by the fractional n * scale - 1)."""
+    x = rng.uniform(-2, 3, size=(3, 5)).astype(np.float32)
+    roi = np.array([0, 0.1, 1, 0.9], dtype=np.float32)
+    scales = np.array([1, 1.3], dtype=np.float32)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize"}
+    got = run(backend, x, roi, scales, **attrs)
+    np.testing.assert_array_equal(got, ort(19, x, attrs, roi=roi, scales=scales))
+    np.testing.assert_array_equal(got, x[:, [0, 1, 2, 2, 3, 4]])  # x = 0.4 + 0.64 y
+
+
+@pytest.mark.parametrize("opset", [11, 19])
+def test_tf_crop_and_resize_without_roi_takes_the_whole_input(backend, rng, opset):
+    """An omitted (or empty) roi is 0..1 on every axis, as onnxruntime (which takes an omitted
+    roi from Resize-18)."""
+    x = rng.uniform(-2, 3, size=(2, 4, 5)).astype(np.float32)
+    sizes = np.array([2, 7, 3], dtype=np.int64)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}
+    empty = np.zeros(0, np.float32)
+    whole = np.array([0, 0, 0, 1, 1, 1], dtype=np.float32)
+    expected = ort(opset, x, attrs, roi=whole, scales=empty, sizes=sizes)
+    if opset >= 18:
+        model = node_model("Resize", [("X", x.dtype), ("", None), ("", None), ("sizes", np.int64)],
+                           attrs, opset)
+        np.testing.assert_array_equal(onnxruntime(model, {"X": x, "sizes": sizes})[0], expected)
+    for roi in (None, empty, whole):
+        got = run(backend, x, roi, None, sizes, opset=opset, **attrs)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_tf_crop_and_resize_flipped_roi(backend, rng):
+    """roi end < start with scales: floor(n * scale) samples walking backwards."""
+    x = rng.uniform(-2, 3, size=(1, 5)).astype(np.float32)
+    roi = np.array([0, 1, 1, 0], dtype=np.float32)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize"}
+    got = run(backend, x, roi, np.array([1, 1], np.float32), **attrs)
+    np.testing.assert_array_equal(got, x[:, ::-1])
+
+
+def test_tf_crop_and_resize_coordinates_in_float32(backend, rng):
+    """The crop coordinates are float32 (as TensorFlow's CropAndResize and onnxruntime): with
+    roi 0.1..0.8 (float32) on 5 -> 15, output 3 sits at 0.99999994, so ceil takes input 1
+    (onnxruntime and onnx.reference agree; exact arithmetic on the float32 roi values gives
+    1.0000000068 and input 2)."""
+    x = rng.uniform(-2, 3, size=(5,)).astype(np.float32)
+    roi = np.array([0.1, 0.8], dtype=np.float32)
+    scales = np.array([3], np.float32)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize",
+             "nearest_mode": "ceil"}
+    got = run(backend, x, roi, scales, **attrs)
+    assert got[3] == x[1]
+    np.testing.assert_array_equal(got, ref(19, x, attrs, roi=roi, scales=scales))
+    np.testing.assert_array_equal(got, ort(19, x, attrs, roi=roi, scales=scales))
+
+
+@pytest.mark.parametrize("n,scale,rounding,source", [
+    (7, 0.5, "floor", [1, 3, 5]),           # x = 1, 3, 5; onnx.reference: 1.0000000000000002,
+                                            # and its window search takes input 0
+    (5, 1.25, "ceil", [0, 1, 2, 3, 4, 4]),  # x(0) = 0; onnxruntime (float32): above 0, input 1
+])
+def test_half_pixel_symmetric_exact_coordinates(backend, n, scale, rounding, source):
+    """half_pixel_symmetric as (n - 1) / 2 + (2y + 1 - m) / (2s), equal to the text's
+    n / 2 * (1 - m / w) + (y + 0.5) / s - 0.5 with w = n * s but rounded once, so integral
+    coordinates stay integral where both runtimes land off them."""
+    x = np.arange(n, dtype=np.float32) * 10
+    attrs = {"coordinate_transformation_mode": "half_pixel_symmetric", "nearest_mode": rounding}
+    got = run(backend, x, scales=np.array([scale], np.float32), **attrs)
+    np.testing.assert_array_equal(got, x[source])
 
 
 def test_nearest_ignores_exclude_outside(backend, rng):
@@ -191,6 +270,29 @@ def test_integer_rounding_and_saturation(backend):
     assert exact.max() > 255 and exact.min() < 0  # the cubic kernel overshoots both ends
     np.testing.assert_array_equal(got, np.clip(np.rint(exact), 0, 255))
 
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint64])
+def test_integer_exact_ties_round_half_to_even(backend, rng, dtype):
+    """Bilinear 2 x 2 -> 4 x 6 (asymmetric): output (1, 1) is (2a + b + 2c + d) / 6 with weights
+    1/2 x (2/3, 1/3), float sums a rounding error away from k + 0.5 on either side depending on
+    the order of the terms. Inputs built so that it is an exact tie: every output equals the
+    exact rational rounded half to even, on every path."""
+    low = 0 if np.iinfo(dtype).min == 0 else -30
+    a, b, c, d = (rng.integers(low, 40, size=64) for _ in range(4))
+    d = d + (3 - (2 * a + b + 2 * c + d)) % 6  # 2a + b + 2c + d = 3 (mod 6): (1, 1) is k + 0.5
+    x = np.stack([a, b, c, d], axis=1).reshape(64, 2, 2).astype(dtype)
+    got = run(backend, x, scales=[2, 3], axes=[1, 2], mode="linear",
+              coordinate_transformation_mode="asymmetric")
+    rows = [[(1, 0)], [(Fraction(1, 2), 0), (Fraction(1, 2), 1)]]
+    cols = [[(1, 0)], [(Fraction(2, 3), 0), (Fraction(1, 3), 1)],
+            [(Fraction(1, 3), 0), (Fraction(2, 3), 1)]]
+    for i, row in enumerate(rows):
+        for j, col in enumerate(cols):
+            exact = [sum(wr * wc * int(v[r, c]) for wr, r in row for wc, c in col) for v in x]
+            np.testing.assert_array_equal(got[:, i, j], [round(e) for e in exact])
+    ties = [sum(Fraction(w) * int(t) for w, t in zip((2, 1, 2, 1), v.ravel())) / 6 for v in x]
+    assert all(t.denominator == 2 for t in ties)
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])

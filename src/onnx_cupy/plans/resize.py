@@ -4,16 +4,20 @@ Each resized axis (input length n, output length m, scale s, target width w) map
 coordinate y to the input coordinate x, computed in float64:
   half_pixel            (y + 0.5) / s - 0.5
   half_pixel_symmetric  n / 2 * (1 - m / w) + (y + 0.5) / s - 0.5                 (from 19)
-  pytorch_half_pixel    w > 1 ? (y + 0.5) / s - 0.5 : 0
-  align_corners         w > 1 ? y * (n - 1) / (w - 1) : 0
+                        = (n - 1) / 2 + (2y + 1 - m) / (2s), as computed (w = n * s)
+  pytorch_half_pixel    m > 1 ? (y + 0.5) / s - 0.5 : 0
+  align_corners         w > 1 ? y * (n - 1) / (w - 1) : 0  (w, not m: ONNX's node tests)
   asymmetric            y / s                                       (the only mode of Resize-10)
   tf_half_pixel_for_nn  (y + 0.5) / s                                              (11 only)
-  tf_crop_and_resize    r0 * (n - 1) + (w > 1 ? y * (r1 - r0) * (n - 1) / (w - 1)
-                                              : (r1 - r0) * (n - 1) / 2),
-                        with roi = (r0, r1); x outside [0, n - 1] gives extrapolation_value
+  tf_crop_and_resize    m > 1 ? r0 * (n - 1) + y * (r1 - r0) * (n - 1) / (m - 1)
+                              : 0.5 * (r0 + r1) * (n - 1),
+                        in float32 (as TensorFlow's CropAndResize and onnxruntime), with
+                        roi = (r0, r1) (omitted: (0, 1)); x outside [0, n - 1] gives
+                        extrapolation_value
 and samples X at taps around x, indices clamped into [0, n) (edge padding):
   nearest  1 tap at x rounded by nearest_mode (round_prefer_floor, round_prefer_ceil, floor,
-           ceil; floor at Resize-10)
+           ceil); Resize-10: floor where s >= 1, ceil where s < 1 (as onnxruntime and ONNX's
+           opset-10 node test)
   linear   2 taps, weights (1 - t, t), t = x - floor(x)
   cubic    4 taps, the Keys kernel with a = cubic_coeff_a
   antialias=1 (linear, cubic): the kernel stretched by max(1, 1 / s), weights normalized to sum 1
@@ -23,15 +27,18 @@ length is left as is (as onnxruntime and onnx.reference do), also under tf_half_
 whose formula would otherwise shift it by half a pixel, and under tf_crop_and_resize with the
 roi (0, 1).
 
-Lengths: scales give m = floor(w) with w = n * s (w = n * (r1 - r0) * s for tf_crop_and_resize);
-sizes give m = sizes, s = m / n, w = m; keep_aspect_ratio_policy not_larger / not_smaller take
-s = min / max over the resized axes of sizes / n, m = floor(s * n + 0.5), w = s * n. `scales` are
-ONNX floats and float attributes ONNX FLOATs: both are rounded to float32 first, as in a model.
+Lengths: scales give m = floor(w) with w = n * s in float64 (also under tf_crop_and_resize: the
+roi moves the samples only; as onnxruntime, onnx.reference and shape inference); sizes give
+m = sizes, s = m / n, w = m; keep_aspect_ratio_policy not_larger / not_smaller take s = min / max
+over the resized axes of sizes / n, m = floor(s * n + 0.5), w = s * n. `scales` are ONNX floats
+and float attributes ONNX FLOATs: both are rounded to float32 first, as in a model.
 
 dtypes: nearest gathers every ONNX dtype unchanged (strings on the NumPy path only). Linear and
 cubic take float16, bfloat16 (from opset 13), float32 and float64 (16-bit types accumulate in
 float32), and the integer types, computed in float64 and rounded half to even with saturation to
-the dtype's range (as onnx.reference); the extrapolation value converts to integers the same way.
+the dtype's range (as onnx.reference; onnxruntime truncates); a sum within 2^-40 relative of
+k + 0.5 counts as the tie, so that every path rounds an exact tie alike whatever the order of its
+terms (round_half_even). The extrapolation value converts to integers the same way.
 """
 from __future__ import annotations
 
@@ -54,6 +61,7 @@ _COMMON = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "t
 COORDINATE_MODES = {10: ("asymmetric",), 11: _COMMON + ("tf_half_pixel_for_nn",), 13: _COMMON,
                     18: _COMMON, 19: _COMMON + ("half_pixel_symmetric",)}
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+RESIZE10_NEAREST = "floor_or_ceil"  # Resize-10: floor on growing axes, ceil on shrinking ones
 POLICIES = ("stretch", "not_larger", "not_smaller")
 DEFAULTS: dict[str, Any] = {
     "antialias": 0, "axes": None, "coordinate_transformation_mode": "half_pixel",
@@ -188,7 +196,8 @@ def _attributes(opset: int, given: dict[str, Any]) -> Attributes:
     opsets.check_given(OP, opset, {k: _differs(v, DEFAULTS[k]) for k, v in given.items()})
     mode = _choice("mode", given["mode"], MODES, opset)
     if version == 10:
-        return Attributes(mode, "asymmetric", "floor", -0.75, False, 0.0, False, None, "stretch")
+        return Attributes(mode, "asymmetric", RESIZE10_NEAREST, -0.75, False, 0.0, False, None,
+                          "stretch")
     antialias = bool(opsets.flag(OP, "antialias", given["antialias"]))
     if antialias and mode == "nearest":
         raise ValueError(f"{OP}: attribute 'antialias' = 1 applies to modes 'linear' and 'cubic', "
@@ -283,24 +292,19 @@ def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple | None,
     what = "the length of 'axes'" if at.axes is not None else "the rank of X"
     if len(values) != k:
         raise ValueError(f"{OP}: input '{name}' has {len(values)} values, expected {k} ({what})")
-    crop = at.coordinate_transformation_mode == "tf_crop_and_resize"
     if roi:
         if len(roi) != 2 * k:
             raise ValueError(f"{OP}: input 'roi' has {len(roi)} values, expected {2 * k} "
                              f"(twice {what})")
         if not all(math.isfinite(v) for v in roi):
             raise ValueError(f"{OP}: input 'roi' values must be finite, got {list(roi)}")
-    elif crop:
-        raise ValueError(f"{OP}: coordinate_transformation_mode 'tf_crop_and_resize' needs the "
-                         f"input 'roi'")
     starts, ends = (roi[:k], roi[k:]) if roi else ((0.0,) * k, (1.0,) * k)
     ns = [shape[a] for a in axes]
     if scales:
         if not all(math.isfinite(s) and s > 0 for s in scales):
             raise ValueError(f"{OP}: input 'scales' values must be finite and > 0, "
                              f"got {list(scales)}")
-        widths = [n * (r1 - r0) * s if crop else n * s
-                  for n, s, r0, r1 in zip(ns, scales, starts, ends)]
+        widths = [n * s for n, s in zip(ns, scales)]
         outs = [math.floor(w) for w in widths]
         result = [_Axis(a, n, m, s, w, r0, r1) for a, n, m, s, w, r0, r1 in zip(
             axes, ns, outs, scales, widths, starts, ends)]
@@ -309,9 +313,6 @@ def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple | None,
             raise ValueError(f"{OP}: input 'sizes' values must be >= 0, got {list(sizes)}")
         result = _sized(axes, ns, sizes, starts, ends, at.keep_aspect_ratio_policy)
     for a in result:
-        if a.m < 0:
-            raise ValueError(f"{OP}: output length {a.m} < 0 along axis {a.axis} (roi "
-                             f"{a.r0}..{a.r1}, scale {a.s})")
         if a.n == 0 and a.m > 0:
             raise ValueError(f"{OP}: axis {a.axis} of X is empty and cannot be resized to "
                              f"length {a.m}")
@@ -339,20 +340,24 @@ def _source(ctm: str, a: _Axis) -> tuple[np.ndarray, np.ndarray]:
     outside = np.zeros(a.m, dtype=bool)
     if ctm == "half_pixel":
         x = (y + 0.5) / s - 0.5
-    elif ctm == "half_pixel_symmetric":
-        x = n / 2 * (1 - a.m / w) + (y + 0.5) / s - 0.5
+    elif ctm == "half_pixel_symmetric":  # the formula with w = n * s: one rounding, not five
+        x = (n - 1) / 2 + (2 * y + 1 - a.m) / (2 * s)
     elif ctm == "pytorch_half_pixel":
-        x = (y + 0.5) / s - 0.5 if w > 1 else np.zeros(a.m)
+        x = (y + 0.5) / s - 0.5 if a.m > 1 else np.zeros(a.m)
     elif ctm == "align_corners":
         x = y * (n - 1) / (w - 1) if w > 1 else np.zeros(a.m)
     elif ctm == "asymmetric":
         x = y / s
     elif ctm == "tf_half_pixel_for_nn":
         x = (y + 0.5) / s
-    else:  # tf_crop_and_resize
-        span = a.r1 - a.r0
-        x = y * span * (n - 1) / (w - 1) if w > 1 else np.full(a.m, span * (n - 1) / 2)
-        x = x + a.r0 * (n - 1)
+    else:  # tf_crop_and_resize, in float32 (as TensorFlow's CropAndResize and onnxruntime)
+        f = np.float32
+        r0, r1, last = f(a.r0), f(a.r1), f(n - 1)
+        if a.m > 1:
+            x = r0 * last + y.astype(f) * (r1 - r0) * last / f(a.m - 1)
+        else:
+            x = np.full(a.m, f(0.5 * float(r0 + r1) * (n - 1)))
+        x = x.astype(np.float64)
         outside = (x < 0) | (x > n - 1)
     return x, outside
 
@@ -392,8 +397,11 @@ def _taps(at: Attributes, x: np.ndarray, s: float, n: int) -> tuple[np.ndarray, 
     r = np.where(whole, 1.0, x - xi)        # in (0, 1]: an integral x ends the interval [x-1, x]
     left = xi.astype(np.int64) - whole
     if at.mode == "nearest":
+        rounding = at.nearest_mode
+        if rounding == RESIZE10_NEAREST:
+            rounding = "ceil" if s < 1 else "floor"
         up = {"round_prefer_floor": r > 0.5, "round_prefer_ceil": r >= 0.5,
-              "floor": whole, "ceil": np.ones_like(whole)}[at.nearest_mode] | whole
+              "floor": whole, "ceil": np.ones_like(whole)}[rounding] | whole
         return np.clip(left + up, 0, n - 1)[:, None], np.ones((x.size, 1))
     if at.antialias:
         start, weight = _antialias(at.mode, r, s, at.cubic_coeff_a)
@@ -435,10 +443,25 @@ def _table(a: _Axis, at: Attributes) -> AxisTable | None:
     return AxisTable(a.axis, readonly(index), readonly(weight), readonly(outside))
 
 
+TIE_BAND = 2.0**-40   # relative half-width of the band around k + 0.5 read as a tie
+TIE_BAND_MAX = 2.0**-12  # its most, absolute (beyond 2^40 the spacing of doubles takes over)
+
+
+def round_half_even(values: np.ndarray) -> np.ndarray:
+    """Round to the nearest integer, ties to even, reading as a tie every value within
+    min(TIE_BAND * max(|v|, 1), TIE_BAND_MAX) of k + 0.5: a sum of taps whose exact value is a
+    tie rounds the same whatever order its terms were added in (as rsz::round_half_even in
+    kernels/resize.cu, operation for operation)."""
+    low = np.floor(values)
+    band = np.minimum(TIE_BAND * np.maximum(np.abs(values), 1.0), TIE_BAND_MAX)
+    tie = np.abs(values - low - 0.5) <= band
+    return np.where(tie, low + np.mod(low, 2.0), np.rint(values))
+
+
 def round_saturate(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Round half to even, then saturate to the integer dtype's range."""
+    """Round half to even (round_half_even), then saturate to the integer dtype's range."""
     info = np.iinfo(dtype)
-    r = np.rint(values)
+    r = round_half_even(values)
     if info.bits < 64:
         return np.clip(r, info.min, info.max, out=r).astype(dtype)
     hi, lo = r >= float(info.max), r <= float(info.min)  # float(max) rounds up to 2^63 / 2^64

@@ -1,0 +1,606 @@
+"""Differential Resize: seeded random configurations run on onnx-cupy, onnxruntime (CPU),
+onnx.reference and onnx shape inference, compared per configuration.
+
+`draw` makes a configuration (opsets 10-19, every mode, coordinate transformation mode and
+nearest mode, antialias, cubic_coeff_a, exclude_outside, extrapolation_value, roi, axes with
+negative values, keep_aspect_ratio_policy, scales and sizes, float and integer dtypes), mostly of
+the shapes onnxruntime's CPU kernels accept (linear: ranks 2-5 resizing inner axes; cubic: ranks
+2 and 4). `compare` runs it everywhere and returns an `Outcome`; `KNOWN` lists, as predicates on
+the configuration, every case where the runtimes disagree and which side onnx-cupy follows.
+onnxruntime runs dtypes it lacks (bfloat16, float64; 16-, 64- and unsigned 32-bit integers)
+through a carrier dtype holding the same values (float32, int32)."""
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import ml_dtypes
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from onnx_cupy import backends, resize
+
+VERSIONS = (10, 11, 13, 18, 19)
+COMMON = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize")
+COORDINATE_MODES = {10: ("asymmetric",), 11: COMMON + ("tf_half_pixel_for_nn",), 13: COMMON,
+                    18: COMMON, 19: COMMON + ("half_pixel_symmetric",)}
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+POLICIES = ("stretch", "not_larger", "not_smaller")
+SCALES = (0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 1.0, 1.25, 1.3, 1.4, 1.5, 1.7, 2.0, 2.5, 2.8, 3.0)
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FLOATS = [np.dtype(t) for t in ("float16", "float32", "float64")] + [BF16]
+INTEGERS = [np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                                  "uint64")]
+MAX_OUT = 2500  # output elements of a configuration
+ORT_NATIVE = {"float16", "float32", "int8", "uint8", "int32"}
+# values compared in float64: (rtol, atol) per dtype; float64 runs onnxruntime in float32
+TOL = {"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-4),
+       "float64": (1e-4, 1e-4)}
+
+
+@dataclass
+class Config:
+    """One Resize node: opset, X's shape and dtype, attributes (ours: axes may be negative) and
+    the roi/scales/sizes inputs given."""
+
+    opset: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    attrs: dict[str, Any]
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return self.attrs.get("mode", "nearest")
+
+    @property
+    def ctm(self) -> str:
+        return self.attrs.get("coordinate_transformation_mode",
+                              "asymmetric" if self.opset == 10 else "half_pixel")
+
+    def axes(self) -> list[int]:
+        rank = len(self.shape)
+        return [a % rank for a in self.attrs.get("axes", range(rank))]
+
+
+# ---------------------------------------------------------------- drawing
+
+def _scale(rng: np.random.Generator) -> float:
+    if rng.random() < 0.7:
+        return float(rng.choice(SCALES))
+    return float(np.float32(rng.uniform(0.2, 3.2)))
+
+
+def draw(rng: np.random.Generator) -> Config:
+    """A random configuration of at most MAX_OUT output elements, mostly of the shapes
+    onnxruntime's CPU kernels accept."""
+    while True:
+        config = _draw_once(rng)
+        out = list(config.shape)
+        for d, a in zip(config.axes(), axes_of(config)):
+            out[d] = a.m
+        if math.prod(out) <= MAX_OUT:
+            return config
+
+
+def _draw_once(rng: np.random.Generator) -> Config:
+    opset = int(rng.choice(VERSIONS, p=[0.1, 0.2, 0.2, 0.2, 0.3]))
+    modes = ["nearest", "linear"] + (["cubic"] if opset > 10 else [])
+    mode = str(rng.choice(modes))
+    rank = int(rng.choice([2, 4]) if mode == "cubic" else rng.choice([1, 2, 3, 4, 5]))
+    if mode == "linear" and rank == 1 and rng.random() < 0.8:
+        rank = 2
+    shape = [int(v) for v in rng.integers(1, 7, size=rank)]
+    inner = rank if rank <= 3 and mode != "cubic" else 2  # axes linear/cubic may resize
+    ctm = str(rng.choice(COORDINATE_MODES[opset]))
+    attrs: dict[str, Any] = {"mode": mode}
+    if opset > 10:
+        attrs["coordinate_transformation_mode"] = ctm
+        if mode == "nearest":
+            attrs["nearest_mode"] = str(rng.choice(NEAREST_MODES))
+        else:
+            attrs["exclude_outside"] = int(rng.random() < 0.3)
+        if mode == "cubic":
+            attrs["cubic_coeff_a"] = float(rng.choice([-0.75, -0.5, -0.6]))
+        if opset >= 18 and mode != "nearest":
+            attrs["antialias"] = int(rng.random() < 0.3)
+        if ctm == "tf_crop_and_resize":
+            attrs["extrapolation_value"] = float(rng.choice([0.0, 10.0, -2.5, 0.5]))
+    resized = list(range(rank)) if mode == "nearest" else list(range(rank - inner, rank))
+    axes = list(range(rank))
+    if opset >= 18 and rng.random() < 0.5:
+        pick = sorted(rng.choice(resized, size=int(rng.integers(1, len(resized) + 1)),
+                                 replace=False).tolist())
+        axes = [int(a) for a in (pick if rng.random() < 0.7 else rng.permutation(pick))]
+        attrs["axes"] = [a - rank if rng.random() < 0.3 else a for a in axes]
+    k = len(axes)
+    inputs: dict[str, np.ndarray] = {}
+    use_sizes = opset > 10 and rng.random() < 0.4
+    if use_sizes:
+        sizes = [int(rng.integers(1, 9)) if a in resized else shape[a] for a in axes]
+        inputs["sizes"] = np.array(sizes, dtype=np.int64)
+        if opset >= 18:
+            attrs["keep_aspect_ratio_policy"] = str(rng.choice(POLICIES))
+    else:
+        scales = [_scale(rng) if a in resized else 1.0 for a in axes]
+        inputs["scales"] = np.array(scales, dtype=np.float32)
+    if opset > 10 and (ctm == "tf_crop_and_resize" or rng.random() < 0.1):
+        grid = rng.random() < 0.6
+        starts = [float(rng.choice([-0.25, 0, 0.1, 0.25, 0.4])) if grid else rng.uniform(-0.3, 0.6)
+                  for _ in range(k)]
+        ends = [float(rng.choice([0.5, 0.6, 0.8, 1, 1.2])) if grid else rng.uniform(0.4, 1.3)
+                for _ in range(k)]
+        roi_type = np.float64 if rng.random() < 0.2 else np.float32
+        inputs["roi"] = np.array(starts + ends, dtype=roi_type)
+    if mode == "nearest":
+        dtype = FLOATS[int(rng.integers(4))] if rng.random() < 0.6 else INTEGERS[
+            int(rng.integers(len(INTEGERS)))]
+    else:
+        dtype = FLOATS[int(rng.integers(4))] if rng.random() < 0.75 else INTEGERS[
+            int(rng.integers(len(INTEGERS)))]
+    if dtype == BF16 and opset < 13:
+        dtype = np.dtype(np.float32)
+    return Config(opset, tuple(shape), dtype, attrs, inputs)
+
+
+def sample(rng: np.random.Generator, config: Config) -> np.ndarray:
+    """Random X: floats in [-2, 3), integers within the dtype and int32."""
+    if config.dtype.kind in "iu":
+        info = np.iinfo(config.dtype)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), size=config.shape,
+                            endpoint=True).astype(config.dtype)
+    return rng.uniform(-2, 3, size=config.shape).astype(config.dtype)
+
+
+# ---------------------------------------------------------------- running
+
+def _node_inputs(config: Config) -> list[str]:
+    if config.opset == 10:
+        return ["X", "scales"]
+    names = ["X"] + [n if n in config.inputs else "" for n in ("roi", "scales", "sizes")]
+    if config.opset < 18:  # roi (and at 11 scales) are required inputs: empty when unused
+        names[1] = "roi"
+        if config.opset == 11:
+            names[2] = "scales"
+    while not names[-1]:
+        names.pop()
+    return names
+
+
+def _feeds(config: Config) -> dict[str, np.ndarray]:
+    feeds = dict(config.inputs)
+    for name in _node_inputs(config)[1:]:
+        if name and name not in feeds:
+            feeds[name] = np.zeros(0, np.float32)
+    return feeds
+
+
+def model(config: Config, dtype: np.dtype, initializers: bool = False) -> onnx.ModelProto:
+    """The one-node model; roi/scales/sizes as initializers (shape inference) or inputs."""
+    attrs = dict(config.attrs)
+    if "axes" in attrs and not initializers:  # onnx.reference takes no negative axes
+        attrs["axes"] = config.axes()
+    names = _node_inputs(config)
+    feeds = _feeds(config)
+    elem = helper.np_dtype_to_tensor_dtype(dtype)
+    node = helper.make_node("Resize", names, ["Y"], **attrs)
+    inputs = [helper.make_tensor_value_info("X", elem, config.shape if initializers else None)]
+    inits = []
+    for name in names[1:]:
+        if not name:
+            continue
+        if initializers:
+            inits.append(numpy_helper.from_array(feeds[name], name))
+        else:
+            inputs.append(helper.make_tensor_value_info(
+                name, helper.np_dtype_to_tensor_dtype(feeds[name].dtype), None))
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("Y", elem, None)],
+                              initializer=inits)
+    return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("",
+                                                                                    config.opset)])
+
+
+def _carrier(dtype: np.dtype) -> np.dtype:
+    if dtype.name in ORT_NATIVE:
+        return dtype
+    return np.dtype(np.float32 if dtype.kind == "f" or dtype == BF16 else np.int32)
+
+
+def run_onnxruntime(config: Config, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    carrier = _carrier(x.dtype)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.log_severity_level = 4
+    sess = ort.InferenceSession(model(config, carrier).SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+    y = sess.run(None, {"X": x.astype(carrier), **_feeds(config)})[0]
+    if carrier == x.dtype:
+        return y
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        return np.clip(y.astype(np.int64), info.min, info.max).astype(x.dtype)
+    return y.astype(x.dtype)
+
+
+def run_reference(config: Config, x: np.ndarray) -> np.ndarray:
+    from onnx.reference import ReferenceEvaluator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ReferenceEvaluator(model(config, x.dtype)).run(None, {"X": x, **_feeds(config)})[0]
+
+
+def infer_shape(config: Config) -> tuple[int, ...] | None:
+    """The output shape onnx shape inference gives (scales/sizes as initializers), None when it
+    infers no static shape."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inferred = onnx.shape_inference.infer_shapes(model(config, config.dtype, True),
+                                                     strict_mode=True, data_prop=True)
+    t = inferred.graph.output[0].type.tensor_type
+    if not t.HasField("shape") or not all(d.HasField("dim_value") for d in t.shape.dim):
+        return None
+    return tuple(d.dim_value for d in t.shape.dim)
+
+
+def run_ours(config: Config, x: np.ndarray, backend: str = "numpy") -> np.ndarray:
+    with backends.backend(backend):
+        return resize(x, opset=config.opset, **config.attrs, **config.inputs)
+
+
+def _attempt(fn: Callable, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 (a runtime rejecting a configuration is an outcome)
+        return exc
+
+
+# ---------------------------------------------------------------- comparing
+
+def close(config: Config, a: np.ndarray, b: np.ndarray, integer_slack: int = 0) -> bool:
+    """Same shape and values within the dtype's tolerance; integers exact, or within
+    `integer_slack` for interpolation (both runtimes weigh cubic taps in float32, so a float64
+    sum near k + 0.5 may round the other way)."""
+    if a.shape != b.shape:
+        return False
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if config.dtype.kind in "iu":
+        slack = 0 if config.mode == "nearest" else integer_slack
+        return bool(np.all(np.abs(a64 - b64) <= slack))
+    rtol, atol = TOL[config.dtype.name]
+    if config.mode == "cubic":
+        rtol, atol = max(rtol, 1e-4), max(atol, 1e-4)
+    return bool(np.allclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True))
+
+
+@dataclass
+class Outcome:
+    """One configuration: what each runs gave (an array or the exception raised)."""
+
+    config: Config
+    ours: Any
+    ort: Any
+    ref: Any
+    inferred: Any
+    emulated: Any = None
+
+    def ok(self, name: str) -> bool:
+        return isinstance(getattr(self, name), np.ndarray)
+
+    def runtimes_agree_on_shape(self) -> bool:
+        return self.ok("ort") and self.ok("ref") and self.ort.shape == self.ref.shape
+
+    def runtimes_agree(self) -> bool:
+        return self.runtimes_agree_on_shape() and close(self.config, self.ort, self.ref)
+
+
+def compare(config: Config, x: np.ndarray, emulated: bool = False) -> Outcome:
+    out = Outcome(config, _attempt(run_ours, config, x), _attempt(run_onnxruntime, config, x),
+                  _attempt(run_reference, config, x), _attempt(infer_shape, config))
+    if emulated:
+        out.emulated = _attempt(run_ours, config, x, "emulated")
+    return out
+
+
+# ---------------------------------------------------------------- known disagreements
+
+class Axis(NamedTuple):
+    """One resized axis: input and output length, target width, scale, roi; computed here
+    independently of onnx-cupy."""
+
+    n: int
+    m: int
+    w: float
+    s: float
+    r0: float
+    r1: float
+
+    @property
+    def roi(self) -> tuple[float, float]:
+        return self.r0, self.r1
+
+
+def axes_of(config: Config) -> list[Axis]:
+    ns = [config.shape[a] for a in config.axes()]
+    k = len(ns)
+    roi = config.inputs.get("roi")
+    rois = [(0.0, 1.0)] * k if roi is None or roi.size == 0 else [
+        (float(roi[i]), float(roi[k + i])) for i in range(k)]
+    if config.inputs.get("scales", np.zeros(0)).size:
+        ss = [float(s) for s in config.inputs["scales"]]
+        return [Axis(n, math.floor(n * s), n * s, s, *r) for n, s, r in zip(ns, ss, rois)]
+    sizes = [int(m) for m in config.inputs["sizes"]]
+    policy = config.attrs.get("keep_aspect_ratio_policy", "stretch")
+    if policy == "stretch":
+        return [Axis(n, m, float(m), m / n, *r) for n, m, r in zip(ns, sizes, rois)]
+    ratios = [m / n for m, n in zip(sizes, ns)]
+    s = min(ratios) if policy == "not_larger" else max(ratios)
+    return [Axis(n, math.floor(s * n + 0.5), s * n, s, *r) for n, r in zip(ns, rois)]
+
+
+def _moved(a: Axis, config: Config) -> bool:
+    """Whether the axis is resampled at all (not scale 1 with its whole length kept)."""
+    crop = config.ctm == "tf_crop_and_resize" and a.roi != (0.0, 1.0)
+    return not (a.s == 1 and a.m == a.n) or crop
+
+
+def coordinates(config: Config, a: Axis, single: bool = False,
+                rounded_roi: bool = False) -> np.ndarray:
+    """x of every output coordinate of the axis by the text's formula: in float64, or every
+    operation in float32 (`single`, as onnxruntime), or with onnx.reference's float32 roi terms
+    (`rounded_roi`; its width w stands where the text has length_resized)."""
+    f = np.float32 if single else np.float64
+    y = np.arange(a.m, dtype=f)
+    n, m, w, s, (r0, r1) = f(a.n), f(a.m), f(a.w), f(a.s), map(f, a.roi)
+    ctm, half, one = config.ctm, f(0.5), f(1)
+    if ctm in ("half_pixel", "pytorch_half_pixel"):
+        x = (y + half) / s - half
+        if ctm == "pytorch_half_pixel" and a.m <= 1:
+            x = np.zeros_like(y)
+    elif ctm == "half_pixel_symmetric":  # onnxruntime: float32 offset, (y + 0.5) / s in double
+        offset = n / f(2) * (one - m / (s * n if single else w))
+        x = f(offset + (y.astype(np.float64) + 0.5) / float(s) - 0.5)
+    elif ctm == "align_corners":
+        x = y * (n - one) / (w - one) if a.w > 1 else np.zeros_like(y)
+    elif ctm == "asymmetric":
+        x = y / s
+    elif ctm == "tf_half_pixel_for_nn":
+        x = (y + half) / s
+    elif rounded_roi:  # in the roi's dtype
+        t = config.inputs["roi"].dtype.type if "roi" in config.inputs else np.float32
+        start, span = float(t(t(r0) * (a.n - 1))), float(t(r1) - t(r0))
+        x = start + y * span * (a.n - 1) / (a.w - 1) if a.w != 1 else np.full(a.m, start + span
+                                                                             * (a.n - 1) / 2)
+    else:
+        x = r0 * (n - one) + y * (r1 - r0) * (n - one) / (m - one) if a.m > 1 else np.full(
+            a.m, half * (r0 + r1) * (n - one), dtype=f)
+    return np.asarray(x, dtype=np.float64)
+
+
+def decisions(config: Config, x: np.ndarray, a: Axis) -> tuple:
+    """What a coordinate decides beyond interpolation weights: the tf_crop_and_resize outside
+    mask and, for nearest, the input index chosen."""
+    outside = tuple((x < 0) | (x > a.n - 1)) if config.ctm == "tf_crop_and_resize" else ()
+    if config.mode != "nearest":
+        return outside, ()
+    fl = np.floor(x)
+    frac = x - fl
+    rule = config.attrs.get("nearest_mode", "floor" if config.opset > 10 else
+                            ("ceil" if a.s < 1 else "floor"))
+    up = {"round_prefer_floor": frac > 0.5, "round_prefer_ceil": frac >= 0.5,
+          "floor": np.zeros_like(frac, bool), "ceil": frac > 0}[rule]
+    return outside, tuple(np.clip(fl + up, 0, a.n - 1))
+
+
+def _runtimes_decide_differently(config: Config) -> bool:
+    """Whether onnxruntime's float32 coordinates and onnx.reference's (float64; float32 roi
+    terms) fall on different sides of a rounding or crop boundary."""
+    crop = config.ctm == "tf_crop_and_resize"
+    return any(decisions(config, coordinates(config, a, single=True), a)
+               != decisions(config, coordinates(config, a, rounded_roi=crop), a)
+               for a in axes_of(config) if _moved(a, config))
+
+
+def _reference_loses_fraction(config: Config) -> bool:
+    """onnx.reference finds the taps around x + p (p = half the taps, rounded up): where x has
+    a fraction below half a unit in the last place of x + p, that sum is an integer and its
+    window starts one tap early."""
+    for a in axes_of(config):
+        if not _moved(a, config) or a.m == 0:
+            continue
+        s = min(a.s, 1.0) if config.attrs.get("antialias") else 1.0
+        support = 2 if config.mode == "cubic" else 1
+        start = math.floor(-support / s) + 1 if s < 1 else 1 - support
+        pad = math.ceil((2 - 2 * start) / 2)
+        x = coordinates(config, a, rounded_roi=config.ctm == "tf_crop_and_resize")
+        if np.any((x != np.floor(x)) & (x + pad == np.floor(x + pad))):
+            return True
+    return False
+
+
+def _integer_fill_differs(config: Config) -> bool:
+    """onnxruntime converts extrapolation_value to an integer dtype by a C cast (truncation,
+    wrapping out of range), onnx.reference rounds half to even and saturates."""
+    if config.dtype.kind not in "iu" or config.ctm != "tf_crop_and_resize":
+        return False
+    v = config.attrs.get("extrapolation_value", 0.0)
+    info = np.iinfo(config.dtype)
+    return v != int(v) or not info.min <= v <= info.max
+
+
+@dataclass(frozen=True)
+class Known:
+    """A documented case where onnxruntime and onnx.reference disagree: `applies` tells it from
+    the configuration alone; `follows` is the side onnx-cupy gives ('ort' or 'ref'; 'exact':
+    neither: test_resize.py::test_half_pixel_symmetric_exact_coordinates)."""
+
+    name: str
+    follows: str
+    applies: Callable[[Config], bool]
+    why: str
+
+
+KNOWN = (
+    Known("integer_interpolation", "ref",
+          lambda c: c.dtype.kind in "iu" and c.mode != "nearest",
+          "integer linear/cubic: onnxruntime truncates the float result, onnx.reference rounds "
+          "half to even (kept: rounding is the more useful, exact-tie behaviour)"),
+    Known("align_corners_fractional_width", "ref",
+          lambda c: c.ctm == "align_corners" and any(a.w != a.m for a in axes_of(c)),
+          "align_corners where n * scale is fractional: onnx.reference divides by "
+          "output_width - 1 (ONNX's node tests expect it), onnxruntime by length_resized - 1"),
+    Known("pytorch_half_pixel_length_one", "ort",
+          lambda c: c.ctm == "pytorch_half_pixel" and any(a.m == 1 and _moved(a, c)
+                                                          for a in axes_of(c)),
+          "pytorch_half_pixel with output length 1: the text and onnxruntime sample x = 0; "
+          "onnx.reference takes -0.5 (width 1) or the general formula (fractional width)"),
+    Known("crop_fractional_width", "ort",
+          lambda c: c.ctm == "tf_crop_and_resize" and any(a.w != a.m for a in axes_of(c)),
+          "tf_crop_and_resize where the target width is fractional: the text and onnxruntime "
+          "divide by length_resized - 1, onnx.reference by output_width - 1"),
+    Known("crop_roi_on_unscaled_axis", "ref",
+          lambda c: c.ctm == "tf_crop_and_resize" and any(
+              a.s == 1 and a.m == a.n and a.roi != (0.0, 1.0) for a in axes_of(c)),
+          "tf_crop_and_resize with a roi on an axis of scale 1: onnxruntime ignores the roi "
+          "there; the text and onnx.reference crop"),
+    Known("same_shape_resampled", "ref",
+          lambda c: all(a.m == a.n for a in axes_of(c)) and any(_moved(a, c)
+                                                                for a in axes_of(c)),
+          "output shape equal to the input's while a scale differs from 1: onnxruntime copies "
+          "X; the text and onnx.reference resample (x = f(y, scale))"),
+    Known("antialias_same_length", "ref",
+          lambda c: bool(c.attrs.get("antialias")) and any(a.m == a.n and a.s != 1
+                                                           for a in axes_of(c)),
+          "antialias on an axis whose length stays while its scale differs from 1: onnxruntime "
+          "leaves the axis as is; the text and onnx.reference resample it"),
+    Known("coordinates_float32", "ref",
+          lambda c: c.ctm not in ("tf_crop_and_resize", "half_pixel_symmetric")
+          and _runtimes_decide_differently(c),
+          "nearest at a rounding boundary: onnxruntime computes the coordinate in float32 and "
+          "lands on the other side than onnx.reference's float64 value"),
+    Known("half_pixel_symmetric_boundary", "exact",
+          lambda c: c.ctm == "half_pixel_symmetric" and (_runtimes_decide_differently(c)
+                                                          or _reference_loses_fraction(c)),
+          "half_pixel_symmetric at a rounding boundary: onnxruntime (float32) and "
+          "onnx.reference (five float64 roundings, then its window search) land on different "
+          "sides; onnx-cupy computes the equal (n - 1) / 2 + (2y + 1 - m) / (2s), one rounding"),
+    Known("crop_coordinates_float32", "ort",
+          lambda c: c.ctm == "tf_crop_and_resize" and _runtimes_decide_differently(c),
+          "tf_crop_and_resize at a crop or rounding boundary: onnxruntime computes the "
+          "coordinate in float32 (as TensorFlow's CropAndResize), onnx.reference in float64 "
+          "from float32 roi terms; they land on different sides"),
+    Known("reference_window_shift", "ort",
+          lambda c: c.ctm != "half_pixel_symmetric" and _reference_loses_fraction(c),
+          "x a few units in the last place above an integer: onnx.reference searches taps "
+          "around x + padding, where the fraction rounds away, and starts its window one tap "
+          "early (onnxruntime and the text take the taps around x)"),
+    Known("integer_extrapolation_value", "ref",
+          _integer_fill_differs,
+          "a fractional or out-of-range extrapolation_value in an integer dtype: onnxruntime "
+          "truncates (and wraps), onnx.reference rounds half to even and saturates"),
+    Known("length_float32", "ref",
+          lambda c: c.inputs.get("scales", np.zeros(0)).size > 0 and any(
+              math.floor(np.float32(a.n) * np.float32(a.s)) != a.m for a in axes_of(c)),
+          "output length: onnxruntime floors n * scale rounded to float32, onnx.reference and "
+          "shape inference floor it in float64"),
+)
+
+
+def known(config: Config) -> list[Known]:
+    return [k for k in KNOWN if k.applies(config)]
+
+
+# ---------------------------------------------------------------- tally
+
+@dataclass
+class Tally:
+    """Per check, how many configurations reached it (`counts`) and the outcomes that failed
+    it (`failures`)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, list[Outcome]] = field(default_factory=dict)
+
+    def count(self, name: str) -> None:
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def check(self, name: str, passed: bool, outcome: Outcome) -> None:
+        self.count(name)
+        if not passed:
+            self.failures.setdefault(name, []).append(outcome)
+
+
+def _follow(tally: Tally, o: Outcome, kinds: list[Known], side: str, check: str) -> None:
+    """Where every known case applying follows `side`, onnx-cupy must give that side's result."""
+    sides = {k.follows for k in kinds}
+    if sides == {"exact"}:
+        tally.count("exact_side")
+        return
+    if kinds and sides != {side}:
+        tally.count("mixed_sides")
+        return
+    tally.check(check, o.ok("ours") and close(o.config, o.ours, getattr(o, side), 1), o)
+
+
+def tally(outcomes: list[Outcome]) -> Tally:
+    """Every check over the outcomes (see tests/test_resize_differential.py)."""
+    t = Tally()
+    for o in outcomes:
+        t.count("configurations")
+        for name in ("ours", "ort", "ref"):
+            if o.ok(name):
+                t.count(f"{name}_ran")
+        if o.emulated is not None:
+            same = o.ok("ours") and o.ok("emulated") and close(o.config, o.ours, o.emulated)
+            t.check("emulated_equals_numpy", same, o)
+        inferred = o.inferred if isinstance(o.inferred, tuple) else None
+        if inferred is not None:
+            t.count("inferred_static")
+        if o.runtimes_agree_on_shape():
+            t.check("shape", o.ok("ours") and o.ours.shape == o.ort.shape, o)
+            if inferred is not None and inferred != o.ort.shape:
+                t.count("inference_differs_from_runtimes")
+        if inferred is not None and o.runtimes_agree_on_shape() and o.ort.shape == inferred:
+            t.check("shape_inference", o.ok("ours") and o.ours.shape == inferred, o)
+        if o.runtimes_agree():
+            t.check("values", o.ok("ours") and (close(o.config, o.ours, o.ref, 1)
+                                                or close(o.config, o.ours, o.ort, 1)), o)
+        elif o.ok("ort") and o.ok("ref"):
+            kinds = known(o.config)
+            t.check("disagreement_listed", bool(kinds), o)
+            for k in kinds:
+                t.count(f"known:{k.name}")
+            if kinds:
+                _follow(t, o, kinds, kinds[0].follows, "follows_listed_side")
+        elif o.ok("ort") != o.ok("ref"):
+            side = "ort" if o.ok("ort") else "ref"
+            _follow(t, o, known(o.config), side, f"only_{side}")
+    return t
+
+
+# rare cases the draw seldom reaches, run after the drawn configurations
+EXTRAS = (
+    # 7 -> 17 half_pixel: output 8 at x = 3.0000000000000004 (reference_window_shift)
+    Config(19, (2, 7), np.dtype(np.float32), {"mode": "linear"},
+           {"sizes": np.array([2, 17], np.int64)}),
+    Config(13, (3, 7), np.dtype(np.float32), {"mode": "nearest"},
+           {"roi": np.zeros(0, np.float32), "scales": np.zeros(0, np.float32),
+            "sizes": np.array([3, 17], np.int64)}),
+    # 5 * 1.4f = 6.99999988: onnxruntime's float32 product is 7 (length_float32)
+    Config(19, (2, 5), np.dtype(np.float32), {"mode": "nearest"},
+           {"scales": np.array([1, 1.4], np.float32)}),
+)
+
+
+def run_all(count: int, seed: int, emulated_every: int) -> list[Outcome]:
+    """`count` seeded configurations and EXTRAS; every `emulated_every`-th also on the emulated
+    path."""
+    rng = np.random.default_rng(seed)
+    configs = [draw(rng) for _ in range(count)] + list(EXTRAS)
+    return [compare(config, sample(rng, config), emulated=i % emulated_every == 0)
+            for i, config in enumerate(configs)]
