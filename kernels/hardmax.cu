@@ -116,3 +116,143 @@ __global__ void hardmax_write(const I* __restrict__ arg, T* __restrict__ y, cons
     oc::store<Acc>(y + idx, arg[o * inner + i] == k ? Acc(1) : Acc(0));
   }
 }
+
+// Fast paths, over the same HardmaxGeom. Values are ranked by integer keys made from their bits
+// (no float arithmetic, so no flush-to-zero and no FP64 for 16/32-bit types): the key orders
+// numbers as the floats with -0 == +0, every NaN above +inf; 0 is below every key. Each thread
+// keeps (key, index) of its first maximum, so nothing is gathered again.
+namespace oc {
+
+template <typename T> struct bits;
+template <> struct bits<half_t> {
+  typedef unsigned short U; typedef unsigned int K;
+  static const unsigned int sign = 0x8000u, inf = 0x7C00u, one = 0x3C00u;
+};
+template <> struct bits<bf16_t> {
+  typedef unsigned short U; typedef unsigned int K;
+  static const unsigned int sign = 0x8000u, inf = 0x7F80u, one = 0x3F80u;
+};
+template <> struct bits<float> {
+  typedef unsigned int U; typedef unsigned int K;
+  static const unsigned int sign = 0x80000000u, inf = 0x7F800000u, one = 0x3F800000u;
+};
+template <> struct bits<double> {
+  typedef unsigned long long U; typedef unsigned long long K;
+  static const unsigned long long sign = 0x8000000000000000ull, inf = 0x7FF0000000000000ull,
+                                  one = 0x3FF0000000000000ull;
+};
+
+template <typename T>
+__device__ __forceinline__ typename bits<T>::K key(typename bits<T>::U u) {
+  typedef typename bits<T>::K K;
+  const K m = (K)u & (K)(bits<T>::sign - 1);
+  if (m > (K)bits<T>::inf) return ~(K)0;
+  return (K)bits<T>::sign + (((K)u & (K)bits<T>::sign) ? (K)0 - m : m);
+}
+
+// V consecutive storage words, moved by one 16-byte access when V > 1 (the address aligned).
+template <typename U, int V> struct pack {
+  U e[V];
+  __device__ __forceinline__ void load(const U* p) {
+    if constexpr (V == 1) {
+      e[0] = __ldg(p);
+    } else {
+      static_assert(sizeof(U) * V == 16, "16-byte packs");
+      union { uint4 q; U w[V]; } c;
+      c.q = __ldg(reinterpret_cast<const uint4*>(p));
+#pragma unroll
+      for (int j = 0; j < V; ++j) e[j] = c.w[j];
+    }
+  }
+  __device__ __forceinline__ void store(U* p) const {
+    if constexpr (V == 1) {
+      p[0] = e[0];
+    } else {
+      union { uint4 q; U w[V]; } c;
+#pragma unroll
+      for (int j = 0; j < V; ++j) c.w[j] = e[j];
+      *reinterpret_cast<uint4*>(p) = c.q;
+    }
+  }
+};
+
+// (key, index) of the first maximum: (k, kk) replaces (best, best_k) if larger, or equal with a
+// smaller index.
+template <typename K, typename I>
+__device__ __forceinline__ void take(K k, I kk, K& best, I& best_k) {
+  if (k > best || (k == best && kk < best_k)) { best = k; best_k = kk; }
+}
+
+}  // namespace oc
+
+// inner == 1, stride_n == 1: each row of X is n consecutive elements. A group of blockDim.x
+// threads (a power of two: part of a warp, a warp, or the whole block) takes one row: its
+// threads scan V-element packs c = t, t + G, ..., combine their (key, index) by warp shuffles
+// (and shared memory across warps), and write the row's one-hot, a pack at a time.
+// blockDim.y rows per block; row = blockIdx.x * blockDim.y + threadIdx.y.
+template <typename T, int V, typename I>
+__global__ void hardmax_rows(const T* __restrict__ x, T* __restrict__ y, const HardmaxGeom g) {
+  typedef typename oc::bits<T>::U U;
+  typedef typename oc::bits<T>::K K;
+  const I row = (I)blockIdx.x * (I)blockDim.y + (I)threadIdx.y;
+  if (row >= (I)g.outer) return;
+  const unsigned int G = blockDim.x, t = threadIdx.x;
+  const unsigned int lane = (t + G * threadIdx.y) & 31u;
+  const unsigned int mask = G >= 32 ? 0xFFFFFFFFu : ((1u << G) - 1u) << (lane & ~(G - 1u));
+  const I n = (I)g.n, packs = n / V;
+  const U* xr = reinterpret_cast<const U*>(x) + row * (I)g.stride_outer;
+  K best = 0;
+  I best_k = n;
+#pragma unroll 4
+  for (I c = t; c < packs; c += G) {
+    oc::pack<U, V> p;
+    p.load(xr + c * V);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const K k = oc::key<T>(p.e[j]);
+      if (k > best) { best = k; best_k = c * V + j; }
+    }
+  }
+  for (unsigned int d = (G < 32u ? G : 32u) >> 1; d > 0; d >>= 1)
+    oc::take(__shfl_xor_sync(mask, best, d), __shfl_xor_sync(mask, best_k, d), best, best_k);
+  if (G > 32u) {
+    __shared__ K keys[32];
+    __shared__ I index[32];
+    if (lane == 0) { keys[t >> 5] = best; index[t >> 5] = best_k; }
+    __syncthreads();
+    for (unsigned int w = 0; w < (G >> 5); ++w) oc::take(keys[w], index[w], best, best_k);
+  }
+  U* yr = reinterpret_cast<U*>(y) + row * n;
+#pragma unroll 1
+  for (I c = t; c < packs; c += G) {
+    oc::pack<U, V> p;
+    const I first = c * V;
+#pragma unroll
+    for (int j = 0; j < V; ++j) p.e[j] = first + j == best_k ? (U)oc::bits<T>::one : (U)0;
+    p.store(yr + first);
+  }
+}
+
+// Each thread one column (o, i) of the [outer, n, inner] view: i on x, o on y and z (a grid of
+// blockDim.y rows of o per block), so no index is divided. It scans the column's n values, then
+// writes its n outputs; a warp's reads and writes are consecutive in i.
+template <typename T, typename I>
+__global__ void hardmax_cols(const T* __restrict__ x, T* __restrict__ y, const HardmaxGeom g) {
+  typedef typename oc::bits<T>::U U;
+  typedef typename oc::bits<T>::K K;
+  const I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;
+  const I o = ((I)blockIdx.z * (I)gridDim.y + (I)blockIdx.y) * (I)blockDim.y + (I)threadIdx.y;
+  const I n = (I)g.n, inner = (I)g.inner, sn = (I)g.stride_n;
+  if (i >= inner || o >= (I)g.outer) return;
+  const U* p = reinterpret_cast<const U*>(x) + o * (I)g.stride_outer + i * (I)g.stride_inner;
+  K best = 0;
+  I best_k = 0;
+#pragma unroll 4
+  for (I k = 0; k < n; ++k) {
+    const K v = oc::key<T>(__ldg(p + k * sn));
+    if (v > best) { best = v; best_k = k; }
+  }
+  U* q = reinterpret_cast<U*>(y) + o * n * inner + i;
+#pragma unroll 1
+  for (I k = 0; k < n; ++k) q[k * inner] = k == best_k ? (U)oc::bits<T>::one : (U)0;
+}
