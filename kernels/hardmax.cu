@@ -185,57 +185,64 @@ __device__ __forceinline__ void take(K k, I kk, K& best, I& best_k) {
 
 }  // namespace oc
 
-// inner == 1, stride_n == 1: each row of X is n consecutive elements. A group of blockDim.x
-// threads (a power of two: part of a warp, a warp, or the whole block) takes one row: its
-// threads scan V-element packs c = t, t + G, ..., combine their (key, index) by warp shuffles
-// (and shared memory across warps), and write the row's one-hot, a pack at a time.
-// blockDim.y rows per block; row = blockIdx.x * blockDim.y + threadIdx.y.
+// One pass per element: each thread writes 0 over every output whose input it scans, keeping
+// the (key, index) of its first maximum, and the thread that scanned the row's winner then writes
+// its 1 (after its own 0, in program order).
+
+// inner == 1, stride_n == 1: each row of X is n consecutive elements. A group of G = blockDim.x
+// threads (a power of two: part of a warp, a warp, or the whole block) takes one row: thread t
+// scans the V-element packs c = t, t + G, ...; the group combines its (key, index) pairs by warp
+// shuffles (and, for a block, shared memory). blockDim.y rows per block (1 for a block-wide
+// group); row = blockIdx.x * blockDim.y + threadIdx.y. Threads past the last row scan nothing but
+// take part in the shuffles, so that every shuffle has the whole warp.
 template <typename T, int V, typename I>
 __global__ void hardmax_rows(const T* __restrict__ x, T* __restrict__ y, const HardmaxGeom g) {
   typedef typename oc::bits<T>::U U;
   typedef typename oc::bits<T>::K K;
   const I row = (I)blockIdx.x * (I)blockDim.y + (I)threadIdx.y;
-  if (row >= (I)g.outer) return;
+  const bool live = row < (I)g.outer;
   const unsigned int G = blockDim.x, t = threadIdx.x;
-  const unsigned int lane = (t + G * threadIdx.y) & 31u;
-  const unsigned int mask = G >= 32 ? 0xFFFFFFFFu : ((1u << G) - 1u) << (lane & ~(G - 1u));
-  const I n = (I)g.n, packs = n / V;
-  const U* xr = reinterpret_cast<const U*>(x) + row * (I)g.stride_outer;
+  const I n = (I)g.n, packs = live ? n / V : 0;
+  const U* xr = reinterpret_cast<const U*>(x) + (live ? row * (I)g.stride_outer : 0);
+  U* yr = reinterpret_cast<U*>(y) + (live ? row * n : 0);
+  oc::pack<U, V> zero;
+#pragma unroll
+  for (int j = 0; j < V; ++j) zero.e[j] = 0;
   K best = 0;
   I best_k = n;
-#pragma unroll 4
-  for (I c = t; c < packs; c += G) {
+  const I step = (I)G * V;
+  const U* xp = xr + (I)t * V;
+  U* yp = yr + (I)t * V;
+#pragma unroll 1
+  for (I first = (I)t * V, end = packs * V; first < end; first += step, xp += step, yp += step) {
     oc::pack<U, V> p;
-    p.load(xr + c * V);
+    p.load(xp);
+    zero.store(yp);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const K k = oc::key<T>(p.e[j]);
-      if (k > best) { best = k; best_k = c * V + j; }
+      if (k > best) { best = k; best_k = first + j; }
     }
   }
-  for (unsigned int d = (G < 32u ? G : 32u) >> 1; d > 0; d >>= 1)
-    oc::take(__shfl_xor_sync(mask, best, d), __shfl_xor_sync(mask, best_k, d), best, best_k);
+#pragma unroll
+  for (unsigned int d = 16; d > 0; d >>= 1)
+    if (d < G)
+      oc::take(__shfl_xor_sync(0xFFFFFFFFu, best, d), __shfl_xor_sync(0xFFFFFFFFu, best_k, d),
+               best, best_k);
   if (G > 32u) {
     __shared__ K keys[32];
     __shared__ I index[32];
-    if (lane == 0) { keys[t >> 5] = best; index[t >> 5] = best_k; }
+    if ((t & 31u) == 0) { keys[t >> 5] = best; index[t >> 5] = best_k; }
     __syncthreads();
+#pragma unroll 1
     for (unsigned int w = 0; w < (G >> 5); ++w) oc::take(keys[w], index[w], best, best_k);
   }
-  U* yr = reinterpret_cast<U*>(y) + row * n;
-#pragma unroll 1
-  for (I c = t; c < packs; c += G) {
-    oc::pack<U, V> p;
-    const I first = c * V;
-#pragma unroll
-    for (int j = 0; j < V; ++j) p.e[j] = first + j == best_k ? (U)oc::bits<T>::one : (U)0;
-    p.store(yr + first);
-  }
+  if (live && ((unsigned int)(best_k / V) & (G - 1u)) == t) yr[best_k] = (U)oc::bits<T>::one;
 }
 
 // Each thread one column (o, i) of the [outer, n, inner] view: i on x, o on y and z (a grid of
-// blockDim.y rows of o per block), so no index is divided. It scans the column's n values, then
-// writes its n outputs; a warp's reads and writes are consecutive in i.
+// blockDim.y rows of o per block), so no index is divided. A warp's reads and writes are
+// consecutive in i.
 template <typename T, typename I>
 __global__ void hardmax_cols(const T* __restrict__ x, T* __restrict__ y, const HardmaxGeom g) {
   typedef typename oc::bits<T>::U U;
@@ -245,14 +252,15 @@ __global__ void hardmax_cols(const T* __restrict__ x, T* __restrict__ y, const H
   const I n = (I)g.n, inner = (I)g.inner, sn = (I)g.stride_n;
   if (i >= inner || o >= (I)g.outer) return;
   const U* p = reinterpret_cast<const U*>(x) + o * (I)g.stride_outer + i * (I)g.stride_inner;
+  U* const q0 = reinterpret_cast<U*>(y) + o * n * inner + i;
+  U* q = q0;
   K best = 0;
   I best_k = 0;
-#pragma unroll 4
-  for (I k = 0; k < n; ++k) {
-    const K v = oc::key<T>(__ldg(p + k * sn));
+#pragma unroll 1
+  for (I k = 0; k < n; ++k, p += sn, q += inner) {
+    const K v = oc::key<T>(__ldg(p));
+    *q = 0;
     if (v > best) { best = v; best_k = k; }
   }
-  U* q = reinterpret_cast<U*>(y) + o * n * inner + i;
-#pragma unroll 1
-  for (I k = 0; k < n; ++k) q[k * inner] = k == best_k ? (U)oc::bits<T>::one : (U)0;
+  q0[best_k * inner] = (U)oc::bits<T>::one;
 }
