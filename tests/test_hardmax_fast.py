@@ -58,7 +58,7 @@ def test_rows(dtype, n, rng, launched):
     vector = pack if n % pack == 0 else 1
     assert expression == f"hardmax_rows<{dtypes.FLOAT_TYPES[dtype.name][0]}, {vector}, int>"
     group = block[0]
-    assert group & (group - 1) == 0 and (block[1] == 1 or group * block[1] == ops.ROW_BLOCK)
+    assert group & (group - 1) == 0 and (block[1] == 1 or group * block[1] == ops.BLOCK)
     assert grid[0] * block[1] >= x.shape[0]
 
 
@@ -115,12 +115,12 @@ def test_columns(dtype, shape, axis, rng, launched):
 
 def test_columns_on_a_3d_grid(rng, monkeypatch, launched):
     monkeypatch.setattr(ops, "MAX_GRID_YZ", 4)
-    ops.fast_launch.cache_clear()
+    ops.launches.cache_clear()
     try:
         x = sample(rng, (200, 4, 9), np.float16)
         assert_exact(x, axis=1)
     finally:
-        ops.fast_launch.cache_clear()
+        ops.launches.cache_clear()
     ((expression, (grid, block)),) = launched
     assert expression.startswith("hardmax_cols<") and grid == (1, 4, 4) and block == (16, 16, 1)
 
@@ -165,11 +165,9 @@ def test_coerced_rows_of_the_old_opsets(rng, launched):
 def index64(monkeypatch):
     """Every size counts as past the 32-bit range: the long long instantiations run."""
     monkeypatch.setattr(dtypes, "INT32_LIMIT", 16)
-    for cached in (ops.fast_launch, ops.kernel_args):
-        cached.cache_clear()
+    ops.launches.cache_clear()
     yield
-    for cached in (ops.fast_launch, ops.kernel_args):
-        cached.cache_clear()
+    ops.launches.cache_clear()
 
 
 @pytest.mark.parametrize("shape,axis,kernel", [((9, 300), -1, "hardmax_rows"),

@@ -144,9 +144,9 @@ def test_launches_pass_single_structs(monkeypatch):
     seen = []
     real = launch.launch
 
-    def record(backend, family, expression, work_items, args):
+    def record(backend, family, expression, work_items, args, shape=None):
         seen.append((family, args))
-        real(backend, family, expression, work_items, args)
+        real(backend, family, expression, work_items, args, shape)
 
     monkeypatch.setattr(launch, "launch", record)
     x = np.arange(2 * 3 * 5 * 4, dtype=np.float32).reshape(2, 3, 5, 4)
