@@ -10,6 +10,7 @@
 // their (address, size) pairs, filled with 0xFF bytes (NaN, -1) before each block so that reading
 // what no thread wrote shows.
 #pragma once
+#include <csetjmp>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -96,6 +97,7 @@ struct Block {
 };
 
 inline thread_local Block* block = nullptr;   // the block running cooperatively, if any
+inline thread_local std::jmp_buf* sequential = nullptr;  // where a sequential launch stops
 inline thread_local Block state;              // its storage, reused across launches
 inline std::mutex shared_lock;                // __shared__ storage is one per process
 
@@ -112,9 +114,13 @@ inline void entry() {
   b->threads[b->current].wait = DONE;
 }
 
-// Back to the scheduler until the thread may go on.
+// Back to the scheduler until the thread may go on. A launch not marked cooperative stops.
 __attribute__((noinline)) inline void suspend(Wait w) {
   Block* b = block;
+  if (b == nullptr) {
+    if (sequential == nullptr) std::abort();
+    std::longjmp(*sequential, 3);
+  }
   Thread& t = b->threads[b->current];
   t.wait = w;
   swapcontext(&t.ctx, &b->scheduler);
@@ -232,7 +238,7 @@ template <class T> inline T from_bits(std::uint64_t u) {
 inline std::uint64_t collective(Op op, unsigned int mask, std::uint64_t value, int lane_arg,
                                 int width, bool pred) {
   Block* b = block;
-  if (b == nullptr) std::abort();  // a collective in a launch not marked cooperative
+  if (b == nullptr) suspend(COLLECTIVE);  // stops a launch not marked cooperative
   Thread& t = b->threads[b->current];
   t.op = op; t.mask = mask; t.value = value; t.lane_arg = lane_arg; t.width = width; t.pred = pred;
   suspend(COLLECTIVE);
@@ -241,10 +247,7 @@ inline std::uint64_t collective(Op op, unsigned int mask, std::uint64_t value, i
 
 }  // namespace oc_emu
 
-inline void __syncthreads() {
-  if (oc_emu::block == nullptr) std::abort();  // a barrier in a launch not marked cooperative
-  oc_emu::suspend(oc_emu::BARRIER);
-}
+inline void __syncthreads() { oc_emu::suspend(oc_emu::BARRIER); }
 inline void __syncwarp(unsigned int mask = 0xFFFFFFFFu) {
   oc_emu::collective(oc_emu::SYNCWARP, mask, 0, 0, 32, false);
 }
@@ -280,7 +283,8 @@ template <class... A> inline void oc_body(void* k, void** args) {
 
 // Runs kernel `k` over the whole grid, each block's threads in order or, if `cooperative`, as
 // contexts scheduled in an order drawn from `seed`; `shared` holds `n_shared` (address, size)
-// pairs of __shared__ storage. Returns 0, or the first failing block's error code.
+// pairs of __shared__ storage. Returns 0, or the first failing block's error code (3: a barrier
+// or collective in a sequential launch).
 template <class... A>
 inline int oc_emulate(void (*k)(A...), const unsigned int* g, const unsigned int* b, void** args,
                       int cooperative, unsigned long long seed, const unsigned long long* shared,
@@ -289,6 +293,12 @@ inline int oc_emulate(void (*k)(A...), const unsigned int* g, const unsigned int
   blockDim = dim3{b[0], b[1], b[2]};
   const unsigned int threads = b[0] * b[1] * b[2];
   std::lock_guard<std::mutex> hold(oc_emu::shared_lock);
+  std::jmp_buf stop;
+  if (setjmp(stop)) {
+    oc_emu::sequential = nullptr;
+    return 3;
+  }
+  oc_emu::sequential = cooperative ? nullptr : &stop;
   oc_emu::Block& blk = oc_emu::state;
   if (cooperative) {
     blk.threads.resize(threads);
@@ -329,5 +339,6 @@ inline int oc_emulate(void (*k)(A...), const unsigned int* g, const unsigned int
         oc_emu::block = nullptr;
         if (err) return err;
       }
+  oc_emu::sequential = nullptr;
   return 0;
 }

@@ -20,10 +20,10 @@ def module() -> emulator.Module:
     return emulator.build_file(SOURCE, EXPRESSIONS)
 
 
-def block_sum(module, x, grid, block, barriers=True, seed=0):
+def block_sum(module, x, grid, block, barriers=True, seed=0, cooperative=True):
     out = np.zeros(int(np.prod(grid)), np.int32)
     module.launch(f"block_sum<{'true' if barriers else 'false'}>", grid, block, (x, out),
-                  cooperative=True, seed=seed)
+                  cooperative=cooperative, seed=seed)
     return out
 
 
@@ -109,6 +109,13 @@ def test_collective_with_exited_lanes_is_an_error(module):
     with pytest.raises(RuntimeError, match="names a lane that has exited"):
         module.launch("exited_lanes", (1, 1, 1), (32, 1, 1), (np.zeros(32, np.int32),),
                       cooperative=True)
+
+
+def test_barrier_in_a_sequential_launch_is_an_error(module, rng):
+    x = rng.integers(-9, 9, size=64).astype(np.int32)
+    with pytest.raises(RuntimeError, match="launched sequentially"):
+        block_sum(module, x, (1, 1, 1), (64, 1, 1), barriers=True, cooperative=False)
+    np.testing.assert_array_equal(block_sum(module, x, (1, 1, 1), (64, 1, 1)), [x.sum()])
 
 
 def test_schedule_sets_the_seed_of_registered_kernels(monkeypatch):
