@@ -14,7 +14,7 @@
 //   hardmax_rows  inner == 1, contiguous rows: a group of threads per row, one launch;
 //   hardmax_cols  enough columns: a thread per column (o, i), one launch;
 //   hardmax_scan + hardmax_merge  few long columns: `lanes` threads per column, then one per
-//                 column to combine their candidates.
+//                 column to combine their (index, key) candidates.
 // No kernel divides an index: i runs on the grid's x, o and lanes on y and z.
 #include "common.cuh"
 
@@ -94,11 +94,11 @@ __device__ __forceinline__ void take(K k, I kk, K& best, I& best_k) {
 }  // namespace oc
 
 // hardmax_scan: thread (o, lane, i) scans k = lane, lane + lanes, ... of column (o, i), writes
-// 0 over those outputs and the index of its first maximum to part[o, lane, i]. i on x, lane on y,
-// o on z (grid-stride).
+// 0 over those outputs and the index and key of its first maximum to part[o, lane, i] and
+// part_key[o, lane, i]. i on x, lane on y, o on z (grid-stride).
 template <typename T, typename I>
 __global__ void hardmax_scan(const T* __restrict__ x, T* __restrict__ y, I* __restrict__ part,
-                             const HardmaxGeom g) {
+                             typename oc::bits<T>::K* __restrict__ part_key, const HardmaxGeom g) {
   typedef typename oc::bits<T>::U U;
   typedef typename oc::bits<T>::K K;
   const I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;
@@ -119,32 +119,35 @@ __global__ void hardmax_scan(const T* __restrict__ x, T* __restrict__ y, I* __re
       *q = 0;
       if (v > best) { best = v; best_k = k; }
     }
-    part[(o * lanes + lane) * inner + i] = best_k;
+    const I at = (o * lanes + lane) * inner + i;
+    part[at] = best_k;
+    part_key[at] = best;
   }
 }
 
-// hardmax_merge: thread (o, i) takes the first maximum among the lanes' candidates (each one's
-// value read again: lanes loads per column) and writes its 1. i on x, o on y (grid-stride).
+// hardmax_merge: thread (o, i) takes the first maximum among the lanes' (index, key) candidates
+// and writes its 1. i on x, o on y (grid-stride).
 template <typename T, typename I>
 __global__ void hardmax_merge(const T* __restrict__ x, T* __restrict__ y,
-                              const I* __restrict__ part, const HardmaxGeom g) {
+                              const I* __restrict__ part,
+                              const typename oc::bits<T>::K* __restrict__ part_key,
+                              const HardmaxGeom g) {
   typedef typename oc::bits<T>::U U;
   typedef typename oc::bits<T>::K K;
   const I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;
-  const I n = (I)g.n, inner = (I)g.inner, lanes = (I)g.lanes, sn = (I)g.stride_n;
+  const I n = (I)g.n, inner = (I)g.inner, lanes = (I)g.lanes;
   if (i >= inner) return;
 #pragma unroll 1
   for (I o = (I)blockIdx.y * (I)blockDim.y + (I)threadIdx.y; o < (I)g.outer;
        o += (I)gridDim.y * (I)blockDim.y) {
-    const U* col = reinterpret_cast<const U*>(x) + o * (I)g.stride_outer + i * (I)g.stride_inner;
-    const I* cand = part + o * lanes * inner + i;
+    const I first = o * lanes * inner + i;
+    const I* cand = part + first;
+    const K* cand_key = part_key + first;
     K best = 0;
     I best_k = 0;
 #pragma unroll 1
-    for (I lane = 0; lane < lanes; ++lane, cand += inner) {
-      const I k = *cand;
-      oc::take(oc::key<T>(__ldg(col + k * sn)), k, best, best_k);
-    }
+    for (I lane = 0; lane < lanes; ++lane, cand += inner, cand_key += inner)
+      oc::take(*cand_key, *cand, best, best_k);
     reinterpret_cast<U*>(y)[(o * n + best_k) * inner + i] = (U)oc::bits<T>::one;
   }
 }

@@ -98,8 +98,8 @@ struct Block {
 
 inline thread_local Block* block = nullptr;   // the block running cooperatively, if any
 inline thread_local std::jmp_buf* sequential = nullptr;  // where a sequential launch stops
-inline thread_local Block state;              // its storage, reused across launches
-inline std::mutex shared_lock;                // __shared__ storage is one per process
+inline thread_local Block state;              // threads and stacks, reused across launches
+inline std::mutex shared_lock;                // one launch at a time: __shared__ is static
 
 inline std::uint64_t next_random(std::uint64_t& s) {  // splitmix64
   std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
@@ -245,6 +245,11 @@ inline std::uint64_t collective(Op op, unsigned int mask, std::uint64_t value, i
   return b->threads[b->current].result;
 }
 
+// A shuffle: the value as its bytes through the warp.
+template <class T> inline T shuffle(Op op, unsigned int mask, T v, int lane_arg, int width) {
+  return from_bits<T>(collective(op, mask, bits_of(v), lane_arg, width, false));
+}
+
 }  // namespace oc_emu
 
 inline void __syncthreads() { oc_emu::suspend(oc_emu::BARRIER); }
@@ -252,16 +257,17 @@ inline void __syncwarp(unsigned int mask = 0xFFFFFFFFu) {
   oc_emu::collective(oc_emu::SYNCWARP, mask, 0, 0, 32, false);
 }
 template <class T> inline T __shfl_sync(unsigned int mask, T v, int src, int width = 32) {
-  return oc_emu::from_bits<T>(oc_emu::collective(oc_emu::SHFL, mask, oc_emu::bits_of(v), src, width, false));
+  return oc_emu::shuffle(oc_emu::SHFL, mask, v, src, width);
 }
 template <class T> inline T __shfl_up_sync(unsigned int mask, T v, unsigned int d, int width = 32) {
-  return oc_emu::from_bits<T>(oc_emu::collective(oc_emu::SHFL_UP, mask, oc_emu::bits_of(v), (int)d, width, false));
+  return oc_emu::shuffle(oc_emu::SHFL_UP, mask, v, (int)d, width);
 }
-template <class T> inline T __shfl_down_sync(unsigned int mask, T v, unsigned int d, int width = 32) {
-  return oc_emu::from_bits<T>(oc_emu::collective(oc_emu::SHFL_DOWN, mask, oc_emu::bits_of(v), (int)d, width, false));
+template <class T>
+inline T __shfl_down_sync(unsigned int mask, T v, unsigned int d, int width = 32) {
+  return oc_emu::shuffle(oc_emu::SHFL_DOWN, mask, v, (int)d, width);
 }
 template <class T> inline T __shfl_xor_sync(unsigned int mask, T v, int m, int width = 32) {
-  return oc_emu::from_bits<T>(oc_emu::collective(oc_emu::SHFL_XOR, mask, oc_emu::bits_of(v), m, width, false));
+  return oc_emu::shuffle(oc_emu::SHFL_XOR, mask, v, m, width);
 }
 inline unsigned int __ballot_sync(unsigned int mask, int pred) {
   return (unsigned int)oc_emu::collective(oc_emu::BALLOT, mask, 0, 0, 32, pred != 0);
@@ -323,7 +329,8 @@ inline int oc_emulate(void (*k)(A...), const unsigned int* g, const unsigned int
               }
           continue;
         }
-        blk.rng = seed ^ (0x2545F4914F6CDD1Dull * (1 + bx + (std::uint64_t)g[0] * (by + (std::uint64_t)g[1] * bz)));
+        const std::uint64_t linear = bx + (std::uint64_t)g[0] * (by + (std::uint64_t)g[1] * bz);
+        blk.rng = seed ^ (0x2545F4914F6CDD1Dull * (1 + linear));
         for (unsigned int i = 0; i < threads; ++i) {
           oc_emu::Thread& t = blk.threads[i];
           t.idx = uint3{i % b[0], (i / b[0]) % b[1], i / (b[0] * b[1])};

@@ -198,5 +198,6 @@ def test_fast_paths_registered():
         for i in ("int", "long long"):
             assert fast[f"hardmax_cols<{t}, {i}>"] == 1
             assert fast[f"hardmax_rows<{t}, 1, {i}>"] == 1
-    assert fast["hardmax_rows<oc::half_t, 8, int>"] == 8 and fast["hardmax_rows<double, 2, int>"] == 2
+    assert fast["hardmax_rows<oc::half_t, 8, int>"] == 8
+    assert fast["hardmax_rows<double, 2, int>"] == 2
     assert all(loader.cooperative("hardmax", e) == e.startswith("hardmax_rows") for e in fast)

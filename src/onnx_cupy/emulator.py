@@ -117,7 +117,8 @@ def _shared_storage(so: Path, lib: ctypes.CDLL) -> np.ndarray:
     data = so.read_bytes()
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
     symbols: dict[str, tuple[int, int, int]] = {}
     for _, kind, _, _, offset, size, link, _, _, entsize in sections:
         if kind != 2:  # SHT_SYMTAB

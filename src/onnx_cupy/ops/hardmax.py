@@ -30,6 +30,7 @@ PACKS_PER_THREAD = 4     # fewest packs a thread of hardmax_rows scans before th
 WARP = 32
 MAX_GRID_X, MAX_GRID_YZ = 2**31 - 1, 65535
 GRID_SLACK = 1 << 24     # most that a kernel's thread indices overshoot the view's extents
+KEY_DTYPES = {2: np.dtype(np.uint32), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}  # by itemsize
 
 _GEOM = np.dtype([(f, "<i8") for f in (
     "outer", "n", "inner", "lanes", "stride_outer", "stride_n", "stride_inner")])
@@ -63,7 +64,7 @@ loader.register_cooperative(FAMILY, list(_ROWS))
 class Launch(NamedTuple):
     expression: str
     shape: launch.Shape
-    part: bool            # takes the scan lanes' candidates buffer
+    part: bool            # takes the scan lanes' candidates (index and key buffers)
 
 
 @functools.lru_cache(maxsize=512)
@@ -153,7 +154,10 @@ def run(pl: HardmaxPlan, X: Any, Y: Any, backend: str) -> None:
         X, strides = arrays.element_strides(xp.ascontiguousarray(X))
     aligned = (_address(X) | _address(Y)) % PACK_BYTES == 0
     steps, index_dtype, g = launches(pl, X.dtype, strides, aligned)
-    part = xp.empty(pl.outer * pl.lanes * pl.inner, dtype=index_dtype) if steps[0].part else None
+    part: tuple = ()
+    if steps[0].part:
+        size = pl.outer * pl.lanes * pl.inner
+        part = (xp.empty(size, dtype=index_dtype),
+                xp.empty(size, dtype=KEY_DTYPES[X.dtype.itemsize]))
     for step in steps:
-        launch.launch(backend, FAMILY, step.expression, Y.size,
-                      (X, Y, g) if part is None else (X, Y, part, g), step.shape)
+        launch.launch(backend, FAMILY, step.expression, Y.size, (X, Y, *part, g), step.shape)
