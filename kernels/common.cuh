@@ -62,8 +62,9 @@ __device__ __forceinline__ float bf16_to_float(unsigned short b) {
   return bits_to_float((unsigned int)b << 16);
 }
 __device__ __forceinline__ unsigned short float_to_bf16(float f) {
-  unsigned int u = float_to_bits(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (unsigned short)((u >> 16) | 0x0040u);
+  // Round to nearest even in integer arithmetic; a NaN keeps its sign and payload, made quiet.
+  const unsigned int u = float_to_bits(f);
+  if (f != f) return (unsigned short)((u >> 16) | 0x0040u);
   return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
@@ -96,6 +97,17 @@ template <typename I> __device__ __forceinline__ I grid_stride() {
 
 template <typename I> __device__ __forceinline__ I imin(I a, I b) { return a < b ? a : b; }
 template <typename I> __device__ __forceinline__ I imax(I a, I b) { return a > b ? a : b; }
+
+// n / d by multiply-shift for 0 <= n < 2^31 and 1 <= d < 2^31: with t = mulhi(n, mul),
+// n / d = (t + n) >> shift, where by = {mul, shift} comes from the host (launch.divider).
+__device__ __forceinline__ int fast_div(int n, const unsigned int (&by)[2]) {
+#if defined(__CUDA_ARCH__)
+  const unsigned int t = __umulhi((unsigned int)n, by[0]);
+#else
+  const unsigned int t = (unsigned int)(((unsigned long long)(unsigned int)n * by[0]) >> 32);
+#endif
+  return (int)((t + (unsigned int)n) >> by[1]);
+}
 
 // ceil(a / b) for b > 0 and any sign of a.
 template <typename I> __device__ __forceinline__ I ceil_div(I a, I b) {

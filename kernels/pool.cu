@@ -34,7 +34,7 @@ __device__ __forceinline__ void tap_range(I start, I d, I k, I lo, I hi, I& j0, 
 }
 
 template <typename Acc> __device__ __forceinline__ Acc lp_term(Acc v, Acc p) {
-  Acc a = v < Acc(0) ? -v : v;
+  const Acc a = fabs(v);
   if (p == Acc(1)) return a;
   if (p == Acc(2)) return a * a;
   return pow(a, p);
@@ -95,5 +95,160 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
       }
     }
     oc::store<Acc>(y + idx, g.lp ? oc::lp_root<Acc>(acc, p) : acc / count);
+  }
+}
+
+// Fast path for 1-3 spatial axes and 32-bit offsets: AveragePool, LpPool p = 1 and p = 2.
+// Template parameters: spatial rank R and Mode (pool_avg, pool_l1, pool_l2). Each thread owns
+// OC_POOL_V consecutive outputs along the last axis at one outer position (grid x: outer output
+// positions x groups of OC_POOL_V, no grid stride) and visits the N*C planes in a grid-stride
+// loop over grid y. Its window state (tap ranges, divisors, offsets) is computed once, before
+// that loop; the loop body only loads, accumulates in the generic kernel's order and stores.
+// One tap loop along the last axis serves all OC_POOL_V outputs (as many independent loads per
+// iteration), without predicates where every output reads every tap. Blocks of 256 threads
+// (BLOCK in ops/pool.py) and at most 64 registers: occupancy >= 50 % on sm_80/sm_90.
+#define OC_POOL_V 4  // outputs per thread: OUTPUTS in ops/pool.py
+
+struct PoolFastGeom {
+  int planes;     // N * C
+  int channels;   // C
+  int stride_n;   // input element strides of N and C
+  int stride_c;
+  int work;       // threads per plane: outer output positions x groups
+  int groups;     // ceil(out_len[R - 1] / OC_POOL_V)
+  int out_plane;  // output elements per plane
+  unsigned int by_channels[2];  // oc::fast_div divisors of C, groups and (R == 3) out_len[1]
+  unsigned int by_groups[2];
+  unsigned int by_mid[2];
+  int in_len[3];
+  int in_stride[3];
+  int out_len[3];
+  int kernel[3];
+  int step[3];       // ONNX strides
+  int dilation[3];
+  int pad_begin[3];
+  int cnt_lo[3];     // divisor counts window positions in [cnt_lo, cnt_hi)
+  int cnt_hi[3];
+  unsigned int by_dilation[3][2];
+};
+
+namespace oc {
+
+enum { pool_avg = 0, pool_l1 = 1, pool_l2 = 2 };
+
+// Taps [j0, j1) of the window at `start` whose positions start + j * d lie in [lo, hi), by
+// multiply-shift division (0 <= j0 <= j1 <= k).
+__device__ __forceinline__ void tap_span(const PoolFastGeom& g, int a, int start, int lo, int hi,
+                                         int& j0, int& j1) {
+  const int d = g.dilation[a], k = g.kernel[a];
+  j0 = imin(k, fast_div(imax(lo - start, 0) + d - 1, g.by_dilation[a]));
+  j1 = imax(j0, imin(k, fast_div(imax(hi - start, 0) + d - 1, g.by_dilation[a])));
+}
+
+template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_term(Acc v) {
+  if (Mode == pool_avg) return v;
+  const Acc a = fabs(v);  // as lp_term: the generic kernel's terms, bit for bit
+  return Mode == pool_l1 ? a : a * a;
+}
+
+template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc s, Acc count) {
+  if (Mode == pool_avg) return s / count;
+  if (Mode == pool_l1) return s;
+  return sqrt(s);
+}
+
+}  // namespace oc
+
+template <typename T, typename Acc, int Mode, int R>
+__global__ void __launch_bounds__(256, 4) pool_fast(const T* __restrict__ x, T* __restrict__ y,
+                                                 const PoolFastGeom g) {
+  constexpr int L = R - 1;  // the last spatial axis
+  constexpr int V = OC_POOL_V;
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= g.work) return;
+  const int row = oc::fast_div(t, g.by_groups);  // outer output position, row-major
+  const int o_last = (t - row * g.groups) * V;
+  int o[2] = {row, 0};
+  if constexpr (R == 3) {
+    o[0] = oc::fast_div(row, g.by_mid);
+    o[1] = row - o[0] * g.out_len[1];
+  }
+  // Outer axes: their taps as (count, jump) pairs, absent axes one tap. Offsets of windows that
+  // read nothing may wrap: unsigned arithmetic.
+  int taps[2] = {1, 1}, jump[2] = {0, 0}, counted[2] = {1, 1};
+  unsigned int begin = 0;
+#pragma unroll
+  for (int a = 0; a < L; ++a) {
+    const int start = o[a] * g.step[a] - g.pad_begin[a];
+    int j0, j1, c0, c1;
+    oc::tap_span(g, a, start, 0, g.in_len[a], j0, j1);
+    oc::tap_span(g, a, start, g.cnt_lo[a], g.cnt_hi[a], c0, c1);
+    taps[a] = j1 - j0;
+    counted[a] = c1 - c0;
+    jump[a] = g.dilation[a] * g.in_stride[a];
+    begin += (unsigned int)(start + j0 * g.dilation[a]) * (unsigned int)g.in_stride[a];
+  }
+  // Last axis: output v reads taps j in [lo[v], lo[v] + len[v]) at offset at[v] + j * jl.
+  const int jl = g.dilation[L] * g.in_stride[L];
+  int lo[V], len[V], jlo = g.kernel[L], jhi = 0;
+  unsigned int at[V];
+  Acc count[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    const int ov = oc::imin(o_last + v, g.out_len[L] - 1);
+    const int start = ov * g.step[L] - g.pad_begin[L];
+    int j0, j1, c0, c1;
+    oc::tap_span(g, L, start, 0, g.in_len[L], j0, j1);
+    oc::tap_span(g, L, start, g.cnt_lo[L], g.cnt_hi[L], c0, c1);
+    if (o_last + v >= g.out_len[L]) j1 = j0;  // past the row's end: nothing to read or write
+    lo[v] = j0;
+    len[v] = j1 - j0;
+    at[v] = begin + (unsigned int)start * (unsigned int)g.in_stride[L];
+    count[v] = (Acc)(c1 - c0);  // the generic kernel's product order: last axis first
+#pragma unroll
+    for (int a = L - 1; a >= 0; --a) count[v] *= (Acc)counted[a];
+    if (j1 > j0) {
+      jlo = oc::imin(jlo, j0);
+      jhi = oc::imax(jhi, j1);
+    }
+  }
+  bool inside = true;  // the group's outputs all exist and read every tap on the last axis
+#pragma unroll
+  for (int v = 0; v < V; ++v) inside &= len[v] == g.kernel[L];
+  const int y_row = row * g.out_len[L] + o_last;
+#pragma unroll 1
+  for (int p = blockIdx.y * blockDim.y + threadIdx.y; p < g.planes; p += blockDim.y * gridDim.y) {
+    const int n = oc::fast_div(p, g.by_channels);
+    const unsigned int plane = (unsigned int)(n * g.stride_n + (p - n * g.channels) * g.stride_c);
+    Acc acc[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = Acc(0);
+    for (int i0 = 0; i0 < taps[0]; ++i0) {
+      for (int i1 = 0; i1 < taps[1]; ++i1) {
+        const unsigned int r = plane + (unsigned int)(i0 * jump[0] + i1 * jump[1]);
+        if (inside) {  // every tap of every output: no predicates
+          unsigned int tap = 0;
+#pragma unroll 1
+          for (int j = 0; j < g.kernel[L]; ++j, tap += jl) {
+#pragma unroll
+            for (int v = 0; v < V; ++v)
+              acc[v] += oc::pool_term<Mode>(oc::load<Acc>(x + (int)(r + at[v] + tap)));
+          }
+        } else {
+#pragma unroll 1
+          for (int j = jlo; j < jhi; ++j) {
+            const unsigned int tap = (unsigned int)j * (unsigned int)jl;
+#pragma unroll
+            for (int v = 0; v < V; ++v)
+              if ((unsigned int)(j - lo[v]) < (unsigned int)len[v])
+                acc[v] += oc::pool_term<Mode>(oc::load<Acc>(x + (int)(r + at[v] + tap)));
+          }
+        }
+      }
+    }
+    T* yp = y + (p * g.out_plane + y_row);
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      if (o_last + v < g.out_len[L]) oc::store<Acc>(yp + v, oc::pool_finish<Mode>(acc[v], count[v]));
   }
 }

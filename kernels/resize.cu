@@ -29,6 +29,9 @@ template <> struct pod<4> { unsigned int v; };
 template <> struct pod<8> { unsigned long long v; };
 template <> struct pod<16> { unsigned long long v[2]; };
 
+template <typename T> struct is_void { static const bool value = false; };
+template <> struct is_void<void> { static const bool value = true; };
+
 template <typename T> struct int_range { static const bool value = false; };
 #define RSZ_INT_RANGE(T, LO, HI)                                  \
   template <> struct int_range<T> {                               \
@@ -158,4 +161,168 @@ __global__ void resize_weighted(const T* __restrict__ x, T* __restrict__ y,
     }
     y[o] = rsz::result<T, Acc>::from(acc);
   }
+}
+
+// Fast paths: the resized dims are the trailing R (1-3) dims of a 32-bit-indexed problem, each
+// with TAPS table entries per output coordinate (nearest 1, linear 2, cubic 4). The output is
+// [batch, out[0], ..., out[R-1]]: grid z is the batch (the unresized leading dims, merged), grid
+// y (with threadIdx.y) the rows out[0] * ... * out[R-2], grid x the innermost dim, which each
+// thread walks in a grid-stride loop, V outputs per iteration spaced blockDim.x apart. The outer
+// dims' taps are resolved once per thread into registers (input offsets and weight products,
+// formed in the generic kernel's order), so each output costs its own TAPS table entries and the
+// tap product. Tables: per output coordinate TAPS weights (float for 16/32-bit floats, double
+// otherwise) and TAPS input offsets (index times the dim's input stride, made on the host).
+struct ResizeFastGeom {
+  unsigned long long fill[2];  // extrapolation value: the bytes of one storage element
+  int out[3];                  // output lengths of the resized dims, outermost first
+  int table[3];                // their first table record
+  int batch_stride;            // input element stride of the merged leading dims
+  int rows;                    // out[0] * ... * out[R-2] (1 when R == 1)
+};
+
+namespace rsz {
+
+__host__ __device__ constexpr int ipow(int b, int e) { return e == 0 ? 1 : b * ipow(b, e - 1); }
+
+template <typename T> __device__ __forceinline__ T fill_value(const ResizeFastGeom& g) {
+  union { unsigned long long w[2]; T t; } u;
+  u.w[0] = g.fill[0];
+  u.w[1] = g.fill[1];
+  return u.t;
+}
+
+// The first offset of an extrapolated coordinate: no offset of a 32-bit-indexed input is -2^31.
+constexpr int OUTSIDE = -2147483647 - 1;
+
+// The first offset of a record made safe to read with (0 when extrapolated).
+__device__ __forceinline__ int first_offset(int i) { return i == OUTSIDE ? 0 : i; }
+
+// The table record of one output coordinate: TAPS weights (none for nearest: W void), then TAPS
+// input offsets, the first OUTSIDE where the coordinate is extrapolated; aligned for vector loads.
+template <typename W, int TAPS> struct record_size {
+  static constexpr int value = TAPS * (int)(sizeof(W) + sizeof(int));
+};
+template <int TAPS> struct record_size<void, TAPS> {
+  static constexpr int value = TAPS * (int)sizeof(int);
+};
+__host__ __device__ constexpr int record_align(int bytes) {
+  return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : 4;
+}
+
+template <typename W, int TAPS, int B = record_size<W, TAPS>::value>
+struct alignas(record_align(B)) record {
+  W w[TAPS];
+  int i[TAPS];
+};
+template <int TAPS, int B> struct alignas(record_align(B)) record<void, TAPS, B> {
+  int i[TAPS];
+};
+
+// One thread's row: input pointers and weight products of the K = TAPS^(R-1) tap combinations
+// of the outer resized dims (combination k takes tap (k / TAPS^(R-2-a)) % TAPS of dim a; weights
+// only when W is not void), and whether no outer coordinate is extrapolated.
+template <typename T, typename Acc, typename W, int R, int TAPS> struct fast_row {
+  static constexpr int K = ipow(TAPS, R - 1);
+  const T* at[K];
+  Acc part[K];
+  bool inside;
+  int row;  // output row: b * rows + r
+
+  // False for threads past the last row.
+  __device__ __forceinline__ bool locate(const T* __restrict__ x, const ResizeFastGeom& g,
+                                         const record<W, TAPS>* __restrict__ table) {
+    const int r = (int)(blockIdx.y * blockDim.y + threadIdx.y);
+    if (r >= g.rows) return false;
+    const int b = (int)blockIdx.z;
+    row = b * g.rows + r;
+    int c[3] = {r, 0, 0};
+    if (R == 3) {
+      c[0] = r / g.out[1];
+      c[1] = r - c[0] * g.out[1];
+    }
+    int off[R][TAPS];  // dims 0 .. R-2 (one spare row: no zero-length arrays)
+    Acc w[R][TAPS];
+    inside = true;
+#pragma unroll
+    for (int a = 0; a < R - 1; ++a) {
+      const record<W, TAPS> e = table[g.table[a] + c[a]];
+      inside = inside && e.i[0] != OUTSIDE;
+#pragma unroll
+      for (int t = 0; t < TAPS; ++t) {
+        off[a][t] = t == 0 ? first_offset(e.i[0]) : e.i[t];
+        if constexpr (!is_void<W>::value) w[a][t] = (Acc)e.w[t];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      int o = b * g.batch_stride;
+      Acc p = Acc(1);
+#pragma unroll
+      for (int a = 0; a < R - 1; ++a) {
+        const int t = k / ipow(TAPS, R - 2 - a) % TAPS;
+        o += off[a][t];
+        if constexpr (!is_void<W>::value) p = p * w[a][t];
+      }
+      at[k] = x + o;
+      part[k] = p;
+    }
+    return true;
+  }
+};
+
+// Calls out(o) for every innermost coordinate of this thread, V per iteration of a grid-stride
+// loop. Past the end of the row o is clamped to the last coordinate (no branch per output): the
+// thread then stores the value that the last coordinate's own thread stores, a benign race.
+template <int V, typename F> __device__ __forceinline__ void fast_walk(int n, F&& out) {
+  const int step = (int)(gridDim.x * blockDim.x) * V;
+#pragma unroll 1
+  for (int x0 = (int)(blockIdx.x * blockDim.x) * V + (int)threadIdx.x; x0 < n; x0 += step) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) out(oc::imin(x0 + v * (int)blockDim.x, n - 1));
+  }
+}
+
+}  // namespace rsz
+
+// Nearest, trailing dims: a copy of the chosen element, index tables only. `inner` is the
+// innermost dim's table (table + g.table[R - 1], passed as its own pointer: one multiply-add per
+// record address).
+template <typename T, int R, int V>
+__global__ void __launch_bounds__(256, 4) resize_nearest_fast(
+    const T* __restrict__ x, T* __restrict__ y, const rsz::record<void, 1>* __restrict__ table,
+    const rsz::record<void, 1>* __restrict__ inner, const ResizeFastGeom g) {
+  rsz::fast_row<T, int, void, R, 1> w;
+  if (!w.locate(x, g, table)) return;
+  const int n = g.out[R - 1], row = w.row * n;
+  const T fill = rsz::fill_value<T>(g);
+  rsz::fast_walk<V>(n, [&](int o) {
+    const int i = inner[o].i[0];
+    const T v = w.at[0][rsz::first_offset(i)];
+    y[row + o] = w.inside && i != rsz::OUTSIDE ? v : fill;
+  });
+}
+
+// Linear and cubic, trailing dims: the generic kernel's sum, term for term in its order.
+template <typename T, typename Acc, typename W, int R, int TAPS, int V>
+__global__ void __launch_bounds__(256, 4) resize_weighted_fast(
+    const T* __restrict__ x, T* __restrict__ y, const rsz::record<W, TAPS>* __restrict__ table,
+    const rsz::record<W, TAPS>* __restrict__ inner, const ResizeFastGeom g) {
+  rsz::fast_row<T, Acc, W, R, TAPS> w;
+  if (!w.locate(x, g, table)) return;
+  const int n = g.out[R - 1], row = w.row * n;
+  const T fill = rsz::fill_value<T>(g);
+  rsz::fast_walk<V>(n, [&](int o) {
+    const rsz::record<W, TAPS> e = inner[o];
+    int at[TAPS];
+#pragma unroll
+    for (int t = 0; t < TAPS; ++t) at[t] = t == 0 ? rsz::first_offset(e.i[0]) : e.i[t];
+    Acc acc = Acc(0);
+#pragma unroll
+    for (int k = 0; k < w.K; ++k) {
+#pragma unroll
+      for (int t = 0; t < TAPS; ++t)
+        acc += w.part[k] * (Acc)e.w[t] * oc::load<Acc>(w.at[k] + at[t]);
+    }
+    y[row + o] = w.inside && e.i[0] != rsz::OUTSIDE ? rsz::result<T, Acc>::from(acc) : fill;
+  });
 }

@@ -150,17 +150,18 @@ def test_backend_run_node(cpu_backend):
 
 
 SAME_UPPER = {"kernel_shape": [2], "strides": [2], "auto_pad": "SAME_UPPER"}
+DILATED = {"kernel_shape": [2], "dilations": [2]}
 
 
-@pytest.mark.parametrize("opset, width", [(11, 2), (19, 3)])
-def test_run_node_opset_from_model(opset, width):
-    """AveragePool-11 and -19 give SAME_UPPER different output sizes (5, stride 2: 2 vs 3)."""
-    m = node_model("AveragePool", [("X", np.float32)], SAME_UPPER, opset)
+def test_run_node_opset_from_model():
+    """The model's opset decides the version: dilations exist from AveragePool-19 only."""
     x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    m = node_model("AveragePool", [("X", np.float32)], DILATED, 19)
     (y,) = onnx_cupy.run_node(m.graph.node[0], [x], opset=m)
-    (expected,) = onnx_cupy.run_node(m.graph.node[0], [x], opset=opset)
-    assert y.shape == (1, 1, width)
-    np.testing.assert_array_equal(y, expected)
+    np.testing.assert_array_equal(y, [[[1, 2, 3]]])
+    m = node_model("AveragePool", [("X", np.float32)], DILATED, 18)
+    with pytest.raises(ValueError, match=r"'dilations' is not defined at opset 18"):
+        onnx_cupy.run_node(m.graph.node[0], [x], opset=m)
 
 
 def test_run_node_model_without_default_opset():

@@ -141,16 +141,18 @@ def expressions(monkeypatch):
     seen = []
     real = launch.launch
 
-    def spy(backend, family, expression, work_items, args):
+    def spy(backend, family, expression, work_items, args, shape=None):
         seen.append(expression)
-        return real(backend, family, expression, work_items, args)
+        return real(backend, family, expression, work_items, args, shape)
 
     monkeypatch.setattr(launch, "launch", spy)
     return seen
 
 
 def test_small_input_uses_32_bit_indices(expressions, rng):
-    run("AveragePool", random(rng, (2, 3, 9, 9), np.float16), "emulated", kernel_shape=[3, 3])
+    """The generic kernel (4 spatial axes: no fast path) with 32-bit indices."""
+    run("AveragePool", random(rng, (2, 3, 5, 4, 3, 3), np.float16), "emulated",
+        kernel_shape=[3, 2, 1, 3])
     assert expressions == ["pool<oc::half_t, float, int>"]
 
 
@@ -186,11 +188,13 @@ def test_kernel_one_with_huge_dilation(cpu_backend, rng):
 def test_huge_output_grid_stride_uses_64_bit_indices(monkeypatch):
     """A grid-stride loop index passes the output size by up to one grid of threads
     (launch.MAX_BLOCKS * launch.BLOCK): near 2**31 outputs, that no longer fits an int even
-    though every offset does. Virtual memory only: the launch is recorded, not run."""
+    though every offset does. Four spatial axes: the generic kernel. Virtual memory only: the
+    launch is recorded, not run."""
     seen = []
     monkeypatch.setattr(launch, "launch", lambda *args: seen.append(args[2]))
     for total, bits in ((2**31 - 1 - launch.MAX_BLOCKS * launch.BLOCK, "int"),
                         (2**31 - launch.MAX_BLOCKS * launch.BLOCK, "long long")):
-        y = run("AveragePool", np.empty((total, 1, 1), np.float16), "emulated", kernel_shape=[1])
-        assert y.shape == (total, 1, 1)
+        shape = (total, 1, 1, 1, 1, 1)
+        y = run("AveragePool", np.empty(shape, np.float16), "emulated", kernel_shape=[1] * 4)
+        assert y.shape == shape
         assert seen.pop() == f"pool<oc::half_t, float, {bits}>"

@@ -1,7 +1,7 @@
 """Differential tests on random seeded configurations: AveragePool against onnx.reference's
 ReferenceEvaluator (opset-specific models), LpPool against onnxruntime; both against a float64
-oracle, onnx.reference's `pool` core evaluated on the geometry transcribed from each version's spec
-text. Where the spec deliberately differs from onnx.reference, hand-computed cases pin it down."""
+oracle, onnx.reference's `pool` core evaluated on tests/pool_oracle.py's geometry. Where onnx-cupy
+deliberately differs from onnx.reference, hand-computed cases pin it down."""
 from __future__ import annotations
 
 import math
@@ -10,8 +10,17 @@ import warnings
 import numpy as np
 import pytest
 from onnx.reference.ops.op_pool_common import pool
-from util import (BF16, FLOAT_DTYPES, assert_close, node_model, onnxruntime, random, reference,
-                  to_backend)
+from pool_oracle import geometry
+from util import (
+    BF16,
+    FLOAT_DTYPES,
+    assert_close,
+    node_model,
+    onnxruntime,
+    random,
+    reference,
+    to_backend,
+)
 
 from onnx_cupy import average_pool, lp_pool
 
@@ -38,33 +47,10 @@ def axes(shape, attrs):
                     attrs.get("dilations", [1] * nd), pads[:nd], pads[nd:]))
 
 
-def spec_geometry(op, version, shape, attrs):
-    """Per spatial axis (output length, begin pad, end pad), transcribed from the version's spec."""
-    auto_pad, ceil = attrs.get("auto_pad", "NOTSET"), attrs.get("ceil_mode", 0)
-    geometry = []
-    for n, k, s, d, b, e in axes(shape, attrs):
-        dk = (k - 1) * d + 1
-        if auto_pad == "NOTSET":
-            rounding = math.ceil if ceil else math.floor
-            length = rounding((n + b + e - dk) / s + 1)
-            # AveragePool-22: "Sliding windows that would start in the right padded region are
-            # ignored."
-            if op == "AveragePool" and version >= 22 and ceil and (length - 1) * s >= n + b:
-                length -= 1
-        else:
-            valid = auto_pad == "VALID"
-            if op == "AveragePool" and 11 <= version < 19 and not ceil:   # v11's floor forms
-                length = math.floor((n - dk + 1) / s) if valid else math.floor(n / s)
-            elif op == "AveragePool" and version >= 19 and not ceil:      # v19's floor forms
-                length = math.floor((n - dk) / s) + 1 if valid else math.floor((n - 1) / s) + 1
-            else:
-                length = math.ceil((n - dk + 1) / s) if valid else math.ceil(n / s)
-            # pad_shape = (out - 1) * stride + dk - n, clamped at 0 as TensorFlow and onnxruntime do
-            total = 0 if valid else max(0, (length - 1) * s + dk - n)
-            b = total - total // 2 if auto_pad == "SAME_LOWER" else total // 2
-            e = total - b
-        geometry.append((length, b, e))
-    return geometry
+def spec_geometry(shape, attrs):
+    """Per spatial axis (output length, begin pad, end pad), as tests/pool_oracle.py derives it
+    (one rule at every version)."""
+    return [g[4:] for g in geometry(shape, attrs)]
 
 
 def spec_oracle(op, x64, attrs, geometry):
@@ -112,7 +98,7 @@ def draw(rng, op, opset, i):
         if op == "LpPool":
             attrs["p"] = (float(rng.choice([1, 2, 3, 0.5, 1.5, 2.5])) if version == 1
                           else int(rng.integers(1, 4)))
-        geometry = spec_geometry(op, version, shape, attrs)
+        geometry = spec_geometry(shape, attrs)
         if all(g[0] > 0 for g in geometry):
             dtypes = [t for t in FLOAT_DTYPES if t != BF16 or version >= 22]
             return shape, attrs, dtypes[i % len(dtypes)], geometry
@@ -121,23 +107,20 @@ def draw(rng, op, opset, i):
 def reference_exact(version, shape, attrs, geometry):
     """Whether onnx.reference's AveragePool follows the spec on this configuration. It does not:
     at version 1 with padding (it counts the padding, as count_include_pad=1 would); with auto_pad,
-    for ceil_mode (it asserts), dilations (its pads ignore them), a negative pad formula (np.pad
-    fails) or versions 11-18 (it uses the v19 floor forms); with ceil_mode, when a window starts
-    in the right padding before version 22 (it drops it at every version), at version 22 when
-    even a floor-mode window starts there (its loop overruns the output), or when the last window
-    overhangs the padded input by 2 or more (it moves half of that overhang to the begin side,
-    shifting every window)."""
+    for ceil_mode (it asserts), dilations (its pads ignore them) or a negative pad formula (np.pad
+    fails); with ceil_mode, when the floor-mode length exceeds the ceil-mode one or a pad reaches
+    the kernel size (its loop overruns its buffer), or when the last window overhangs the padded
+    input by 2 or more (it moves half of that overhang to the begin side, shifting every
+    window)."""
     ceil = attrs.get("ceil_mode", 0)
     for (n, k, s, d, _, _), (length, b, e) in zip(axes(shape, attrs), geometry):
         dk = (k - 1) * d + 1
         if version == 1 and b + e > 0:
             return False
         if "auto_pad" in attrs:
-            if ceil or d > 1 or 11 <= version < 19 or (
-                    attrs["auto_pad"] != "VALID" and (length - 1) * s + k - n < 0):
+            if ceil or d > 1 or (attrs["auto_pad"] != "VALID" and (length - 1) * s + k - n < 0):
                 return False
-        elif ceil and ((length - 1) * s + dk - (n + b + e) >= 2
-                       or (length - 1) * s >= n + b
+        elif ceil and ((length - 1) * s + dk - (n + b + e) >= 2 or max(b, e) >= k
                        or (n + b + e - dk) // s + 1 > length):
             return False
     return True
@@ -146,15 +129,14 @@ def reference_exact(version, shape, attrs, geometry):
 def ort_exact(shape, attrs):
     """Whether onnxruntime's LpPool follows the spec here. It rejects pads >= kernel; with
     auto_pad, it computes pads from the undilated kernel, applies ceil_mode to the output size,
-    and pads negatively (crops) where the SAME pad formula is negative; with ceil_mode, it drops
-    a window that starts in the right padding, as AveragePool-22 does."""
-    auto_pad, ceil = attrs.get("auto_pad", "NOTSET"), attrs.get("ceil_mode", 0)
+    and pads negatively (crops) where the SAME pad formula is negative."""
+    auto_pad = attrs.get("auto_pad", "NOTSET")
     for n, k, s, d, b, e in axes(shape, attrs):
-        dk = (k - 1) * d + 1
         if auto_pad == "NOTSET":
-            if max(b, e) >= k or ceil and math.ceil((n + b + e - dk) / s) * s >= n + b:
+            if max(b, e) >= k:
                 return False
-        elif d > 1 or ceil or (auto_pad != "VALID" and (math.ceil(n / s) - 1) * s + k - n < 0):
+        elif d > 1 or attrs.get("ceil_mode", 0) or (
+                auto_pad != "VALID" and (math.ceil(n / s) - 1) * s + k - n < 0):
             return False
     return True
 
@@ -208,46 +190,45 @@ def pooled(backend, op, x, opset, **attrs):
     return RUN[op](to_backend(x, backend), opset=opset, **attrs)
 
 
-def test_average_pool_v11_auto_pad_floor_forms(backend, rng):
-    x = random(rng, (1, 1, 6), np.float64)
-    v = x[0, 0]
-    same = {"kernel_shape": [2], "strides": [2], "auto_pad": "SAME_UPPER"}
-    # v11-18, ceil_mode=0: floor(5 / 2) = 2 windows, pad max(0, (2 - 1) * 2 + 2 - 5) = 0
-    assert_close(pooled(backend, "AveragePool", x[..., :5], 11, **same),
-                 np.array([[[v[:2].mean(), v[2:4].mean()]]]))
-    # ceil(5 / 2) (v1-10, or ceil_mode=1) = floor((5 - 1) / 2) + 1 (v19): 3 windows, the last over
-    # x4 and one pad
-    for opset, ceil in ((10, 0), (11, 1), (18, 1), (19, 0), (22, 0)):
-        assert_close(pooled(backend, "AveragePool", x[..., :5], opset, ceil_mode=ceil, **same),
-                     np.array([[[v[:2].mean(), v[2:4].mean(), v[4]]]]))
-    valid = {"kernel_shape": [2], "strides": [4], "auto_pad": "VALID"}
-    # v11: floor((6 - 2 + 1) / 4) = 1 window; ceil(5 / 4) = floor((6 - 2) / 4) + 1 = 2 windows
-    assert_close(pooled(backend, "AveragePool", x, 11, **valid), np.array([[[v[:2].mean()]]]))
-    for opset, ceil in ((10, 0), (11, 1), (19, 0)):
-        assert_close(pooled(backend, "AveragePool", x, opset, ceil_mode=ceil, **valid),
-                     np.array([[[v[:2].mean(), v[4:].mean()]]]))
+AVG_CEIL = ((7, 0), (10, 0), (10, 1), (11, 0), (11, 1), (18, 1), (19, 0), (21, 1), (22, 0),
+            (22, 1))
 
 
-def test_ceil_mode_window_starting_in_right_padding(backend, rng):
-    """n=4, kernel 2, stride 2, pads [0, 1], ceil_mode: ceil(3 / 2) + 1 = 3 windows; the third
-    starts at 4, in the right padding. AveragePool-22 ignores it; earlier versions (21 maps to 19)
-    and LpPool keep it, with no input element in it."""
-    x = random(rng, (1, 1, 4), np.float64)
-    v = x[0, 0]
+@pytest.mark.parametrize("opset, ceil", AVG_CEIL)
+def test_auto_pad_lengths_every_version(backend, rng, opset, ceil):
+    """SAME: ceil(n / s); VALID: floor((n - dk) / s) + 1, at every version and ceil_mode (the
+    v11 text's floor forms give 3 and 1 here; onnxruntime and onnx.reference 4 and 2)."""
+    x = random(rng, (1, 3, 7), np.float64)
+    # n=7, k=3, s=2: 4 windows, pad total 3 * 2 + 3 - 7 = 2 split 1+1, starting at -1, 1, 3, 5
+    got = pooled(backend, "AveragePool", x, opset, kernel_shape=[3], strides=[2],
+                 auto_pad="SAME_LOWER", ceil_mode=ceil)
+    assert_close(got, np.stack([x[..., a:b].mean(-1) for a, b in ((0, 2), (1, 4), (3, 6),
+                                                                   (5, 7))], -1))
+    got = pooled(backend, "AveragePool", x[:1, :1, :3], opset, kernel_shape=[1], strides=[2],
+                 auto_pad="VALID", ceil_mode=ceil)
+    assert_close(got, x[:1, :1, [0, 2]])
+
+
+@pytest.mark.parametrize("op, opset", [("AveragePool", o) for o in (10, 11, 19, 21, 22)]
+                         + [("LpPool", 18), ("LpPool", 22)])
+def test_ceil_mode_window_starting_in_right_padding(backend, rng, op, opset):
+    """n=4, kernel 2, stride 3, pads [1, 1], ceil_mode: ceil(3 / 3) + 1 = 2 windows, at -1 and 2;
+    a third (start 5) would lie in the right padding. Every version drops it (as onnxruntime,
+    onnx.reference and AveragePool-22's text)."""
+    x = random(rng, (2, 3, 4), np.float64)
+    attrs = {"kernel_shape": [2], "strides": [3], "pads": [1, 1], "ceil_mode": 1}
+    if op == "LpPool":
+        expected = np.stack([np.abs(x[..., 0]), np.hypot(x[..., 2], x[..., 3])], -1)
+        assert_close(pooled(backend, op, x, opset, p=2, **attrs), expected)
+        return
+    pair = x[..., 2:].mean(-1)
+    assert_close(pooled(backend, op, x, opset, **attrs), np.stack([x[..., 0], pair], -1))
+    assert_close(pooled(backend, op, x, opset, count_include_pad=1, **attrs),
+                 np.stack([x[..., 0] / 2, pair], -1))
+    # n=4, kernel 2, stride 2, pads [0, 1]: the third window (start 4) is dropped too
     attrs = {"kernel_shape": [2], "strides": [2], "pads": [0, 1], "ceil_mode": 1}
-    pairs = [v[:2].mean(), v[2:].mean()]
-    assert_close(pooled(backend, "AveragePool", x, 22, **attrs), np.array([[pairs]]))
-    assert_close(pooled(backend, "AveragePool", x, 22, count_include_pad=1, **attrs),
-                 np.array([[pairs]]))
-    for opset in (10, 11, 19, 21):
-        # nothing counted: 0 / 0; with count_include_pad the pad at 4 counts (5 is past the padding)
-        assert_close(pooled(backend, "AveragePool", x, opset, **attrs),
-                     np.array([[pairs + [np.nan]]]))
-        assert_close(pooled(backend, "AveragePool", x, opset, count_include_pad=1, **attrs),
-                     np.array([[pairs + [0.0]]]))
-    for opset in (18, 22):
-        assert_close(pooled(backend, "LpPool", x, opset, p=2, **attrs),
-                     np.array([[[np.hypot(*v[:2]), np.hypot(*v[2:]), 0.0]]]))
+    assert_close(pooled(backend, op, x, opset, **attrs),
+                 np.stack([x[..., :2].mean(-1), pair], -1))
 
 
 @pytest.mark.parametrize("opset, p", [(1, 1.5), (2, 3), (11, 2), (18, 1), (22, 2)])
@@ -282,3 +263,53 @@ def test_negative_same_pad_clamps_to_zero(backend, rng):
     attrs = {"kernel_shape": [1], "strides": [3], "auto_pad": "SAME_UPPER"}
     assert_close(pooled(backend, "AveragePool", x, 19, **attrs), x[..., [0, 3]])
     assert_close(pooled(backend, "LpPool", x, 11, p=1, **attrs), np.abs(x[..., [0, 3]]))
+
+
+@pytest.mark.parametrize("op, opset", [("AveragePool", 1), ("AveragePool", 11), ("AveragePool", 22),
+                                       ("LpPool", 2), ("LpPool", 18)])
+def test_auto_pad_empty_string_is_notset(backend, rng, op, opset):
+    x = random(rng, (2, 3, 6, 5), np.float64)
+    attrs = {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 2, 1]}
+    assert_close(pooled(backend, op, x, opset, auto_pad="", **attrs),
+                 pooled(backend, op, x, opset, **attrs))
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
+@pytest.mark.parametrize("op, opset", [("AveragePool", 7), ("AveragePool", 19), ("LpPool", 11),
+                                       ("LpPool", 22)])
+def test_pads_beside_auto_pad_are_ignored(backend, rng, op, opset, auto_pad):
+    """As onnxruntime and onnx.reference do (the text forbids the combination)."""
+    x = random(rng, (1, 2, 7, 4), np.float64)
+    attrs = {"kernel_shape": [3, 2], "strides": [2, 2], "auto_pad": auto_pad}
+    assert_close(pooled(backend, op, x, opset, pads=[2, 1, 2, 1], **attrs),
+                 pooled(backend, op, x, opset, **attrs))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_zero_length_gives_an_empty_output(backend, rng, dtype):
+    """n + pads - dk = -1: floor(-1 / s) + 1 = 0 windows, an empty output (as both runtimes)."""
+    x = random(rng, (2, 3, 4, 2), dtype)
+    for op, attrs in (("AveragePool", {"kernel_shape": [2, 3]}),
+                      ("LpPool", {"kernel_shape": [5, 1], "strides": [2, 1]}),
+                      ("AveragePool", {"kernel_shape": [5, 1], "auto_pad": "VALID"})):
+        got = pooled(backend, op, x, 22, **attrs)
+        assert got.shape == ((2, 3, 3, 0) if op == "AveragePool" and "auto_pad" not in attrs
+                             else (2, 3, 0, 2)) and got.dtype == x.dtype
+    assert pooled(backend, "LpPool", x[:0], 22, kernel_shape=[2, 2]).shape == (0, 3, 3, 1)
+
+
+def test_windows_covering_no_input_element(backend, rng):
+    """n=3, kernel 2, pads [3, 2]: windows at -3 and -2 and at 3 lie in the padding. AveragePool
+    divides 0 by 0 elements (NaN, as onnx.reference; onnxruntime rejects pads >= kernel) or by
+    the pads counted; LpPool sums nothing (0)."""
+    x = random(rng, (1, 2, 3), np.float64)
+    attrs = {"kernel_shape": [2], "pads": [3, 2]}
+    a, b, c = x[..., 0], x[..., 1], x[..., 2]
+    nan, zero = np.full_like(a, np.nan), np.zeros_like(a)
+    assert_close(pooled(backend, "AveragePool", x, 19, **attrs),
+                 np.stack([nan, nan, a, (a + b) / 2, (b + c) / 2, c, nan], -1))
+    assert_close(pooled(backend, "AveragePool", x, 19, count_include_pad=1, **attrs),
+                 np.stack([zero, zero, a / 2, (a + b) / 2, (b + c) / 2, c / 2, zero], -1))
+    assert_close(pooled(backend, "LpPool", x, 18, p=1, **attrs),
+                 np.stack([zero, zero, abs(a), abs(a) + abs(b), abs(b) + abs(c), abs(c), zero],
+                          -1))

@@ -1,12 +1,13 @@
-"""The `onnx-cupy` command line: `info`, `conformance` and `bench`."""
+"""The `onnx-cupy` command line: `info`, `conformance`, `bench` and `kernels`."""
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import sys
 from pathlib import Path
 
-from . import __version__, backends, bench, loader
+from . import __version__, backends, bench, kernel_report, loader
 from .node import OPERATORS
 
 
@@ -78,6 +79,24 @@ def _bench(args: argparse.Namespace) -> int:
     return 1 if wrong else 0
 
 
+def _kernels(args: argparse.Namespace) -> int:
+    families = args.family or loader.families()
+    try:
+        kernels = [k for arch in args.arch or kernel_report.ARCHS for f in families
+                   for k in kernel_report.family_report(f, arch)]
+    except ModuleNotFoundError as exc:
+        print(f"kernels: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([k.as_dict() for k in kernels], indent=1))
+    else:
+        print(kernel_report.table(kernels))
+    if kernel_report.nvdisasm() is None:
+        print(f"kernels: no SASS counts: they need the CUDA disassembler, pip install "
+              f'{kernel_report.NVDISASM_WHEEL} (in "onnx-cupy[test]")', file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="onnx-cupy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -97,8 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     ben.add_argument("--quick", action="store_true", help="small shapes and few repeats (seconds)")
     ben.add_argument("--out", default=str(bench.DEFAULT_OUT),
                      help=f"directory for the reports (default: {bench.DEFAULT_OUT})")
+    ker = sub.add_parser("kernels", help="static cost of every kernel instantiation (NVRTC, "
+                                         "ptxas and SASS counts; no GPU needed)")
+    ker.add_argument("--family", action="append", choices=loader.families(),
+                     help="limit to this kernel family (repeatable)")
+    ker.add_argument("--arch", action="append", choices=kernel_report.ARCHS,
+                     help="limit to this architecture (repeatable; default: sm_80 and sm_90)")
+    ker.add_argument("--json", action="store_true", help="JSON instead of a table")
     args = parser.parse_args(argv)
-    return {"info": _info, "conformance": _conformance, "bench": _bench}[args.command](args)
+    return {"info": _info, "conformance": _conformance, "bench": _bench,
+            "kernels": _kernels}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,15 @@ def parameter_block(dtype: np.dtype, **fields: Any) -> np.ndarray:
     return block
 
 
+def divider(d: int) -> tuple[int, int]:
+    """(mul, shift) for oc::fast_div in kernels/common.cuh: n // d == (mulhi(n, mul) + n) >> shift for 0 <= n < 2**31,
+    with shift = ceil(log2 d) and mul = floor(2**32 * (2**shift - d) / d) + 1."""
+    if not 1 <= d <= dtypes.INT32_LIMIT:
+        raise ValueError(f"divider: divisor {d} is outside [1, 2**31)")
+    shift = (d - 1).bit_length()
+    return (2**32 * (2**shift - d)) // d + 1, shift
+
+
 def index_bits(work_items: int, *extents: int) -> int:
     """Index width for a grid-stride launch over `work_items`: 32 when the extents and the loop
     index (which passes `work_items` by up to one grid's worth of threads) all fit an int."""

@@ -12,7 +12,7 @@ from . import backends
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 NVRTC_OPTIONS: tuple[str, ...] = ("-std=c++17",)
-_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 # family -> name expressions of every instantiation, registered by the ops modules
 _INSTANTIATIONS: dict[str, list[str]] = {}
@@ -25,6 +25,8 @@ _PARAMETER_BLOCKS: dict[str, dict[str, Any]] = {}
 _FAST_PATHS: dict[str, dict[str, int]] = {}
 # family -> instantiations whose blocks the emulator runs cooperatively
 _COOPERATIVE: dict[str, set[str]] = {}
+# (family, instantiation) -> threads per block, where the launch does not use launch.BLOCK
+_BLOCK_SIZES: dict[tuple[str, str], int] = {}
 
 
 def register(family: str, expressions: list[str], blocks: dict[str, Any] | None = None,
@@ -39,6 +41,20 @@ def register(family: str, expressions: list[str], blocks: dict[str, Any] | None 
             _INSTANTIATIONS[family].append(e)
     _PARAMETER_BLOCKS.setdefault(family, {}).update(blocks or {})
     _FAST_PATHS.setdefault(family, {}).update(fast or {})
+
+
+def register_block_size(family: str, expression: str, threads: int) -> None:
+    """Declare the threads per block `expression` is launched with, where not launch.BLOCK."""
+    if expression not in _INSTANTIATIONS.get(family, []):
+        raise ValueError(f"{family}: {expression!r} is not a registered instantiation")
+    _BLOCK_SIZES[(family, expression)] = threads
+
+
+def block_size(family: str, expression: str) -> int:
+    """Threads per block that `expression` of `family` is launched with."""
+    from .launch import BLOCK  # launch imports this module
+
+    return _BLOCK_SIZES.get((family, expression), BLOCK)
 
 
 def fast_paths(family: str) -> dict[str, int]:

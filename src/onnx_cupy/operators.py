@@ -59,8 +59,8 @@ def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
     dilations : sequence of int, optional
         Tap spacing per axis (default 1; from opset 19 for AveragePool, 18 for LpPool).
     pads : sequence of int, optional
-        [x1_begin, x2_begin, ..., x1_end, x2_end, ...] (default 0); not with an auto_pad other
-        than NOTSET (all zeros excepted).
+        [x1_begin, x2_begin, ..., x1_end, x2_end, ...] (default 0); ignored next to an auto_pad
+        other than NOTSET (as onnxruntime and onnx.reference do).
     strides : sequence of int, optional
         Step per spatial axis (default 1).
     opset : int
@@ -79,7 +79,8 @@ def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
     ------
     ValueError
         An attribute out of range, of the wrong length, or not defined at the opset version in
-        force (the message names the attribute, the value and the opset); an output length < 1.
+        force (the message names the attribute, the value and the opset); an output length < 0
+        (a length of 0 gives an empty output).
     TypeError
         An unsupported dtype or array type, or an attribute of the wrong type.
     count_include_pad : {0, 1}, default 0 (from opset 7)
@@ -123,8 +124,8 @@ def lp_pool(X: Any, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "
     dilations : sequence of int, optional
         Tap spacing per axis (default 1; from opset 19 for AveragePool, 18 for LpPool).
     pads : sequence of int, optional
-        [x1_begin, x2_begin, ..., x1_end, x2_end, ...] (default 0); not with an auto_pad other
-        than NOTSET (all zeros excepted).
+        [x1_begin, x2_begin, ..., x1_end, x2_end, ...] (default 0); ignored next to an auto_pad
+        other than NOTSET (as onnxruntime and onnx.reference do).
     strides : sequence of int, optional
         Step per spatial axis (default 1).
     opset : int
@@ -143,7 +144,8 @@ def lp_pool(X: Any, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "
     ------
     ValueError
         An attribute out of range, of the wrong length, or not defined at the opset version in
-        force (the message names the attribute, the value and the opset); an output length < 1.
+        force (the message names the attribute, the value and the opset); an output length < 0
+        (a length of 0 gives an empty output).
     TypeError
         An unsupported dtype or array type, or an attribute of the wrong type.
     p : int or float, default 2

@@ -1,5 +1,11 @@
-"""Kernel launch for kernels/pool.cu: the PoolGeom parameter block and the instantiation of a
-pooling plan (see onnx_cupy.plans.pool for the semantics)."""
+"""Kernel launch for kernels/pool.cu: the parameter blocks and the instantiation of a pooling plan
+(see onnx_cupy.plans.pool for the semantics).
+
+Plans with 1-3 spatial axes, 32-bit offsets and AveragePool or LpPool with p = 1 or 2 run the fast
+kernel `pool_fast` (rank and mode as template parameters, OUTPUTS outputs per thread along the last
+axis, the N*C planes on grid y, runtime divisions as host-computed multiply-shifts); every other
+plan runs the generic kernel `pool`. Both sum a window's taps in the same order and divide by the
+same count, so they give identical results."""
 from __future__ import annotations
 
 import functools
@@ -26,9 +32,34 @@ def _expression(dtype_name: str, bits: int) -> str:
     return f"pool<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
 
 
+OUTPUTS = 4          # OC_POOL_V in kernels/pool.cu
+BLOCK = 256          # threads per block of pool_fast (its __launch_bounds__)
+MAX_GRID_Y = 65535   # CUDA's limit on grid y; more planes loop
+THREADS = 1 << 19    # beyond about this many threads (3 waves of an H100), planes loop: each
+                     # thread's window set-up then serves several planes
+FAST_RANKS = (1, 2, 3)
+AVG, L1, L2 = 0, 1, 2  # oc::pool_avg, pool_l1, pool_l2
+
+_FAST_GEOM = np.dtype(
+    [(f, "<i4") for f in ("planes", "channels", "stride_n", "stride_c", "work", "groups",
+                          "out_plane")]
+    + [(f, "<u4", (2,)) for f in ("by_channels", "by_groups", "by_mid")]
+    + [(f, "<i4", (3,)) for f in ("in_len", "in_stride", "out_len", "kernel", "step", "dilation",
+                                   "pad_begin", "cnt_lo", "cnt_hi")]
+    + [("by_dilation", "<u4", (3, 2))]
+)
+
+
+def _fast_expression(dtype_name: str, mode: int, rank: int) -> str:
+    storage, acc, _ = dtypes.FLOAT_TYPES[dtype_name]
+    return f"pool_fast<{storage}, {acc}, {mode}, {rank}>"
+
+
 loader.register(FAMILY,
                 [_expression(t, b) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES],
-                {"PoolGeom": _GEOM})
+                {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM},
+                fast={_fast_expression(t, m, r): OUTPUTS
+                      for t in dtypes.FLOAT_TYPES for m in (AVG, L1, L2) for r in FAST_RANKS})
 
 
 @functools.lru_cache(maxsize=512)
@@ -50,9 +81,54 @@ def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     return _expression(dtypes.float_name(dtype), bits), geometry(pl, x_strides)
 
 
+def fast_mode(pl: PoolPlan) -> int | None:
+    """The fast kernel's Mode for this plan, or None (LpPool with p other than 1 and 2)."""
+    if not pl.lp:
+        return AVG
+    return {1.0: L1, 2.0: L2}.get(pl.p)
+
+
+@functools.lru_cache(maxsize=512)
+def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
+                     ) -> tuple[str, launch.Shape, np.ndarray] | None:
+    """(instantiation, (grid, block), PoolFastGeom block) of the fast kernel, or None where the
+    plan needs the generic one (rank > 3, LpPool p not in {1, 2}, or an offset, coordinate or
+    thread index past 2**31 - 1)."""
+    mode = fast_mode(pl)
+    if mode is None or pl.nd not in FAST_RANKS:
+        return None
+    planes, out = pl.in_shape[0] * pl.in_shape[1], pl.out_shape[2:]
+    groups = -(-out[-1] // OUTPUTS)
+    work = math.prod(out[:-1]) * groups
+    bx = min(BLOCK, 1 << (work - 1).bit_length())
+    by = BLOCK // bx
+    gx = -(-work // bx)
+    grid = (gx, max(1, min(-(-planes // by), MAX_GRID_Y, THREADS // (gx * bx * by))), 1)
+    if dtypes.index_bits(math.prod(pl.out_shape), pl.reach(x_strides), grid[0] * bx,
+                         planes + grid[1] * by, out[-1] + OUTPUTS) != 32:
+        return None
+    rank = pl.nd
+    g = launch.parameter_block(
+        _FAST_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=x_strides[0],
+        stride_c=x_strides[1], work=work, groups=groups, out_plane=math.prod(out),
+        by_channels=launch.divider(pl.in_shape[1]), by_groups=launch.divider(groups),
+        by_mid=launch.divider(out[1] if rank == 3 else 1),
+        in_len=pl.in_shape[2:], in_stride=x_strides[2:], out_len=out, kernel=pl.kernel,
+        step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin, cnt_lo=pl.cnt_lo,
+        cnt_hi=pl.cnt_hi,
+        by_dilation=[launch.divider(d) for d in (*pl.dilations, 1, 1)[:3]])
+    shape = (grid, (bx, by, 1))
+    return _fast_expression(dtypes.float_name(dtype), mode, rank), shape, g
+
 
 def run(pl: PoolPlan, X: Any, Y: Any, backend: str) -> None:
-    """Launch the pooling kernel of plan `pl` on X into the C-contiguous Y ('cupy' or 'emulated')."""
+    """Launch the pooling kernel of plan `pl` on X into the C-contiguous Y ('cupy' or 'emulated'):
+    the fast kernel where the plan allows it, else the generic one."""
     X, strides = arrays.element_strides(X)
-    expression, g = kernel_args(pl, X.dtype, strides)
-    launch.launch(backend, FAMILY, expression, Y.size, (X, Y, g))
+    fast = fast_kernel_args(pl, X.dtype, strides)
+    if fast is not None:
+        expression, shape, g = fast
+        launch.launch(backend, FAMILY, expression, Y.size, (X, Y, g), shape)
+    else:
+        expression, g = kernel_args(pl, X.dtype, strides)
+        launch.launch(backend, FAMILY, expression, Y.size, (X, Y, g))

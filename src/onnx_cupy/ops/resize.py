@@ -1,13 +1,14 @@
 """Kernel launch for kernels/resize.cu: a Resize plan's per-axis tables concatenated and
-uploaded once per device, the ResizeGeom block and the instantiation (see onnx_cupy.plans.resize
-for the semantics)."""
+uploaded once per device, the parameter block and the instantiation (see onnx_cupy.plans.resize
+for the semantics). Where the resized axes are the trailing 1-3 (and every offset fits 32 bits)
+the fast kernels run, over a grid of their own; the generic ones take every other case."""
 from __future__ import annotations
 
 import collections
 import functools
 import math
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,22 +24,65 @@ _GEOM = np.dtype(
     + [(f, "<i8", (MAX_DIMS,)) for f in ("out_shape", "in_stride", "taps", "table")]
     + [("fill", "u1", (16,))]
 )
+_FAST_GEOM = np.dtype([("fill", "<u8", (2,)), ("out", "<i4", (3,)), ("table", "<i4", (3,)),
+                       ("batch_stride", "<i4"), ("rows", "<i4")])
+# (trailing resized dims, taps per dim) of the fast kernels: nearest, linear, cubic (not 3-D:
+# 16 tap combinations per thread exceed the register budget)
+FAST_SHAPES = ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2), (1, 4), (2, 4))
+FAST_BLOCK = 256
+FAST_GRID_YZ = 65535       # largest grid y and z
+TABLE_ALIGN = 16           # bytes: a record of the fast tables is read with 16-byte loads
+OUTSIDE = -2**31           # rsz::OUTSIDE: the first offset of an extrapolated coordinate
+
+
+def _outputs(dtype: np.dtype, taps: int) -> int:
+    """Outputs per thread and loop iteration of a fast kernel (fewer for the double ones)."""
+    return 4 if taps == 1 or dtype.name in ("float16", "bfloat16", "float32") else 2
 
 
 def _nearest_expression(itemsize: int, bits: int) -> str:
     return f"resize_nearest<rsz::pod<{itemsize}>, {dtypes.INDEX_TYPES[bits]}>"
 
 
+def _storage(dtype_name: str) -> tuple[str, str]:
+    """(storage type, accumulate type) of a linear/cubic input dtype."""
+    if dtype_name in dtypes.FLOAT_TYPES:
+        return dtypes.FLOAT_TYPES[dtype_name][0], dtypes.FLOAT_TYPES[dtype_name][1]
+    return dtypes.INT_TYPES[dtype_name], "double"
+
+
 def _weighted_expression(dtype_name: str, bits: int) -> str:
-    storage, acc = (dtypes.FLOAT_TYPES[dtype_name][:2] if dtype_name in dtypes.FLOAT_TYPES
-                    else (dtypes.INT_TYPES[dtype_name], "double"))
+    storage, acc = _storage(dtype_name)
     return f"resize_weighted<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
 
+
+def _weight_dtype(dtype: np.dtype) -> np.dtype:
+    """Fast tables' weight type: float32 where the kernel accumulates in float, else float64."""
+    return np.dtype(np.float32 if _storage(dtype.name)[1] == "float" else np.float64)
+
+
+def _fast_expression(dtype: np.dtype, ranks: int, taps: int) -> str:
+    """The fast kernel for `ranks` trailing resized dims of `taps` taps each (1: nearest)."""
+    v = _outputs(dtype, taps)
+    if taps == 1:
+        return f"resize_nearest_fast<rsz::pod<{dtype.itemsize}>, {ranks}, {v}>"
+    storage, acc = _storage(dtype.name)
+    weight = "float" if acc == "float" else "double"
+    return f"resize_weighted_fast<{storage}, {acc}, {weight}, {ranks}, {taps}, {v}>"
+
+
+_WEIGHTED_DTYPES = [np.dtype(t) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
+                    if t != "bfloat16"] + ([dtypes.BFLOAT16] if dtypes.BFLOAT16 else [])
+# nearest: one instantiation per element size (a void dtype of that size stands for them all)
+_FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1): 4 for n in POD_BYTES
+         for r, taps in FAST_SHAPES if taps == 1}
+_FAST.update({_fast_expression(d, r, taps): _outputs(d, taps) for d in _WEIGHTED_DTYPES
+              for r, taps in FAST_SHAPES if taps > 1})
 
 loader.register(FAMILY, [_nearest_expression(n, b) for n in POD_BYTES for b in dtypes.INDEX_TYPES]
                 + [_weighted_expression(t, b) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
                    for b in dtypes.INDEX_TYPES],
-                {"ResizeGeom": _GEOM})
+                {"ResizeGeom": _GEOM, "ResizeFastGeom": _FAST_GEOM}, fast=_FAST)
 
 
 @functools.lru_cache(maxsize=DEVICE_TABLE_PLANS)
@@ -56,32 +100,58 @@ def kernel_tables(pl: ResizePlan) -> tuple[np.ndarray, np.ndarray, tuple[int, ..
     return readonly(np.concatenate(index)), readonly(np.concatenate(weight)), tuple(first)
 
 
-_device_tables: collections.OrderedDict[tuple[ResizePlan, int], tuple[Any, Any, Any]] = \
-    collections.OrderedDict()
+@functools.lru_cache(maxsize=DEVICE_TABLE_PLANS)
+def fast_table(pl: ResizePlan, weight: np.dtype | None, strides: tuple[int, ...]
+               ) -> tuple[np.ndarray, tuple[int, ...], int]:
+    """The fast kernels' tables of every resized axis (input element `strides`, one per table),
+    concatenated, as bytes aligned to TABLE_ALIGN: one record per output coordinate
+    (rsz::record: its `taps` weights of type `weight`, none for nearest, then its int32 input
+    offsets, index times stride, the first OUTSIDE where the coordinate is extrapolated), the
+    first record of each axis, and the record size."""
+    taps = pl.tables[0].taps
+    fields = [] if weight is None else [("w", weight, (taps,))]
+    record = np.dtype(fields + [("i", "<i4", (taps,))], align=True)
+    rows = sum(t.index.shape[0] for t in pl.tables)
+    raw = np.zeros(rows * record.itemsize + TABLE_ALIGN, np.uint8)
+    skip = -raw.ctypes.data % TABLE_ALIGN
+    table = raw[skip:skip + rows * record.itemsize].view(record)
+    first, pos = [], 0
+    for t, stride in zip(pl.tables, strides):
+        part = table[pos:pos + t.index.shape[0]]
+        offsets = t.index * stride
+        offsets[t.outside, 0] = OUTSIDE
+        part["i"] = offsets
+        if weight is not None:
+            part["w"] = t.weight  # float64 -> float32: round to nearest even, as the kernels do
+        first.append(pos)
+        pos += t.index.shape[0]
+    return readonly(table.view(np.uint8)), tuple(first), record.itemsize
+
+
+_device_tables: collections.OrderedDict[tuple, tuple[Any, ...]] = collections.OrderedDict()
 _device_lock = threading.Lock()
 
 
-def _tables_on(pl: ResizePlan, backend: str) -> tuple[Any, Any]:
-    """(index, weight) tables where the kernel reads them: uploaded once per plan and device; a
-    launch on any stream waits for the upload's event, not the host."""
-    index, weight, _ = kernel_tables(pl)
+def _uploaded(key: tuple, host: tuple[np.ndarray, ...], backend: str) -> tuple[Any, ...]:
+    """`host` arrays where the kernel reads them: uploaded once per `key` and device; a launch
+    on any stream waits for the upload's event, not the host."""
     if backend != "cupy":
-        return index, weight
+        return host
     cp = backends.cupy_module()
-    key = (pl, cp.cuda.runtime.getDevice())
+    key = (*key, cp.cuda.runtime.getDevice())
     with _device_lock:
         hit = _device_tables.get(key)
         if hit is not None:
             _device_tables.move_to_end(key)
     if hit is None:
-        hit = (cp.asarray(index), cp.asarray(weight), cp.cuda.Event(disable_timing=True))
-        hit[2].record()
+        hit = (*(cp.asarray(a) for a in host), cp.cuda.Event(disable_timing=True))
+        hit[-1].record()
         with _device_lock:
             _device_tables[key] = hit
             while len(_device_tables) > DEVICE_TABLE_PLANS:
                 _device_tables.popitem(last=False)
-    cp.cuda.get_current_stream().wait_event(hit[2])
-    return hit[0], hit[1]
+    cp.cuda.get_current_stream().wait_event(hit[-1])
+    return hit[:-1]
 
 
 @functools.lru_cache(maxsize=256)
@@ -120,16 +190,79 @@ def run(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
     if _address(X, backend) % align:
         X = X.copy()
     X, strides = arrays.element_strides(X)
+    fast = fast_args(pl, X.dtype, strides)
+    if fast is not None:
+        key = (fast.weight, fast.strides)
+        (table,) = _uploaded((pl, *key), fast_table(pl, *key)[:1], backend)
+        launch.launch(backend, FAMILY, fast.expression, Y.size,
+                      (X, Y, table, table[fast.inner:], fast.geom), fast.shape)
+        return
     args = kernel_args(pl, X.dtype, strides)
     if args is None:
         X, strides = arrays.element_strides(arrays.module_of(backend).ascontiguousarray(X))
         args = kernel_args(pl, X.dtype, strides)
     expression, g = args
-    index, weight = _tables_on(pl, backend)
+    index, weight = _uploaded((pl,), kernel_tables(pl)[:2], backend)
     if pl.mode == "nearest":
         launch.launch(backend, FAMILY, expression, Y.size, (X, Y, index, g))
     else:
         launch.launch(backend, FAMILY, expression, Y.size, (X, Y, index, weight, g))
+
+
+class FastLaunch(NamedTuple):
+    expression: str
+    geom: np.ndarray              # ResizeFastGeom block
+    shape: launch.Shape           # (grid, block)
+    weight: np.dtype | None       # fast_table's weight type and input strides
+    strides: tuple[int, ...]
+    inner: int                    # byte offset of the innermost axis' records in the table
+
+
+@functools.lru_cache(maxsize=256)
+def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> FastLaunch | None:
+    """The fast path's launch for an input of `dtype` with these element strides, or None
+    where it does not apply: the resized axes must be the trailing ones (length-1 axes aside),
+    1-3 of them with the taps of FAST_SHAPES, the leading axes must merge into one batch axis,
+    the grid must fit, and every offset 32 bits. Blocks of FAST_BLOCK threads: as many along a
+    row as its outputs need (a power of two), the rest on further rows."""
+    ranks, taps = len(pl.tables), pl.tables[0].taps
+    if any(t.taps != taps for t in pl.tables) or (ranks, taps) not in FAST_SHAPES:
+        return None
+    lead = pl.tables[0].axis
+    if any(pl.out_shape[d] != 1 for d in range(lead, len(pl.out_shape))
+           if d not in {t.axis for t in pl.tables}):
+        return None
+    batch, batch_stride = 1, 0
+    for n, s in zip(pl.in_shape[:lead], x_strides[:lead]):
+        if n == 1:
+            continue
+        if batch > 1 and batch_stride != s * n:
+            return None  # the leading axes do not merge into one
+        batch, batch_stride = batch * n, s
+    out = [pl.out_shape[t.axis] for t in pl.tables]
+    rows, n = math.prod(out[:-1]), out[-1]
+    v = _outputs(dtype, taps)
+    bx = 1
+    while bx < FAST_BLOCK and bx * v < n:
+        bx *= 2
+    by = FAST_BLOCK // bx
+    grid = (min(launch.MAX_BLOCKS, -(-n // (bx * v))), -(-rows // by), batch)
+    records = sum(t.index.shape[0] for t in pl.tables)
+    if max(grid[1:]) > FAST_GRID_YZ or dtypes.index_bits(
+            math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
+            n + grid[0] * bx * v, records) > 32:
+        return None
+    weight = None if taps == 1 else _weight_dtype(dtype)
+    strides = tuple(x_strides[t.axis] for t in pl.tables)
+    _, first, record = fast_table(pl, weight, strides)
+    fill = np.zeros(16, np.uint8)
+    if pl.fill is not None:
+        raw = np.frombuffer(pl.fill.tobytes(), np.uint8)
+        fill[:raw.size] = raw
+    g = launch.parameter_block(_FAST_GEOM, fill=fill.view("<u8"), out=out, table=first,
+                               batch_stride=batch_stride, rows=rows)
+    return FastLaunch(_fast_expression(dtype, ranks, taps), g, (grid, (bx, by, 1)), weight,
+                      strides, first[-1] * record)
 
 
 @functools.lru_cache(maxsize=256)

@@ -3,8 +3,20 @@
   AveragePool: Y[n,c,o] = sum_{w in W(o), w inside X} X[n,c,w] / |W(o) ∩ counted region|
   LpPool:      Y[n,c,o] = (sum_{w in W(o), w inside X} |X[n,c,w]|^p)^(1/p)
 with W(o)_i = {o_i*strides_i - pads_begin_i + j*dilations_i : 0 <= j < kernel_shape_i}. The counted
-region is X itself (count_include_pad=0) or X plus its explicit/auto pads (count_include_pad=1);
-positions past the padded end (ceil_mode overhang) never count.
+region is X itself (count_include_pad=0, and always at AveragePool-1) or X plus its explicit/auto
+pads (count_include_pad=1); positions past the padded end (ceil_mode overhang) never count. A
+window with nothing counted gives NaN (0/0); an LpPool window with no element of X gives 0.
+
+Output length per spatial axis, every version (dk = (kernel - 1) * dilation + 1, s = stride):
+  NOTSET ("" too)  floor((n + b + e - dk) / s) + 1, or ceil(...) + 1 with ceil_mode; with
+                   ceil_mode a last window that would start in the right padding is dropped
+  VALID            floor((n - dk) / s) + 1, no pads
+  SAME_UPPER/LOWER ceil(n / s), pad total max(0, (out - 1) * s + dk - n), the odd one at the
+                   end (UPPER) or the beginning (LOWER)
+`pads` given next to an auto_pad other than NOTSET are ignored, and ceil_mode does not change
+auto_pad lengths (its ceil forms equal the floor forms above). A length of 0 gives an empty
+output. onnxruntime and onnx.reference give these shapes and values wherever they agree; the
+README's semantics table lists where they and the version texts differ.
 """
 from __future__ import annotations
 
@@ -18,7 +30,7 @@ import numpy as np
 from .. import arrays, dtypes, opsets
 
 MAX_SPATIAL = 8  # OC_MAXD in kernels/common.cuh
-AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "")  # "" means NOTSET
 
 
 @dataclass(frozen=True)
@@ -91,14 +103,22 @@ def _p_value(op: str, opset: int, p: Any) -> float:
     return float(p)
 
 
-def _auto_pad_len(op: str, version: int, auto_pad: str, n: int, dk: int, s: int,
-                  ceil_mode: int) -> int:
-    """Output length under auto_pad, per version's formula (see README, semantics notes)."""
-    if op == "AveragePool" and version >= 11 and not ceil_mode:
-        if version >= 19:  # floor forms of v19/v22
-            return (n - dk) // s + 1 if auto_pad == "VALID" else (n - 1) // s + 1
-        return (n - dk + 1) // s if auto_pad == "VALID" else n // s   # v11's floor forms
-    return -(-(n - dk + 1) // s) if auto_pad == "VALID" else -(-n // s)
+def _axis(n: int, k: int, s: int, d: int, b: int, e: int, auto_pad: str, ceil: int
+          ) -> tuple[int, int, int]:
+    """(output length, begin pad, end pad) of one spatial axis; see the module docstring."""
+    dk = (k - 1) * d + 1
+    if auto_pad == "VALID":
+        return (n - dk) // s + 1, 0, 0
+    if auto_pad != "NOTSET":
+        length = -(-n // s)
+        total = max(0, (length - 1) * s + dk - n)
+        b = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        return length, b, total - b
+    span = n + b + e - dk
+    length = (-(-span // s) if ceil else span // s) + 1
+    if ceil and (length - 1) * s >= n + b:   # the last window would start in the right padding
+        length -= 1
+    return length, b, e
 
 
 @functools.lru_cache(maxsize=512, typed=True)  # typed: 1.0 must not hit 1's plan
@@ -126,9 +146,7 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
     if not isinstance(auto_pad, str) or auto_pad not in AUTO_PADS:
         raise ValueError(f"{op}: attribute 'auto_pad' must be one of {AUTO_PADS}, got {auto_pad!r}")
     pad = _ints(op, "pads", pads, 2 * nd, 0) if pads is not None else (0,) * (2 * nd)
-    if auto_pad != "NOTSET" and any(pad):
-        raise ValueError(f"{op}: attribute 'pads' {list(pad)} cannot be used together with "
-                         f"auto_pad={auto_pad!r}")
+    auto_pad = auto_pad or "NOTSET"
     ceil = opsets.flag(op, "ceil_mode", ceil_mode)
     include = opsets.flag(op, "count_include_pad", count_include_pad)
     lp = op == "LpPool"
@@ -136,22 +154,10 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
 
     out, begin, end = [], [], []
     for i, (n, k, s, d) in enumerate(zip(shape[2:], kernel, steps, dil)):
-        dk = (k - 1) * d + 1
-        if auto_pad == "NOTSET":
-            b, e = pad[i], pad[nd + i]
-            span = n + b + e - dk
-            length = (-(-span // s) if ceil else span // s) + 1
-            # AveragePool-22: a window that would start in the right padding is dropped.
-            if ceil and op == "AveragePool" and version >= 22 and (length - 1) * s >= n + b:
-                length -= 1
-        else:
-            length = _auto_pad_len(op, version, auto_pad, n, dk, s, ceil)
-            total = max(0, (length - 1) * s + dk - n) if auto_pad != "VALID" else 0
-            b = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
-            e = total - b
-        if length <= 0:
+        length, b, e = _axis(n, k, s, d, pad[i], pad[nd + i], auto_pad, ceil)
+        if length < 0:
             raise ValueError(
-                f"{op}: output spatial size {length} <= 0 along spatial axis {i} (input {n}, "
+                f"{op}: output spatial size {length} < 0 along spatial axis {i} (input {n}, "
                 f"kernel {k}, dilation {d}, stride {s}, pads {b}+{e}, auto_pad {auto_pad})"
             )
         out.append(length)

@@ -1,0 +1,203 @@
+"""The kernel report: ptxas figures and SASS counts of every registered instantiation, its
+counting rules checked on purpose-written kernels, the CLI, and the static targets of every
+registered fast path (float16/bfloat16/float32 storage, 32-bit index, sm_90)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+import pytest
+
+from onnx_cupy import cli, kernel_report, launch, loader
+
+pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings (cuda-python) is not installed")
+needs_nvdisasm = pytest.mark.skipif(kernel_report.nvdisasm() is None,
+                                    reason=f"{kernel_report.NVDISASM_WHEEL} is not installed")
+
+PROBES = r"""
+__global__ void local_array(const float* x, const int* idx, float* y, int n) {
+  float a[32];
+  for (int i = 0; i < 32; ++i) a[i] = x[i * blockDim.x + threadIdx.x];
+  for (int t = 0; t < n; ++t) a[idx[t] & 31] += 1.0f;
+  float s = 0.0f;
+  for (int i = 0; i < 32; ++i) s += a[i] * (float)i;
+  y[threadIdx.x] = s;
+}
+__global__ void divide(const int* x, int* y, int n) { y[threadIdx.x] = x[threadIdx.x] / n; }
+__global__ void scale64(const double* x, double* y, double s) {
+  y[threadIdx.x] = x[threadIdx.x] * s;
+}
+__global__ void copy128(const float4* __restrict__ x, float4* __restrict__ y) {
+  y[threadIdx.x] = x[threadIdx.x];
+}
+__global__ void fast(const float* __restrict__ x, float* __restrict__ y, int n) {
+#pragma unroll 1
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    y[i] = 2.0f * x[i];
+}
+__global__ void slow(const float* __restrict__ x, float* __restrict__ y, int n, int w, int k) {
+#pragma unroll 1
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    float a[16];
+    for (int j = 0; j < 16; ++j) a[j] = x[i % w + j];
+    for (int t = 0; t < k; ++t) a[(i + t) & 15] += x[t];
+    float s = 0.0f;
+    for (int j = 0; j < 16; ++j) s += a[j] * (float)j;
+    y[i] = (float)((double)s * 0.1);
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def probes() -> dict[str, kernel_report.Kernel]:
+    names = ["local_array", "divide", "scale64", "copy128", "fast", "slow"]
+    kernels = kernel_report.compile_kernels(PROBES, names, "sm_90", filename="probes.cu",
+                                            outputs={"fast": 1, "slow": 1})
+    return {k.expression: k for k in kernels}
+
+
+@pytest.mark.parametrize("arch", kernel_report.ARCHS)
+@pytest.mark.parametrize("family", loader.families())
+def test_report_of_every_instantiation(family, arch):
+    kernels = kernel_report.family_report(family, arch)
+    assert [k.expression for k in kernels] == list(loader.instantiations(family))
+    assert len({k.name for k in kernels}) == len(kernels)
+    for k in kernels:
+        assert k.name.startswith("_Z") and k.arch == arch and k.family == family
+        assert 0 < k.registers <= 255, k
+        assert min(k.stack, k.spill_stores, k.spill_loads, k.shared) >= 0, k
+        assert k.block == loader.block_size(family, k.expression) == launch.BLOCK
+        assert 0 < k.occupancy <= 1, k
+        if k.sass is not None:
+            s = k.sass
+            assert s.loop is not None and 0 < s.loop <= s.instructions, k  # grid-stride loop
+            assert s.loop_stores >= 1 and s.loads and all(n > 0 for _, n in s.loads), k
+            assert 0 <= s.loop_divisions <= s.divisions, k
+            assert k.per_output == s.loop / k.outputs
+    assert kernel_report.family_report(family, arch) is kernels  # compiled once per process
+
+
+def test_block_size_registration():
+    family = loader.families()[0]
+    expression = loader.instantiations(family)[0]
+    assert loader.block_size(family, expression) == launch.BLOCK
+    with pytest.raises(ValueError, match="not a registered instantiation"):
+        loader.register_block_size(family, "no_such_kernel<float>", 128)
+
+
+def test_ptxas_figures_of_a_local_array(probes):
+    k = probes["local_array"]
+    assert k.stack >= 32 * 4 and k.registers > 0
+    assert probes["divide"].stack == probes["copy128"].stack == 0
+
+
+@needs_nvdisasm
+def test_sass_counts_on_probes(probes):
+    local, div, fp64, wide = (probes[n].sass for n in ("local_array", "divide", "scale64",
+                                                          "copy128"))
+    assert local.local >= 2 and div.local == fp64.local == wide.local == 0
+    assert div.divisions >= 1 and local.divisions == fp64.divisions == wide.divisions == 0
+    assert fp64.fp64 >= 1 and div.fp64 == local.fp64 == wide.fp64 == 0
+    assert dict(wide.loads) == {128: 1} and dict(fp64.loads) == {64: 1}
+    assert dict(div.loads) == {32: 1}
+    for s in (div, fp64, wide):  # no loop: every instruction counts
+        assert s.loop is None and s.loop_divisions == 0 and s.instructions > 0
+    assert probes["divide"].per_output == div.instructions
+
+
+@needs_nvdisasm
+def test_loop_body_counts(probes):
+    fast, slow = probes["fast"].sass, probes["slow"].sass
+    assert fast.inner_loops == 0 and fast.loop_stores == 1
+    assert 0 < fast.loop < fast.instructions and probes["fast"].per_output == fast.loop
+    assert slow.loop_divisions >= 1 and slow.loop > fast.loop
+
+
+@needs_nvdisasm
+def test_target_checker(probes):
+    assert kernel_report.check(probes["fast"], budget=30) == []
+    misses = " | ".join(kernel_report.check(probes["slow"], budget=30))
+    for what in ("stack frame", "local-memory ops", "integer divisions in the loop body",
+                 "FP64", "instructions per output"):
+        assert what in misses, misses
+    crowded = dataclasses.replace(probes["fast"], registers=128)  # 4 KiB per warp: 25 %
+    assert kernel_report.check(crowded, budget=30) == ["occupancy: 25% < 50%"]
+    assert kernel_report.check(probes["fast"], budget=probes["fast"].per_output - 1)
+
+
+@pytest.mark.parametrize("registers,threads,shared,arch,expected", [
+    (32, 256, 0, "sm_90", 1.0),
+    (64, 256, 0, "sm_90", 0.5),
+    (65, 256, 0, "sm_90", 0.375),      # 2304 registers a warp: 28 warps, 3 blocks of 8
+    (128, 256, 0, "sm_80", 0.25),
+    (16, 32, 0, "sm_90", 0.5),         # 32 blocks of one warp
+    (32, 256, 100 * 1024, "sm_90", 0.25),
+    (32, 256, 100 * 1024, "sm_80", 0.125),
+    (255, 1024, 0, "sm_90", 0.0),      # does not fit
+])
+def test_occupancy(registers, threads, shared, arch, expected):
+    assert kernel_report.occupancy(registers, threads, shared, arch) == expected
+
+
+def test_template_arguments():
+    assert kernel_report.template_arguments("k<rsz::pod<4>, long long, 3>") == [
+        "rsz::pod<4>", "long long", "3"]
+    assert kernel_report.template_arguments("plain") == []
+    assert kernel_report.held_to_targets("pool_fast<oc::bf16_t, float, int, 2>")
+    assert not kernel_report.held_to_targets("pool_fast<float, float, long long, 2>")
+    assert not kernel_report.held_to_targets("pool_fast<double, double, int, 2>")
+    assert not kernel_report.held_to_targets("plain")
+
+
+def test_unknown_arch():
+    with pytest.raises(ValueError, match="arch 'sm_75'"):
+        kernel_report.compile_kernels(PROBES, ["fast"], "sm_75")
+
+
+FAST_PATHS = [(f, e) for f in loader.families() for e in loader.fast_paths(f)
+              if kernel_report.held_to_targets(e)]
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize("family,expression", FAST_PATHS)
+def test_fast_path_targets(family, expression):
+    (k,) = [k for k in kernel_report.family_report(family, "sm_90") if k.expression == expression]
+    assert kernel_report.check(k, kernel_report.BUDGETS[family]) == [], k
+
+
+def test_cli_table(capsys):
+    assert cli.main(["kernels", "--family", "hardmax", "--arch", "sm_90"]) == 0
+    out = capsys.readouterr().out
+    assert "hardmax (sm_90, block 256)" in out and "pool" not in out
+    for e in loader.instantiations("hardmax"):
+        assert e in out
+
+
+def test_cli_json(capsys):
+    assert cli.main(["kernels", "--family", "pool", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {(r["arch"], r["expression"]) for r in rows} == {
+        (a, e) for a in kernel_report.ARCHS for e in loader.instantiations("pool")}
+    assert all(r["registers"] > 0 and 0 < r["occupancy"] <= 1 for r in rows)
+
+
+def test_cli_without_nvdisasm(monkeypatch, capsys):
+    monkeypatch.setattr(kernel_report, "nvdisasm", lambda: None)
+    monkeypatch.setattr(kernel_report, "family_report", kernel_report.family_report.__wrapped__)
+    assert cli.main(["kernels", "--family", "pool", "--arch", "sm_80"]) == 0
+    captured = capsys.readouterr()
+    assert f"pip install {kernel_report.NVDISASM_WHEEL}" in captured.err
+    assert "pool<float, float, int>" in captured.out
+
+
+def test_cli_without_nvrtc(monkeypatch, capsys):
+    for name in [n for n in sys.modules if n == "cuda" or n.startswith("cuda.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "cuda", None)
+    monkeypatch.setattr(kernel_report, "_compile", kernel_report._compile.__wrapped__)
+    monkeypatch.setattr(kernel_report, "family_report", kernel_report.family_report.__wrapped__)
+    assert cli.main(["kernels", "--family", "pool"]) == 2
+    err = capsys.readouterr().err
+    assert 'pip install "onnx-cupy[test]"' in err and "Traceback" not in err

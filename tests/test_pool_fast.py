@@ -1,0 +1,234 @@
+"""The pooling fast path (`pool_fast` in kernels/pool.cu, chosen in onnx_cupy.ops.pool): which
+plans take it, and that it gives exactly the generic kernel's values (the same taps summed in the
+same order, the same divisor), both within tolerance of the NumPy fallback, on the emulator."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from util import FLOAT_DTYPES, assert_close, random
+
+import onnx_cupy
+from onnx_cupy import average_pool, dtypes, launch, loader, lp_pool
+from onnx_cupy.ops import pool as kernel_pool
+from onnx_cupy.plans import pool as pool_plans
+
+OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
+SPATIAL = {1: (29,), 2: (11, 13), 3: (5, 7, 9)}
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """(expression, shape) of every launch during the test (launches still run)."""
+    seen = []
+    real = launch.launch
+
+    def spy(backend, family, expression, work_items, args, shape=None):
+        seen.append((expression, shape))
+        return real(backend, family, expression, work_items, args, shape)
+
+    monkeypatch.setattr(launch, "launch", spy)
+    return seen
+
+
+def run(op, x, backend, **attrs):
+    with onnx_cupy.backend(backend):
+        return OPS[op](x, **attrs)
+
+
+def run_generic(monkeypatch, op, x, **attrs):
+    """`op` on the emulator with the fast path switched off: the generic kernel."""
+    with monkeypatch.context() as m:
+        m.setattr(kernel_pool, "fast_kernel_args", lambda *args: None)
+        return run(op, x, "emulated", **attrs)
+
+
+def assert_same_bits(got, expected):
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    bits = f"u{got.dtype.itemsize}"
+    np.testing.assert_array_equal(got.view(bits), expected.view(bits))
+
+
+def fast_expression(dtype, mode, rank):
+    storage, acc, _ = dtypes.FLOAT_TYPES[np.dtype(dtype).name]
+    return f"pool_fast<{storage}, {acc}, {mode}, {rank}>"
+
+
+def random_attrs(rng, op, spatial, reached):
+    """Random explicit-padding attributes (pads < kernel) for these sizes; counts in `reached`
+    the features the configuration exercises."""
+    nd = len(spatial)
+    kernel = [int(rng.integers(1, 5)) for _ in spatial]
+    dil = [int(rng.integers(1, 3)) for _ in spatial]
+    kernel = [k if (k - 1) * d < n else 1 for k, d, n in zip(kernel, dil, spatial)]
+    pads = [int(rng.integers(0, k)) for k in kernel * 2]
+    attrs = {"kernel_shape": kernel, "strides": rng.integers(1, 4, nd).tolist(),
+             "dilations": dil, "pads": pads, "ceil_mode": int(rng.integers(2))}
+    if op == "AveragePool":
+        attrs["count_include_pad"] = int(rng.integers(2))
+        reached["count_include_pad"] += attrs["count_include_pad"]
+    else:
+        attrs["p"] = int(rng.integers(1, 4))
+        reached[f"p={attrs['p']}"] += 1
+    reached["ceil_mode"] += attrs["ceil_mode"]
+    reached["dilation>1"] += max(dil) > 1
+    reached["pads"] += max(pads) > 0
+    reached["stride>1"] += max(attrs["strides"]) > 1
+    return attrs
+
+
+def test_fast_paths_registered():
+    fast = loader.fast_paths("pool")
+    expected = {fast_expression(t, m, r) for t in dtypes.FLOAT_TYPES for m in range(3)
+                for r in (1, 2, 3)}
+    assert set(fast) == expected
+    assert set(fast.values()) == {kernel_pool.OUTPUTS}
+    assert expected <= set(loader.instantiations("pool"))
+
+
+@pytest.mark.parametrize("nd", SPATIAL)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_fast_equals_generic_equals_numpy(nd, dtype, monkeypatch, launches, rng):
+    reached = Counter()
+    for i in range(12):
+        op = "AveragePool" if i % 2 else "LpPool"
+        x = random(rng, (2, 3, *SPATIAL[nd]), dtype)
+        attrs = random_attrs(rng, op, SPATIAL[nd], reached)
+        fast = run(op, x, "emulated", **attrs)
+        expression, shape = launches[-1]
+        generic = run_generic(monkeypatch, op, x, **attrs)
+        if op == "LpPool" and attrs["p"] == 3:
+            assert expression.startswith("pool<") and shape is None
+        else:
+            mode = 0 if op == "AveragePool" else attrs["p"]
+            assert expression == fast_expression(dtype, mode, nd) and shape is not None
+            reached["fast"] += 1
+            reached["row not a multiple of 4"] += fast.shape[-1] % kernel_pool.OUTPUTS != 0
+        assert_same_bits(fast, generic)
+        assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), dtype)
+    assert reached["fast"] >= 6 and reached["row not a multiple of 4"] >= 1
+    assert all(reached[k] >= 1 for k in ("ceil_mode", "dilation>1", "pads", "stride>1"))
+
+
+@pytest.mark.parametrize("op, extra, mode", [("AveragePool", {"count_include_pad": 0}, 0),
+                                              ("AveragePool", {"count_include_pad": 1}, 0),
+                                              ("LpPool", {"p": 1}, 1), ("LpPool", {"p": 2}, 2)])
+@pytest.mark.parametrize("nd", SPATIAL)
+def test_edges_of_every_mode(op, extra, mode, nd, monkeypatch, launches, rng):
+    """Windows clipped at both ends of every axis, ceil_mode overhang, dilation and stride,
+    and rows of 1 to 6 outputs (outputs per thread 4: partial groups and groups of one)."""
+    for length in (1, 2, 3, 5, 6):
+        spatial = (*SPATIAL[nd][:-1], 3 * length)
+        x = random(rng, (1, 2, *spatial), np.float32)
+        attrs = {"kernel_shape": [3] * nd, "strides": [3] * nd, "dilations": [1] * (nd - 1) + [2],
+                 "pads": [2] * nd + [1] * nd, "ceil_mode": 1, **extra}
+        fast = run(op, x, "emulated", **attrs)
+        assert launches[-1][0] == fast_expression(np.float32, mode, nd)
+        assert fast.shape[-1] == length + 1
+        assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
+        assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), np.float32)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_windows_entirely_in_padding(op, monkeypatch, rng):
+    """Pads as large as the kernel: some windows hold no input position at all (AveragePool
+    without count_include_pad divides 0 by 0, as the generic kernel and the fallback do)."""
+    x = random(rng, (2, 3, 7, 6), np.float16)
+    attrs = {"kernel_shape": [2, 3], "pads": [2, 3, 3, 4], "strides": [1, 2]}
+    with np.errstate(invalid="ignore"):
+        fast = run(op, x, "emulated", **attrs)
+        expected = run(op, x, "numpy", **attrs)
+    assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
+    assert_close(fast, expected.astype(np.float64), np.float16)
+    assert np.isnan(fast).any() == (op == "AveragePool")
+
+
+def views(base):
+    return {"transposed": base.transpose(0, 1, 3, 2), "channels_first": base.transpose(1, 0, 2, 3),
+            "negative_strides": base[:, ::-1, ::-1, ::-2], "sliced": base[1:, ::2, 1:-1, 2:13:3],
+            "broadcast": np.broadcast_to(base[..., :1], base.shape)}  # last-axis stride 0
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("view", ["transposed", "channels_first", "negative_strides", "sliced",
+                                  "broadcast"])
+def test_non_contiguous_inputs(op, view, monkeypatch, launches, rng):
+    x = views(random(rng, (3, 4, 10, 14), np.float32))[view]
+    assert not x.flags.c_contiguous
+    attrs = {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 1, 2, 0]}
+    if op == "LpPool":
+        attrs["p"] = 2
+    fast = run(op, x, "emulated", **attrs)
+    assert launches[-1][0].startswith("pool_fast<")
+    assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
+    assert_same_bits(fast, run(op, np.ascontiguousarray(x), "emulated", **attrs))
+    assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), np.float32)
+
+
+@pytest.mark.parametrize("limits", [{"MAX_GRID_Y": 2}, {"THREADS": 64}])
+def test_planes_loop_past_the_grid(limits, monkeypatch, launches, rng):
+    """More N*C planes than grid y covers: each thread loops over planes (forced here by a
+    lower grid-y limit or thread target; 65535 and 2**19 in production). N and C swapped in
+    memory: a plane's offset needs both n and c."""
+    for name, value in limits.items():
+        monkeypatch.setattr(kernel_pool, name, value)
+    kernel_pool.fast_kernel_args.cache_clear()
+    try:
+        x = random(rng, (151, 7, 3, 9), np.float32).transpose(1, 0, 2, 3)
+        attrs = {"kernel_shape": [2, 3], "strides": [1, 2], "pads": [1, 1, 0, 1]}
+        fast = run("AveragePool", x, "emulated", **attrs)
+        (grid, block) = launches[-1][1]
+        assert grid[1] * block[1] < 7 * 151
+    finally:
+        kernel_pool.fast_kernel_args.cache_clear()
+    assert_same_bits(fast, run_generic(monkeypatch, "AveragePool", x, **attrs))
+    assert_close(fast, run("AveragePool", x, "numpy", **attrs).astype(np.float64), np.float32)
+
+
+def test_launch_shape_for_small_and_large_planes():
+    """Block x covers a plane's threads (rounded up to a power of two, at most 256), block y the
+    planes; 256 threads a block either way."""
+    for shape, kernel, block in (((2, 3, 9), [3], (2, 128, 1)),      # 7 outputs: 2 threads
+                                 ((1, 2, 50, 50), [1, 1], (256, 1, 1))):  # 50 rows x 13 groups
+        pl = pool_plans.prepare("AveragePool", shape, np.float32, 22, kernel_shape=kernel)
+        strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        expression, (grid, blk), _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float32), strides)
+        assert expression == fast_expression(np.float32, 0, len(kernel))
+        assert blk == block
+        work = int(np.prod(pl.out_shape[2:-1])) * -(-pl.out_shape[-1] // kernel_pool.OUTPUTS)
+        assert grid[0] * blk[0] >= work > (grid[0] - 1) * blk[0]
+        assert grid[1] * blk[1] >= shape[0] * shape[1]
+
+
+def test_generic_path_at_the_boundaries(launches, rng):
+    """Four spatial axes, LpPool with p = 3, and offsets past 2**31 - 1 take the generic kernel."""
+    x = random(rng, (1, 2, 4, 3, 5, 3), np.float64)
+    run("AveragePool", x, "emulated", kernel_shape=[2, 2, 2, 2])
+    run("LpPool", x[..., 0], "emulated", kernel_shape=[2, 2, 2], p=3)
+    assert [e for e, _ in launches] == ["pool<double, double, int>"] * 2
+    assert all(shape is None for _, shape in launches)
+    # reach (largest offset plus a dilation step) exactly at and just past 2**31 - 1
+    pl = pool_plans.prepare("AveragePool", (2, 1, 5), np.float16, 22, kernel_shape=[2])
+    limit = dtypes.INT32_LIMIT - 5
+    assert pl.reach((limit, 5, 1)) == dtypes.INT32_LIMIT
+    assert kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), (limit, 5, 1)) is not None
+    assert kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), (limit + 1, 5, 1)) is None
+
+
+def test_divider_is_exact():
+    """oc::fast_div's arithmetic, in 32-bit unsigned words: (mulhi(n, mul) + n) >> shift
+    equals n // d for 0 <= n < 2**31 (no carry out of 32 bits)."""
+    rng = np.random.default_rng(5)
+    divisors = [1, 2, 3, 5, 7, 255, 256, 257, 65535, 65536, 65537, 2**30 - 1, 2**30, 2**30 + 1,
+                2**31 - 2, 2**31 - 1, *rng.integers(1, 2**31, 200).tolist()]
+    for d in divisors:
+        mul, shift = launch.divider(d)
+        assert 0 < mul < 2**32 and 0 <= shift <= 31
+        for n in [0, 1, d - 1, d, d + 1, 2 * d - 1, 2**31 - 1, *rng.integers(0, 2**31, 50).tolist()]:
+            if 0 <= n < 2**31:
+                t = (n * mul) >> 32
+                assert t + n < 2**32 and (t + n) >> shift == n // d, (n, d)
+    for bad in (0, 2**31):
+        with pytest.raises(ValueError, match=f"divisor {bad}"):
+            launch.divider(bad)

@@ -1,0 +1,222 @@
+"""Resize fast kernels (1-3 trailing resized axes): which path the host picks, and that the
+fast path gives the generic kernel's bits on the emulated backend and the NumPy fallback's
+values within the usual tolerances, every dtype, up and down, odd sizes, extrapolation,
+strided inputs; the generic kernel at the boundaries of the fast path."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from util import BF16, TOL
+
+from onnx_cupy import backends, launch, resize
+from onnx_cupy.ops import resize as resize_kernel
+from onnx_cupy.plans import resize as resize_op
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+FLOATS = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
+INTS = [np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                              "uint64")]
+
+
+def sample(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Fresh random values, spread over most of an integer dtype's range (some saturate)."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo, hi = max(info.min, -1000), min(info.max, 1000)
+        return rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+    return rng.uniform(-2.0, 3.0, size=shape).astype(dtype)
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Every kernel launch as (expression, shape)."""
+    seen: list[tuple[str, object]] = []
+    real = launch.launch
+
+    def spy(backend, family, expression, work_items, args, shape=None):
+        seen.append((expression, shape))
+        real(backend, family, expression, work_items, args, shape)
+
+    monkeypatch.setattr(launch, "launch", spy)
+    return seen
+
+
+def emulated(x: np.ndarray, monkeypatch=None, **kw) -> np.ndarray:
+    """Resize on the emulated backend; the generic kernel when `monkeypatch` is given."""
+    with monkeypatch.context() if monkeypatch else _null() as m:
+        if m is not None:
+            m.setattr(resize_kernel, "fast_args", lambda *a: None)
+        with backends.backend("emulated"):
+            return resize(x, **kw)
+
+
+class _null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def check(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, **kw) -> None:
+    """Fast path taken (or not); bitwise equal to the generic kernel; close to NumPy."""
+    launches.clear()
+    got = emulated(x, **kw)
+    assert len(launches) == 1
+    expression, shape = launches[0]
+    assert ("_fast<" in expression) == fast and (shape is not None) == fast, expression
+    generic = emulated(x, monkeypatch, **kw)
+    assert "_fast<" not in launches[-1][0]
+    assert got.dtype == generic.dtype == x.dtype and got.shape == generic.shape
+    assert got.tobytes() == generic.tobytes(), (expression, kw)
+    expected = resize(x, **kw)
+    if kw.get("mode", "nearest") == "nearest":
+        assert got.tobytes() == expected.tobytes()
+    else:
+        rtol, atol = TOL.get(x.dtype.name, (0, 1))
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
+                                   rtol=rtol, atol=atol, err_msg=str(kw))
+
+
+# (input shape, scales): 1, 2 and 3 trailing resized axes, up and down, odd lengths, rows that
+# the outputs per thread do not divide, a batch of several leading axes or none
+CASES = [((3, 7), [1, 2.0]), ((2, 3, 5), [1, 1, 0.6]), ((5, 9), [1, 3.4]),
+         ((2, 3, 5, 7), [1, 1, 1.7, 0.75]), ((9, 4), [0.5, 2.5]), ((1, 4, 3, 5), [1, 1, 2, 3]),
+         ((2, 3, 4, 5), [1, 1.5, 0.5, 1.4]), ((3, 2, 5, 4), [1, 2, 1.6, 0.8])]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_fast_equals_generic(dtype, mode, launches, monkeypatch):
+    rng = np.random.default_rng(hash((dtype.name, mode)) % 2**32)
+    for shape, scales in CASES:
+        ranks = sum(s != 1 for s in scales)
+        x = sample(rng, shape, dtype)
+        check(x, launches, monkeypatch, fast=not (mode == "cubic" and ranks == 3),
+              scales=scales, mode=mode)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(t) for t in (np.bool_, np.complex64, np.complex128)],
+                         ids=lambda d: d.name)
+def test_fast_nearest_any_dtype(dtype, launches, monkeypatch):
+    """Nearest moves elements as words of their size (1 to 16 bytes), whatever the dtype."""
+    rng = np.random.default_rng(dtype.itemsize)
+    v = rng.standard_normal((2, 5, 7))
+    x = v > 0 if dtype.kind == "b" else (v + 1j * rng.standard_normal(v.shape)).astype(dtype)
+    for scales in ([1, 1, 2.0], [1, 0.6, 1.7], [1.5, 2.5, 0.5]):
+        check(x, launches, monkeypatch, scales=scales, mode="nearest")
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.uint8)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_fast_attributes(dtype, mode, launches, monkeypatch):
+    """Coordinate modes, exclude_outside, sizes, and tf_crop_and_resize extrapolating along the
+    outer and the innermost resized axis (extrapolation_value stored as the generic kernel
+    stores it)."""
+    rng = np.random.default_rng(3)
+    x = sample(rng, (2, 5, 7), dtype)
+    for kw in [{"coordinate_transformation_mode": "align_corners", "sizes": [2, 9, 4]},
+               {"coordinate_transformation_mode": "asymmetric", "scales": [1, 1.3, 2.2]},
+               {"exclude_outside": 1, "scales": [1, 0.8, 1.9]},
+               {"coordinate_transformation_mode": "tf_crop_and_resize",
+                "roi": [0, -0.4, 0.2, 1, 1.3, 1.1], "scales": [1, 1.6, 1.5],
+                "extrapolation_value": -7.25},
+               {"coordinate_transformation_mode": "tf_crop_and_resize", "roi": [0.8, 1.2],
+                "scales": [2.5], "axes": [2], "extrapolation_value": 300.0}]:
+        if mode != "nearest" and "exclude_outside" not in kw:
+            kw["cubic_coeff_a"] = -0.5
+        check(x, launches, monkeypatch, mode=mode, **kw)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_fast_strided_inputs(mode, launches, monkeypatch):
+    """Reversed, transposed and sliced inputs: strides reach the fast kernel as they are."""
+    rng = np.random.default_rng(5)
+    base = sample(rng, (4, 6, 9, 8), np.dtype(np.float32))
+    for x in [base[:, :, ::-1, ::2], base.transpose(0, 1, 3, 2), base[1:3, :, :7, 1:]]:
+        check(x, launches, monkeypatch, scales=[1, 1, 1.5, 2.0], mode=mode)
+    # leading axes that do not merge into one batch axis: the generic kernel
+    check(base[:, ::2, :, :].transpose(1, 0, 2, 3), launches, monkeypatch, fast=False,
+          scales=[1, 1, 1.5, 2.0], mode=mode)
+
+
+def test_generic_at_the_boundaries(launches, monkeypatch):
+    """A resized leading axis under an unresized trailing one, antialias with many taps, mixed
+    taps per axis, 3-D cubic: the generic kernel."""
+    rng = np.random.default_rng(9)
+    x = sample(rng, (4, 6, 5), np.dtype(np.float32))
+    check(x, launches, monkeypatch, fast=False, scales=[2, 1, 1], mode="linear")
+    check(x, launches, monkeypatch, fast=False, scales=[1, 1.5, 1], mode="nearest")
+    check(x, launches, monkeypatch, fast=False, scales=[1, 0.4, 0.3], mode="cubic", antialias=1)
+    check(x, launches, monkeypatch, fast=False, scales=[1.5, 1.5, 2], mode="cubic")
+    # antialias that upsamples keeps 2 or 4 taps: still the fast kernel
+    check(x, launches, monkeypatch, scales=[1, 1.5, 2], mode="linear", antialias=1)
+
+
+def plan(shape, scales, **attrs):
+    return resize_op.prepare(shape, np.float32, None, scales, None, 19,
+                             **{**resize_op.DEFAULTS, "mode": "linear", **attrs})[0]
+
+
+def contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+
+
+def test_fast_args_limits(monkeypatch):
+    """64-bit offsets and grids past the y/z limit go to the generic kernel; the launch shape."""
+    pl = plan((3, 40, 50), [1, 2, 2])
+    f32 = np.dtype(np.float32)
+    fast = resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))
+    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4>"
+    assert fast.shape == ((1, 10, 3), (32, 8, 1))
+    assert fast.weight == np.float32 and fast.strides == (50, 1) and fast.inner == 80 * 16
+    assert resize_kernel.fast_args(pl, f32, (2**30, 50, 1)) is None
+    assert resize_kernel.fast_args(plan((70000, 3), [1, 2]), f32, (3, 1)) is None
+    resize_kernel.fast_args.cache_clear()
+    monkeypatch.setattr(resize_kernel, "FAST_GRID_YZ", 9)
+    try:
+        assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # 10 rows
+        assert resize_kernel.fast_args(plan((10, 7), [1, 2]), f32, (7, 1)) is None  # 10 batch
+        assert resize_kernel.fast_args(plan((9, 7), [1, 2]), f32, (7, 1)) is not None
+    finally:
+        resize_kernel.fast_args.cache_clear()
+
+
+def test_grid_stride_loop(monkeypatch, launches):
+    """Rows longer than the grid covers: each thread runs several iterations."""
+    rng = np.random.default_rng(11)
+    x = sample(rng, (2, 3, 1500), np.dtype(np.float32))
+    resize_kernel.fast_args.cache_clear()
+    monkeypatch.setattr(launch, "MAX_BLOCKS", 1)
+    try:
+        for mode in ("nearest", "linear"):
+            check(x, launches, monkeypatch, scales=[1, 1.5, 1.9], mode=mode)
+            assert launches[0][1][0][0] == 1  # one block along the rows of 2850 outputs
+    finally:
+        resize_kernel.fast_args.cache_clear()
+
+
+def test_empty_output_launches_nothing(launches):
+    x = np.ones((0, 3, 4), np.float32)
+    with backends.backend("emulated"):
+        y = resize(x, scales=[1, 2, 2], mode="linear")
+    assert y.shape == (0, 6, 8) and launches == []
+
+
+def test_fast_records_round_weights_like_the_generic_kernel():
+    """float32 records hold the plan's float64 weights rounded to nearest, the conversion the
+    generic kernel makes per tap; offsets (index times stride) as int32, OUTSIDE first where
+    extrapolated."""
+    pl = resize_op.prepare((3, 11), np.float32, [0, -0.2, 1, 1.3], [1, 1.7], None, 19,
+                           **{**resize_op.DEFAULTS, "mode": "cubic",
+                              "coordinate_transformation_mode": "tf_crop_and_resize"})[0]
+    table, first, size = resize_kernel.fast_table(pl, np.dtype(np.float32), (3,))
+    assert table.ctypes.data % resize_kernel.TABLE_ALIGN == 0 and size == 32 and first == (0,)
+    records = table.view(np.dtype([("w", "<f4", (4,)), ("i", "<i4", (4,))]))
+    t = pl.tables[0]
+    np.testing.assert_array_equal(records["w"], t.weight.astype(np.float32))
+    expected = t.index * 3
+    expected[t.outside, 0] = -2**31
+    assert t.outside.any() and np.array_equal(records["i"], expected)
