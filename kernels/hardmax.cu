@@ -1,19 +1,28 @@
 // Hardmax: y[o, k, i] = 1 if k is the first index of the maximum of x[o, :, i], else 0.
 // The host plan views X as [outer, n, inner] with element strides (opset 13: n = shape[axis];
 // opsets 1 and 11: the coerced 2-D view, inner = 1). A NaN counts as the maximum; among NaNs, and
-// among equal maxima, the smallest index wins. Three grid-stride passes, one thread per item:
-//   hardmax_scan:  item (o, l, i) -> part: first maximum over k = l, l + lanes, l + 2 * lanes, ...
-//                  Interleaved lanes keep a warp's reads coalesced even when inner == 1, and give
-//                  long rows enough threads. With lanes == 1, part is the answer.
-//   hardmax_merge: item (o, i) -> arg: first maximum over the lanes' candidates (lanes > 1 only).
-//   hardmax_write: item = output element (C order): y = (k == arg[o, i]), coalesced writes.
+// among equal maxima, the smallest index wins.
+//
+// Values are ranked by integer keys made from their bits: no float arithmetic, so no
+// flush-to-zero (CuPy compiles with -ftz=true, which would tie a float32 subnormal with zero) and
+// no FP64 for 16/32-bit types. A key orders numbers as the floats with -0 == +0, every NaN above
+// +inf; 0 is below every key. Each thread keeps the (key, index) of its first maximum.
+//
+// One pass over the elements: a thread writes 0 over every output whose input it scans, and the
+// thread that settles a column's winner then writes its 1 (kernel order or, within a kernel, the
+// program order of the thread that wrote the 0, puts the 1 last). The host picks, per view:
+//   hardmax_rows  inner == 1, contiguous rows: a group of threads per row, one launch;
+//   hardmax_cols  enough columns: a thread per column (o, i), one launch;
+//   hardmax_scan + hardmax_merge  few long columns: `lanes` threads per column, then one per
+//                 column to combine their (index, key) candidates.
+// No kernel divides an index: i runs on the grid's x, o and lanes on y and z.
 #include "common.cuh"
 
 struct HardmaxGeom {
   long long outer;         // prod(shape[:axis])
   long long n;             // length of the reduced dimension
   long long inner;         // prod of the dimensions after it (1 in the coerced 2-D view)
-  long long lanes;         // scan threads per row
+  long long lanes;         // scan threads per column of hardmax_scan
   long long stride_outer;  // input element strides of the [outer, n, inner] view
   long long stride_n;
   long long stride_inner;
@@ -21,98 +30,200 @@ struct HardmaxGeom {
 
 namespace oc {
 
-// Values are ranked through keys: float comparisons are compiled with flush-to-zero on the GPU
-// (CuPy builds every kernel with -ftz=true), which would tie a float32 subnormal with zero. A
-// float's key is an integer image of its bits ordered as the floats, with -0 == +0; doubles are
-// never flushed and rank as themselves.
-template <typename Acc> struct rank;
-template <> struct rank<float> {
-  typedef unsigned int key;
-  static __device__ __forceinline__ bool nan(float v) {
-    return (float_to_bits(v) & 0x7FFFFFFFu) > 0x7F800000u;
-  }
-  static __device__ __forceinline__ key of(float v) {
-    const unsigned int u = float_to_bits(v);
-    if ((u & 0x7FFFFFFFu) == 0) return 0x80000000u;
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-  }
+// Storage bits of T: U; key type: K; bit patterns of the sign, +inf and 1.
+template <typename T> struct bits;
+template <> struct bits<half_t> {
+  typedef unsigned short U; typedef unsigned int K;
+  static const unsigned int sign = 0x8000u, inf = 0x7C00u, one = 0x3C00u;
 };
-template <> struct rank<double> {
-  typedef double key;
-  static __device__ __forceinline__ bool nan(double v) { return v != v; }
-  static __device__ __forceinline__ key of(double v) { return v; }
+template <> struct bits<bf16_t> {
+  typedef unsigned short U; typedef unsigned int K;
+  static const unsigned int sign = 0x8000u, inf = 0x7F80u, one = 0x3F80u;
+};
+template <> struct bits<float> {
+  typedef unsigned int U; typedef unsigned int K;
+  static const unsigned int sign = 0x80000000u, inf = 0x7F800000u, one = 0x3F800000u;
+};
+template <> struct bits<double> {
+  typedef unsigned long long U; typedef unsigned long long K;
+  static const unsigned long long sign = 0x8000000000000000ull, inf = 0x7FF0000000000000ull,
+                                  one = 0x3FF0000000000000ull;
 };
 
-// Whether candidate (v, k) precedes the current best (b, kb): larger, or NaN over a number, or
-// equal (both NaN included) with a smaller index.
-template <typename Acc, typename I>
-__device__ __forceinline__ bool beats(Acc v, I k, Acc b, I kb) {
-  const bool v_nan = rank<Acc>::nan(v), b_nan = rank<Acc>::nan(b);
-  if (v_nan != b_nan) return v_nan;
-  if (v_nan) return k < kb;
-  const typename rank<Acc>::key kv = rank<Acc>::of(v), kbest = rank<Acc>::of(b);
-  return kv > kbest || (kv == kbest && k < kb);
+template <typename T>
+__device__ __forceinline__ typename bits<T>::K key(typename bits<T>::U u) {
+  typedef typename bits<T>::K K;
+  const K m = (K)u & (K)(bits<T>::sign - 1);
+  if (m > (K)bits<T>::inf) return ~(K)0;
+  return (K)bits<T>::sign + (((K)u & (K)bits<T>::sign) ? (K)0 - m : m);
 }
 
-template <typename T, typename I>
-__device__ __forceinline__ const T* row_start(const T* x, I o, I i, const HardmaxGeom& g) {
-  return x + o * (I)g.stride_outer + i * (I)g.stride_inner;
+// V consecutive storage words, moved by one 16-byte access when V > 1 (the address aligned).
+template <typename U, int V> struct pack {
+  U e[V];
+  __device__ __forceinline__ void load(const U* p) {
+    if constexpr (V == 1) {
+      e[0] = __ldg(p);
+    } else {
+      static_assert(sizeof(U) * V == 16, "16-byte packs");
+      union { uint4 q; U w[V]; } c;
+      c.q = __ldg(reinterpret_cast<const uint4*>(p));
+#pragma unroll
+      for (int j = 0; j < V; ++j) e[j] = c.w[j];
+    }
+  }
+  __device__ __forceinline__ void store(U* p) const {
+    if constexpr (V == 1) {
+      p[0] = e[0];
+    } else {
+      union { uint4 q; U w[V]; } c;
+#pragma unroll
+      for (int j = 0; j < V; ++j) c.w[j] = e[j];
+      *reinterpret_cast<uint4*>(p) = c.q;
+    }
+  }
+};
+
+// (key, index) of the first maximum: (k, kk) replaces (best, best_k) if larger, or equal with a
+// smaller index.
+template <typename K, typename I>
+__device__ __forceinline__ void take(K k, I kk, K& best, I& best_k) {
+  if (k > best || (k == best && kk < best_k)) { best = k; best_k = kk; }
 }
 
 }  // namespace oc
 
-template <typename T, typename Acc, typename I>
-__global__ void hardmax_scan(const T* __restrict__ x, I* __restrict__ part, const HardmaxGeom g) {
-  const I n = (I)g.n, lanes = (I)g.lanes, inner = (I)g.inner, sn = (I)g.stride_n;
-  const I total = (I)g.outer * lanes * inner;
-  for (I idx = oc::first_index<I>(); idx < total; idx += oc::grid_stride<I>()) {
-    const I i = idx % inner, t = idx / inner;
-    const I lane = t % lanes, o = t / lanes;
-    const T* p = oc::row_start<T, I>(x, o, i, g) + lane * sn;
+// hardmax_scan: thread (o, lane, i) scans k = lane, lane + lanes, ... of column (o, i), writes
+// 0 over those outputs and the index and key of its first maximum to part[o, lane, i] and
+// part_key[o, lane, i]. i on x, lane on y, o on z (grid-stride).
+template <typename T, typename I>
+__global__ void hardmax_scan(const T* __restrict__ x, T* __restrict__ y, I* __restrict__ part,
+                             typename oc::bits<T>::K* __restrict__ part_key, const HardmaxGeom g) {
+  typedef typename oc::bits<T>::U U;
+  typedef typename oc::bits<T>::K K;
+  const I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;
+  const I lane = (I)blockIdx.y * (I)blockDim.y + (I)threadIdx.y;
+  const I n = (I)g.n, inner = (I)g.inner, lanes = (I)g.lanes;
+  if (i >= inner || lane >= lanes) return;
+  const I x_step = lanes * (I)g.stride_n, y_step = lanes * inner;
+#pragma unroll 1
+  for (I o = (I)blockIdx.z; o < (I)g.outer; o += (I)gridDim.z) {
+    const U* p = reinterpret_cast<const U*>(x) + o * (I)g.stride_outer + i * (I)g.stride_inner +
+                 lane * (I)g.stride_n;
+    U* q = reinterpret_cast<U*>(y) + (o * n + lane) * inner + i;
+    K best = 0;
     I best_k = lane;
-    Acc best = oc::load<Acc>(p);
-    for (I k = lane + lanes; k < n; k += lanes) {
-      p += lanes * sn;
-      const Acc v = oc::load<Acc>(p);
-      if (oc::beats<Acc, I>(v, k, best, best_k)) {
-        best = v;
-        best_k = k;
-      }
+#pragma unroll 1
+    for (I k = lane; k < n; k += lanes, p += x_step, q += y_step) {
+      const K v = oc::key<T>(__ldg(p));
+      *q = 0;
+      if (v > best) { best = v; best_k = k; }
     }
-    part[idx] = best_k;
+    const I at = (o * lanes + lane) * inner + i;
+    part[at] = best_k;
+    part_key[at] = best;
   }
 }
 
-template <typename T, typename Acc, typename I>
-__global__ void hardmax_merge(const T* __restrict__ x, const I* __restrict__ part,
-                              I* __restrict__ arg, const HardmaxGeom g) {
-  const I lanes = (I)g.lanes, inner = (I)g.inner, sn = (I)g.stride_n;
-  const I total = (I)g.outer * inner;
-  for (I idx = oc::first_index<I>(); idx < total; idx += oc::grid_stride<I>()) {
-    const I i = idx % inner, o = idx / inner;
-    const T* row = oc::row_start<T, I>(x, o, i, g);
-    const I* cand = part + o * lanes * inner + i;
-    I best_k = cand[0];
-    Acc best = oc::load<Acc>(row + best_k * sn);
-    for (I lane = 1; lane < lanes; ++lane) {
-      const I k = cand[lane * inner];
-      const Acc v = oc::load<Acc>(row + k * sn);
-      if (oc::beats<Acc, I>(v, k, best, best_k)) {
-        best = v;
-        best_k = k;
-      }
-    }
-    arg[idx] = best_k;
+// hardmax_merge: thread (o, i) takes the first maximum among the lanes' (index, key) candidates
+// and writes its 1. i on x, o on y (grid-stride).
+template <typename T, typename I>
+__global__ void hardmax_merge(const T* __restrict__ x, T* __restrict__ y,
+                              const I* __restrict__ part,
+                              const typename oc::bits<T>::K* __restrict__ part_key,
+                              const HardmaxGeom g) {
+  typedef typename oc::bits<T>::U U;
+  typedef typename oc::bits<T>::K K;
+  const I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;
+  const I n = (I)g.n, inner = (I)g.inner, lanes = (I)g.lanes;
+  if (i >= inner) return;
+#pragma unroll 1
+  for (I o = (I)blockIdx.y * (I)blockDim.y + (I)threadIdx.y; o < (I)g.outer;
+       o += (I)gridDim.y * (I)blockDim.y) {
+    const I first = o * lanes * inner + i;
+    const I* cand = part + first;
+    const K* cand_key = part_key + first;
+    K best = 0;
+    I best_k = 0;
+#pragma unroll 1
+    for (I lane = 0; lane < lanes; ++lane, cand += inner, cand_key += inner)
+      oc::take(*cand_key, *cand, best, best_k);
+    reinterpret_cast<U*>(y)[(o * n + best_k) * inner + i] = (U)oc::bits<T>::one;
   }
 }
 
-template <typename T, typename Acc, typename I>
-__global__ void hardmax_write(const I* __restrict__ arg, T* __restrict__ y, const HardmaxGeom g) {
-  const I n = (I)g.n, inner = (I)g.inner;
-  const I total = (I)g.outer * n * inner;
-  for (I idx = oc::first_index<I>(); idx < total; idx += oc::grid_stride<I>()) {
-    const I i = idx % inner, t = idx / inner;
-    const I k = t % n, o = t / n;
-    oc::store<Acc>(y + idx, arg[o * inner + i] == k ? Acc(1) : Acc(0));
+// inner == 1, stride_n == 1: each row of X is n consecutive elements. A group of G = blockDim.x
+// threads (a power of two: part of a warp, a warp, or the whole block) takes one row: thread t
+// scans the V-element packs c = t, t + G, ...; the group combines its (key, index) pairs by warp
+// shuffles (and, for a block, shared memory). blockDim.y rows per block (1 for a block-wide
+// group); row = blockIdx.x * blockDim.y + threadIdx.y. Threads past the last row scan nothing but
+// take part in the shuffles, so that every shuffle has the whole warp.
+template <typename T, int V, typename I>
+__global__ void hardmax_rows(const T* __restrict__ x, T* __restrict__ y, const HardmaxGeom g) {
+  typedef typename oc::bits<T>::U U;
+  typedef typename oc::bits<T>::K K;
+  const I row = (I)blockIdx.x * (I)blockDim.y + (I)threadIdx.y;
+  const bool live = row < (I)g.outer;
+  const unsigned int G = blockDim.x, t = threadIdx.x;
+  const I n = (I)g.n, packs = live ? n / V : 0;
+  const U* xr = reinterpret_cast<const U*>(x) + (live ? row * (I)g.stride_outer : 0);
+  U* yr = reinterpret_cast<U*>(y) + (live ? row * n : 0);
+  oc::pack<U, V> zero;
+#pragma unroll
+  for (int j = 0; j < V; ++j) zero.e[j] = 0;
+  K best = 0;
+  I best_k = n;
+  const I step = (I)G * V;
+  const U* xp = xr + (I)t * V;
+  U* yp = yr + (I)t * V;
+#pragma unroll 1
+  for (I first = (I)t * V, end = packs * V; first < end; first += step, xp += step, yp += step) {
+    oc::pack<U, V> p;
+    p.load(xp);
+    zero.store(yp);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const K k = oc::key<T>(p.e[j]);
+      if (k > best) { best = k; best_k = first + j; }
+    }
   }
+#pragma unroll
+  for (unsigned int d = 16; d > 0; d >>= 1)
+    if (d < G)
+      oc::take(__shfl_xor_sync(0xFFFFFFFFu, best, d), __shfl_xor_sync(0xFFFFFFFFu, best_k, d),
+               best, best_k);
+  if (G > 32u) {
+    __shared__ K keys[32];
+    __shared__ I index[32];
+    if ((t & 31u) == 0) { keys[t >> 5] = best; index[t >> 5] = best_k; }
+    __syncthreads();
+#pragma unroll 1
+    for (unsigned int w = 0; w < (G >> 5); ++w) oc::take(keys[w], index[w], best, best_k);
+  }
+  if (live && ((unsigned int)(best_k / V) & (G - 1u)) == t) yr[best_k] = (U)oc::bits<T>::one;
+}
+
+// Each thread one column (o, i) of the [outer, n, inner] view: i on x, o on y and z (a grid of
+// blockDim.y rows of o per block), so no index is divided. A warp's reads and writes are
+// consecutive in i.
+template <typename T, typename I>
+__global__ void hardmax_cols(const T* __restrict__ x, T* __restrict__ y, const HardmaxGeom g) {
+  typedef typename oc::bits<T>::U U;
+  typedef typename oc::bits<T>::K K;
+  const I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;
+  const I o = ((I)blockIdx.z * (I)gridDim.y + (I)blockIdx.y) * (I)blockDim.y + (I)threadIdx.y;
+  const I n = (I)g.n, inner = (I)g.inner, sn = (I)g.stride_n;
+  if (i >= inner || o >= (I)g.outer) return;
+  const U* p = reinterpret_cast<const U*>(x) + o * (I)g.stride_outer + i * (I)g.stride_inner;
+  U* const q0 = reinterpret_cast<U*>(y) + o * n * inner + i;
+  U* q = q0;
+  K best = 0;
+  I best_k = 0;
+#pragma unroll 1
+  for (I k = 0; k < n; ++k, p += sn, q += inner) {
+    const K v = oc::key<T>(__ldg(p));
+    *q = 0;
+    if (v > best) { best = v; best_k = k; }
+  }
+  q0[best_k * inner] = (U)oc::bits<T>::one;
 }

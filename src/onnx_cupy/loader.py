@@ -23,6 +23,8 @@ _lock = threading.Lock()
 _PARAMETER_BLOCKS: dict[str, dict[str, Any]] = {}
 # family -> {fast-path instantiation: outputs one thread writes per iteration of its loop}
 _FAST_PATHS: dict[str, dict[str, int]] = {}
+# family -> instantiations whose blocks the emulator runs cooperatively
+_COOPERATIVE: dict[str, set[str]] = {}
 # (family, instantiation) -> threads per block, where the launch does not use launch.BLOCK
 _BLOCK_SIZES: dict[tuple[str, str], int] = {}
 
@@ -115,3 +117,13 @@ def cuda_function(family: str, expression: str) -> Any:
                     _functions[(family, expr, key[2])] = module.get_function(expr)
                 fn = _functions[key]
     return fn
+
+
+def register_cooperative(family: str, expressions: list[str]) -> None:
+    """Mark instantiations that use barriers, shared memory or warp collectives: the emulator
+    runs their blocks' threads as cooperating contexts."""
+    _COOPERATIVE.setdefault(family, set()).update(expressions)
+
+
+def cooperative(family: str, expression: str) -> bool:
+    return expression in _COOPERATIVE.get(family, ())
