@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+import tempfile
 from pathlib import Path
 
 from . import __version__, backends, bench, loader
@@ -69,9 +70,11 @@ def _bench(args: argparse.Namespace) -> int:
               "use it with --quick", file=sys.stderr)
         return 2
     report = bench.run(backend, args.op, args.quick)
-    text, paths = bench.write(report, Path(args.out))
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="onnx-cupy-bench-"))
+    text, paths = bench.write(report, out)
     print(text)
-    print("wrote " + ", ".join(map(str, paths)))
+    where = "" if args.out else " (a new temporary folder; --out DIR writes elsewhere)"
+    print(f"wrote {', '.join(map(str, paths))}{where}")
     wrong = [f"{r['case']} {r['dtype']}" for r in report["rows"] if r["correct"] is False]
     if wrong:
         print(f"bench: outputs differ from onnxruntime: {'; '.join(wrong)}", file=sys.stderr)
@@ -95,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="auto = cupy if a GPU is visible, numpy otherwise; "
                           "emulated needs --quick")
     ben.add_argument("--quick", action="store_true", help="small shapes and few repeats (seconds)")
-    ben.add_argument("--out", default=str(bench.DEFAULT_OUT),
-                     help=f"directory for the reports (default: {bench.DEFAULT_OUT})")
+    ben.add_argument("--out", metavar="DIR",
+                     help="directory for the reports (default: a new temporary folder)")
     args = parser.parse_args(argv)
     return {"info": _info, "conformance": _conformance, "bench": _bench}[args.command](args)
 
