@@ -4,6 +4,9 @@ kernel tap, over blocks of N*C rows so that temporaries stay cache-sized.
 
   S = sum over taps j_1 (axis 1) of ... sum over taps j_m (axis m) of x[..., w_1(j_1), ..., w_m(j_m)]
   AveragePool: Y = S / count,  LpPool: Y = S^(1/p) with x replaced by |x|^p
+
+The accumulation type is the kernels' (float32 for 16- and 32-bit floats); summing axis by axis
+rounds differently from the kernels' row-major order over each window (by about one ulp).
 """
 from __future__ import annotations
 
