@@ -70,6 +70,7 @@ def test_json_report(quick):
     assert {(r["case"], r["dtype"]) for r in report["rows"]} == _expected_rows()
     for r in report["rows"]:
         assert r["ms"] > 0 and math.isfinite(r["melem_s"]) and r["melem_s"] > 0
+        assert 0 <= r["ms_iqr"] < math.inf and "ms_iqr" in r["peers"]["onnxruntime"]
         for name in ("onnxruntime", "onnx.reference"):
             ratio = r["peers"][name]["ratio"]
             assert math.isfinite(ratio) and ratio > 0, (r["case"], name)
@@ -215,6 +216,7 @@ def test_contenders_timed_in_turns():
     assert "".join(log) == "abcabcabcabaaa"   # c stops at its error, b after 1 + 3 calls
     a, b, c = timed
     assert a.times == [3.0, 4.0, 5.0, 6.0, 7.0] and a.seconds == 5.0   # warm-ups not counted
+    assert a.spread() == {"ms_iqr": 3000.0} and c.spread() == {}
     assert a.y == 11 and b.y == -7 and b.times == [2.0, 3.0, 4.0]
     assert isinstance(c.error, RuntimeError) and c.times == [2.0]
     assert bench._na(c.error) == {"na": "RuntimeError: no kernel for this dtype"}

@@ -344,6 +344,13 @@ class _Timed:
         """Median time of the timed calls."""
         return statistics.median(self.times)
 
+    def spread(self) -> dict[str, float]:
+        """The interquartile range of the times in ms (a noise gauge), where there are several."""
+        if len(self.times) < 2:
+            return {}
+        q1, _, q3 = statistics.quantiles(self.times, n=4)
+        return {"ms_iqr": (q3 - q1) * 1e3}
+
 
 def _in_turns(timed: Sequence[_Timed]) -> None:
     """Call the contenders in turns (a, b, a, b, ...) until each has had its warm-ups and timed
@@ -450,7 +457,7 @@ def _result(peer: Peer, t: _Timed, x: np.ndarray, expected: np.ndarray, case: Ca
     if not _agrees(diff, expected, dtype):
         return {"na": f"outputs differ from ours (max abs diff {diff:.3g})", "max_abs_diff": diff}
     rate = _elements_per_second(x, y, t.seconds)
-    result: dict[str, Any] = {"shape": list(x.shape), "ms": t.seconds * 1e3,
+    result: dict[str, Any] = {"shape": list(x.shape), "ms": t.seconds * 1e3, **t.spread(),
                               "melem_s": rate / 1e6, "ratio": ours_rate / rate,
                               "max_abs_diff": diff}
     if run.judged and peer.name in case.targets(dtype):
@@ -515,7 +522,7 @@ def measure(case: Case, dtype: str, run: _Run) -> dict[str, Any]:
         "case": case.name, "op": case.op, "attrs": case.attrs,
         "inputs": {k: v.tolist() for k, v in case.inputs.items()}, "dtype": dtype,
         "shape": list(x.shape), "out_shape": list(y.shape), "ms": seconds * 1e3,
-        "melem_s": rate / 1e6, "peers": results,
+        **mine.spread(), "melem_s": rate / 1e6, "peers": results,
     }
     ort = row["peers"].get("onnxruntime", {})
     row["max_abs_diff_vs_onnxruntime"] = ort.get("max_abs_diff")
