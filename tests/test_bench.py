@@ -1,5 +1,5 @@
-"""`onnx-cupy bench`: a quick run on the NumPy backend (table, JSON, Markdown, plot) and the
-backend checks."""
+"""`onnx-cupy bench`: a quick run on the NumPy backend (table, JSON, Markdown, plot), the backend
+checks, where reports go, the peers' models and settings, timing in turns, and target summaries."""
 from __future__ import annotations
 
 import contextlib
