@@ -41,7 +41,7 @@ MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AveragePool": average_pool, "LpPool": lp_pool, "Hardmax": hardmax, "Resize": resize}
 # (warm-up calls, timed calls) per clock and mode
-REPEATS = {("cpu", False): (2, 15), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
+REPEATS = {("cpu", False): (3, 25), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
            ("gpu", True): (2, 10)}
 
 
