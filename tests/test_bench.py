@@ -58,6 +58,7 @@ def test_json_report(quick):
     h = report["header"]
     assert h["backend"] == "numpy" and h["quick"] is True and h["gpu"] is None
     assert h["date"] and h["cpu"]
+    assert all(v is None or v >= 0 for v in h["load_average"].values())
     assert all(h["versions"][k] for k in ("onnx-cupy", "numpy", "onnx", "onnxruntime"))
     assert {"onnxruntime", "onnx.reference"} <= set(report["peers"])
     assert report["targets"] == {"checked": 0, "met": 0, "missed": []}   # none under --quick
@@ -89,6 +90,7 @@ def test_markdown_and_plot(quick):
     assert md.startswith("# onnx-cupy benchmark")
     assert _table(md) == _table(stdout)
     assert "Targets: none checked in this run." in md
+    assert "- 1-minute load average at start / end: " in md
     assert "- onnxruntime: version: " in md and "graph_optimization_level: ORT_ENABLE_ALL" in md
     if importlib.util.find_spec("matplotlib"):
         assert (out / "numpy-quick.png").stat().st_size > 0

@@ -593,7 +593,12 @@ def _gpu_header() -> dict[str, Any]:
             "l2_bytes": rt.deviceGetAttribute(rt.cudaDevAttrL2CacheSize, dev)}
 
 
-def _header(backend: str, quick: bool) -> dict[str, Any]:
+def _load() -> float | None:
+    """The 1-minute load average, where the OS reports one (other processes' share of the CPU)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def _header(backend: str, quick: bool, load: tuple[float | None, float | None]) -> dict[str, Any]:
     versions = {"onnx-cupy": __version__, "python": platform.python_version()}
     for name in ("numpy", "onnx", "onnxruntime", "torch"):   # those this run imported
         module = sys.modules.get(name)
@@ -601,6 +606,7 @@ def _header(backend: str, quick: bool) -> dict[str, Any]:
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "cpu": _cpu_name(), "cpu_count": os.cpu_count(),
             "backend": backend, "quick": quick, "opset": OPSET, "versions": versions,
+            "load_average": {"start": load[0], "end": load[1]},
             "gpu": _gpu_header() if backend == "cupy" else None}
 
 
@@ -612,6 +618,7 @@ def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False) -> 
     tasks = [(c, d) for c in CASES if not ops or c.op in ops for d in DTYPES]
     bar = _progress(len(tasks))
     rows = []
+    start = _load()
     try:
         for case, dtype in tasks:
             bar.set_description(f"{case.name} {dtype}")
@@ -619,7 +626,7 @@ def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False) -> 
             bar.update(1)
     finally:
         bar.close()
-    return {"header": _header(backend, quick), "peers": [p.name for p in found],
+    return {"header": _header(backend, quick, (start, _load())), "peers": [p.name for p in found],
             "peer_settings": {p.name: p.settings for p in found}, "notes": notes,
             "targets": _targets(rows), "rows": rows}
 
@@ -696,6 +703,9 @@ def markdown(report: dict[str, Any], drawn: str | None = None) -> str:
              f"- date: {h['date']}",
              f"- host: {h['host']}, CPU: {h['cpu']} ({h['cpu_count']} logical cores)",
              f"- backend: {h['backend']}{quick}, ONNX opset {h['opset']}",
+             (f"- 1-minute load average at start / end: {_loads(h['load_average'])} on "
+              f"{h['cpu_count']} logical cores (this run counts about 1; more means other "
+              "processes shared the CPU)"),
              f"- versions: {versions}"]
     if h["gpu"]:
         g = h["gpu"]
@@ -722,6 +732,10 @@ def markdown(report: dict[str, Any], drawn: str | None = None) -> str:
     if drawn and not drawn.startswith("skipped"):
         lines += ["", f"![ratios]({drawn})"]
     return "\n".join(lines) + "\n"
+
+
+def _loads(load: dict[str, float | None]) -> str:
+    return " / ".join("n/a" if v is None else f"{v:.2f}" for v in (load["start"], load["end"]))
 
 
 def _target_line(targets: dict[str, Any]) -> str:
