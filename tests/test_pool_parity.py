@@ -64,6 +64,16 @@ def test_numpy_row_blocks_keep_results(op, dtype, monkeypatch, rng):
         np.testing.assert_array_equal(got.view(np.uint8), whole.view(np.uint8))   # NaNs too
 
 
+def test_numpy_float16_widening_keeps_every_bit_pattern():
+    """The table look-up gives astype's bits for all 65536 float16 values (NaNs, infinities,
+    subnormals, -0.0), contiguous or not."""
+    x = np.arange(1 << 16, dtype=np.uint16).view(np.float16).reshape(256, 256)
+    for src in (x, x[:, ::-3]):
+        got = numpy_pool.widen(src, np.dtype(np.float32))
+        assert got.dtype == np.float32 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got.view(np.uint32), src.astype(np.float32).view(np.uint32))
+
+
 def views(base):
     """Non-contiguous (N, C, H, W) views of a (2, 3, 9, 10) base, by name."""
     packed = np.zeros(base.shape, dtype=[("v", base.dtype), ("pad", "u1")])

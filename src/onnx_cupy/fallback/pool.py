@@ -10,6 +10,7 @@ rounds differently from the kernels' row-major order over each window (by about 
 """
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -55,6 +56,20 @@ def divisor(pl: PoolPlan, acc: np.dtype) -> np.ndarray:
     return total
 
 
+@functools.cache
+def _half_table() -> np.ndarray:
+    """Every float16 bit pattern converted to float32 by NumPy (exact; 256 KiB)."""
+    return np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+def widen(src: np.ndarray, acc: np.dtype) -> np.ndarray:
+    """A copy of `src` in the accumulation type: float16 by table look-up (the same bits as
+    `astype`, about twice as fast), others by `astype`."""
+    if src.dtype == np.float16 and acc == np.float32 and src.flags.c_contiguous:
+        return np.take(_half_table(), src.view(np.uint16))
+    return src.astype(acc)
+
+
 def _window_sum(src: np.ndarray, axis: int, taps: list[Tap], dst: np.ndarray) -> None:
     """dst = sum over `taps` of src's slices along `axis` (0 where no tap lands). Taps covering
     the whole output go first, so the first two need no zero fill."""
@@ -91,7 +106,7 @@ def run(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
         for r in range(0, rows, block):
             src = xs[r:r + block]
             if convert:
-                src = src.astype(acc_t)
+                src = widen(src, acc_t)
             if pl.lp:
                 src = np.abs(src, out=src) if convert else np.abs(src)
                 if pl.p == 2:
