@@ -771,12 +771,21 @@ def plot(report: dict[str, Any], path: Path) -> str:
     ax = fig.add_subplot(1, 2 if gpu else 1, 1)
     ypos = np.arange(len(rows))
     height = 0.8 / max(1, len(names))
+    marks: dict[bool, list[tuple[float, float]]] = {True: [], False: []}   # met -> (target, y)
     for k, name in enumerate(names):
+        shift = (k - (len(names) - 1) / 2) * height
         pts = [(i, r["peers"][name]["ratio"]) for i, r in enumerate(rows)
                if "ratio" in r["peers"][name]]
         if pts:
             i, v = zip(*pts)
-            ax.barh(np.array(i) + (k - (len(names) - 1) / 2) * height, v, height, label=name)
+            ax.barh(np.array(i) + shift, v, height, label=name)
+        for i, r in enumerate(rows):
+            if "target" in r["peers"][name]:
+                marks[r["peers"][name]["met"]].append((r["peers"][name]["target"], i + shift))
+    for met, style in ((True, "k|"), (False, "rx")):
+        if marks[met]:
+            t, y = zip(*marks[met])
+            ax.plot(t, y, style, markersize=9, label="target " + ("met" if met else "MISSED"))
     ax.set_xscale("log")
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_yticks(ypos, [f"{r['case']} {r['dtype']}" for r in rows], fontsize=8)
