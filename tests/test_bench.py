@@ -1,5 +1,5 @@
-"""`onnx-cupy bench`: a quick run on the NumPy backend (table, JSON, Markdown, plot) and the
-backend checks."""
+"""`onnx-cupy bench`: a quick run on the NumPy backend (table, JSON, Markdown, plot), the backend
+checks, where reports go, the peers' models and settings, timing in turns, and target summaries."""
 from __future__ import annotations
 
 import contextlib
@@ -7,7 +7,9 @@ import importlib.util
 import io
 import json
 import math
+import tempfile
 
+import numpy as np
 import pytest
 
 from onnx_cupy import backends, bench, cli
@@ -56,11 +58,20 @@ def test_json_report(quick):
     h = report["header"]
     assert h["backend"] == "numpy" and h["quick"] is True and h["gpu"] is None
     assert h["date"] and h["cpu"]
+    assert all(v is None or v >= 0 for v in h["load_average"].values())
     assert all(h["versions"][k] for k in ("onnx-cupy", "numpy", "onnx", "onnxruntime"))
     assert {"onnxruntime", "onnx.reference"} <= set(report["peers"])
+    assert report["targets"] == {"checked": 0, "met": 0, "missed": []}   # none under --quick
+    ort = report["peer_settings"]["onnxruntime"]
+    assert ort["version"] == h["versions"]["onnxruntime"]
+    assert (ort["provider"], ort["intra_op_num_threads"], ort["inter_op_num_threads"]) == (
+        "CPUExecutionProvider", 1, 1)
+    assert (ort["graph_optimization_level"], ort["execution_mode"]) == (
+        "ORT_ENABLE_ALL", "ORT_SEQUENTIAL")
     assert {(r["case"], r["dtype"]) for r in report["rows"]} == _expected_rows()
     for r in report["rows"]:
         assert r["ms"] > 0 and math.isfinite(r["melem_s"]) and r["melem_s"] > 0
+        assert 0 <= r["ms_iqr"] < math.inf and "ms_iqr" in r["peers"]["onnxruntime"]
         for name in ("onnxruntime", "onnx.reference"):
             ratio = r["peers"][name]["ratio"]
             assert math.isfinite(ratio) and ratio > 0, (r["case"], name)
@@ -68,6 +79,7 @@ def test_json_report(quick):
         for result in r["peers"].values():
             assert "ratio" in result or result["na"]
         assert r["correct"] is True
+        assert r["op"] in " ".join(r["peers"]["onnxruntime"]["graph"])   # after optimization
         assert 0 <= r["max_abs_diff_vs_onnxruntime"] <= DIFF[r["dtype"]], r
         assert math.isfinite(r["peak_memory_ratio"]) and r["peak_memory_ratio"] > 0
 
@@ -77,6 +89,9 @@ def test_markdown_and_plot(quick):
     md = (out / "numpy-quick.md").read_text()
     assert md.startswith("# onnx-cupy benchmark")
     assert _table(md) == _table(stdout)
+    assert "Targets: none checked in this run." in md
+    assert "- 1-minute load average at start / end: " in md
+    assert "- onnxruntime: version: " in md and "graph_optimization_level: ORT_ENABLE_ALL" in md
     if importlib.util.find_spec("matplotlib"):
         assert (out / "numpy-quick.png").stat().st_size > 0
     else:
@@ -115,3 +130,109 @@ def test_table_cells(backend, cells):
     assert all(c in row for c in cells), row
     assert ("GB/s" in header) == (backend == "cupy")
     assert ("peak mem / (X+Y)" in header) == (backend == "numpy")
+
+
+def _run_cli(argv):
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
+        rc = cli.main(["bench", "--quick", "--backend", "numpy", *argv])
+    return rc, stdout.getvalue()
+
+
+@pytest.fixture
+def one_case(monkeypatch):
+    """The bench reduced to one quick case and dtype."""
+    monkeypatch.setattr(bench, "CASES", tuple(c for c in bench.CASES if c.op == "Hardmax")[:1])
+    monkeypatch.setattr(bench, "DTYPES", ("float32",))
+
+
+def test_default_out_is_a_new_temporary_folder(one_case, monkeypatch, tmp_path):
+    cwd, tmp = tmp_path / "cwd", tmp_path / "tmp"
+    cwd.mkdir()
+    tmp.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    folders = []
+    for _ in range(2):
+        rc, stdout = _run_cli([])
+        assert rc == 0
+        (folder,) = set(tmp.iterdir()) - set(folders)
+        folders.append(folder)
+        assert sorted(p.name for p in folder.iterdir()) == sorted(
+            f"numpy-quick.{e}" for e in ("json", "md", "png")
+            if e != "png" or importlib.util.find_spec("matplotlib"))
+        assert f"wrote {folder / 'numpy-quick.json'}" in stdout
+        assert "a new temporary folder; --out DIR writes elsewhere" in stdout
+    assert not any(cwd.iterdir())     # nothing written to ./benchmarks/results
+
+
+def test_out_writes_only_there(one_case, monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "unused"))
+    out = tmp_path / "given" / "dir"
+    rc, stdout = _run_cli(["--out", str(out)])
+    assert rc == 0 and "temporary" not in stdout
+    assert (out / "numpy-quick.json").is_file()
+    assert not (tmp_path / "unused").exists()
+
+
+def test_peer_model_as_exported():
+    """Shapes declared on X and Y; Resize's scales an initializer, not a graph input."""
+    case = next(c for c in bench.CASES if c.name == "Resize linear 2x half_pixel")
+    model = bench._model(case, "float16", (2, 3, 5, 7), (2, 3, 10, 14))
+    (x,), (y,) = model.graph.input, model.graph.output
+    dims = [[d.dim_value for d in v.type.tensor_type.shape.dim] for v in (x, y)]
+    assert (x.name, y.name, dims) == ("X", "Y", [[2, 3, 5, 7], [2, 3, 10, 14]])
+    (scales,) = model.graph.initializer
+    assert scales.name == "scales" and list(model.graph.node[0].input) == ["X", "", "scales"]
+    run, details = bench._onnxruntime(case, "float16", (2, 3, 5, 7), (2, 3, 10, 14))
+    assert run(np.ones((2, 3, 5, 7), np.float16)).shape == (2, 3, 10, 14)
+    assert "Resize" in details["graph"]
+
+
+class _Clock:
+    """A fake clock: logs each start; its calls take 1, 2, 3, ... seconds."""
+
+    def __init__(self, log, name):
+        self.log, self.name, self.t = log, name, 0.0
+
+    def start(self):
+        self.log.append(self.name)
+
+    def stop(self):
+        self.t += 1.0
+        return self.t
+
+
+def test_contenders_timed_in_turns():
+    log = []
+
+    def failing(x):
+        if log.count("c") == 3:
+            raise RuntimeError("no kernel for this dtype")
+        return x
+
+    timed = [bench._Timed(lambda x: x + 1, [10, 20], _Clock(log, "a"), 2, 5),
+             bench._Timed(lambda x: -x, [7], _Clock(log, "b"), 1, 3),
+             bench._Timed(failing, [0], _Clock(log, "c"), 1, 5)]
+    bench._in_turns(timed)
+    assert "".join(log) == "abcabcabcabaaa"   # c stops at its error, b after 1 + 3 calls
+    a, b, c = timed
+    assert a.times == [3.0, 4.0, 5.0, 6.0, 7.0] and a.seconds == 5.0   # warm-ups not counted
+    assert a.spread() == {"ms_iqr": 3000.0} and c.spread() == {}
+    assert a.y == 11 and b.y == -7 and b.times == [2.0, 3.0, 4.0]
+    assert isinstance(c.error, RuntimeError) and c.times == [2.0]
+    assert bench._na(c.error) == {"na": "RuntimeError: no kernel for this dtype"}
+
+
+def test_target_summary_names_each_miss():
+    report = _synthetic("numpy")
+    met = dict(report["rows"][0], case="Hardmax axis=1 (middle)", peak_memory_met=True,
+               peers={"onnxruntime": {"ratio": 1.25, "target": 1.0, "met": True}})
+    over = dict(met, dtype="float16", peak_memory_ratio=2.5, peak_memory_met=False, peers={})
+    targets = bench._targets([*report["rows"], met, over])
+    assert targets == {"checked": 5, "met": 3, "missed": [
+        "Hardmax axis=-1 float32: x onnxruntime 0.75 < 1",
+        "Hardmax axis=1 (middle) float16: peak memory 2.50 > 2"]}
+    assert bench._target_line(targets).splitlines() == [
+        "Targets: 3 of 5 met.", "- MISSED: Hardmax axis=-1 float32: x onnxruntime 0.75 < 1",
+        "- MISSED: Hardmax axis=1 (middle) float16: peak memory 2.50 > 2"]

@@ -7,7 +7,8 @@ import pytest
 from util import FLOAT_DTYPES, assert_close, random, to_backend, to_numpy
 
 import onnx_cupy
-from onnx_cupy import average_pool, launch, lp_pool
+from onnx_cupy import average_pool, dtypes, launch, lp_pool
+from onnx_cupy.fallback import pool as numpy_pool
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
 
@@ -46,6 +47,31 @@ def test_numpy_matches_emulated(op, nd, dtype, rng):
         expected = run(op, x, "numpy", **attrs)
         assert expected.size > 0
         assert_close(run(op, x, "emulated", **attrs), expected.astype(np.float64), dtype)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_numpy_row_blocks_keep_results(op, dtype, monkeypatch, rng):
+    """Blocks of 2 of the 15 N*C rows (the last one ragged) give the bits of one whole block."""
+    for spatial in SPATIAL.values():
+        x = random(rng, (3, 5, *spatial), dtype)
+        attrs = random_attrs(rng, op, spatial)
+        whole = run(op, x, "numpy", **attrs)
+        row = int(np.prod(spatial)) * dtypes.accumulate_dtype(x.dtype).itemsize
+        with monkeypatch.context() as m:
+            m.setattr(numpy_pool, "BLOCK_BYTES", 2 * row)
+            got = run(op, x, "numpy", **attrs)
+        np.testing.assert_array_equal(got.view(np.uint8), whole.view(np.uint8))   # NaNs too
+
+
+def test_numpy_float16_widening_keeps_every_bit_pattern():
+    """The table look-up gives astype's bits for all 65536 float16 values (NaNs, infinities,
+    subnormals, -0.0), contiguous or not."""
+    x = np.arange(1 << 16, dtype=np.uint16).view(np.float16).reshape(256, 256)
+    for src in (x, x[:, ::-3]):
+        got = numpy_pool.widen(src, np.dtype(np.float32))
+        assert got.dtype == np.float32 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got.view(np.uint32), src.astype(np.float32).view(np.uint32))
 
 
 def views(base):

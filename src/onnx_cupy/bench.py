@@ -1,11 +1,15 @@
 """`onnx-cupy bench`: throughput of one backend on canonical cases against the peers installed
-in the same run (onnxruntime CPU with 1 intra-op thread, its CUDA provider, PyTorch,
-onnx.reference), with each row's correctness against onnxruntime, the NumPy fallback's peak
-additional memory and, on a GPU, the bandwidth achieved against a device-to-device copy.
+in the same run (onnxruntime CPU with 1 thread, its CUDA provider, PyTorch, onnx.reference), with
+each row's correctness against onnxruntime, the NumPy fallback's peak additional memory and, on a
+GPU, the bandwidth achieved against a device-to-device copy.
 
-Throughput counts the elements of X and Y per second. A peer's ratio is our throughput over the
-peer's; a peer counts for a case only when its output matches ours within the dtype's tolerance
-in the same run ("n/a" otherwise, with the reason in the JSON report).
+Peers run as their users run them: onnxruntime gets the model an exporter writes (input and output
+shapes declared, Resize scales as initializers) with every graph optimization on, so that it picks
+its shape-specialized kernels (NCHWc pooling). Ours and the peers are timed in turns (ours, peer,
+..., ours, peer, ...) after warm-ups, and each one's median is taken, so that a change in machine
+load affects all alike. Throughput counts the elements of X and Y per second. A peer's ratio is
+our throughput over the peer's; a peer counts for a case only when its output matches ours within
+the dtype's tolerance in the same run ("n/a" otherwise, with the reason in the JSON report).
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -33,11 +38,10 @@ OPSET = 22                 # model opset: AveragePool/LpPool-22, Hardmax-13, Res
 DTYPES = ("float32", "float16")
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}   # agreement: max |a - b| <= tol * max(1, max |b|)
 MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X and Y
-DEFAULT_OUT = Path("benchmarks/results")
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AveragePool": average_pool, "LpPool": lp_pool, "Hardmax": hardmax, "Resize": resize}
 # (warm-up calls, timed calls) per clock and mode
-REPEATS = {("cpu", False): (1, 7), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
+REPEATS = {("cpu", False): (3, 25), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
            ("gpu", True): (2, 10)}
 
 
@@ -115,17 +119,27 @@ class NotApplicable(Exception):
     """The peer has no equivalent of this case."""
 
 
+Runner = Callable[[Any], Any]
+# (case, dtype, input shape, output shape) -> (run(X) -> Y, details for the report row)
+Setup = Callable[[Case, str, tuple[int, ...], tuple[int, ...]], tuple[Runner, dict[str, Any]]]
+
+
 @dataclass(frozen=True)
 class Peer:
-    """A library to compare against: `setup(case, dtype)` returns `run(X) -> Y`."""
+    """A library to compare against, and how it is configured (for the report)."""
 
     name: str
-    setup: Callable[[Case, str], Callable[[Any], Any]]
+    setup: Setup
+    settings: dict[str, Any]
     on_device: bool = False   # takes the backend's (CuPy) arrays; else host NumPy arrays
     slow: bool = False        # timed once on the reduced shape, compared by throughput
 
 
 # ---------------------------------------------------------------- peers
+
+MODEL = ("one node at opset 22, X and Y declared with their shapes as exporters write them, "
+         "Resize scales as an initializer, NCHW in and out")
+
 
 def _module(name: str) -> Any | None:
     try:
@@ -134,73 +148,104 @@ def _module(name: str) -> Any | None:
         return None
 
 
-def _model(case: Case, dtype: str) -> Any:
-    """A one-node model with graph inputs X and `case.inputs`; optional inputs not given are
-    left empty ("") up to the last given one."""
-    from onnx import defs, helper
+def _model(case: Case, dtype: str, shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Any:
+    """A one-node model as an exporter writes it: graph input X and output Y with their shapes,
+    the case's other inputs as initializers (optional inputs not given are left empty, "", up to
+    the last given one)."""
+    from onnx import defs, helper, numpy_helper
 
-    def info(name: str, dt: Any) -> Any:
-        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dt)),
-                                             None)
-
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     formal = [i.name for i in defs.get_schema(case.op, OPSET).inputs]   # the first is X
     used = max((formal.index(n) for n in case.inputs), default=0) + 1
     names = ["X"] + [n if n in case.inputs else "" for n in formal[1:used]]
     node = helper.make_node(case.op, names, ["Y"], **case.attrs)
-    inputs = [info("X", dtype)] + [info(n, v.dtype) for n, v in case.inputs.items()]
-    graph = helper.make_graph([node], "bench", inputs, [info("Y", dtype)])
+    graph = helper.make_graph(
+        [node], "bench", [helper.make_tensor_value_info("X", elem, list(shape))],
+        [helper.make_tensor_value_info("Y", elem, list(out_shape))],
+        initializer=[numpy_helper.from_array(v, n) for n, v in case.inputs.items()])
     return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", OPSET)])
 
 
-def _session(case: Case, dtype: str, provider: str, **config: str) -> Any:
+def _ort_options() -> Any:
+    """onnxruntime configured for a 1-thread comparison, every graph optimization on."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3   # the optimized-model dump warns that NCHWc nodes are host-specific
+    return opts
+
+
+def _ort_settings(provider: str) -> dict[str, Any]:
+    import onnxruntime as ort
+
+    opts = _ort_options()
+    found = {k: getattr(opts, k) for k in ("intra_op_num_threads", "inter_op_num_threads",
+                                             "execution_mode", "graph_optimization_level")}
+    return {"version": ort.__version__, "provider": provider,
+            **{k: getattr(v, "name", v) for k, v in found.items()}, "model": MODEL}
+
+
+def _session(case: Case, dtype: str, shape: tuple[int, ...], out_shape: tuple[int, ...],
+             provider: str, **config: str) -> tuple[Any, dict[str, Any]]:
+    """The session, and the nodes of the graph it runs after optimization (domain:op)."""
+    import onnx
+    import onnxruntime as ort
+
+    opts = _ort_options()
     for key, value in config.items():
         opts.add_session_config_entry(key, value)
-    return ort.InferenceSession(_model(case, dtype).SerializeToString(), opts, providers=[provider])
+    with tempfile.TemporaryDirectory() as tmp:
+        opts.optimized_model_filepath = str(Path(tmp) / "optimized.onnx")
+        sess = ort.InferenceSession(_model(case, dtype, shape, out_shape).SerializeToString(),
+                                    opts, providers=[provider])
+        nodes = onnx.load(opts.optimized_model_filepath).graph.node
+    return sess, {"graph": [f"{n.domain}:{n.op_type}" if n.domain else n.op_type for n in nodes]}
 
 
-def _onnxruntime(case: Case, dtype: str) -> Callable[[Any], Any]:
-    sess = _session(case, dtype, "CPUExecutionProvider")
-    return lambda x: sess.run(None, {"X": x, **case.inputs})[0]
+def _onnxruntime(case: Case, dtype: str, shape: tuple[int, ...],
+                 out_shape: tuple[int, ...]) -> tuple[Runner, dict[str, Any]]:
+    sess, details = _session(case, dtype, shape, out_shape, "CPUExecutionProvider")
+    return lambda x: sess.run(None, {"X": x})[0], details
 
 
-def _onnxruntime_cuda(case: Case, dtype: str) -> Callable[[Any], Any]:
+def _onnxruntime_cuda(case: Case, dtype: str, shape: tuple[int, ...],
+                      out_shape: tuple[int, ...]) -> tuple[Runner, dict[str, Any]]:
     # no CPU fallback: an operator without a CUDA kernel makes the session fail (n/a)
-    sess = _session(case, dtype, "CUDAExecutionProvider",
-                    **{"session.disable_cpu_ep_fallback": "1"})
+    sess, details = _session(case, dtype, shape, out_shape, "CUDAExecutionProvider",
+                             **{"session.disable_cpu_ep_fallback": "1"})
 
     def run(x: Any) -> Any:
         binding = sess.io_binding()
         binding.bind_input("X", "cuda", x.device.id, x.dtype.type, x.shape, x.data.ptr)
-        for name, value in case.inputs.items():
-            binding.bind_cpu_input(name, value)
         binding.bind_output("Y", "cuda", x.device.id)
         sess.run_with_iobinding(binding)
         return binding.get_outputs()[0]
-    return run
+    return run, details
 
 
-def _torch(device: str) -> Callable[[Case, str], Callable[[Any], Any]]:
+def _torch(device: str) -> Setup:
     import torch
 
     wrap = torch.from_dlpack if device == "cuda" else torch.from_numpy
 
-    def setup(case: Case, dtype: str) -> Callable[[Any], Any]:
+    def setup(case: Case, dtype: str, shape: tuple[int, ...],
+              out_shape: tuple[int, ...]) -> tuple[Runner, dict[str, Any]]:
         if case.torch is None:
             raise NotApplicable("no PyTorch equivalent")
-        return lambda x: case.torch(torch, wrap(x))
+        return lambda x: case.torch(torch, wrap(x)), {}
     return setup
 
 
-def _reference(case: Case, dtype: str) -> Callable[[Any], Any]:
+def _reference(case: Case, dtype: str, shape: tuple[int, ...],
+               out_shape: tuple[int, ...]) -> tuple[Runner, dict[str, Any]]:
     from onnx.reference import ReferenceEvaluator
 
-    ev = ReferenceEvaluator(_model(case, dtype))
-    return lambda x: ev.run(None, {"X": x, **case.inputs})[0]
+    ev = ReferenceEvaluator(_model(case, dtype, shape, out_shape))
+    return lambda x: ev.run(None, {"X": x})[0], {}
 
 
 def peers(backend: str) -> tuple[list[Peer], list[str]]:
@@ -212,26 +257,31 @@ def peers(backend: str) -> tuple[list[Peer], list[str]]:
     if ort is None or onnx is None:
         notes.append("onnxruntime: not installed (needs onnx and onnxruntime)")
     else:
-        found.append(Peer("onnxruntime", _onnxruntime))
+        found.append(Peer("onnxruntime", _onnxruntime, _ort_settings("CPUExecutionProvider")))
         if backend == "cupy":
             if "CUDAExecutionProvider" in ort.get_available_providers():
-                found.append(Peer("onnxruntime-cuda", _onnxruntime_cuda, on_device=True))
+                found.append(Peer("onnxruntime-cuda", _onnxruntime_cuda,
+                                  _ort_settings("CUDAExecutionProvider"), on_device=True))
             else:
                 notes.append("onnxruntime-cuda: the CUDA execution provider is not available")
     if torch is None:
         notes.append("torch: not installed")
     elif backend == "cupy":
         if torch.cuda.is_available():
-            found.append(Peer("torch-cuda", _torch("cuda"), on_device=True))
+            found.append(Peer("torch-cuda", _torch("cuda"),
+                              {"version": torch.__version__, "device": "cuda"}, on_device=True))
         else:
             notes.append("torch-cuda: this PyTorch build sees no GPU")
     else:
         torch.set_num_threads(1)
-        found.append(Peer("torch", _torch("cpu")))
+        found.append(Peer("torch", _torch("cpu"), {"version": torch.__version__, "device": "cpu",
+                                                   "num_threads": torch.get_num_threads()}))
     if onnx is None:
         notes.append("onnx.reference: onnx is not installed")
     else:
-        found.append(Peer("onnx.reference", _reference, slow=True))
+        found.append(Peer("onnx.reference", _reference,
+                          {"version": onnx.__version__, "model": MODEL,
+                           "timing": "one call on the reduced shape"}, slow=True))
     return found, notes
 
 
@@ -261,18 +311,53 @@ class _GpuClock:
         return self.cp.cuda.get_elapsed_time(self.begin, self.end) * 1e-3
 
 
-def _median_seconds(fn: Callable[[Any], Any], xs: Sequence[Any], clock: Any, warmup: int,
-                    repeats: int) -> tuple[float, Any]:
-    """Median time of `fn` over `repeats` calls after `warmup`, cycling through the inputs
-    `xs[i]`; also the last output."""
-    for i in range(warmup):
-        fn(xs[i % len(xs)])
-    times = []
-    for i in range(warmup, warmup + repeats):
-        clock.start()
-        y = fn(xs[i % len(xs)])
-        times.append(clock.stop())
-    return statistics.median(times), y
+@dataclass
+class _Timed:
+    """One contender of a row: its function, the inputs it cycles through and its clock; collects
+    the times and last output of its calls, or the exception that stopped it."""
+
+    fn: Runner
+    xs: Sequence[Any]
+    clock: Any
+    warmup: int
+    repeats: int
+    times: list[float] = field(default_factory=list)
+    y: Any = None
+    error: Exception | None = None
+
+    def call(self, i: int) -> None:
+        """Call number i: a warm-up below `warmup`, then timed; none past the last."""
+        if self.error is not None or i >= self.warmup + self.repeats:
+            return
+        try:
+            self.clock.start()
+            self.y = self.fn(self.xs[i % len(self.xs)])
+            seconds = self.clock.stop()
+        except Exception as e:  # noqa: BLE001 - a peer lacking this operator, attribute or dtype
+            self.error = e
+            return
+        if i >= self.warmup:
+            self.times.append(seconds)
+
+    @property
+    def seconds(self) -> float:
+        """Median time of the timed calls."""
+        return statistics.median(self.times)
+
+    def spread(self) -> dict[str, float]:
+        """The interquartile range of the times in ms (a noise gauge), where there are several."""
+        if len(self.times) < 2:
+            return {}
+        q1, _, q3 = statistics.quantiles(self.times, n=4)
+        return {"ms_iqr": (q3 - q1) * 1e3}
+
+
+def _in_turns(timed: Sequence[_Timed]) -> None:
+    """Call the contenders in turns (a, b, a, b, ...) until each has had its warm-ups and timed
+    calls, so that a change in machine load affects all alike."""
+    for i in range(max(t.warmup + t.repeats for t in timed)):
+        for t in timed:
+            t.call(i)
 
 
 def _rotating(x: Any) -> Any:
@@ -335,9 +420,11 @@ class _Run:
         """Targets apply to the NumPy fallback at the canonical shapes."""
         return self.backend == "numpy" and not self.quick
 
-    def clock(self, on_device: bool) -> tuple[Any, int, int]:
+    def timed(self, fn: Runner, xs: Sequence[Any], on_device: bool) -> _Timed:
+        """`fn` as a contender: CUDA events for device calls on the GPU, else perf_counter."""
         kind = "gpu" if self.gpu and on_device else "cpu"
-        return (_GpuClock() if kind == "gpu" else _CpuClock(), *REPEATS[kind, self.quick])
+        return _Timed(fn, xs, _GpuClock() if kind == "gpu" else _CpuClock(),
+                      *REPEATS[kind, self.quick])
 
     def ours(self, case: Case) -> Callable[[Any], Any]:
         fn = FUNCTIONS[case.op]
@@ -351,27 +438,26 @@ class _Run:
         return backends.cupy_module().asarray(x) if self.gpu else x
 
 
-def _against(peer: Peer, case: Case, dtype: str, run: _Run, full: tuple, small: tuple | None,
-             ours_rate: float) -> dict[str, Any]:
-    """A peer's result for one row: its time and ratio, or why it is n/a. `full` and `small` are
-    (host input, backend inputs, our host output) at the row's shape and the reduced shape."""
-    try:
-        fn = peer.setup(case, dtype)
-        x, xs, expected = small if peer.slow else full
-        clock, warmup, repeats = run.clock(peer.on_device)
-        if peer.slow:
-            warmup, repeats = 0, 1
-        seconds, y = _median_seconds(fn, xs if peer.on_device else [x], clock, warmup, repeats)
-    except NotApplicable as e:
+def _na(e: Exception) -> dict[str, Any]:
+    """Why a peer is n/a: its own reason, or the first line of the error it raised."""
+    if isinstance(e, NotApplicable):
         return {"na": str(e)}
-    except Exception as e:  # the peer lacks this operator, attribute or dtype
-        return {"na": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"}
-    y = _host(y)
+    first = (str(e).strip().splitlines() or [""])[0][:200]
+    return {"na": f"{type(e).__name__}: {first}"}
+
+
+def _result(peer: Peer, t: _Timed, x: np.ndarray, expected: np.ndarray, case: Case, dtype: str,
+            run: _Run, ours_rate: float) -> dict[str, Any]:
+    """A peer's entry in a row: its time, ratio and agreement with `expected` (our output for
+    `x`), or why it is n/a."""
+    if t.error is not None:
+        return _na(t.error)
+    y = _host(t.y)
     diff = _max_abs_diff(y, expected)
     if not _agrees(diff, expected, dtype):
         return {"na": f"outputs differ from ours (max abs diff {diff:.3g})", "max_abs_diff": diff}
-    rate = _elements_per_second(x, y, seconds)
-    result: dict[str, Any] = {"shape": list(x.shape), "ms": seconds * 1e3,
+    rate = _elements_per_second(x, y, t.seconds)
+    result: dict[str, Any] = {"shape": list(x.shape), "ms": t.seconds * 1e3, **t.spread(),
                               "melem_s": rate / 1e6, "ratio": ours_rate / rate,
                               "max_abs_diff": diff}
     if run.judged and peer.name in case.targets(dtype):
@@ -386,33 +472,57 @@ def _copy_seconds(nbytes: int, run: _Run) -> float:
     cp = backends.cupy_module()
     half = max(nbytes // 2, 1)
     dst = cp.empty(half, dtype=cp.uint8)
-    clock, warmup, repeats = run.clock(True)
-    return _median_seconds(lambda src: dst.data.copy_from_device_async(src.data, half),
-                           _rotating(cp.empty(half, dtype=cp.uint8)), clock, warmup, repeats)[0]
+    t = run.timed(lambda src: dst.data.copy_from_device_async(src.data, half),
+                  _rotating(cp.empty(half, dtype=cp.uint8)), True)
+    _in_turns([t])
+    return t.seconds
+
+
+def _contender(peer: Peer, case: Case, dtype: str, x: np.ndarray, xs: Sequence[Any],
+               y: np.ndarray, run: _Run) -> tuple[_Timed | None, dict[str, Any]]:
+    """The peer set up for input `x` (`xs` on the device) and output `y`, with the details it
+    reports; or None and why it is n/a."""
+    try:
+        fn, details = peer.setup(case, dtype, x.shape, y.shape)
+    except Exception as e:  # noqa: BLE001 - the peer lacks this operator, attribute or dtype
+        return None, _na(e)
+    if peer.slow:
+        return _Timed(fn, [x], _CpuClock(), 0, 1), details
+    return run.timed(fn, xs if peer.on_device else [x], peer.on_device), details
 
 
 def measure(case: Case, dtype: str, run: _Run) -> dict[str, Any]:
-    """One report row: `case` at `dtype` on the run's backend against each peer."""
+    """One report row: `case` at `dtype` on the run's backend and each peer, timed in turns
+    (onnx.reference: once, on the reduced shape)."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal(case.quick if run.quick else case.shape).astype(dtype)
     ours = run.ours(case)
-    xd = run.device(x)
-    xs = _rotating(xd) if run.gpu else [xd]
-    clock, warmup, repeats = run.clock(True)
-    seconds, y = _median_seconds(ours, xs, clock, warmup, repeats)
-    y = _host(y)
+    xs = _rotating(run.device(x)) if run.gpu else [x]
+    y = _host(ours(xs[0]))
+    mine = run.timed(ours, xs, True)
+    fast = {p.name: _contender(p, case, dtype, x, xs, y, run) for p in run.peers if not p.slow}
+    _in_turns([mine, *(t for t, _ in fast.values() if t is not None)])
+    if mine.error is not None:
+        raise mine.error
+    seconds = mine.seconds
     rate = _elements_per_second(x, y, seconds)
-    full = (x, xs, y)
-    small = None
-    if any(p.slow for p in run.peers):
-        xr = rng.standard_normal(case.quick if run.quick else case.reduced).astype(dtype)
-        small = (xr, None, _host(ours(run.device(xr))))
+    results: dict[str, dict[str, Any]] = {}
+    for peer in run.peers:
+        if peer.slow:
+            xp = rng.standard_normal(case.quick if run.quick else case.reduced).astype(dtype)
+            expected = _host(ours(run.device(xp)))
+            t, details = _contender(peer, case, dtype, xp, [], expected, run)
+            if t is not None:
+                _in_turns([t])
+        else:
+            (t, details), xp, expected = fast[peer.name], x, y
+        results[peer.name] = details if t is None else {
+            **_result(peer, t, xp, expected, case, dtype, run, rate), **details}
     row: dict[str, Any] = {
         "case": case.name, "op": case.op, "attrs": case.attrs,
         "inputs": {k: v.tolist() for k, v in case.inputs.items()}, "dtype": dtype,
         "shape": list(x.shape), "out_shape": list(y.shape), "ms": seconds * 1e3,
-        "melem_s": rate / 1e6,
-        "peers": {p.name: _against(p, case, dtype, run, full, small, rate) for p in run.peers},
+        **mine.spread(), "melem_s": rate / 1e6, "peers": results,
     }
     ort = row["peers"].get("onnxruntime", {})
     row["max_abs_diff_vs_onnxruntime"] = ort.get("max_abs_diff")
@@ -483,7 +593,12 @@ def _gpu_header() -> dict[str, Any]:
             "l2_bytes": rt.deviceGetAttribute(rt.cudaDevAttrL2CacheSize, dev)}
 
 
-def _header(backend: str, quick: bool) -> dict[str, Any]:
+def _load() -> float | None:
+    """The 1-minute load average, where the OS reports one (other processes' share of the CPU)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def _header(backend: str, quick: bool, load: tuple[float | None, float | None]) -> dict[str, Any]:
     versions = {"onnx-cupy": __version__, "python": platform.python_version()}
     for name in ("numpy", "onnx", "onnxruntime", "torch"):   # those this run imported
         module = sys.modules.get(name)
@@ -491,6 +606,7 @@ def _header(backend: str, quick: bool) -> dict[str, Any]:
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "cpu": _cpu_name(), "cpu_count": os.cpu_count(),
             "backend": backend, "quick": quick, "opset": OPSET, "versions": versions,
+            "load_average": {"start": load[0], "end": load[1]},
             "gpu": _gpu_header() if backend == "cupy" else None}
 
 
@@ -502,6 +618,7 @@ def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False) -> 
     tasks = [(c, d) for c in CASES if not ops or c.op in ops for d in DTYPES]
     bar = _progress(len(tasks))
     rows = []
+    start = _load()
     try:
         for case, dtype in tasks:
             bar.set_description(f"{case.name} {dtype}")
@@ -509,8 +626,27 @@ def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False) -> 
             bar.update(1)
     finally:
         bar.close()
-    return {"header": _header(backend, quick), "peers": [p.name for p in found],
-            "notes": notes, "rows": rows}
+    return {"header": _header(backend, quick, (start, _load())), "peers": [p.name for p in found],
+            "peer_settings": {p.name: p.settings for p in found}, "notes": notes,
+            "targets": _targets(rows), "rows": rows}
+
+
+def _targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many targets the rows met, and each one missed (peer ratios and peak memory)."""
+    checked, missed = 0, []
+    for r in rows:
+        for name, res in r["peers"].items():
+            if "target" in res:
+                checked += 1
+                if not res["met"]:
+                    missed.append(f"{r['case']} {r['dtype']}: x {name} {_number(res['ratio'])} "
+                                  f"< {_number(res['target'])}")
+        if "peak_memory_met" in r:
+            checked += 1
+            if not r["peak_memory_met"]:
+                missed.append(f"{r['case']} {r['dtype']}: peak memory "
+                              f"{r['peak_memory_ratio']:.2f} > {MEMORY_TARGET:g}")
+    return {"checked": checked, "met": checked - len(missed), "missed": missed}
 
 
 def _number(v: float) -> str:
@@ -567,19 +703,25 @@ def markdown(report: dict[str, Any], drawn: str | None = None) -> str:
              f"- date: {h['date']}",
              f"- host: {h['host']}, CPU: {h['cpu']} ({h['cpu_count']} logical cores)",
              f"- backend: {h['backend']}{quick}, ONNX opset {h['opset']}",
+             (f"- 1-minute load average at start / end: {_loads(h['load_average'])} on "
+              f"{h['cpu_count']} logical cores (this run counts about 1; more means other "
+              "processes shared the CPU)"),
              f"- versions: {versions}"]
     if h["gpu"]:
         g = h["gpu"]
         lines.append(f"- GPU: {g['device']} (compute capability {g['compute_capability']}, "
                      f"L2 {g['l2_bytes'] // 2**20} MiB), CuPy {g['cupy']}, CUDA runtime "
                      f"{g['cuda_runtime']}, driver {g['driver']}")
-    lines += ["", table(report), "",
-              "Throughput: elements of X and Y per second, median time (CUDA events on the GPU, "
-              "inputs rotated through more than the L2 cache; perf_counter on the CPU). "
-              "`x PEER`: our throughput over the peer's. onnxruntime and PyTorch run on 1 CPU "
-              "thread (their CUDA builds on the GPU backend); onnx.reference is timed once on the "
-              "reduced shapes (see JSON). Targets (float32) are checked for the NumPy backend at the "
-              "canonical shapes (not under --quick)."]
+    warmup, repeats = REPEATS["cpu", h["quick"]]
+    lines += ["", table(report), "", _target_line(report["targets"]), "",
+              ("Throughput: elements of X and Y per second. Ours and the peers are called in turns "
+               f"(ours, peer, ..., ours, peer, ...), {warmup} warm-up and {repeats} timed calls "
+               "each on the CPU, and each one's median time is taken (on the GPU: CUDA events, "
+               f"{' and '.join(map(str, REPEATS['gpu', h['quick']]))} calls, inputs rotated "
+               "through more than the L2 cache). `x PEER`: our throughput over the peer's. "
+               "onnx.reference is timed once on the reduced shapes (see JSON). Targets (float32) "
+               "are checked for the NumPy backend at the canonical shapes (not under --quick)."),
+              "", "Peers:", *_peer_lines(report)]
     na = [f"{r['case']} {r['dtype']}, {name}: {res['na']}" for r in report["rows"]
           for name, res in r["peers"].items() if "na" in res]
     notes = report["notes"] + [f"n/a: {line}" for line in na]
@@ -590,6 +732,31 @@ def markdown(report: dict[str, Any], drawn: str | None = None) -> str:
     if drawn and not drawn.startswith("skipped"):
         lines += ["", f"![ratios]({drawn})"]
     return "\n".join(lines) + "\n"
+
+
+def _loads(load: dict[str, float | None]) -> str:
+    return " / ".join("n/a" if v is None else f"{v:.2f}" for v in (load["start"], load["end"]))
+
+
+def _target_line(targets: dict[str, Any]) -> str:
+    if not targets["checked"]:
+        return "Targets: none checked in this run."
+    missed = "".join(f"\n- MISSED: {m}" for m in targets["missed"])
+    return f"Targets: {targets['met']} of {targets['checked']} met.{missed}"
+
+
+def _peer_lines(report: dict[str, Any]) -> list[str]:
+    """Each peer's settings, and the graphs onnxruntime ran after optimization with their rows."""
+    lines = [f"- {name}: " + "; ".join(f"{k}: {v}" for k, v in settings.items())
+             for name, settings in report["peer_settings"].items()]
+    for name in report["peers"]:
+        graphs: dict[str, list[str]] = {}
+        for r in report["rows"]:
+            if "graph" in r["peers"][name]:
+                graph = " > ".join(r["peers"][name]["graph"])
+                graphs.setdefault(graph, []).append(f"{r['case']} {r['dtype']}")
+        lines += [f"- {name} ran `{g}` for: {', '.join(rows)}" for g, rows in graphs.items()]
+    return lines
 
 
 def plot(report: dict[str, Any], path: Path) -> str:
@@ -604,12 +771,21 @@ def plot(report: dict[str, Any], path: Path) -> str:
     ax = fig.add_subplot(1, 2 if gpu else 1, 1)
     ypos = np.arange(len(rows))
     height = 0.8 / max(1, len(names))
+    marks: dict[bool, list[tuple[float, float]]] = {True: [], False: []}   # met -> (target, y)
     for k, name in enumerate(names):
+        shift = (k - (len(names) - 1) / 2) * height
         pts = [(i, r["peers"][name]["ratio"]) for i, r in enumerate(rows)
                if "ratio" in r["peers"][name]]
         if pts:
             i, v = zip(*pts)
-            ax.barh(np.array(i) + (k - (len(names) - 1) / 2) * height, v, height, label=name)
+            ax.barh(np.array(i) + shift, v, height, label=name)
+        for i, r in enumerate(rows):
+            if "target" in r["peers"][name]:
+                marks[r["peers"][name]["met"]].append((r["peers"][name]["target"], i + shift))
+    for met, style in ((True, "k|"), (False, "rx")):
+        if marks[met]:
+            t, y = zip(*marks[met])
+            ax.plot(t, y, style, markersize=9, label="target " + ("met" if met else "MISSED"))
     ax.set_xscale("log")
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_yticks(ypos, [f"{r['case']} {r['dtype']}" for r in rows], fontsize=8)

@@ -5,6 +5,7 @@ import argparse
 import json
 import platform
 import sys
+import tempfile
 from pathlib import Path
 
 from . import __version__, backends, bench, kernel_report, loader
@@ -70,9 +71,11 @@ def _bench(args: argparse.Namespace) -> int:
               "use it with --quick", file=sys.stderr)
         return 2
     report = bench.run(backend, args.op, args.quick)
-    text, paths = bench.write(report, Path(args.out))
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="onnx-cupy-bench-"))
+    text, paths = bench.write(report, out)
     print(text)
-    print("wrote " + ", ".join(map(str, paths)))
+    where = "" if args.out else " (a new temporary folder; --out DIR writes elsewhere)"
+    print(f"wrote {', '.join(map(str, paths))}{where}")
     wrong = [f"{r['case']} {r['dtype']}" for r in report["rows"] if r["correct"] is False]
     if wrong:
         print(f"bench: outputs differ from onnxruntime: {'; '.join(wrong)}", file=sys.stderr)
@@ -114,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="auto = cupy if a GPU is visible, numpy otherwise; "
                           "emulated needs --quick")
     ben.add_argument("--quick", action="store_true", help="small shapes and few repeats (seconds)")
-    ben.add_argument("--out", default=str(bench.DEFAULT_OUT),
-                     help=f"directory for the reports (default: {bench.DEFAULT_OUT})")
+    ben.add_argument("--out", metavar="DIR",
+                     help="directory for the reports (default: a new temporary folder)")
     ker = sub.add_parser("kernels", help="static cost of every kernel instantiation (NVRTC, "
                                          "ptxas and SASS counts; no GPU needed)")
     ker.add_argument("--family", action="append", choices=loader.families(),
