@@ -12,75 +12,75 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 
-import dask  # noqa: E402
+import dask
 
-import onnx_cupy as oc  # noqa: E402
-import onnx_cupy.dask as ocd  # noqa: E402
-from onnx_cupy import backends, launch  # noqa: E402
+import onnx_cupy as oc
+import onnx_cupy.dask as ocd
+from onnx_cupy import backends, launch
 
 SHAPE, CHUNKS = (4, 6, 9, 11), (3, 4, 5, 6)
 
 # (dask function, eager function, shape, chunks, dtype, keywords, axes that keep their chunks)
 CASES = {
     "avg_pads_ceil_include": (ocd.average_pool, oc.average_pool, SHAPE, CHUNKS, np.float32,
-                              dict(kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 1, 1],
-                                   ceil_mode=1, count_include_pad=1), (0, 1)),
+                              {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1],
+                                   "ceil_mode": 1, "count_include_pad": 1}, (0, 1)),
     "avg_3d_dilated_same_lower": (ocd.average_pool, oc.average_pool, (2, 3, 5, 6, 7),
                                   (1, 2, 3, 4, 5), np.float64,
-                                  dict(kernel_shape=[2, 3, 2], dilations=[2, 1, 2],
-                                       auto_pad="SAME_LOWER", opset=19), (0, 1)),
+                                  {"kernel_shape": [2, 3, 2], "dilations": [2, 1, 2],
+                                       "auto_pad": "SAME_LOWER", "opset": 19}, (0, 1)),
     "avg_v10_ceil_nan_window": (ocd.average_pool, oc.average_pool, (3, 5, 6, 6), (2, 2, 4, 4),
-                                np.float32, dict(kernel_shape=[2, 2], strides=[3, 3],
-                                                 pads=[0, 0, 2, 2], ceil_mode=1, opset=10),
+                                np.float32, {"kernel_shape": [2, 2], "strides": [3, 3],
+                                                 "pads": [0, 0, 2, 2], "ceil_mode": 1, "opset": 10},
                                 (0, 1)),
     "lp_p3_ceil_f16": (ocd.lp_pool, oc.lp_pool, SHAPE, CHUNKS, np.float16,
-                       dict(kernel_shape=[2, 3], p=3, pads=[1, 1, 0, 1], ceil_mode=1,
-                            strides=[2, 2], opset=18), (0, 1)),
+                       {"kernel_shape": [2, 3], "p": 3, "pads": [1, 1, 0, 1], "ceil_mode": 1,
+                            "strides": [2, 2], "opset": 18}, (0, 1)),
     "lp_v2_1d": (ocd.lp_pool, oc.lp_pool, (5, 4, 13), (2, 3, 5), np.float32,
-                 dict(kernel_shape=[3], p=2, opset=2), (0, 1)),
+                 {"kernel_shape": [3], "p": 2, "opset": 2}, (0, 1)),
     "hardmax_v13_middle": (ocd.hardmax, oc.hardmax, SHAPE, CHUNKS, np.float32,
-                           dict(axis=1), (0, 2, 3)),
+                           {"axis": 1}, (0, 2, 3)),
     "hardmax_v13_default_f16": (ocd.hardmax, oc.hardmax, SHAPE, CHUNKS, np.float16, {},
                                 (0, 1, 2)),
     "hardmax_v11_coerced": (ocd.hardmax, oc.hardmax, SHAPE, CHUNKS, np.float64,
-                            dict(axis=2, opset=11), (0, 1)),
+                            {"axis": 2, "opset": 11}, (0, 1)),
     "hardmax_v1_default": (ocd.hardmax, oc.hardmax, SHAPE, CHUNKS, np.float32,
-                           dict(opset=1), (0,)),
+                           {"opset": 1}, (0,)),
     "resize_linear_axes_scales": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                                  dict(axes=[2, 3], scales=[1.7, 0.6], mode="linear"), (0, 1)),
+                                  {"axes": [2, 3], "scales": [1.7, 0.6], "mode": "linear"}, (0, 1)),
     "resize_cubic_sizes_v13": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                               dict(sizes=[4, 6, 13, 7], mode="cubic", opset=13), (0, 1)),
+                               {"sizes": [4, 6, 13, 7], "mode": "cubic", "opset": 13}, (0, 1)),
     "resize_nearest_channel": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                               dict(axes=[1], scales=[2.5], nearest_mode="floor",
-                                    coordinate_transformation_mode="asymmetric", opset=18),
+                               {"axes": [1], "scales": [2.5], "nearest_mode": "floor",
+                                    "coordinate_transformation_mode": "asymmetric", "opset": 18},
                                (0, 2, 3)),
     "resize_cubic_last_axis": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float64,
-                               dict(axes=[-1], scales=[1.5], mode="cubic", exclude_outside=1),
+                               {"axes": [-1], "scales": [1.5], "mode": "cubic", "exclude_outside": 1},
                                (0, 1, 2)),
     "resize_listed_identity_axis": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                                    dict(axes=[1, 2], scales=[1.0, 2.0], mode="linear"), (0, 1)),
+                                    {"axes": [1, 2], "scales": [1.0, 2.0], "mode": "linear"}, (0, 1)),
     "resize_nearest_identity_by_rounding": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                                            dict(axes=[1, 3], scales=[1.05, 2.0]), (0, 1, 2)),
+                                            {"axes": [1, 3], "scales": [1.05, 2.0]}, (0, 1, 2)),
     "resize_crop_identity_channel": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                                     dict(axes=[1, 3], roi=[0.01, 0, 1, 1], scales=[1.02, 2.0],
-                                          coordinate_transformation_mode="tf_crop_and_resize"),
+                                     {"axes": [1, 3], "roi": [0.01, 0, 1, 1], "scales": [1.02, 2.0],
+                                          "coordinate_transformation_mode": "tf_crop_and_resize"},
                                      (0, 1, 2)),
     "resize_sizes_listed_identity": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                                     dict(axes=[0, 3], sizes=[4, 20], mode="linear"), (0, 1, 2)),
+                                     {"axes": [0, 3], "sizes": [4, 20], "mode": "linear"}, (0, 1, 2)),
     "resize_antialias_sizes_u8": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.uint8,
-                                  dict(axes=[2], sizes=[5], mode="linear", antialias=1), (0, 1)),
+                                  {"axes": [2], "sizes": [5], "mode": "linear", "antialias": 1}, (0, 1)),
     "resize_crop_roi": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                        dict(roi=[0, 0, 0.1, 0.2, 1, 1, 0.9, 1.0], scales=[1, 1, 2, 3],
-                             mode="linear", coordinate_transformation_mode="tf_crop_and_resize",
-                             extrapolation_value=-1.0), (0, 1)),
+                        {"roi": [0, 0, 0.1, 0.2, 1, 1, 0.9, 1.0], "scales": [1, 1, 2, 3],
+                             "mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+                             "extrapolation_value": -1.0}, (0, 1)),
     "resize_not_larger": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                          dict(axes=[2, 3], sizes=[5, 20], mode="linear",
-                               keep_aspect_ratio_policy="not_larger"), (0, 1)),
+                          {"axes": [2, 3], "sizes": [5, 20], "mode": "linear",
+                               "keep_aspect_ratio_policy": "not_larger"}, (0, 1)),
     "resize_not_smaller_all_axes": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                                    dict(sizes=[4, 6, 9, 12], mode="nearest",
-                                         keep_aspect_ratio_policy="not_smaller"), ()),
+                                    {"sizes": [4, 6, 9, 12], "mode": "nearest",
+                                         "keep_aspect_ratio_policy": "not_smaller"}, ()),
     "resize_v10": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                   dict(scales=[1, 1, 2, 0.5], opset=10), (0, 1)),
+                   {"scales": [1, 1, 2, 0.5], "opset": 10}, (0, 1)),
 }
 
 
@@ -167,7 +167,7 @@ def test_numpy_path_keeps_axes_after_interpolated_one_whole(rng):
 
 def test_backend_fixed_when_built(rng, monkeypatch):
     x = sample(rng, SHAPE, np.float32)
-    kw = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+    kw = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}
     with oc.backend("emulated"):
         y = ocd.average_pool(da.from_array(x, chunks=CHUNKS), **kw)
         expected = oc.average_pool(x, **kw)
@@ -182,18 +182,18 @@ def test_backend_fixed_when_built(rng, monkeypatch):
 # (dask function, eager function, shape, keywords) that the eager call rejects
 EAGER_ERRORS = [
     (ocd.average_pool, oc.average_pool, SHAPE, {}),
-    (ocd.average_pool, oc.average_pool, SHAPE, dict(kernel_shape=[2, 2], dilations=[1, 1],
-                                                    opset=11)),
-    (ocd.average_pool, oc.average_pool, SHAPE, dict(kernel_shape=[12, 2])),
-    (ocd.average_pool, oc.average_pool, (4, 6), dict(kernel_shape=[2])),
-    (ocd.lp_pool, oc.lp_pool, SHAPE, dict(kernel_shape=[2, 2], p=2.5)),
-    (ocd.hardmax, oc.hardmax, SHAPE, dict(axis=4)),
-    (ocd.hardmax, oc.hardmax, SHAPE, dict(axis=-5, opset=1)),
-    (ocd.resize, oc.resize, SHAPE, dict(scales=[1, 1, 2, 2], sizes=[4, 6, 9, 11])),
-    (ocd.resize, oc.resize, SHAPE, dict(scales=[2, 2])),
-    (ocd.resize, oc.resize, SHAPE, dict(roi=[0] * 8, scales=[1, 1, 2, 2], opset=10)),
-    (ocd.resize, oc.resize, SHAPE, dict(scales=[2, 2], axes=[2, 3], opset=13)),
-    (ocd.resize, oc.resize, SHAPE, dict(scales=[1, 1, 2, 2], mode="bicubic")),
+    (ocd.average_pool, oc.average_pool, SHAPE, {"kernel_shape": [2, 2], "dilations": [1, 1],
+                                                    "opset": 11}),
+    (ocd.average_pool, oc.average_pool, SHAPE, {"kernel_shape": [12, 2]}),
+    (ocd.average_pool, oc.average_pool, (4, 6), {"kernel_shape": [2]}),
+    (ocd.lp_pool, oc.lp_pool, SHAPE, {"kernel_shape": [2, 2], "p": 2.5}),
+    (ocd.hardmax, oc.hardmax, SHAPE, {"axis": 4}),
+    (ocd.hardmax, oc.hardmax, SHAPE, {"axis": -5, "opset": 1}),
+    (ocd.resize, oc.resize, SHAPE, {"scales": [1, 1, 2, 2], "sizes": [4, 6, 9, 11]}),
+    (ocd.resize, oc.resize, SHAPE, {"scales": [2, 2]}),
+    (ocd.resize, oc.resize, SHAPE, {"roi": [0] * 8, "scales": [1, 1, 2, 2], "opset": 10}),
+    (ocd.resize, oc.resize, SHAPE, {"scales": [2, 2], "axes": [2, 3], "opset": 13}),
+    (ocd.resize, oc.resize, SHAPE, {"scales": [1, 1, 2, 2], "mode": "bicubic"}),
 ]
 
 
@@ -235,10 +235,10 @@ def test_import_onnx_cupy_does_not_import_dask():
 # one configuration per operator on CuPy chunks: (dask function, eager function, keywords)
 GPU_CASES = {
     "average_pool": (ocd.average_pool, oc.average_pool,
-                     dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)),
-    "lp_pool": (ocd.lp_pool, oc.lp_pool, dict(kernel_shape=[2, 3], p=3)),
-    "hardmax": (ocd.hardmax, oc.hardmax, dict(axis=1)),
-    "resize": (ocd.resize, oc.resize, dict(axes=[2], scales=[1.7], mode="cubic")),
+                     {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
+    "lp_pool": (ocd.lp_pool, oc.lp_pool, {"kernel_shape": [2, 3], "p": 3}),
+    "hardmax": (ocd.hardmax, oc.hardmax, {"axis": 1}),
+    "resize": (ocd.resize, oc.resize, {"axes": [2], "scales": [1.7], "mode": "cubic"}),
 }
 
 

@@ -8,11 +8,18 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 from onnx import helper
-from util import BF16, FLOAT_DTYPES, node_model, onnxruntime, reference, to_backend, to_numpy
+from util import (
+    BF16,
+    FLOAT_DTYPES,
+    node_model,
+    onnxruntime,
+    reference,
+    to_backend,
+    to_numpy,
+)
 
 import onnx_cupy
-from onnx_cupy import backends, conformance, launch, run_node
-from onnx_cupy import hardmax
+from onnx_cupy import backends, conformance, hardmax, launch, run_node
 from onnx_cupy.plans import hardmax as hardmax_op
 
 DTYPE_IDS = [d.name for d in FLOAT_DTYPES]

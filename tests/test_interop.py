@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -12,13 +13,13 @@ from util import assert_close, random, to_numpy
 import onnx_cupy as oc
 from onnx_cupy import backends, emulator
 
-POOL = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+POOL = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
 
 
 class FakeCupy:
     """Records how a CUDA-array input would be handed to CuPy."""
 
-    class ndarray:  # noqa: N801 - mirrors cupy.ndarray
+    class ndarray:
         pass
 
     def __init__(self):
@@ -34,7 +35,7 @@ class FakeCupy:
 
 
 class CudaInterface:
-    __cuda_array_interface__ = {"shape": (1,), "typestr": "<f4", "data": (0, False), "version": 3}
+    __cuda_array_interface__: ClassVar[dict] = {"shape": (1,), "typestr": "<f4", "data": (0, False), "version": 3}
 
 
 class DLPack:

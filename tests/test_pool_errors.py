@@ -126,9 +126,9 @@ def test_forced_cupy_backend_rejects_numpy_input():
 
 
 def test_unknown_backend_name():
-    with pytest.raises(ValueError, match=r"backend must be one of .*got 'cuda'"):
-        with onnx_cupy.backend("cuda"):
-            pass
+    with pytest.raises(ValueError, match=r"backend must be one of .*got 'cuda'"), \
+            onnx_cupy.backend("cuda"):
+        pass
 
 
 @pytest.mark.parametrize("node, inputs, opset, pattern", [

@@ -7,5 +7,5 @@ from .node import run_node
 from .operators import average_pool, hardmax, lp_pool, resize
 
 __version__ = "0.1.0"
-__all__ = ["average_pool", "lp_pool", "hardmax", "resize", "run_node", "backend",
-           "default_backend", "__version__"]
+__all__ = ["__version__", "average_pool", "backend", "default_backend", "hardmax", "lp_pool",
+           "resize", "run_node"]

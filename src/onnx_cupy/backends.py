@@ -20,7 +20,7 @@ def cupy_module() -> Any | None:
     """The cupy module if importable, else None."""
     try:
         import cupy
-    except Exception:  # ImportError, or a broken CUDA install
+    except Exception:  # noqa: BLE001 (ImportError, or a broken CUDA install)
         return None
     return cupy
 
@@ -31,7 +31,7 @@ def gpu_available() -> bool:
         return False
     try:
         return cp.cuda.runtime.getDeviceCount() > 0
-    except Exception:
+    except Exception:  # noqa: BLE001 (no driver, or a driver too old: no usable GPU)
         return False
 
 

@@ -53,7 +53,7 @@ def run_case(case: Any, backend: str) -> CaseResult:
                 np.testing.assert_allclose(g.astype(np.float64) if g.dtype.kind == "f" else g,
                                            e.astype(np.float64) if e.dtype.kind == "f" else e,
                                            rtol=case.rtol, atol=case.atol)
-    except Exception as exc:  # report, do not stop the table
+    except Exception as exc:  # noqa: BLE001 (report, do not stop the table)
         result.passed = False
         result.detail = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
     return result

@@ -125,8 +125,7 @@ def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int) -> Any:
 
 
 def _install() -> None:
-    from .operators import hardmax
-    from .operators import average_pool, lp_pool
+    from .operators import average_pool, hardmax, lp_pool
 
     register("AveragePool", _single_input("AveragePool", average_pool))
     register("LpPool", _single_input("LpPool", lp_pool))

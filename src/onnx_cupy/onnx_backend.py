@@ -20,7 +20,13 @@ from . import backends, extras
 try:
     import onnx
     from onnx import helper, numpy_helper
-    from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
+    from onnx.backend.base import (
+        Backend,
+        BackendRep,
+        Device,
+        DeviceType,
+        namedtupledict,
+    )
 except ImportError as exc:
     raise extras.missing("onnx_cupy.onnx_backend", "onnx", exc) from exc
 from .node import DEFAULT_DOMAINS, OPERATORS, default_opset, prepare_node

@@ -17,6 +17,7 @@ from .plans import hardmax as hardmax_plans
 from .plans import pool as pool_plans
 from .plans import resize as resize_plans
 
+
 def _compute(numpy_run: Any, kernel_run: Any, pl: Any, X: Any, Y: Any, backend: str) -> None:
     """Run plan `pl` on X into Y: the NumPy fallback, or the kernels ('cupy', 'emulated')."""
     if backend == "numpy":

@@ -41,7 +41,7 @@ def version(op: str, opset: int) -> int:
     return _version(op, int(opset))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _version(op: str, opset: int) -> int:
     versions = sorted(ATTRIBUTES[op])
     if opset < versions[0] or opset > MAX_OPSET:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import dtypes
-
 from ..plans.resize import round_saturate
 
 if TYPE_CHECKING:

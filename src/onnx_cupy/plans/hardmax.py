@@ -16,6 +16,7 @@ numbers, so a row of -inf selects its first element.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +56,7 @@ class HardmaxPlan:
 def _merged(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
     """The one stride that walks the row-major dimensions `shape`, or None if there is none."""
     dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    if any(s0 != s1 * n1 for (_, s0), (n1, s1) in zip(dims, dims[1:])):
+    if any(s0 != s1 * n1 for (_, s0), (n1, s1) in itertools.pairwise(dims)):
         return None
     return dims[-1][1] if dims else 0
 
