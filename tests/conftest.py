@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnx_cupy import backends
+from onnx_cupy import backends, launch
 
 BACKENDS = ["numpy", "emulated", "cupy"]
 
@@ -46,3 +46,17 @@ def rng(request):
     import zlib
 
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """(expression, shape) of every kernel launch during the test (the launches still run)."""
+    seen: list[tuple[str, object]] = []
+    real = launch.launch
+
+    def spy(backend, family, expression, work_items, args, shape=None):
+        seen.append((expression, shape))
+        return real(backend, family, expression, work_items, args, shape)
+
+    monkeypatch.setattr(launch, "launch", spy)
+    return seen

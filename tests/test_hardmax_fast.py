@@ -12,25 +12,11 @@ from numpy.lib.stride_tricks import as_strided
 from test_hardmax import _rule_rows, sample
 from util import FLOAT_DTYPES
 
-from onnx_cupy import backends, dtypes, emulator, hardmax, launch, loader
+from onnx_cupy import backends, dtypes, emulator, hardmax, loader
 from onnx_cupy.ops import hardmax as ops
 from onnx_cupy.plans import hardmax as hardmax_plans
 
 DTYPE_IDS = [d.name for d in FLOAT_DTYPES]
-
-
-@pytest.fixture
-def launched(monkeypatch):
-    """(expression, (grid, block)) of every Hardmax launch."""
-    seen = []
-    real = launch.launch
-
-    def record(backend, family, expression, work_items, args, shape=None):
-        seen.append((expression, shape))
-        return real(backend, family, expression, work_items, args, shape)
-
-    monkeypatch.setattr(launch, "launch", record)
-    return seen
 
 
 def both(x, **kw):
@@ -50,10 +36,10 @@ def assert_exact(x, **kw):
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("n", [1, 2, 7, 31, 32, 33, 64, 100, 1000, 1030, 4096])
-def test_rows(dtype, n, rng, launched):
+def test_rows(dtype, n, rng, launches):
     x = sample(rng, (5 if n > 1000 else 37, n), dtype)
     assert_exact(x)
-    ((expression, (grid, block)),) = launched
+    ((expression, (grid, block)),) = launches
     pack = 16 // dtype.itemsize
     vector = pack if n % pack == 0 else 1
     assert expression == f"hardmax_rows<{dtypes.FLOAT_TYPES[dtype.name][0]}, {vector}, int>"
@@ -64,7 +50,7 @@ def test_rows(dtype, n, rng, launched):
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("n", [3, 33, 1000, 4096])
-def test_rows_tie_nan_inf_subnormal_rules(dtype, n, launched):
+def test_rows_tie_nan_inf_subnormal_rules(dtype, n, launches):
     rows, idx = _rule_rows(n, float(ml_dtypes.finfo(dtype).smallest_subnormal))
     x = rows.astype(dtype)
     expected = np.zeros_like(x)
@@ -75,11 +61,11 @@ def test_rows_tie_nan_inf_subnormal_rules(dtype, n, launched):
         np.testing.assert_array_equal(hardmax(xt, axis=0).view(np.uint8),
                                       np.ascontiguousarray(expected.T).view(np.uint8))
     lanes = hardmax_plans.plan(13, xt.shape, xt.dtype, 0).lanes
-    assert launched[0][0].startswith("hardmax_rows<")
-    assert launched[1][0].startswith("hardmax_cols<" if lanes == 1 else "hardmax_scan<")
+    assert launches[0][0].startswith("hardmax_rows<")
+    assert launches[1][0].startswith("hardmax_cols<" if lanes == 1 else "hardmax_scan<")
 
 
-def test_block_per_row_under_many_thread_orders(rng, launched):
+def test_block_per_row_under_many_thread_orders(rng, launches):
     """Rows wide enough for a block per row (shared memory and a barrier) give the same answer
     whatever the order of the block's threads between synchronization points."""
     x = sample(rng, (3, 2 * ops.MAX_ROW_GROUP * ops.PACKS_PER_THREAD + 5), np.float32)
@@ -88,9 +74,9 @@ def test_block_per_row_under_many_thread_orders(rng, launched):
     for seed in range(6):
         with backends.backend("emulated"), emulator.schedule(seed):
             np.testing.assert_array_equal(hardmax(x), expected)
-    (_, (grid, block)), *_ = launched
+    (_, (grid, block)), *_ = launches
     assert block == (ops.MAX_ROW_GROUP, 1, 1) and grid == (3, 1, 1)
-    assert all(loader.cooperative("hardmax", e) for e, _ in launched)
+    assert all(loader.cooperative("hardmax", e) for e, _ in launches)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -104,16 +90,16 @@ def test_warp_groups_under_thread_orders(seed, rng):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("shape,axis", [((300, 5, 7), 1), ((64, 3, 2, 33), 1), ((6, 3000), 0),
                                         ((40, 1, 3), 1), ((5, 2, 3), 0)])
-def test_columns(dtype, shape, axis, rng, launched):
+def test_columns(dtype, shape, axis, rng, launches):
     x = sample(rng, shape, dtype)
     assert_exact(x, axis=axis)
-    ((expression, (grid, block)),) = launched
+    ((expression, (grid, block)),) = launches
     assert expression.startswith("hardmax_cols<") and expression.endswith(", int>")
     inner = int(np.prod(shape[axis + 1:]))
     assert grid[0] * block[0] >= inner and grid[1] * grid[2] * block[1] >= np.prod(shape[:axis])
 
 
-def test_columns_on_a_3d_grid(rng, monkeypatch, launched):
+def test_columns_on_a_3d_grid(rng, monkeypatch, launches):
     monkeypatch.setattr(ops, "MAX_GRID_YZ", 4)
     ops.launches.cache_clear()
     try:
@@ -121,22 +107,22 @@ def test_columns_on_a_3d_grid(rng, monkeypatch, launched):
         assert_exact(x, axis=1)
     finally:
         ops.launches.cache_clear()
-    ((expression, (grid, block)),) = launched
+    ((expression, (grid, block)),) = launches
     assert expression.startswith("hardmax_cols<") and grid == (1, 4, 4) and block == (16, 16, 1)
 
 
-def test_few_long_columns_take_the_generic_passes(rng, launched):
+def test_few_long_columns_take_the_generic_passes(rng, launches):
     x = sample(rng, (2, 400, 3), np.float32)
     assert_exact(x, axis=1)
-    assert [e.split("<")[0] for e, _ in launched] == list(ops.KERNELS)
+    assert [e.split("<")[0] for e, _ in launches] == list(ops.KERNELS)
 
 
 @pytest.mark.parametrize("shape,axis,opset", [((0, 5), -1, 13), ((4, 0), -1, 13),
                                               ((3, 0, 2), 1, 13), ((2, 0, 3), 1, 11)])
-def test_empty(shape, axis, opset, launched):
+def test_empty(shape, axis, opset, launches):
     x = np.empty(shape, np.float32)
     got, expected = both(x, axis=axis, opset=opset)
-    assert got.shape == expected.shape == shape and not launched
+    assert got.shape == expected.shape == shape and not launches
 
 
 @pytest.mark.parametrize("shape,view,axis,kernel", [
@@ -146,19 +132,19 @@ def test_empty(shape, axis, opset, launched):
     ((121, 64), lambda a: a.reshape(-1)[1:-63].reshape(120, 64), -1, "hardmax_rows"),  # unaligned
     ((50, 4, 30), lambda a: a[:, :, ::3], 1, "hardmax_cols"),
 ])
-def test_non_contiguous_and_unaligned(shape, view, axis, kernel, rng, launched):
+def test_non_contiguous_and_unaligned(shape, view, axis, kernel, rng, launches):
     x = view(sample(rng, shape, np.float16))
     assert_exact(x, axis=axis)
-    ((expression, _),) = launched
+    ((expression, _),) = launches
     assert expression.startswith(kernel + "<")
     if kernel == "hardmax_rows":
         assert (", 8, int>" in expression) == (x.ctypes.data % 16 == 0)
 
 
-def test_coerced_rows_of_the_old_opsets(rng, launched):
+def test_coerced_rows_of_the_old_opsets(rng, launches):
     x = sample(rng, (6, 4, 5, 3), np.float32)
     assert_exact(x, axis=1, opset=11)
-    assert launched[0][0] == "hardmax_rows<float, 4, int>"
+    assert launches[0][0] == "hardmax_rows<float, 4, int>"
 
 
 @pytest.fixture
@@ -174,20 +160,20 @@ def index64(monkeypatch):
                                                ((9, 4, 5), 1, "hardmax_cols"),
                                                ((2, 300, 3), 1, "hardmax_scan")])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=DTYPE_IDS)
-def test_64bit_indices(index64, shape, axis, kernel, dtype, rng, launched):
+def test_64bit_indices(index64, shape, axis, kernel, dtype, rng, launches):
     assert_exact(sample(rng, shape, dtype), axis=axis)
-    assert launched[0][0].startswith(kernel + "<")
-    assert all(e.endswith("long long>") for e, _ in launched)
+    assert launches[0][0].startswith(kernel + "<")
+    assert all(e.endswith("long long>") for e, _ in launches)
 
 
-def test_64bit_offsets_of_a_column_view(launched):
+def test_64bit_offsets_of_a_column_view(launches):
     """A column view reaching past 2**31 elements runs hardmax_cols with 64-bit offsets."""
     buf = np.zeros(2**31 + 64, dtype=np.float32)
     x = as_strided(buf, shape=(3, 4, 2), strides=(2**30 * 4, 8, 4))
     x[...] = np.arange(24, dtype=np.float32).reshape(3, 4, 2) % 5
     x[1, 2, 0] = np.nan
     assert_exact(x, axis=1)
-    ((expression, _),) = launched
+    ((expression, _),) = launches
     assert expression == "hardmax_cols<float, long long>"
     np.testing.assert_array_equal(both(np.ascontiguousarray(x), axis=1)[0], both(x, axis=1)[1])
 

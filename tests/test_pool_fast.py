@@ -18,20 +18,6 @@ OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
 SPATIAL = {1: (29,), 2: (11, 13), 3: (5, 7, 9)}
 
 
-@pytest.fixture
-def launches(monkeypatch):
-    """(expression, shape) of every launch during the test (launches still run)."""
-    seen = []
-    real = launch.launch
-
-    def spy(backend, family, expression, work_items, args, shape=None):
-        seen.append((expression, shape))
-        return real(backend, family, expression, work_items, args, shape)
-
-    monkeypatch.setattr(launch, "launch", spy)
-    return seen
-
-
 def run(op, x, backend, **attrs):
     with onnx_cupy.backend(backend):
         return OPS[op](x, **attrs)

@@ -28,20 +28,6 @@ def sample(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) ->
     return rng.uniform(-2.0, 3.0, size=shape).astype(dtype)
 
 
-@pytest.fixture
-def launches(monkeypatch):
-    """Every kernel launch as (expression, shape)."""
-    seen: list[tuple[str, object]] = []
-    real = launch.launch
-
-    def spy(backend, family, expression, work_items, args, shape=None):
-        seen.append((expression, shape))
-        real(backend, family, expression, work_items, args, shape)
-
-    monkeypatch.setattr(launch, "launch", spy)
-    return seen
-
-
 def emulated(x: np.ndarray, monkeypatch=None, **kw) -> np.ndarray:
     """Resize on the emulated backend; the generic kernel when `monkeypatch` is given."""
     with monkeypatch.context() if monkeypatch else _null() as m:

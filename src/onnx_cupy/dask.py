@@ -120,17 +120,16 @@ def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]
                 eager.__name__)
 
 
-def average_pool(X: da.Array, **attrs: Any) -> da.Array:
-    """ONNX AveragePool on a dask array, lazily: `onnx_cupy.average_pool` on every block.
+_DOC = """ONNX {op} on a dask array, lazily: `onnx_cupy.{name}` on every block.
 
-    Batch and channel keep their chunks; the spatial axes are merged into one chunk.
+    {chunks}
 
     Parameters
     ----------
     X : dask.array.Array
         NumPy chunks (NumPy path) or CuPy chunks (GPU path, e.g. under dask-cuda).
     **attrs
-        The keywords of `onnx_cupy.average_pool` (opset included), except `out`.
+        The keywords of `onnx_cupy.{name}` (opset included), except `out`.
 
     Returns
     -------
@@ -145,80 +144,45 @@ def average_pool(X: da.Array, **attrs: Any) -> da.Array:
     Examples
     --------
     >>> import dask.array as da, numpy as np, onnx_cupy.dask as ocd
-    >>> x = da.ones((4, 3, 8, 8), chunks=(2, 3, 4, 4), dtype=np.float32)
-    >>> y = ocd.average_pool(x, kernel_shape=[2, 2], strides=[2, 2])
-    >>> y.chunks
-    ((2, 2), (3,), (4,), (4,))
+    {example}
     """
+
+
+def _doc(**parts: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a wrapper the shared docstring, filled with its own parts."""
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__doc__ = _DOC.format(name=fn.__name__, **parts)
+        return fn
+    return apply
+
+
+_POOL_EXAMPLE = """>>> x = da.ones((4, 3, 8, 8), chunks=(2, 3, 4, 4), dtype=np.float32)
+    >>> y = ocd.{name}(x, kernel_shape=[2, 2], strides=[2, 2])
+    >>> y.chunks
+    ((2, 2), (3,), (4,), (4,))"""
+_POOL_CHUNKS = "Batch and channel keep their chunks; the spatial axes are merged into one chunk."
+
+
+@_doc(op="AveragePool", chunks=_POOL_CHUNKS, example=_POOL_EXAMPLE.format(name="average_pool"))
+def average_pool(X: da.Array, **attrs: Any) -> da.Array:
     return _pool("AveragePool", operators.average_pool, X, attrs)
 
 
+@_doc(op="LpPool", chunks=_POOL_CHUNKS, example=_POOL_EXAMPLE.format(name="lp_pool"))
 def lp_pool(X: da.Array, **attrs: Any) -> da.Array:
-    """ONNX LpPool on a dask array, lazily: `onnx_cupy.lp_pool` on every block.
-
-    Batch and channel keep their chunks; the spatial axes are merged into one chunk.
-
-    Parameters
-    ----------
-    X : dask.array.Array
-        NumPy chunks (NumPy path) or CuPy chunks (GPU path, e.g. under dask-cuda).
-    **attrs
-        The keywords of `onnx_cupy.lp_pool` (opset included), except `out`.
-
-    Returns
-    -------
-    dask.array.Array
-        The lazy result, its chunks and dtype declared; nothing is computed until it is.
-
-    Raises
-    ------
-    ValueError, TypeError
-        The eager function's errors, raised when the graph is built.
-
-    Examples
-    --------
-    >>> import dask.array as da, numpy as np, onnx_cupy.dask as ocd
-    >>> x = da.ones((4, 3, 8, 8), chunks=(2, 3, 4, 4), dtype=np.float32)
-    >>> y = ocd.lp_pool(x, kernel_shape=[2, 2], strides=[2, 2])
-    >>> y.chunks
-    ((2, 2), (3,), (4,), (4,))
-    """
     return _pool("LpPool", operators.lp_pool, X, attrs)
 
 
 # ---------------------------------------------------------------- Hardmax
 
-def hardmax(X: da.Array, **attrs: Any) -> da.Array:
-    """ONNX Hardmax on a dask array, lazily: `onnx_cupy.hardmax` on every block.
-
-    The reduced axes are one chunk (`axis` at opset 13; `axis` and the axes after it at
-    opsets 1 and 11); the others keep their chunks.
-
-    Parameters
-    ----------
-    X : dask.array.Array
-        NumPy chunks (NumPy path) or CuPy chunks (GPU path, e.g. under dask-cuda).
-    **attrs
-        The keywords of `onnx_cupy.hardmax` (opset included), except `out`.
-
-    Returns
-    -------
-    dask.array.Array
-        The lazy result, its chunks and dtype declared; nothing is computed until it is.
-
-    Raises
-    ------
-    ValueError, TypeError
-        The eager function's errors, raised when the graph is built.
-
-    Examples
-    --------
-    >>> import dask.array as da, numpy as np, onnx_cupy.dask as ocd
-    >>> x = da.from_array(np.array([[1.0, 3.0], [2.0, 0.0]], dtype=np.float32), chunks=1)
+@_doc(op="Hardmax",
+      chunks="""The reduced axes are one chunk (`axis` at opset 13; `axis` and the axes after it at
+    opsets 1 and 11); the others keep their chunks.""",
+      example=""">>> x = da.from_array(np.array([[1.0, 3.0], [2.0, 0.0]], dtype=np.float32), chunks=1)
     >>> ocd.hardmax(x, axis=-1).compute()
     array([[0., 1.],
-           [1., 0.]], dtype=float32)
-    """
+           [1., 0.]], dtype=float32)""")
+def hardmax(X: da.Array, **attrs: Any) -> da.Array:
     op, eager = hardmax_plans.OP, operators.hardmax
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (), attrs)
@@ -253,38 +217,15 @@ def _resize_whole(pl: resize_plans.ResizePlan, at: resize_plans.Attributes, list
     return whole
 
 
+@_doc(op="Resize",
+      chunks="""The axes it changes are one chunk; an axis it maps onto itself keeps its chunks and
+    gets scale 1 (or its block's length as size) and roi (0, 1) per block. roi, scales and sizes
+    are read on the host when the graph is built.""",
+      example=""">>> x = da.ones((4, 3, 8, 8), chunks=(1, 3, 8, 8), dtype=np.float32)
+    >>> ocd.resize(x, scales=[1, 1, 2, 2], mode="linear").chunks
+    ((1, 1, 1, 1), (3,), (16,), (16,))""")
 def resize(X: da.Array, roi: Any = None, scales: Any = None, sizes: Any = None,
            **attrs: Any) -> da.Array:
-    """ONNX Resize on a dask array, lazily: `onnx_cupy.resize` on every block.
-
-    The axes it changes are one chunk; an axis it maps onto itself keeps its chunks and
-    gets scale 1 (or its block's length as size) and roi (0, 1) per block. roi, scales and sizes
-    are read on the host when the graph is built.
-
-    Parameters
-    ----------
-    X : dask.array.Array
-        NumPy chunks (NumPy path) or CuPy chunks (GPU path, e.g. under dask-cuda).
-    **attrs
-        The keywords of `onnx_cupy.resize` (opset included), except `out`.
-
-    Returns
-    -------
-    dask.array.Array
-        The lazy result, its chunks and dtype declared; nothing is computed until it is.
-
-    Raises
-    ------
-    ValueError, TypeError
-        The eager function's errors, raised when the graph is built.
-
-    Examples
-    --------
-    >>> import dask.array as da, numpy as np, onnx_cupy.dask as ocd
-    >>> x = da.ones((4, 3, 8, 8), chunks=(1, 3, 8, 8), dtype=np.float32)
-    >>> ocd.resize(x, scales=[1, 1, 2, 2], mode="linear").chunks
-    ((1, 1, 1, 1), (3,), (16,), (16,))
-    """
     op, eager = resize_plans.OP, operators.resize
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (roi, scales, sizes), attrs)
