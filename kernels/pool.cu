@@ -53,6 +53,7 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
   const int nd = (int)g.nd;
   const int last = nd - 1;
   const Acc p = (Acc)g.p;
+#pragma unroll 1  // grid-stride loop: no trip-count division
   for (I idx = oc::first_index<I>(); idx < (I)g.total; idx += oc::grid_stride<I>()) {
     I rem = idx;
     I j0[OC_MAXD], j1[OC_MAXD], jump[OC_MAXD];

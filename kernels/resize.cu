@@ -105,6 +105,7 @@ __device__ __forceinline__ bool locate(I o, const ResizeGeom& g,
 template <typename T, typename I>
 __global__ void resize_nearest(const T* __restrict__ x, T* __restrict__ y,
                                const long long* __restrict__ index, const ResizeGeom g) {
+#pragma unroll 1  // grid-stride loop: no trip-count division
   for (I o = oc::first_index<I>(); o < (I)g.total; o += oc::grid_stride<I>()) {
     // One pass, no per-thread arrays: the chosen input coordinate of a resized dim is its table
     // entry table[d] + c (one tap); a negative entry marks an extrapolated row.
@@ -140,6 +141,7 @@ __global__ void resize_weighted(const T* __restrict__ x, T* __restrict__ y,
   for (int d = 0; d < (int)g.nd; ++d)
     if (g.taps[d] != 0) dims[levels++] = d;
   const int last = levels - 1;
+#pragma unroll 1  // grid-stride loop: no trip-count division
   for (I o = oc::first_index<I>(); o < (I)g.total; o += oc::grid_stride<I>()) {
     I base, row[RESIZE_MAXD];
     if (!rsz::locate<I>(o, g, index, base, row)) {
