@@ -175,24 +175,33 @@ __global__ void resize_weighted(const T* __restrict__ x, T* __restrict__ y,
   }
 }
 
-// Fast paths: the resized dims are the trailing R (1-3) dims of a 32-bit-indexed problem, each
-// with TAPS table entries per output coordinate (nearest 1, linear 2, cubic 4). The output is
-// [batch, out[0], ..., out[R-1]]: grid z is the batch (the unresized leading dims, merged), grid
-// y (with threadIdx.y) the rows out[0] * ... * out[R-2], grid x the innermost dim, which each
-// thread walks in a grid-stride loop, V outputs per iteration spaced blockDim.x apart. The outer
-// dims' taps are resolved once per thread into registers (input offsets and weight products,
-// formed in the generic kernel's order), so each output costs its own TAPS table entries and the
-// tap product. Tables: per output coordinate TAPS weights (float for 16/32-bit floats, double
-// otherwise) and TAPS input offsets (index times the dim's input stride, made on the host).
+// Fast paths for 32-bit-indexed problems of R (1-3) resized dims, each with TAPS table entries per
+// output coordinate (nearest 1, linear 2, cubic 4), that end in one walked dim: either the last
+// resized dim (rsz::RESIZED: the resized dims are the trailing ones) or the unresized dims after
+// them, merged into one of length `walk` and input stride `walk_stride` (rsz::KEPT: NHWC
+// resized along H and W, NCHW along H). The output is [batch, rows, walk]: the thread's row
+// (batch item and the resized coordinates before the walked dim, all of them for KEPT) comes from
+// grid y and z (with threadIdx.y), and the thread walks the walked dim in a grid-stride loop, V
+// outputs per iteration spaced blockDim.x apart. The row's taps are resolved once per thread
+// into registers (input offsets and weight products, formed in the generic kernel's order), so
+// each output costs the walked dim's TAPS table entries (none for KEPT) and the tap product.
+// Tables: per output coordinate TAPS weights (float for 16/32-bit floats, double otherwise) and
+// TAPS input offsets (index times the dim's input stride, made on the host).
 struct ResizeFastGeom {
   unsigned long long fill[2];  // extrapolation value: the bytes of one storage element
   int out[3];                  // output lengths of the resized dims, outermost first
   int table[3];                // their first table record
   int batch_stride;            // input element stride of the merged leading dims
-  int rows;                    // out[0] * ... * out[R-2] (1 when R == 1)
+  int rows;                    // rows per batch item: the product of the row dims' lengths
+  int batch_rows;              // batch * rows
+  int walk;                    // length of the walked dim
+  int walk_stride;             // its input element stride (KEPT)
 };
 
 namespace rsz {
+
+// The walked dim of a fast kernel: the last resized dim, or the unresized dims after them.
+enum walked { RESIZED, KEPT };
 
 __host__ __device__ constexpr int ipow(int b, int e) { return e == 0 ? 1 : b * ipow(b, e - 1); }
 
@@ -230,33 +239,39 @@ template <int TAPS, int B> struct alignas(record_align(B)) record<void, TAPS, B>
   int i[TAPS];
 };
 
-// One thread's row: input pointers and weight products of the K = TAPS^(R-1) tap combinations
-// of the outer resized dims (combination k takes tap (k / TAPS^(R-2-a)) % TAPS of dim a; weights
-// only when W is not void), and whether no outer coordinate is extrapolated.
-template <typename T, typename Acc, typename W, int R, int TAPS> struct fast_row {
-  static constexpr int K = ipow(TAPS, R - 1);
+// One thread's row: input pointers and weight products of the K = TAPS^A tap combinations of
+// its A row dims, the resized dims before the walked one (combination k takes tap
+// (k / TAPS^(A-1-a)) % TAPS of dim a; weights only when W is not void), and whether no row
+// coordinate is extrapolated.
+template <typename T, typename Acc, typename W, int A, int TAPS> struct fast_row {
+  static constexpr int K = ipow(TAPS, A);
   const T* at[K];
   Acc part[K];
   bool inside;
-  int row;  // output row: b * rows + r
+  int row;  // output row: batch item * rows + row within it
 
   // False for threads past the last row.
   __device__ __forceinline__ bool locate(const T* __restrict__ x, const ResizeFastGeom& g,
                                          const record<W, TAPS>* __restrict__ table) {
-    const int r = (int)(blockIdx.y * blockDim.y + threadIdx.y);
-    if (r >= g.rows) return false;
-    const int b = (int)blockIdx.z;
-    row = b * g.rows + r;
-    int c[3] = {r, 0, 0};
-    if (R == 3) {
-      c[0] = r / g.out[1];
-      c[1] = r - c[0] * g.out[1];
+    row = (int)((blockIdx.z * gridDim.y + blockIdx.y) * blockDim.y + threadIdx.y);
+    if (row >= g.batch_rows) return false;
+    const int b = row / g.rows;
+    int c[3] = {row - b * g.rows, 0, 0};
+    if (A == 3) {
+      const int q = c[0] / g.out[2];
+      c[2] = c[0] - q * g.out[2];
+      c[0] = q;
     }
-    int off[R][TAPS];  // dims 0 .. R-2 (one spare row: no zero-length arrays)
-    Acc w[R][TAPS];
+    if (A >= 2) {
+      const int q = c[0] / g.out[1];
+      c[1] = c[0] - q * g.out[1];
+      c[0] = q;
+    }
+    int off[A + 1][TAPS];  // dims 0 .. A-1 (one spare row: no zero-length arrays)
+    Acc w[A + 1][TAPS];
     inside = true;
 #pragma unroll
-    for (int a = 0; a < R - 1; ++a) {
+    for (int a = 0; a < A; ++a) {
       const record<W, TAPS> e = table[g.table[a] + c[a]];
       inside = inside && e.i[0] != OUTSIDE;
 #pragma unroll
@@ -270,8 +285,8 @@ template <typename T, typename Acc, typename W, int R, int TAPS> struct fast_row
       int o = b * g.batch_stride;
       Acc p = Acc(1);
 #pragma unroll
-      for (int a = 0; a < R - 1; ++a) {
-        const int t = k / ipow(TAPS, R - 2 - a) % TAPS;
+      for (int a = 0; a < A; ++a) {
+        const int t = k / ipow(TAPS, A - 1 - a) % TAPS;
         o += off[a][t];
         if constexpr (!is_void<W>::value) p = p * w[a][t];
       }
@@ -296,45 +311,59 @@ template <int V, typename F> __device__ __forceinline__ void fast_walk(int n, F&
 
 }  // namespace rsz
 
-// Nearest, trailing dims: a copy of the chosen element, index tables only. `inner` is the
-// innermost dim's table (table + g.table[R - 1], passed as its own pointer: one multiply-add per
+// Nearest: a copy of the chosen element, index tables only. `inner` is the walked dim's table
+// when it is resized (table + g.table[R - 1], passed as its own pointer: one multiply-add per
 // record address).
-template <typename T, int R, int V>
+template <typename T, int R, int V, rsz::walked WALK>
 __global__ void __launch_bounds__(256, 4) resize_nearest_fast(
     const T* __restrict__ x, T* __restrict__ y, const rsz::record<void, 1>* __restrict__ table,
     const rsz::record<void, 1>* __restrict__ inner, const ResizeFastGeom g) {
-  rsz::fast_row<T, int, void, R, 1> w;
+  rsz::fast_row<T, int, void, WALK == rsz::KEPT ? R : R - 1, 1> w;
   if (!w.locate(x, g, table)) return;
-  const int n = g.out[R - 1], row = w.row * n;
+  const int n = g.walk, row = w.row * n;
   const T fill = rsz::fill_value<T>(g);
   rsz::fast_walk<V>(n, [&](int o) {
-    const int i = inner[o].i[0];
-    const T v = w.at[0][rsz::first_offset(i)];
-    y[row + o] = w.inside && i != rsz::OUTSIDE ? v : fill;
+    if constexpr (WALK == rsz::KEPT) {
+      const T v = w.at[0][o * g.walk_stride];
+      y[row + o] = w.inside ? v : fill;
+    } else {
+      const int i = inner[o].i[0];
+      const T v = w.at[0][rsz::first_offset(i)];
+      y[row + o] = w.inside && i != rsz::OUTSIDE ? v : fill;
+    }
   });
 }
 
-// Linear and cubic, trailing dims: the generic kernel's sum, term for term in its order.
-template <typename T, typename Acc, typename W, int R, int TAPS, int V>
+// Linear and cubic: the generic kernel's sum, term for term in its order (for KEPT the weight
+// products of all R dims are the row's: one multiply-add per term).
+template <typename T, typename Acc, typename W, int R, int TAPS, int V, rsz::walked WALK>
 __global__ void __launch_bounds__(256, 4) resize_weighted_fast(
     const T* __restrict__ x, T* __restrict__ y, const rsz::record<W, TAPS>* __restrict__ table,
     const rsz::record<W, TAPS>* __restrict__ inner, const ResizeFastGeom g) {
-  rsz::fast_row<T, Acc, W, R, TAPS> w;
+  rsz::fast_row<T, Acc, W, WALK == rsz::KEPT ? R : R - 1, TAPS> w;
   if (!w.locate(x, g, table)) return;
-  const int n = g.out[R - 1], row = w.row * n;
+  const int n = g.walk, row = w.row * n;
   const T fill = rsz::fill_value<T>(g);
   rsz::fast_walk<V>(n, [&](int o) {
-    const rsz::record<W, TAPS> e = inner[o];
-    int at[TAPS];
-#pragma unroll
-    for (int t = 0; t < TAPS; ++t) at[t] = t == 0 ? rsz::first_offset(e.i[0]) : e.i[t];
     Acc acc = Acc(0);
+    bool inside = w.inside;
+    if constexpr (WALK == rsz::KEPT) {
+      const int at = o * g.walk_stride;
 #pragma unroll
-    for (int k = 0; k < w.K; ++k) {
+      for (int k = 0; k < w.K; ++k) acc += w.part[k] * oc::load<Acc>(w.at[k] + at);
+    } else {
+      const rsz::record<W, TAPS> e = inner[o];
+      int at[TAPS];
 #pragma unroll
-      for (int t = 0; t < TAPS; ++t)
-        acc += w.part[k] * (Acc)e.w[t] * oc::load<Acc>(w.at[k] + at[t]);
+      for (int t = 0; t < TAPS; ++t) at[t] = t == 0 ? rsz::first_offset(e.i[0]) : e.i[t];
+#pragma unroll
+      for (int k = 0; k < w.K; ++k) {
+#pragma unroll
+        for (int t = 0; t < TAPS; ++t)
+          acc += w.part[k] * (Acc)e.w[t] * oc::load<Acc>(w.at[k] + at[t]);
+      }
+      inside = inside && e.i[0] != rsz::OUTSIDE;
     }
-    y[row + o] = w.inside && e.i[0] != rsz::OUTSIDE ? rsz::result<T, Acc>::from(acc) : fill;
+    y[row + o] = inside ? rsz::result<T, Acc>::from(acc) : fill;
   });
 }

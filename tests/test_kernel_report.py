@@ -165,9 +165,12 @@ def test_fast_paths_are_held_to_targets():
     on 1-2 axes."""
     held = {f: [e for g, e in FAST_PATHS if g == f] for f in loader.families()}
     assert all(held.values()), {f: len(e) for f, e in held.items()}
-    assert kernel_report.budget("resize", "resize_weighted_fast<float, float, float, 2, 2, 4>") == 40
-    assert kernel_report.budget("resize", "resize_weighted_fast<float, float, float, 2, 4, 4>") is None
-    assert kernel_report.budget("resize", "resize_nearest_fast<rsz::pod<4>, 3, 4>") == 40
+    for walk in ("rsz::RESIZED", "rsz::KEPT"):
+        weighted = "resize_weighted_fast<float, float, float, {}, {}, 4, " + walk + ">"
+        assert kernel_report.budget("resize", weighted.format(2, 2)) == 40
+        assert kernel_report.budget("resize", weighted.format(3, 2)) is None
+        assert kernel_report.budget("resize", weighted.format(1, 4)) is None
+        assert kernel_report.budget("resize", f"resize_nearest_fast<rsz::pod<4>, 3, 4, {walk}>") == 40
 
 
 @needs_nvdisasm

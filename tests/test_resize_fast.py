@@ -1,5 +1,5 @@
-"""Resize fast kernels (1-3 trailing resized axes): which path the host picks, and that the
-fast path gives the generic kernel's bits on the emulated backend and the NumPy fallback's
+"""Resize fast kernels (1-3 resized axes, trailing or followed by unresized axes that merge into
+one, as NHWC resized along H and W): which path the host picks, and that the fast path gives the generic kernel's bits on the emulated backend and the NumPy fallback's
 values within the usual tolerances, every dtype, up and down, odd sizes, extrapolation,
 strided inputs; the generic kernel at the boundaries of the fast path."""
 from __future__ import annotations
@@ -45,13 +45,16 @@ class _null:
         return False
 
 
-def check(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, **kw) -> None:
-    """Fast path taken (or not); bitwise equal to the generic kernel; close to NumPy."""
+def check(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, walk: str | None = None,
+          **kw) -> None:
+    """Fast path taken (or not; walking `walk` where given); bitwise equal to the generic kernel;
+    close to NumPy."""
     launches.clear()
     got = emulated(x, **kw)
     assert len(launches) == 1
     expression, shape = launches[0]
     assert ("_fast<" in expression) == fast and (shape is not None) == fast, expression
+    assert not fast or walk is None or expression.endswith(f", {walk}>"), expression
     generic = emulated(x, monkeypatch, **kw)
     assert "_fast<" not in launches[-1][0]
     assert got.dtype == generic.dtype == x.dtype and got.shape == generic.shape
@@ -80,7 +83,7 @@ def test_fast_equals_generic(dtype, mode, launches, monkeypatch):
         ranks = sum(s != 1 for s in scales)
         x = sample(rng, shape, dtype)
         check(x, launches, monkeypatch, fast=not (mode == "cubic" and ranks == 3),
-              scales=scales, mode=mode)
+              walk=resize_kernel.RESIZED, scales=scales, mode=mode)
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(t) for t in (np.bool_, np.complex64, np.complex128)],
@@ -129,14 +132,19 @@ def test_fast_strided_inputs(mode, launches, monkeypatch):
 
 
 def test_generic_at_the_boundaries(launches, monkeypatch):
-    """A resized leading axis under an unresized trailing one, antialias with many taps, mixed
-    taps per axis, 3-D cubic: the generic kernel."""
+    """An unresized axis between resized ones, trailing unresized axes that do not merge,
+    antialias with many taps, 3-D cubic and 2-D cubic before unresized axes (16 or more tap
+    combinations per thread): the generic kernel."""
     rng = np.random.default_rng(9)
     x = sample(rng, (4, 6, 5), np.dtype(np.float32))
-    check(x, launches, monkeypatch, fast=False, scales=[2, 1, 1], mode="linear")
-    check(x, launches, monkeypatch, fast=False, scales=[1, 1.5, 1], mode="nearest")
+    check(x, launches, monkeypatch, fast=False, scales=[2, 1, 1.5], mode="linear")
+    check(x, launches, monkeypatch, fast=False, scales=[1.5, 1, 1.5], mode="nearest")
     check(x, launches, monkeypatch, fast=False, scales=[1, 0.4, 0.3], mode="cubic", antialias=1)
+    check(x, launches, monkeypatch, fast=False, scales=[0.4, 1, 1], mode="linear", antialias=1)
     check(x, launches, monkeypatch, fast=False, scales=[1.5, 1.5, 2], mode="cubic")
+    check(x, launches, monkeypatch, fast=False, scales=[1.5, 1.5, 1], mode="cubic")
+    y = sample(rng, (3, 4, 5, 2), np.dtype(np.float32)).transpose(0, 1, 3, 2)
+    check(y, launches, monkeypatch, fast=False, scales=[1, 2, 1, 1], mode="linear")
     # antialias that upsamples keeps 2 or 4 taps: still the fast kernel
     check(x, launches, monkeypatch, scales=[1, 1.5, 2], mode="linear", antialias=1)
 
@@ -151,21 +159,28 @@ def contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def test_fast_args_limits(monkeypatch):
-    """64-bit offsets and grids past the y/z limit go to the generic kernel; the launch shape."""
+    """64-bit offsets go to the generic kernel; the launch shape, with the rows of every batch item
+    on grid y and, past its limit, z; grids past the z limit take the generic kernel."""
     pl = plan((3, 40, 50), [1, 2, 2])
     f32 = np.dtype(np.float32)
     fast = resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))
-    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4>"
-    assert fast.shape == ((1, 10, 3), (32, 8, 1))
+    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4, rsz::RESIZED>"
+    assert fast.shape == ((1, 30, 1), (32, 8, 1))  # 3 x 80 rows of 100 outputs
     assert fast.weight == np.float32 and fast.strides == (50, 1) and fast.inner == 80 * 16
     assert resize_kernel.fast_args(pl, f32, (2**30, 50, 1)) is None
-    assert resize_kernel.fast_args(plan((70000, 3), [1, 2]), f32, (3, 1)) is None
+    nhwc = plan((2, 5, 7, 3), [1, 2, 2, 1])
+    fast = resize_kernel.fast_args(nhwc, f32, contiguous(nhwc.in_shape))
+    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4, rsz::KEPT>"
+    assert fast.shape == ((1, 2, 1), (1, 256, 1))  # 2 x 140 rows of 3 outputs
+    assert fast.geom["walk"] == 3 and fast.geom["walk_stride"] == 1 and fast.geom["rows"] == 140
+    assert resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30)) is None
     resize_kernel.fast_args.cache_clear()
     monkeypatch.setattr(resize_kernel, "FAST_GRID_YZ", 9)
     try:
-        assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # 10 rows
-        assert resize_kernel.fast_args(plan((10, 7), [1, 2]), f32, (7, 1)) is None  # 10 batch
-        assert resize_kernel.fast_args(plan((9, 7), [1, 2]), f32, (7, 1)) is not None
+        assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)).shape[0] == (1, 9, 4)
+        resize_kernel.fast_args.cache_clear()
+        monkeypatch.setattr(resize_kernel, "FAST_GRID_YZ", 5)
+        assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # z: 6 > 5
     finally:
         resize_kernel.fast_args.cache_clear()
 

@@ -387,10 +387,10 @@ def held_to_targets(expression: str) -> bool:
 
 def budget(family: str, expression: str) -> float | None:
     """Instructions per output a fast path may spend, or None where no budget is set: the
-    family's budget, which for Resize holds nearest and linear on 1-2 axes (cubic and 3-D linear
-    gather 4-16x the taps and are reported, not budgeted)."""
+    family's budget, which for Resize holds nearest and linear on 1-2 axes, whichever dim they
+    walk (cubic and 3-D linear gather 4-16x the taps and are reported, not budgeted)."""
     if family == "resize" and expression.startswith("resize_weighted_fast"):
-        *_, ranks, taps, _ = template_arguments(expression)
+        ranks, taps = template_arguments(expression)[3:5]
         if int(taps) != 2 or int(ranks) > 2:
             return None
     return BUDGETS[family]

@@ -1,6 +1,7 @@
 """Kernel launch for kernels/resize.cu: a Resize plan's per-axis tables concatenated and
 uploaded once per device, the parameter block and the instantiation (see onnx_cupy.plans.resize
-for the semantics). Where the resized axes are the trailing 1-3 (and every offset fits 32 bits)
+for the semantics). Where 1-3 resized axes are the trailing ones or are followed only by
+unresized axes that merge into one (NHWC resized along H and W), and every offset fits 32 bits,
 the fast kernels run, over a grid of their own; the generic ones take every other case."""
 from __future__ import annotations
 
@@ -24,11 +25,16 @@ _GEOM = np.dtype(
     + [(f, "<i8", (MAX_DIMS,)) for f in ("out_shape", "in_stride", "taps", "table")]
     + [("fill", "u1", (16,))]
 )
-_FAST_GEOM = np.dtype([("fill", "<u8", (2,)), ("out", "<i4", (3,)), ("table", "<i4", (3,)),
-                       ("batch_stride", "<i4"), ("rows", "<i4")])
-# (trailing resized dims, taps per dim) of the fast kernels: nearest, linear, cubic (not 3-D:
-# 16 tap combinations per thread exceed the register budget)
-FAST_SHAPES = ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2), (1, 4), (2, 4))
+_FAST_GEOM = np.dtype([("fill", "<u8", (2,)), ("out", "<i4", (3,)), ("table", "<i4", (3,))]
+                      + [(f, "<i4") for f in ("batch_stride", "rows", "batch_rows", "walk",
+                                              "walk_stride")])
+# walked dim of the fast kernels (rsz::walked): the last resized dim, or the unresized dims after
+# the resized ones, merged into one
+RESIZED, KEPT = "rsz::RESIZED", "rsz::KEPT"
+# (resized dims, taps per dim) of the fast kernels: nearest, linear, cubic; a thread resolves
+# taps^(dims before the walked one) combinations, at most 8 (16 exceed the register budget)
+FAST_SHAPES = {RESIZED: ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2), (1, 4), (2, 4)),
+               KEPT: ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2), (1, 4))}
 FAST_BLOCK = 256
 FAST_GRID_YZ = 65535       # largest grid y and z
 TABLE_ALIGN = 16           # bytes: a record of the fast tables is read with 16-byte loads
@@ -61,23 +67,25 @@ def _weight_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32 if _storage(dtype.name)[1] == "float" else np.float64)
 
 
-def _fast_expression(dtype: np.dtype, ranks: int, taps: int) -> str:
-    """The fast kernel for `ranks` trailing resized dims of `taps` taps each (1: nearest)."""
+def _fast_expression(dtype: np.dtype, ranks: int, taps: int, walk: str) -> str:
+    """The fast kernel for `ranks` resized dims of `taps` taps each (1: nearest) and the walked
+    dim `walk`."""
     v = _outputs(dtype, taps)
     if taps == 1:
-        return f"resize_nearest_fast<rsz::pod<{dtype.itemsize}>, {ranks}, {v}>"
+        return f"resize_nearest_fast<rsz::pod<{dtype.itemsize}>, {ranks}, {v}, {walk}>"
     storage, acc = _storage(dtype.name)
     weight = "float" if acc == "float" else "double"
-    return f"resize_weighted_fast<{storage}, {acc}, {weight}, {ranks}, {taps}, {v}>"
+    return f"resize_weighted_fast<{storage}, {acc}, {weight}, {ranks}, {taps}, {v}, {walk}>"
 
 
 _WEIGHTED_DTYPES = [np.dtype(t) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
                     if t != "bfloat16"] + ([dtypes.BFLOAT16] if dtypes.BFLOAT16 else [])
 # nearest: one instantiation per element size (a void dtype of that size stands for them all)
-_FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1): 4 for n in POD_BYTES
-         for r, taps in FAST_SHAPES if taps == 1}
-_FAST.update({_fast_expression(d, r, taps): _outputs(d, taps) for d in _WEIGHTED_DTYPES
-              for r, taps in FAST_SHAPES if taps > 1})
+_FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1, walk): 4 for walk, shapes in FAST_SHAPES.items()
+         for n in POD_BYTES for r, taps in shapes if taps == 1}
+_FAST.update({_fast_expression(d, r, taps, walk): _outputs(d, taps)
+              for walk, shapes in FAST_SHAPES.items() for d in _WEIGHTED_DTYPES
+              for r, taps in shapes if taps > 1})
 
 loader.register(FAMILY, [_nearest_expression(n, b) for n in POD_BYTES for b in dtypes.INDEX_TYPES]
                 + [_weighted_expression(t, b) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
@@ -218,39 +226,54 @@ class FastLaunch(NamedTuple):
     inner: int                    # byte offset of the innermost axis' records in the table
 
 
+def _merged(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
+    """(length, element stride) of these axes merged into one (length-1 axes aside), or None
+    where their strides do not allow it."""
+    length, stride = 1, 0
+    for n, s in zip(shape, strides):
+        if n == 1:
+            continue
+        if length > 1 and stride != s * n:
+            return None
+        length, stride = length * n, s
+    return length, stride
+
+
 @functools.lru_cache(maxsize=256)
 def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> FastLaunch | None:
     """The fast path's launch for an input of `dtype` with these element strides, or None
-    where it does not apply: the resized axes must be the trailing ones (length-1 axes aside),
-    1-3 of them with the taps of FAST_SHAPES, the leading axes must merge into one batch axis,
-    the grid must fit, and every offset 32 bits. Blocks of FAST_BLOCK threads: as many along a
-    row as its outputs need (a power of two), the rest on further rows."""
+    where it does not apply: 1-3 resized axes with the taps of FAST_SHAPES, no unresized axis
+    between them (length-1 axes aside), the leading axes merging into one batch axis and the
+    trailing unresized ones into one walked axis (where there is none, the last resized axis is
+    walked), the grid must fit, and every offset 32 bits. Blocks of FAST_BLOCK threads: as many
+    along a row as its outputs need (a power of two), the rest on further rows; the rows of all
+    batch items on grid y, then z."""
     ranks, taps = len(pl.tables), pl.tables[0].taps
-    if any(t.taps != taps for t in pl.tables) or (ranks, taps) not in FAST_SHAPES:
+    lead, last = pl.tables[0].axis, pl.tables[-1].axis
+    if any(t.taps != taps for t in pl.tables) or any(
+            pl.out_shape[d] != 1 for d in range(lead, last) if d not in {t.axis for t in pl.tables}):
         return None
-    lead = pl.tables[0].axis
-    if any(pl.out_shape[d] != 1 for d in range(lead, len(pl.out_shape))
-           if d not in {t.axis for t in pl.tables}):
+    batch = _merged(pl.in_shape[:lead], x_strides[:lead])
+    kept = _merged(pl.in_shape[last + 1:], x_strides[last + 1:])
+    if batch is None or kept is None:
         return None
-    batch, batch_stride = 1, 0
-    for n, s in zip(pl.in_shape[:lead], x_strides[:lead]):
-        if n == 1:
-            continue
-        if batch > 1 and batch_stride != s * n:
-            return None  # the leading axes do not merge into one
-        batch, batch_stride = batch * n, s
+    walk = KEPT if kept[0] > 1 else RESIZED
+    if (ranks, taps) not in FAST_SHAPES[walk]:
+        return None
     out = [pl.out_shape[t.axis] for t in pl.tables]
-    rows, n = math.prod(out[:-1]), out[-1]
+    rows, n = (math.prod(out), kept[0]) if walk == KEPT else (math.prod(out[:-1]), out[-1])
     v = _outputs(dtype, taps)
     bx = 1
     while bx < FAST_BLOCK and bx * v < n:
         bx *= 2
     by = FAST_BLOCK // bx
-    grid = (min(launch.MAX_BLOCKS, -(-n // (bx * v))), -(-rows // by), batch)
+    blocks_y = -(-batch[0] * rows // by)
+    grid = (min(launch.MAX_BLOCKS, -(-n // (bx * v))), min(blocks_y, FAST_GRID_YZ),
+            -(-blocks_y // FAST_GRID_YZ))
     records = sum(t.index.shape[0] for t in pl.tables)
-    if max(grid[1:]) > FAST_GRID_YZ or dtypes.index_bits(
+    if grid[2] > FAST_GRID_YZ or dtypes.index_bits(
             math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
-            n + grid[0] * bx * v, records) > 32:
+            n + grid[0] * bx * v, grid[1] * grid[2] * by, records) > 32:
         return None
     weight = None if taps == 1 else _weight_dtype(dtype)
     strides = tuple(x_strides[t.axis] for t in pl.tables)
@@ -260,8 +283,9 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
         raw = np.frombuffer(pl.fill.tobytes(), np.uint8)
         fill[:raw.size] = raw
     g = launch.parameter_block(_FAST_GEOM, fill=fill.view("<u8"), out=out, table=first,
-                               batch_stride=batch_stride, rows=rows)
-    return FastLaunch(_fast_expression(dtype, ranks, taps), g, (grid, (bx, by, 1)), weight,
+                               batch_stride=batch[1], rows=rows, batch_rows=batch[0] * rows,
+                               walk=n, walk_stride=kept[1])
+    return FastLaunch(_fast_expression(dtype, ranks, taps, walk), g, (grid, (bx, by, 1)), weight,
                       strides, first[-1] * record)
 
 
