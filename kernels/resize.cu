@@ -204,6 +204,7 @@ namespace rsz {
 enum walked { RESIZED, KEPT };
 
 __host__ __device__ constexpr int ipow(int b, int e) { return e == 0 ? 1 : b * ipow(b, e - 1); }
+__host__ __device__ constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
 
 template <typename T> __device__ __forceinline__ T fill_value(const ResizeFastGeom& g) {
   union { unsigned long long w[2]; T t; } u;
@@ -241,7 +242,7 @@ template <int TAPS, int B> struct alignas(record_align(B)) record<void, TAPS, B>
 
 // One thread's row: input pointers and weight products of the K = TAPS^A tap combinations of
 // its A row dims, the resized dims before the walked one (combination k takes tap
-// (k / TAPS^(A-1-a)) % TAPS of dim a; weights only when W is not void), and whether no row
+// (k / TAPS^(A-1-a)) % TAPS of dim a, the generic kernel's order; weights only when W is not void), and whether no row
 // coordinate is extrapolated.
 template <typename T, typename Acc, typename W, int A, int TAPS> struct fast_row {
   static constexpr int K = ipow(TAPS, A);
@@ -280,13 +281,14 @@ template <typename T, typename Acc, typename W, int A, int TAPS> struct fast_row
         if constexpr (!is_void<W>::value) w[a][t] = (Acc)e.w[t];
       }
     }
+    constexpr int bits = ilog2(TAPS);  // TAPS is a power of two: taps by shifts, not divisions
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       int o = b * g.batch_stride;
       Acc p = Acc(1);
 #pragma unroll
       for (int a = 0; a < A; ++a) {
-        const int t = k / ipow(TAPS, A - 1 - a) % TAPS;
+        const int t = (k >> (bits * (A - 1 - a))) & (TAPS - 1);
         o += off[a][t];
         if constexpr (!is_void<W>::value) p = p * w[a][t];
       }
