@@ -12,6 +12,8 @@ from onnx_cupy import backends, launch, resize
 from onnx_cupy.ops import resize as resize_kernel
 from onnx_cupy.plans import resize as resize_op
 
+RESIZED, KEPT = resize_kernel.RESIZED, resize_kernel.KEPT
+
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 FLOATS = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
@@ -83,7 +85,29 @@ def test_fast_equals_generic(dtype, mode, launches, monkeypatch):
         ranks = sum(s != 1 for s in scales)
         x = sample(rng, shape, dtype)
         check(x, launches, monkeypatch, fast=not (mode == "cubic" and ranks == 3),
-              walk=resize_kernel.RESIZED, scales=scales, mode=mode)
+              walk=RESIZED, scales=scales, mode=mode)
+
+
+# (input shape, scales, walked dim): NHWC 2x up and 0.5x down with C = 3, 4, 64 and C = 1 (a
+# length-1 axis: the trailing path), NCHW along H only, one and three resized axes, several
+# trailing unresized axes merged, odd lengths
+KEPT_CASES = [((2, 5, 7, 3), [1, 2, 2, 1], KEPT), ((1, 8, 6, 4), [1, 0.5, 0.5, 1], KEPT),
+              ((1, 3, 5, 64), [1, 2, 2, 1], KEPT), ((1, 7, 9, 64), [1, 0.5, 0.5, 1], KEPT),
+              ((2, 5, 7, 1), [1, 2, 2, 1], RESIZED), ((2, 3, 9, 5), [1, 1, 1.6, 1], KEPT),
+              ((3, 7, 5), [1, 2.5, 1], KEPT), ((2, 5, 3, 4), [1, 1.4, 1, 1], KEPT),
+              ((2, 3, 4, 5, 3), [1, 1.5, 0.7, 2, 1], KEPT)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_kept_inner_axes_equal_generic(dtype, mode, launches, monkeypatch):
+    """Resized axes followed by unresized ones: the fast path walks the unresized axes."""
+    rng = np.random.default_rng(hash((dtype.name, mode, "kept")) % 2**32)
+    for shape, scales, walk in KEPT_CASES:
+        ranks = sum(s != 1 for s in scales)
+        x = sample(rng, shape, dtype)
+        fast = mode != "cubic" or ranks == 1 or (walk == RESIZED and ranks == 2)
+        check(x, launches, monkeypatch, fast=fast, walk=walk, scales=scales, mode=mode)
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(t) for t in (np.bool_, np.complex64, np.complex128)],
@@ -117,6 +141,60 @@ def test_fast_attributes(dtype, mode, launches, monkeypatch):
         if mode != "nearest" and "exclude_outside" not in kw:
             kw["cubic_coeff_a"] = -0.5
         check(x, launches, monkeypatch, mode=mode, **kw)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float16), np.dtype(np.float64), np.dtype(np.int16)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_kept_attributes(dtype, mode, launches, monkeypatch):
+    """NHWC: coordinate modes, exclude_outside, sizes, and tf_crop_and_resize extrapolating along
+    either resized axis (the whole row of channels takes extrapolation_value)."""
+    rng = np.random.default_rng(4)
+    x = sample(rng, (2, 5, 7, 3), dtype)
+    for kw in [{"coordinate_transformation_mode": "align_corners", "sizes": [2, 9, 4, 3]},
+               {"coordinate_transformation_mode": "asymmetric", "scales": [1, 1.3, 2.2, 1]},
+               {"exclude_outside": 1, "scales": [1, 0.8, 1.9, 1]},
+               {"coordinate_transformation_mode": "tf_crop_and_resize",
+                "roi": [0, -0.4, 0.2, 0, 1, 1.3, 1.1, 1], "scales": [1, 1.6, 1.5, 1],
+                "extrapolation_value": -7.25},
+               {"coordinate_transformation_mode": "tf_crop_and_resize", "roi": [0.8, 1.2],
+                "scales": [2.5], "axes": [1], "extrapolation_value": 300.0}]:
+        if mode != "nearest" and "exclude_outside" not in kw:
+            kw["cubic_coeff_a"] = -0.5
+        ranks = sum(s != 1 for s in kw.get("scales", [1, 2, 2, 1])) if "axes" not in kw else 1
+        check(x, launches, monkeypatch, fast=mode != "cubic" or ranks == 1, walk=KEPT,
+              mode=mode, **kw)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_kept_strided_inputs(mode, launches, monkeypatch):
+    """NHWC views of NCHW data (channels at a stride), sliced and reversed channels, and a
+    batch of merged leading axes: the walked axis' stride reaches the kernel as it is."""
+    rng = np.random.default_rng(6)
+    nchw = sample(rng, (2, 5, 6, 7), np.dtype(np.float32))
+    for x in [nchw.transpose(0, 2, 3, 1), nchw[:, :, :, ::2], nchw[:, ::-1, :, 1:],
+              nchw.transpose(0, 2, 3, 1)[:, :, :, ::-2]]:
+        check(x, launches, monkeypatch, walk=KEPT, scales=[1, 1.5, 2.0, 1], mode=mode)
+    check(nchw.reshape(2, 5, 6, 7, 1)[:, :, ::2], launches, monkeypatch, walk=KEPT,
+          scales=[1, 1, 1.7, 1, 1], mode=mode)
+
+
+def test_rows_past_the_grid_y_limit(monkeypatch, launches):
+    """Rows spread over grid y and z, blocks of rows straddling batch items: each thread finds
+    its batch item and row."""
+    rng = np.random.default_rng(12)
+    resize_kernel.fast_args.cache_clear()
+    monkeypatch.setattr(resize_kernel, "FAST_GRID_YZ", 2)
+    try:
+        for shape, scales, walk in [((2, 9, 11, 3), [1, 2, 2, 1], KEPT),
+                                    ((61, 3, 9), [1, 1.9, 0.6], RESIZED)]:
+            for mode in ("nearest", "linear"):
+                check(sample(rng, shape, np.dtype(np.float32)), launches, monkeypatch,
+                      walk=walk, scales=scales, mode=mode)
+                grid = launches[0][1][0]
+                assert grid[1] == 2 and grid[2] > 1, grid
+    finally:
+        resize_kernel.fast_args.cache_clear()
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
@@ -193,8 +271,10 @@ def test_grid_stride_loop(monkeypatch, launches):
     monkeypatch.setattr(launch, "MAX_BLOCKS", 1)
     try:
         for mode in ("nearest", "linear"):
-            check(x, launches, monkeypatch, scales=[1, 1.5, 1.9], mode=mode)
+            check(x, launches, monkeypatch, walk=RESIZED, scales=[1, 1.5, 1.9], mode=mode)
             assert launches[0][1][0][0] == 1  # one block along the rows of 2850 outputs
+            check(x, launches, monkeypatch, walk=KEPT, scales=[1, 1.5, 1], mode=mode)
+            assert launches[0][1][0][0] == 1  # one block along the rows of 1500 outputs
     finally:
         resize_kernel.fast_args.cache_clear()
 
