@@ -31,10 +31,8 @@ _FAST_GEOM = np.dtype([("fill", "<u8", (2,)), ("out", "<i4", (3,)), ("table", "<
 # walked dim of the fast kernels (rsz::walked): the last resized dim, or the unresized dims after
 # the resized ones, merged into one
 RESIZED, KEPT = "rsz::RESIZED", "rsz::KEPT"
-# (resized dims, taps per dim) of the fast kernels: nearest, linear, cubic; a thread resolves
-# taps^(dims before the walked one) combinations, at most 8 (16 exceed the register budget)
-FAST_SHAPES = {RESIZED: ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2), (1, 4), (2, 4)),
-               KEPT: ((1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2), (1, 4))}
+FAST_RANKS = (1, 2, 3)      # resized dims of the fast kernels
+FAST_TAPS = (1, 2, 4)       # taps per dim: nearest, linear, cubic
 FAST_BLOCK = 256
 FAST_GRID_YZ = 65535       # largest grid y and z
 TABLE_ALIGN = 16           # bytes: a record of the fast tables is read with 16-byte loads
@@ -67,6 +65,17 @@ def _weight_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32 if _storage(dtype.name)[1] == "float" else np.float64)
 
 
+def _fast_shape(walk: str, dtype: np.dtype, ranks: int, taps: int) -> bool:
+    """Whether a fast kernel serves `ranks` resized dims of `taps` taps each, walking `walk`: a
+    thread holds the taps^(resized dims before the walked one) tap combinations of its row in
+    registers, at most 4 for RESIZED (each output reads taps more), 8 for KEPT, 16 for KEPT
+    summing in float (more exceed 64 registers)."""
+    if ranks not in FAST_RANKS or taps not in FAST_TAPS:
+        return False
+    limit = 4 if walk == RESIZED else 16 if taps > 1 and _storage(dtype.name)[1] == "float" else 8
+    return taps ** (ranks - (walk == RESIZED)) <= limit
+
+
 def _fast_expression(dtype: np.dtype, ranks: int, taps: int, walk: str) -> str:
     """The fast kernel for `ranks` resized dims of `taps` taps each (1: nearest) and the walked
     dim `walk`."""
@@ -81,11 +90,11 @@ def _fast_expression(dtype: np.dtype, ranks: int, taps: int, walk: str) -> str:
 _WEIGHTED_DTYPES = [np.dtype(t) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
                     if t != "bfloat16"] + ([dtypes.BFLOAT16] if dtypes.BFLOAT16 else [])
 # nearest: one instantiation per element size (a void dtype of that size stands for them all)
-_FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1, walk): 4 for walk, shapes in FAST_SHAPES.items()
-         for n in POD_BYTES for r, taps in shapes if taps == 1}
-_FAST.update({_fast_expression(d, r, taps, walk): _outputs(d, taps)
-              for walk, shapes in FAST_SHAPES.items() for d in _WEIGHTED_DTYPES
-              for r, taps in shapes if taps > 1})
+_FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1, walk): 4 for walk in (RESIZED, KEPT)
+         for n in POD_BYTES for r in FAST_RANKS}
+_FAST.update({_fast_expression(d, r, taps, walk): _outputs(d, taps) for walk in (RESIZED, KEPT)
+              for d in _WEIGHTED_DTYPES for r in FAST_RANKS for taps in FAST_TAPS[1:]
+              if _fast_shape(walk, d, r, taps)})
 
 loader.register(FAMILY, [_nearest_expression(n, b) for n in POD_BYTES for b in dtypes.INDEX_TYPES]
                 + [_weighted_expression(t, b) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
@@ -242,7 +251,7 @@ def _merged(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]
 @functools.lru_cache(maxsize=256)
 def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> FastLaunch | None:
     """The fast path's launch for an input of `dtype` with these element strides, or None
-    where it does not apply: 1-3 resized axes with the taps of FAST_SHAPES, no unresized axis
+    where it does not apply: 1-3 resized axes with the taps `_fast_shape` allows, no unresized axis
     between them (length-1 axes aside), the leading axes merging into one batch axis and the
     trailing unresized ones into one walked axis (where there is none, the last resized axis is
     walked), the grid must fit, and every offset 32 bits. Blocks of FAST_BLOCK threads: as many
@@ -258,7 +267,7 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
     if batch is None or kept is None:
         return None
     walk = KEPT if kept[0] > 1 else RESIZED
-    if (ranks, taps) not in FAST_SHAPES[walk]:
+    if not _fast_shape(walk, dtype, ranks, taps):
         return None
     out = [pl.out_shape[t.axis] for t in pl.tables]
     rows, n = (math.prod(out), kept[0]) if walk == KEPT else (math.prod(out[:-1]), out[-1])
