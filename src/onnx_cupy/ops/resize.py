@@ -27,7 +27,7 @@ _GEOM = np.dtype(
 )
 _FAST_GEOM = np.dtype([("fill", "<u8", (2,)), ("out", "<i4", (3,)), ("table", "<i4", (3,))]
                       + [(f, "<i4") for f in ("batch_stride", "rows", "batch_rows", "walk",
-                                              "walk_stride")])
+                                              "walk_stride")], align=True)
 # walked dim of the fast kernels (rsz::walked): the last resized dim, or the unresized dims after
 # the resized ones, merged into one
 RESIZED, KEPT = "rsz::RESIZED", "rsz::KEPT"
