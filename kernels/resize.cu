@@ -242,8 +242,8 @@ template <int TAPS, int B> struct alignas(record_align(B)) record<void, TAPS, B>
 
 // One thread's row: input pointers and weight products of the K = TAPS^A tap combinations of
 // its A row dims, the resized dims before the walked one (combination k takes tap
-// (k / TAPS^(A-1-a)) % TAPS of dim a, the generic kernel's order; weights only when W is not void), and whether no row
-// coordinate is extrapolated.
+// (k / TAPS^(A-1-a)) % TAPS of dim a: the generic kernel's order; weights only when W is not
+// void), and whether no row coordinate is extrapolated.
 template <typename T, typename Acc, typename W, int A, int TAPS> struct fast_row {
   static constexpr int K = ipow(TAPS, A);
   const T* at[K];
