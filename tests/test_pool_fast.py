@@ -43,12 +43,15 @@ def fast_expression(dtype, mode, rank, window=(0, 0)):
     return f"pool_fast<{storage}, {acc}, {mode}, {rank}, {window[0]}, {window[1]}>"
 
 
-def compiled_window(attrs):
-    """The last-axis (kernel size, stride) compiled into the fast kernel for these attributes of
-    a contiguous input: 2 or 3 taps at stride 1 or 2 with dilation 1, else the runtime (0, 0)."""
-    window = (attrs["kernel_shape"][-1], attrs.get("strides", [1] * 3)[-1])
-    compiled = window[0] in (2, 3) and window[1] in (1, 2)
-    return window if compiled and attrs.get("dilations", [1] * 3)[-1] == 1 else (0, 0)
+COMPILED = {(2, 2), (3, 1), (3, 2)}  # last-axis (kernel size, stride) compiled in, 2-D only
+
+
+def compiled_window(attrs, nd=2):
+    """The last-axis window compiled into the fast kernel for these attributes of a contiguous
+    input: for 2-D pooling, one of COMPILED with dilation 1; else the runtime window (0, 0)."""
+    window = (attrs["kernel_shape"][-1], attrs.get("strides", [1] * nd)[-1])
+    dilation = attrs.get("dilations", [1] * nd)[-1]
+    return window if nd == 2 and window in COMPILED and dilation == 1 else (0, 0)
 
 
 def random_attrs(rng, op, spatial, reached):
@@ -77,7 +80,7 @@ def random_attrs(rng, op, spatial, reached):
 def test_fast_paths_registered():
     fast = loader.fast_paths("pool")
     expected = {fast_expression(t, m, r, w) for t in dtypes.FLOAT_TYPES for m in range(3)
-                for r in (1, 2, 3) for w in ((0, 0), (2, 1), (2, 2), (3, 1), (3, 2))}
+                for r in (1, 2, 3) for w in [(0, 0), *(COMPILED if r == 2 else ())]}
     assert set(fast) == expected
     assert set(fast.values()) == {kernel_pool.OUTPUTS}
     assert expected <= set(loader.instantiations("pool"))
@@ -98,15 +101,13 @@ def test_fast_equals_generic_equals_numpy(nd, dtype, monkeypatch, launches, rng)
             assert expression.startswith("pool<") and shape is None
         else:
             mode = 0 if op == "AveragePool" else attrs["p"]
-            window = compiled_window(attrs)
+            window = compiled_window(attrs, nd)
             assert expression == fast_expression(dtype, mode, nd, window) and shape is not None
-            reached["compiled window"] += window != (0, 0)
             reached["fast"] += 1
             reached["row not a multiple of 4"] += fast.shape[-1] % kernel_pool.OUTPUTS != 0
         assert_same_bits(fast, generic)
         assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), dtype)
     assert reached["fast"] >= 6 and reached["row not a multiple of 4"] >= 1
-    assert reached["compiled window"] >= 1
     assert all(reached[k] >= 1 for k in ("ceil_mode", "dilation>1", "pads", "stride>1"))
 
 
@@ -127,32 +128,30 @@ def test_edges_of_every_mode(op, extra, mode, nd, monkeypatch, launches, rng):
         assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), np.float32)
 
 
-@pytest.mark.parametrize("window", kernel_pool.WINDOWS, ids=str)
+@pytest.mark.parametrize("window", sorted(COMPILED), ids=str)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 def test_compiled_windows(window, dtype, monkeypatch, launches, rng):
-    """Each compiled last-axis window, every mode and rank: rows from shorter than the columns
-    a thread spans (clipped at both ends) to several groups, with pads, ceil_mode and odd
-    lengths; the outer axes' windows random (dilation too). Identical bits to the generic
-    kernel."""
+    """Each compiled last-axis window in every mode: rows from shorter than the columns a thread
+    spans (clipped at both ends) to several groups, with pads, ceil_mode and odd lengths; the
+    first axis's window random (dilation too). Identical bits to the generic kernel."""
+    assert set(kernel_pool.WINDOWS) == COMPILED
     k, s = window
     reached = Counter()
-    for nd in SPATIAL:
-        for op, extra, mode in MODES:
-            for length in (3, 5, 13, 22):
-                outer = SPATIAL[nd][:-1]
-                x = random(rng, (2, 3, *outer, length), dtype)
-                pads = [int(rng.integers(0, 3)) for _ in outer] + [int(rng.integers(0, k))]
-                attrs = {"kernel_shape": [2] * (nd - 1) + [k],
-                         "strides": [int(rng.integers(1, 3)) for _ in outer] + [s],
-                         "dilations": [int(rng.integers(1, 3)) for _ in outer] + [1],
-                         "pads": pads + pads[::-1], "ceil_mode": int(rng.integers(2)), **extra}
-                fast = run(op, x, "emulated", **attrs)
-                assert launches[-1][0] == fast_expression(dtype, mode, nd, window)
-                reached["clipped"] += length < (kernel_pool.OUTPUTS - 1) * s + k or pads[-1] > 0
-                reached["partial group"] += fast.shape[-1] % kernel_pool.OUTPUTS != 0
-                reached["several groups"] += fast.shape[-1] > kernel_pool.OUTPUTS
-                assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
-                assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), dtype)
+    for op, extra, mode in MODES:
+        for length in (3, 5, 13, 22):
+            x = random(rng, (2, 3, int(rng.integers(5, 9)), length), dtype)
+            pads = [int(rng.integers(0, 3)), int(rng.integers(0, k))]
+            attrs = {"kernel_shape": [int(rng.integers(1, 4)), k],
+                     "strides": [int(rng.integers(1, 3)), s],
+                     "dilations": [int(rng.integers(1, 3)), 1], "pads": pads + pads[::-1],
+                     "ceil_mode": int(rng.integers(2)), **extra}
+            fast = run(op, x, "emulated", **attrs)
+            assert launches[-1][0] == fast_expression(dtype, mode, 2, window)
+            reached["clipped"] += length < (kernel_pool.OUTPUTS - 1) * s + k or pads[-1] > 0
+            reached["partial group"] += fast.shape[-1] % kernel_pool.OUTPUTS != 0
+            reached["several groups"] += fast.shape[-1] > kernel_pool.OUTPUTS
+            assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
+            assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), dtype)
     assert min(reached.values()) >= 4 and len(reached) == 3
 
 
@@ -168,15 +167,19 @@ def test_compiled_window_signed_zeros(op, extra, mode, monkeypatch, launches, rn
     assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
 
 
-def test_compiled_window_needs_unit_stride_and_dilation(launches, rng):
-    """The compiled windows read unit-stride columns with dilation 1; other last axes take the
-    runtime window."""
+def test_compiled_window_needs_2d_unit_stride_and_dilation(launches, rng):
+    """The compiled windows serve 2-D pooling over unit-stride columns with dilation 1; other
+    last axes and ranks take the runtime window."""
     x = random(rng, (2, 3, 7, 12), np.float32)
     for view, dilation, window in ((x, 1, (3, 2)), (x, 2, (0, 0)), (x[..., ::-1], 1, (0, 0)),
                                    (x[..., ::2], 1, (0, 0)), (x.transpose(1, 0, 2, 3), 1, (3, 2))):
         run("AveragePool", view, "emulated", kernel_shape=[3, 3], strides=[1, 2],
             dilations=[1, dilation])
         assert launches[-1][0] == fast_expression(np.float32, 0, 2, window)
+    for nd in (1, 3):
+        run("AveragePool", random(rng, (2, 3, *SPATIAL[nd]), np.float32), "emulated",
+            kernel_shape=[3] * nd, strides=[2] * nd)
+        assert launches[-1][0] == fast_expression(np.float32, 0, nd)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -244,7 +247,7 @@ def test_launch_shape_for_small_and_large_planes():
         strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
         expression, (grid, blk), _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float32), strides)
         assert expression == fast_expression(np.float32, 0, len(kernel),
-                                             compiled_window({"kernel_shape": kernel}))
+                                             compiled_window({"kernel_shape": kernel}, len(kernel)))
         assert blk == block
         work = int(np.prod(pl.out_shape[2:-1])) * -(-pl.out_shape[-1] // kernel_pool.OUTPUTS)
         assert grid[0] * blk[0] >= work > (grid[0] - 1) * blk[0]

@@ -3,11 +3,11 @@
 
 Plans with 1-3 spatial axes, 32-bit offsets and AveragePool or LpPool with p = 1 or 2 run the fast
 kernel `pool_fast` (rank and mode as template parameters, OUTPUTS outputs per thread along the last
-axis, the N*C planes on grid y, runtime divisions as host-computed multiply-shifts); a last axis
-with one of the WINDOWS (kernel size, stride), dilation 1 and unit input stride takes its
-compile-time instantiation, whose loads of a row are unrolled and shared between overlapping
-windows. Every other plan runs the generic kernel `pool`. Both sum a window's taps in the same order and divide by the
-same count, so they give identical results."""
+axis, the N*C planes on grid y, runtime divisions as host-computed multiply-shifts). 2-D plans whose
+last axis has one of the WINDOWS (kernel size, stride), dilation 1 and unit input stride take its
+compile-time instantiation: a row's loads unrolled and shared between overlapping windows. Every
+other plan runs the generic kernel `pool`. All sum a window's taps in the same order and divide by
+the same count, so they give identical results."""
 from __future__ import annotations
 
 import functools
@@ -40,8 +40,11 @@ MAX_GRID_Y = 65535   # CUDA's limit on grid y; more planes loop
 THREADS = 1 << 19    # beyond about this many threads (3 waves of an H100), planes loop: each
                      # thread's window set-up then serves several planes
 FAST_RANKS = (1, 2, 3)
-WINDOWS = ((2, 1), (2, 2), (3, 1), (3, 2))  # last-axis (kernel size, stride) compiled in
-RUNTIME_WINDOW = (0, 0)                      # any other window, read from PoolFastGeom
+# Last-axis windows (kernel size, stride) compiled in, for 2-D pooling: the image models' 2x2 s2
+# and 3x3 s1/s2; any other window is read from PoolFastGeom (RUNTIME_WINDOW).
+WINDOWS = ((2, 2), (3, 1), (3, 2))
+WINDOW_RANKS = (2,)
+RUNTIME_WINDOW = (0, 0)
 AVG, L1, L2 = 0, 1, 2  # oc::pool_avg, pool_l1, pool_l2
 
 _FAST_GEOM = np.dtype(
@@ -64,7 +67,7 @@ loader.register(FAMILY,
                 {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM},
                 fast={_fast_expression(t, m, r, w): OUTPUTS
                       for t in dtypes.FLOAT_TYPES for m in (AVG, L1, L2) for r in FAST_RANKS
-                      for w in (RUNTIME_WINDOW, *WINDOWS)})
+                      for w in (RUNTIME_WINDOW, *(WINDOWS if r in WINDOW_RANKS else ()))})
 
 
 @functools.lru_cache(maxsize=512)
@@ -95,9 +98,11 @@ def fast_mode(pl: PoolPlan) -> int | None:
 
 def fast_window(pl: PoolPlan, x_strides: tuple[int, ...]) -> tuple[int, int]:
     """The fast kernel's compile-time last-axis window (kernel size, stride): one of WINDOWS
-    where the last axis has dilation 1 and unit input stride, else RUNTIME_WINDOW."""
+    for a rank in WINDOW_RANKS whose last axis has dilation 1 and unit input stride, else
+    RUNTIME_WINDOW."""
     window = (pl.kernel[-1], pl.strides[-1])
-    if window in WINDOWS and pl.dilations[-1] == 1 and x_strides[-1] == 1:
+    if (window in WINDOWS and pl.nd in WINDOW_RANKS and pl.dilations[-1] == 1
+            and x_strides[-1] == 1):
         return window
     return RUNTIME_WINDOW
 
