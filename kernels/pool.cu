@@ -165,9 +165,9 @@ template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc
   return sqrt(s);
 }
 
-// The last-axis taps of a thread's OC_POOL_V outputs on axis L, from output o_last on; `add`
-// accumulates one row of them (outer taps fixed, at offset r from the rows' `begin`), each
-// output's taps in ascending order.
+// The last-axis taps of a thread's OC_POOL_V outputs (axis L, outputs o_last on); `add`
+// accumulates one row of them, the plane and the outer taps fixed (offset r), each output's taps
+// in ascending order.
 // Compile-time window (K taps at stride S, dilation 1, unit input stride): the V windows span
 // C = (V - 1) * S + K input columns from `start` on, each loaded once into a register (9 loads for
 // the 12 taps at K = 3, S = 2), a row's loads all in flight together (fully unrolled). A column
