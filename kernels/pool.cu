@@ -100,14 +100,14 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
 }
 
 // Fast path for 1-3 spatial axes and 32-bit offsets: AveragePool, LpPool p = 1 and p = 2.
-// Template parameters: spatial rank R and Mode (pool_avg, pool_l1, pool_l2). Each thread owns
-// OC_POOL_V consecutive outputs along the last axis at one outer position (grid x: outer output
-// positions x groups of OC_POOL_V, no grid stride) and visits the N*C planes in a grid-stride
-// loop over grid y. Its window state (tap ranges, divisors, offsets) is computed once, before
-// that loop; the loop body only loads, accumulates in the generic kernel's order and stores.
-// One tap loop along the last axis serves all OC_POOL_V outputs (as many independent loads per
-// iteration), without predicates where every output reads every tap. Blocks of 256 threads
-// (BLOCK in ops/pool.py) and at most 64 registers: occupancy >= 50 % on sm_80/sm_90.
+// Template parameters: spatial rank R, Mode (pool_avg, pool_l1, pool_l2) and the last axis's
+// window: K taps at stride S with dilation 1 and unit input stride, or K = S = 0 for a runtime
+// window. Each thread owns OC_POOL_V consecutive outputs along the last axis at one outer position
+// (grid x: outer output positions x groups of OC_POOL_V, no grid stride) and visits the N*C planes
+// in a grid-stride loop over grid y. Its window state (tap ranges, divisors, offsets) is computed
+// once, before that loop; the loop body only loads, accumulates in the generic kernel's order and
+// stores. Blocks of 256 threads (BLOCK in ops/pool.py) and at most 64 registers: occupancy >= 50 %
+// on sm_80/sm_90.
 #define OC_POOL_V 4  // outputs per thread: OUTPUTS in ops/pool.py
 
 struct PoolFastGeom {
@@ -137,13 +137,20 @@ namespace oc {
 
 enum { pool_avg = 0, pool_l1 = 1, pool_l2 = 2 };
 
-// Taps [j0, j1) of the window at `start` whose positions start + j * d lie in [lo, hi), by
-// multiply-shift division (0 <= j0 <= j1 <= k).
+// Taps [j0, j1) of the window at `start` on axis `a` whose positions start + j * d lie in
+// [lo, hi) (0 <= j0 <= j1 <= k): by min/max for a compile-time window of K > 0 taps with
+// dilation 1, else by multiply-shift division.
+template <int K>
 __device__ __forceinline__ void tap_span(const PoolFastGeom& g, int a, int start, int lo, int hi,
                                          int& j0, int& j1) {
-  const int d = g.dilation[a], k = g.kernel[a];
-  j0 = imin(k, fast_div(imax(lo - start, 0) + d - 1, g.by_dilation[a]));
-  j1 = imax(j0, imin(k, fast_div(imax(hi - start, 0) + d - 1, g.by_dilation[a])));
+  if constexpr (K > 0) {
+    j0 = imin(K, imax(lo - start, 0));
+    j1 = imax(j0, imin(K, hi - start));
+  } else {
+    const int d = g.dilation[a], k = g.kernel[a];
+    j0 = imin(k, fast_div(imax(lo - start, 0) + d - 1, g.by_dilation[a]));
+    j1 = imax(j0, imin(k, fast_div(imax(hi - start, 0) + d - 1, g.by_dilation[a])));
+  }
 }
 
 template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_term(Acc v) {
@@ -158,9 +165,99 @@ template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc
   return sqrt(s);
 }
 
+// The last-axis taps of a thread's OC_POOL_V outputs (axis L, outputs o_last on); `add`
+// accumulates one row of them, the plane and the outer taps fixed (offset r), each output's taps
+// in ascending order.
+// Compile-time window (K taps at stride S, dilation 1, unit input stride): the V windows span
+// C = (V - 1) * S + K input columns from `start` on, each loaded once into a register (9 loads for
+// the 12 taps at K = 3, S = 2), a row's loads all in flight together (fully unrolled). A column
+// outside the input adds -0.0, the identity of IEEE addition (x + -0.0 == x, also for x = -0.0),
+// so the sums are the generic kernel's, bit for bit.
+template <int K, int S> struct PoolRow {
+  static constexpr int C = (OC_POOL_V - 1) * S + K;
+  int start, len;
+  unsigned int at;
+  bool inside;  // every column inside the input: no predicates
+
+  __device__ __forceinline__ PoolRow(const PoolFastGeom& g, int L, int o_last, unsigned int begin)
+      : start(o_last * S - g.pad_begin[L]), len(g.in_len[L]),
+        at(begin + (unsigned int)start), inside(start >= 0 && start <= len - C) {}
+
+  template <int Mode, typename T, typename Acc>
+  __device__ __forceinline__ void add(const T* __restrict__ x, unsigned int r,
+                                      Acc (&acc)[OC_POOL_V]) const {
+    const int o = (int)(r + at);
+    Acc term[C];
+    if (inside) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) term[c] = pool_term<Mode>(load<Acc>(x + (o + c)));
+    } else {
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        term[c] = (unsigned int)(start + c) < (unsigned int)len
+                      ? pool_term<Mode>(load<Acc>(x + (o + c))) : Acc(-0.0);
+    }
+#pragma unroll
+    for (int v = 0; v < OC_POOL_V; ++v)
+#pragma unroll
+      for (int j = 0; j < K; ++j) acc[v] += term[v * S + j];
+  }
+};
+
+// Runtime window: output v reads taps j in [lo[v], lo[v] + len[v]) at offset at[v] + j * jl. One
+// tap loop serves the V outputs (V independent loads per iteration), without predicates where
+// every output reads every tap.
+template <> struct PoolRow<0, 0> {
+  int lo[OC_POOL_V], len[OC_POOL_V], k, jl, jlo, jhi = 0;
+  unsigned int at[OC_POOL_V];
+  bool inside = true;  // the group's outputs all exist and read every tap
+
+  __device__ __forceinline__ PoolRow(const PoolFastGeom& g, int L, int o_last, unsigned int begin)
+      : k(g.kernel[L]), jl(g.dilation[L] * g.in_stride[L]), jlo(g.kernel[L]) {
+#pragma unroll
+    for (int v = 0; v < OC_POOL_V; ++v) {
+      const int start = imin(o_last + v, g.out_len[L] - 1) * g.step[L] - g.pad_begin[L];
+      int j0, j1;
+      tap_span<0>(g, L, start, 0, g.in_len[L], j0, j1);
+      if (o_last + v >= g.out_len[L]) j1 = j0;  // past the row's end: nothing to read or write
+      lo[v] = j0;
+      len[v] = j1 - j0;
+      at[v] = begin + (unsigned int)start * (unsigned int)g.in_stride[L];
+      if (j1 > j0) {
+        jlo = imin(jlo, j0);
+        jhi = imax(jhi, j1);
+      }
+      inside &= len[v] == k;
+    }
+  }
+
+  template <int Mode, typename T, typename Acc>
+  __device__ __forceinline__ void add(const T* __restrict__ x, unsigned int r,
+                                      Acc (&acc)[OC_POOL_V]) const {
+    if (inside) {
+      unsigned int tap = 0;
+#pragma unroll 1
+      for (int j = 0; j < k; ++j, tap += jl) {
+#pragma unroll
+        for (int v = 0; v < OC_POOL_V; ++v)
+          acc[v] += pool_term<Mode>(load<Acc>(x + (int)(r + at[v] + tap)));
+      }
+    } else {
+#pragma unroll 1
+      for (int j = jlo; j < jhi; ++j) {
+        const unsigned int tap = (unsigned int)j * (unsigned int)jl;
+#pragma unroll
+        for (int v = 0; v < OC_POOL_V; ++v)
+          if ((unsigned int)(j - lo[v]) < (unsigned int)len[v])
+            acc[v] += pool_term<Mode>(load<Acc>(x + (int)(r + at[v] + tap)));
+      }
+    }
+  }
+};
+
 }  // namespace oc
 
-template <typename T, typename Acc, int Mode, int R>
+template <typename T, typename Acc, int Mode, int R, int K, int S>
 __global__ void __launch_bounds__(256, 4) pool_fast(const T* __restrict__ x, T* __restrict__ y,
                                                  const PoolFastGeom g) {
   constexpr int L = R - 1;  // the last spatial axis
@@ -182,40 +279,25 @@ __global__ void __launch_bounds__(256, 4) pool_fast(const T* __restrict__ x, T* 
   for (int a = 0; a < L; ++a) {
     const int start = o[a] * g.step[a] - g.pad_begin[a];
     int j0, j1, c0, c1;
-    oc::tap_span(g, a, start, 0, g.in_len[a], j0, j1);
-    oc::tap_span(g, a, start, g.cnt_lo[a], g.cnt_hi[a], c0, c1);
+    oc::tap_span<0>(g, a, start, 0, g.in_len[a], j0, j1);
+    oc::tap_span<0>(g, a, start, g.cnt_lo[a], g.cnt_hi[a], c0, c1);
     taps[a] = j1 - j0;
     counted[a] = c1 - c0;
     jump[a] = g.dilation[a] * g.in_stride[a];
     begin += (unsigned int)(start + j0 * g.dilation[a]) * (unsigned int)g.in_stride[a];
   }
-  // Last axis: output v reads taps j in [lo[v], lo[v] + len[v]) at offset at[v] + j * jl.
-  const int jl = g.dilation[L] * g.in_stride[L];
-  int lo[V], len[V], jlo = g.kernel[L], jhi = 0;
-  unsigned int at[V];
+  const oc::PoolRow<K, S> taps_last(g, L, o_last, begin);
   Acc count[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) {
-    const int ov = oc::imin(o_last + v, g.out_len[L] - 1);
-    const int start = ov * g.step[L] - g.pad_begin[L];
-    int j0, j1, c0, c1;
-    oc::tap_span(g, L, start, 0, g.in_len[L], j0, j1);
-    oc::tap_span(g, L, start, g.cnt_lo[L], g.cnt_hi[L], c0, c1);
-    if (o_last + v >= g.out_len[L]) j1 = j0;  // past the row's end: nothing to read or write
-    lo[v] = j0;
-    len[v] = j1 - j0;
-    at[v] = begin + (unsigned int)start * (unsigned int)g.in_stride[L];
+    const int step = K > 0 ? S : g.step[L];
+    const int start = oc::imin(o_last + v, g.out_len[L] - 1) * step - g.pad_begin[L];
+    int c0, c1;
+    oc::tap_span<K>(g, L, start, g.cnt_lo[L], g.cnt_hi[L], c0, c1);
     count[v] = (Acc)(c1 - c0);  // the generic kernel's product order: last axis first
 #pragma unroll
     for (int a = L - 1; a >= 0; --a) count[v] *= (Acc)counted[a];
-    if (j1 > j0) {
-      jlo = oc::imin(jlo, j0);
-      jhi = oc::imax(jhi, j1);
-    }
   }
-  bool inside = true;  // the group's outputs all exist and read every tap on the last axis
-#pragma unroll
-  for (int v = 0; v < V; ++v) inside &= len[v] == g.kernel[L];
   const int y_row = row * g.out_len[L] + o_last;
 #pragma unroll 1
   for (int p = blockIdx.y * blockDim.y + threadIdx.y; p < g.planes; p += blockDim.y * gridDim.y) {
@@ -224,29 +306,9 @@ __global__ void __launch_bounds__(256, 4) pool_fast(const T* __restrict__ x, T* 
     Acc acc[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = Acc(0);
-    for (int i0 = 0; i0 < taps[0]; ++i0) {
-      for (int i1 = 0; i1 < taps[1]; ++i1) {
-        const unsigned int r = plane + (unsigned int)(i0 * jump[0] + i1 * jump[1]);
-        if (inside) {  // every tap of every output: no predicates
-          unsigned int tap = 0;
-#pragma unroll 1
-          for (int j = 0; j < g.kernel[L]; ++j, tap += jl) {
-#pragma unroll
-            for (int v = 0; v < V; ++v)
-              acc[v] += oc::pool_term<Mode>(oc::load<Acc>(x + (int)(r + at[v] + tap)));
-          }
-        } else {
-#pragma unroll 1
-          for (int j = jlo; j < jhi; ++j) {
-            const unsigned int tap = (unsigned int)j * (unsigned int)jl;
-#pragma unroll
-            for (int v = 0; v < V; ++v)
-              if ((unsigned int)(j - lo[v]) < (unsigned int)len[v])
-                acc[v] += oc::pool_term<Mode>(oc::load<Acc>(x + (int)(r + at[v] + tap)));
-          }
-        }
-      }
-    }
+    for (int i0 = 0; i0 < taps[0]; ++i0)
+      for (int i1 = 0; i1 < taps[1]; ++i1)
+        taps_last.template add<Mode>(x, plane + (unsigned int)(i0 * jump[0] + i1 * jump[1]), acc);
     T* yp = y + (p * g.out_plane + y_row);
 #pragma unroll
     for (int v = 0; v < V; ++v)

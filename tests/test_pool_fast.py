@@ -16,6 +16,8 @@ from onnx_cupy.plans import pool as pool_plans
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
 SPATIAL = {1: (29,), 2: (11, 13), 3: (5, 7, 9)}
+MODES = [("AveragePool", {"count_include_pad": 0}, 0), ("AveragePool", {"count_include_pad": 1}, 0),
+         ("LpPool", {"p": 1}, 1), ("LpPool", {"p": 2}, 2)]  # op, attributes, the kernel's Mode
 
 
 def run(op, x, backend, **attrs):
@@ -36,9 +38,20 @@ def assert_same_bits(got, expected):
     np.testing.assert_array_equal(got.view(bits), expected.view(bits))
 
 
-def fast_expression(dtype, mode, rank):
+def fast_expression(dtype, mode, rank, window=(0, 0)):
     storage, acc, _ = dtypes.FLOAT_TYPES[np.dtype(dtype).name]
-    return f"pool_fast<{storage}, {acc}, {mode}, {rank}>"
+    return f"pool_fast<{storage}, {acc}, {mode}, {rank}, {window[0]}, {window[1]}>"
+
+
+COMPILED = {(2, 2), (3, 1), (3, 2)}  # last-axis (kernel size, stride) compiled in, 2-D only
+
+
+def compiled_window(attrs, nd=2):
+    """The last-axis window compiled into the fast kernel for these attributes of a contiguous
+    input: for 2-D pooling, one of COMPILED with dilation 1; else the runtime window (0, 0)."""
+    window = (attrs["kernel_shape"][-1], attrs.get("strides", [1] * nd)[-1])
+    dilation = attrs.get("dilations", [1] * nd)[-1]
+    return window if nd == 2 and window in COMPILED and dilation == 1 else (0, 0)
 
 
 def random_attrs(rng, op, spatial, reached):
@@ -66,8 +79,8 @@ def random_attrs(rng, op, spatial, reached):
 
 def test_fast_paths_registered():
     fast = loader.fast_paths("pool")
-    expected = {fast_expression(t, m, r) for t in dtypes.FLOAT_TYPES for m in range(3)
-                for r in (1, 2, 3)}
+    expected = {fast_expression(t, m, r, w) for t in dtypes.FLOAT_TYPES for m in range(3)
+                for r in (1, 2, 3) for w in [(0, 0), *(COMPILED if r == 2 else ())]}
     assert set(fast) == expected
     assert set(fast.values()) == {kernel_pool.OUTPUTS}
     assert expected <= set(loader.instantiations("pool"))
@@ -88,7 +101,8 @@ def test_fast_equals_generic_equals_numpy(nd, dtype, monkeypatch, launches, rng)
             assert expression.startswith("pool<") and shape is None
         else:
             mode = 0 if op == "AveragePool" else attrs["p"]
-            assert expression == fast_expression(dtype, mode, nd) and shape is not None
+            window = compiled_window(attrs, nd)
+            assert expression == fast_expression(dtype, mode, nd, window) and shape is not None
             reached["fast"] += 1
             reached["row not a multiple of 4"] += fast.shape[-1] % kernel_pool.OUTPUTS != 0
         assert_same_bits(fast, generic)
@@ -97,9 +111,7 @@ def test_fast_equals_generic_equals_numpy(nd, dtype, monkeypatch, launches, rng)
     assert all(reached[k] >= 1 for k in ("ceil_mode", "dilation>1", "pads", "stride>1"))
 
 
-@pytest.mark.parametrize("op, extra, mode", [("AveragePool", {"count_include_pad": 0}, 0),
-                                              ("AveragePool", {"count_include_pad": 1}, 0),
-                                              ("LpPool", {"p": 1}, 1), ("LpPool", {"p": 2}, 2)])
+@pytest.mark.parametrize("op, extra, mode", MODES)
 @pytest.mark.parametrize("nd", SPATIAL)
 def test_edges_of_every_mode(op, extra, mode, nd, monkeypatch, launches, rng):
     """Windows clipped at both ends of every axis, ceil_mode overhang, dilation and stride,
@@ -114,6 +126,60 @@ def test_edges_of_every_mode(op, extra, mode, nd, monkeypatch, launches, rng):
         assert fast.shape[-1] == length + 1
         assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
         assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), np.float32)
+
+
+@pytest.mark.parametrize("window", sorted(COMPILED), ids=str)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_compiled_windows(window, dtype, monkeypatch, launches, rng):
+    """Each compiled last-axis window in every mode: rows from shorter than the columns a thread
+    spans (clipped at both ends) to several groups, with pads, ceil_mode and odd lengths; the
+    first axis's window random (dilation too). Identical bits to the generic kernel."""
+    assert set(kernel_pool.WINDOWS) == COMPILED
+    k, s = window
+    reached = Counter()
+    for op, extra, mode in MODES:
+        for length in (3, 5, 13, 22):
+            x = random(rng, (2, 3, int(rng.integers(5, 9)), length), dtype)
+            pads = [int(rng.integers(0, 3)), int(rng.integers(0, k))]
+            attrs = {"kernel_shape": [int(rng.integers(1, 4)), k],
+                     "strides": [int(rng.integers(1, 3)), s],
+                     "dilations": [int(rng.integers(1, 3)), 1], "pads": pads + pads[::-1],
+                     "ceil_mode": int(rng.integers(2)), **extra}
+            fast = run(op, x, "emulated", **attrs)
+            assert launches[-1][0] == fast_expression(dtype, mode, 2, window)
+            reached["clipped"] += length < (kernel_pool.OUTPUTS - 1) * s + k or pads[-1] > 0
+            reached["partial group"] += fast.shape[-1] % kernel_pool.OUTPUTS != 0
+            reached["several groups"] += fast.shape[-1] > kernel_pool.OUTPUTS
+            assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
+            assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), dtype)
+    assert min(reached.values()) >= 4 and len(reached) == 3
+
+
+@pytest.mark.parametrize("op, extra, mode", MODES)
+def test_compiled_window_signed_zeros(op, extra, mode, monkeypatch, launches, rng):
+    """Signed zeros and clipped columns: a clipped tap adds -0.0, which leaves every sum as the
+    generic kernel's (a window of -0.0 taps sums to +0.0 in both)."""
+    x = random(rng, (2, 2, 6, 11), np.float32)
+    x[:, :, ::2] = -0.0
+    attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 2, 1, 2], **extra}
+    fast = run(op, x, "emulated", **attrs)
+    assert launches[-1][0] == fast_expression(np.float32, mode, 2, (3, 2))
+    assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
+
+
+def test_compiled_window_needs_2d_unit_stride_and_dilation(launches, rng):
+    """The compiled windows serve 2-D pooling over unit-stride columns with dilation 1; other
+    last axes and ranks take the runtime window."""
+    x = random(rng, (2, 3, 7, 12), np.float32)
+    for view, dilation, window in ((x, 1, (3, 2)), (x, 2, (0, 0)), (x[..., ::-1], 1, (0, 0)),
+                                   (x[..., ::2], 1, (0, 0)), (x.transpose(1, 0, 2, 3), 1, (3, 2))):
+        run("AveragePool", view, "emulated", kernel_shape=[3, 3], strides=[1, 2],
+            dilations=[1, dilation])
+        assert launches[-1][0] == fast_expression(np.float32, 0, 2, window)
+    for nd in (1, 3):
+        run("AveragePool", random(rng, (2, 3, *SPATIAL[nd]), np.float32), "emulated",
+            kernel_shape=[3] * nd, strides=[2] * nd)
+        assert launches[-1][0] == fast_expression(np.float32, 0, nd)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -133,20 +199,26 @@ def test_windows_entirely_in_padding(op, monkeypatch, rng):
 def views(base):
     return {"transposed": base.transpose(0, 1, 3, 2), "channels_first": base.transpose(1, 0, 2, 3),
             "negative_strides": base[:, ::-1, ::-1, ::-2], "sliced": base[1:, ::2, 1:-1, 2:13:3],
+            "rows_sliced": base[1:, ::-1, 1:-1:2, 1:],  # unit stride along the last axis only
             "broadcast": np.broadcast_to(base[..., :1], base.shape)}  # last-axis stride 0
 
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("view", ["transposed", "channels_first", "negative_strides", "sliced",
-                                  "broadcast"])
-def test_non_contiguous_inputs(op, view, monkeypatch, launches, rng):
+                                  "rows_sliced", "broadcast"])
+@pytest.mark.parametrize("kernel, strides", [([3, 2], [2, 1]), ([2, 3], [1, 2])])
+def test_non_contiguous_inputs(op, view, kernel, strides, monkeypatch, launches, rng):
+    """Any strides; a compiled last-axis window (3 taps at stride 2 here) where the last axis has
+    unit stride, the runtime one elsewhere."""
     x = views(random(rng, (3, 4, 10, 14), np.float32))[view]
     assert not x.flags.c_contiguous
-    attrs = {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 1, 2, 0]}
+    attrs = {"kernel_shape": kernel, "strides": strides, "pads": [1, 1, 2, 0]}
     if op == "LpPool":
         attrs["p"] = 2
     fast = run(op, x, "emulated", **attrs)
-    assert launches[-1][0].startswith("pool_fast<")
+    unit = x.strides[-1] == x.itemsize
+    window = compiled_window(attrs) if unit else (0, 0)
+    assert launches[-1][0] == fast_expression(np.float32, 2 if op == "LpPool" else 0, 2, window)
     assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
     assert_same_bits(fast, run(op, np.ascontiguousarray(x), "emulated", **attrs))
     assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), np.float32)
@@ -180,7 +252,8 @@ def test_launch_shape_for_small_and_large_planes():
         pl = pool_plans.prepare("AveragePool", shape, np.float32, 22, kernel_shape=kernel)
         strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
         expression, (grid, blk), _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float32), strides)
-        assert expression == fast_expression(np.float32, 0, len(kernel))
+        assert expression == fast_expression(np.float32, 0, len(kernel),
+                                             compiled_window({"kernel_shape": kernel}, len(kernel)))
         assert blk == block
         work = int(np.prod(pl.out_shape[2:-1])) * -(-pl.out_shape[-1] // kernel_pool.OUTPUTS)
         assert grid[0] * blk[0] >= work > (grid[0] - 1) * blk[0]

@@ -3,9 +3,11 @@
 
 Plans with 1-3 spatial axes, 32-bit offsets and AveragePool or LpPool with p = 1 or 2 run the fast
 kernel `pool_fast` (rank and mode as template parameters, OUTPUTS outputs per thread along the last
-axis, the N*C planes on grid y, runtime divisions as host-computed multiply-shifts); every other
-plan runs the generic kernel `pool`. Both sum a window's taps in the same order and divide by the
-same count, so they give identical results."""
+axis, the N*C planes on grid y, runtime divisions as host-computed multiply-shifts). 2-D plans whose
+last axis has one of the WINDOWS (kernel size, stride), dilation 1 and unit input stride take its
+compile-time instantiation: a row's loads unrolled and shared between overlapping windows. Every
+other plan runs the generic kernel `pool`. All sum a window's taps in the same order and divide by
+the same count, so they give identical results."""
 from __future__ import annotations
 
 import functools
@@ -38,6 +40,11 @@ MAX_GRID_Y = 65535   # CUDA's limit on grid y; more planes loop
 THREADS = 1 << 19    # beyond about this many threads (3 waves of an H100), planes loop: each
                      # thread's window set-up then serves several planes
 FAST_RANKS = (1, 2, 3)
+# Last-axis windows (kernel size, stride) compiled in, for 2-D pooling: the image models' 2x2 s2
+# and 3x3 s1/s2; any other window is read from PoolFastGeom (RUNTIME_WINDOW).
+WINDOWS = ((2, 2), (3, 1), (3, 2))
+WINDOW_RANKS = (2,)
+RUNTIME_WINDOW = (0, 0)
 AVG, L1, L2 = 0, 1, 2  # oc::pool_avg, pool_l1, pool_l2
 
 _FAST_GEOM = np.dtype(
@@ -50,16 +57,17 @@ _FAST_GEOM = np.dtype(
 )
 
 
-def _fast_expression(dtype_name: str, mode: int, rank: int) -> str:
+def _fast_expression(dtype_name: str, mode: int, rank: int, window: tuple[int, int]) -> str:
     storage, acc, _ = dtypes.FLOAT_TYPES[dtype_name]
-    return f"pool_fast<{storage}, {acc}, {mode}, {rank}>"
+    return f"pool_fast<{storage}, {acc}, {mode}, {rank}, {window[0]}, {window[1]}>"
 
 
 loader.register(FAMILY,
                 [_expression(t, b) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES],
                 {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM},
-                fast={_fast_expression(t, m, r): OUTPUTS
-                      for t in dtypes.FLOAT_TYPES for m in (AVG, L1, L2) for r in FAST_RANKS})
+                fast={_fast_expression(t, m, r, w): OUTPUTS
+                      for t in dtypes.FLOAT_TYPES for m in (AVG, L1, L2) for r in FAST_RANKS
+                      for w in (RUNTIME_WINDOW, *(WINDOWS if r in WINDOW_RANKS else ()))})
 
 
 @functools.lru_cache(maxsize=512)
@@ -86,6 +94,17 @@ def fast_mode(pl: PoolPlan) -> int | None:
     if not pl.lp:
         return AVG
     return {1.0: L1, 2.0: L2}.get(pl.p)
+
+
+def fast_window(pl: PoolPlan, x_strides: tuple[int, ...]) -> tuple[int, int]:
+    """The fast kernel's compile-time last-axis window (kernel size, stride): one of WINDOWS
+    for a rank in WINDOW_RANKS whose last axis has dilation 1 and unit input stride, else
+    RUNTIME_WINDOW."""
+    window = (pl.kernel[-1], pl.strides[-1])
+    if (window in WINDOWS and pl.nd in WINDOW_RANKS and pl.dilations[-1] == 1
+            and x_strides[-1] == 1):
+        return window
+    return RUNTIME_WINDOW
 
 
 @functools.lru_cache(maxsize=512)
@@ -118,7 +137,8 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
         cnt_hi=pl.cnt_hi,
         by_dilation=[launch.divider(d) for d in (*pl.dilations, 1, 1)[:3]])
     shape = (grid, (bx, by, 1))
-    return _fast_expression(dtypes.float_name(dtype), mode, rank), shape, g
+    window = fast_window(pl, x_strides)
+    return _fast_expression(dtypes.float_name(dtype), mode, rank, window), shape, g
 
 
 def run(pl: PoolPlan, X: Any, Y: Any, backend: str) -> None:
