@@ -122,7 +122,9 @@ def test_schedule_sets_the_seed_of_registered_kernels(monkeypatch):
     seen = []
     monkeypatch.setattr(emulator, "library", lambda family: type(
         "M", (), {"launch": lambda self, *a: seen.append(a[-2:])})())
-    loader.register_cooperative("fake", ["k<1>"])
+    for registry in ("_INSTANTIATIONS", "_COOPERATIVE"):  # the fake family stays in this test
+        monkeypatch.setattr(loader, registry, dict(getattr(loader, registry)))
+    loader.register("fake", ["k<1>"], cooperative=["k<1>"])
     emulator.launch("fake", "k<1>", (1, 1, 1), (1, 1, 1), ())
     with emulator.schedule(7):
         emulator.launch("fake", "k<1>", (1, 1, 1), (1, 1, 1), ())

@@ -60,7 +60,7 @@ def _translation_unit(source: str, expressions: Sequence[str]) -> str:
 ERRORS = {1: "deadlock: threads wait at a __syncthreads or warp collective that others never reach",
           2: "a warp collective's mask names a lane that has exited",
           3: "the kernel synchronizes (__syncthreads or a warp collective) but was launched "
-             "sequentially: register it with loader.register_cooperative"}
+             "sequentially: register it with loader.register(..., cooperative=...)"}
 
 
 class Module:

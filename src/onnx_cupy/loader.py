@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,36 +26,42 @@ _PARAMETER_BLOCKS: dict[str, dict[str, Any]] = {}
 _FAST_PATHS: dict[str, dict[str, int]] = {}
 # family -> instantiations whose blocks the emulator runs cooperatively
 _COOPERATIVE: dict[str, set[str]] = {}
-# (family, instantiation) -> threads per block, where the launch does not use launch.BLOCK
+# (family, instantiation) -> most threads per block it is launched with, where not launch.BLOCK
 _BLOCK_SIZES: dict[tuple[str, str], int] = {}
 
 
 def register(family: str, expressions: list[str], blocks: dict[str, Any] | None = None,
-             fast: dict[str, int] | None = None) -> None:
+             fast: dict[str, int] | None = None, cooperative: Iterable[str] = (),
+             threads: dict[str, int] | None = None) -> None:
     """Declare the template instantiations a family's kernels are compiled with, the parameter
-    structs (C name -> NumPy structured dtype of the same layout) they take, and which of them
-    are fast paths (expression -> outputs per thread and loop iteration), held to the static
-    targets of the kernel report."""
+    structs (C name -> NumPy structured dtype of the same layout) they take, which of them are
+    fast paths (expression -> outputs per thread and loop iteration, held to the static targets
+    of the kernel report), which use barriers, shared memory or warp collectives (the emulator
+    runs their blocks' threads as cooperating contexts), and the most threads per block of those
+    not launched with launch.BLOCK."""
     _INSTANTIATIONS.setdefault(family, [])
     for e in [*expressions, *(fast or {})]:
         if e not in _INSTANTIATIONS[family]:
             _INSTANTIATIONS[family].append(e)
+    unknown = [e for e in [*cooperative, *(threads or {})] if e not in _INSTANTIATIONS[family]]
+    if unknown:
+        raise ValueError(f"{family}: {unknown[0]!r} is not a registered instantiation")
     _PARAMETER_BLOCKS.setdefault(family, {}).update(blocks or {})
     _FAST_PATHS.setdefault(family, {}).update(fast or {})
-
-
-def register_block_size(family: str, expression: str, threads: int) -> None:
-    """Declare the threads per block `expression` is launched with, where not launch.BLOCK."""
-    if expression not in _INSTANTIATIONS.get(family, []):
-        raise ValueError(f"{family}: {expression!r} is not a registered instantiation")
-    _BLOCK_SIZES[(family, expression)] = threads
+    _COOPERATIVE.setdefault(family, set()).update(cooperative)
+    _BLOCK_SIZES.update({(family, e): n for e, n in (threads or {}).items()})
 
 
 def block_size(family: str, expression: str) -> int:
-    """Threads per block that `expression` of `family` is launched with."""
+    """Most threads per block that `expression` of `family` is launched with."""
     from .launch import BLOCK  # launch imports this module
 
     return _BLOCK_SIZES.get((family, expression), BLOCK)
+
+
+def cooperative(family: str, expression: str) -> bool:
+    """Whether the emulator runs `expression`'s blocks cooperatively."""
+    return expression in _COOPERATIVE.get(family, ())
 
 
 def fast_paths(family: str) -> dict[str, int]:
@@ -117,13 +124,3 @@ def cuda_function(family: str, expression: str) -> Any:
                     _functions[(family, expr, key[2])] = module.get_function(expr)
                 fn = _functions[key]
     return fn
-
-
-def register_cooperative(family: str, expressions: list[str]) -> None:
-    """Mark instantiations that use barriers, shared memory or warp collectives: the emulator
-    runs their blocks' threads as cooperating contexts."""
-    _COOPERATIVE.setdefault(family, set()).update(expressions)
-
-
-def cooperative(family: str, expression: str) -> bool:
-    return expression in _COOPERATIVE.get(family, ())

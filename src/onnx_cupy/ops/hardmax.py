@@ -57,8 +57,8 @@ _COLS = {_expression("hardmax_cols", t, b): 1 for t in dtypes.FLOAT_TYPES
          for b in dtypes.INDEX_TYPES}
 loader.register(FAMILY, [_expression(k, t, b) for k in KERNELS for t in dtypes.FLOAT_TYPES
                          for b in dtypes.INDEX_TYPES],
-                {"HardmaxGeom": _GEOM}, fast={**_ROWS, **_COLS})
-loader.register_cooperative(FAMILY, list(_ROWS))
+                {"HardmaxGeom": _GEOM}, fast={**_ROWS, **_COLS}, cooperative=_ROWS,
+                threads=dict.fromkeys(_ROWS, MAX_ROW_GROUP))
 
 
 class Launch(NamedTuple):
