@@ -12,7 +12,7 @@ from numpy.lib.stride_tricks import as_strided
 from test_hardmax import _rule_rows, sample
 from util import FLOAT_DTYPES
 
-from onnx_cupy import backends, dtypes, emulator, hardmax, loader
+from onnx_cupy import backends, dtypes, emulator, hardmax, launch, loader
 from onnx_cupy.ops import hardmax as ops
 from onnx_cupy.plans import hardmax as hardmax_plans
 
@@ -44,7 +44,7 @@ def test_rows(dtype, n, rng, launches):
     vector = pack if n % pack == 0 else 1
     assert expression == f"hardmax_rows<{dtypes.FLOAT_TYPES[dtype.name][0]}, {vector}, int>"
     group = block[0]
-    assert group & (group - 1) == 0 and (block[1] == 1 or group * block[1] == ops.BLOCK)
+    assert group & (group - 1) == 0 and (block[1] == 1 or group * block[1] == launch.BLOCK)
     assert grid[0] * block[1] >= x.shape[0]
 
 
@@ -100,7 +100,7 @@ def test_columns(dtype, shape, axis, rng, launches):
 
 
 def test_columns_on_a_3d_grid(rng, monkeypatch, launches):
-    monkeypatch.setattr(ops, "MAX_GRID_YZ", 4)
+    monkeypatch.setattr(launch, "MAX_GRID_YZ", 4)
     ops.launches.cache_clear()
     try:
         x = sample(rng, (200, 4, 9), np.float16)

@@ -224,13 +224,13 @@ def test_non_contiguous_inputs(op, view, kernel, strides, monkeypatch, launches,
     assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), np.float32)
 
 
-@pytest.mark.parametrize("limits", [{"MAX_GRID_Y": 2}, {"THREADS": 64}])
+@pytest.mark.parametrize("limits", [{"MAX_GRID_YZ": 2}, {"THREADS": 64}])
 def test_planes_loop_past_the_grid(limits, monkeypatch, launches, rng):
     """More N*C planes than grid y covers: each thread loops over planes (forced here by a
     lower grid-y limit or thread target; 65535 and 2**19 in production). N and C swapped in
     memory: a plane's offset needs both n and c."""
     for name, value in limits.items():
-        monkeypatch.setattr(kernel_pool, name, value)
+        monkeypatch.setattr(launch if name == "MAX_GRID_YZ" else kernel_pool, name, value)
     kernel_pool.fast_kernel_args.cache_clear()
     try:
         x = random(rng, (151, 7, 3, 9), np.float32).transpose(1, 0, 2, 3)

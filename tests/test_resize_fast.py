@@ -186,7 +186,7 @@ def test_rows_past_the_grid_y_limit(monkeypatch, launches):
     its batch item and row."""
     rng = np.random.default_rng(12)
     resize_kernel.fast_args.cache_clear()
-    monkeypatch.setattr(resize_kernel, "FAST_GRID_YZ", 2)
+    monkeypatch.setattr(launch, "MAX_GRID_YZ", 2)
     try:
         for shape, scales, walk in [((2, 9, 11, 3), [1, 2, 2, 1], KEPT),
                                     ((61, 3, 9), [1, 1.9, 0.6], RESIZED)]:
@@ -257,11 +257,11 @@ def test_fast_args_limits(monkeypatch):
     assert fast.geom["walk"] == 3 and fast.geom["walk_stride"] == 1 and fast.geom["rows"] == 140
     assert resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30)) is None
     resize_kernel.fast_args.cache_clear()
-    monkeypatch.setattr(resize_kernel, "FAST_GRID_YZ", 9)
+    monkeypatch.setattr(launch, "MAX_GRID_YZ", 9)
     try:
         assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)).shape[0] == (1, 9, 4)
         resize_kernel.fast_args.cache_clear()
-        monkeypatch.setattr(resize_kernel, "FAST_GRID_YZ", 5)
+        monkeypatch.setattr(launch, "MAX_GRID_YZ", 5)
         assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # z: 6 > 5
     finally:
         resize_kernel.fast_args.cache_clear()

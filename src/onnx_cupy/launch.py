@@ -8,8 +8,38 @@ import numpy as np
 
 from . import dtypes, emulator, loader
 
-BLOCK = 256
-MAX_BLOCKS = 1 << 20
+BLOCK = 256                # threads per block (the fast kernels' __launch_bounds__)
+MAX_BLOCKS = 1 << 20       # most blocks of a 1-D grid-stride launch
+MAX_GRID_X = 2**31 - 1     # CUDA's limits on grid x, and on grid y and z
+MAX_GRID_YZ = 65535
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for b > 0."""
+    return -(-a // b)
+
+
+def pow2_floor(v: int) -> int:
+    """Largest power of two <= max(v, 1)."""
+    return 1 << (max(v, 1).bit_length() - 1)
+
+
+def pow2_ceil(v: int) -> int:
+    """Smallest power of two >= max(v, 1)."""
+    return 1 << (max(v, 1) - 1).bit_length()
+
+
+def block_rows(width: int) -> tuple[int, int]:
+    """(x, y) of a BLOCK-thread block whose x covers `width` threads (a power of two, at most
+    BLOCK) and whose y holds as many rows as the rest allows."""
+    x = min(BLOCK, pow2_ceil(width))
+    return x, BLOCK // x
+
+
+def grid_yz(blocks: int) -> tuple[int, int]:
+    """`blocks` rows of blocks on grid y, then z: (y, z) with y * z >= blocks (z may pass
+    MAX_GRID_YZ: the caller checks)."""
+    return min(blocks, MAX_GRID_YZ), cdiv(blocks, MAX_GRID_YZ)
 
 
 def grid_for(work_items: int, block: int = BLOCK) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

@@ -24,11 +24,9 @@ from ..plans.hardmax import HardmaxPlan
 FAMILY = "hardmax"
 KERNELS = ("hardmax_scan", "hardmax_merge")
 PACK_BYTES = 16          # one vector access
-BLOCK = 256              # threads per block, but for a block-wide row group
-MAX_ROW_GROUP = 512      # most threads on one row
+MAX_ROW_GROUP = 512      # most threads on one row (launch.BLOCK otherwise)
 PACKS_PER_THREAD = 4     # fewest packs a thread of hardmax_rows scans before the group widens
 WARP = 32
-MAX_GRID_X, MAX_GRID_YZ = 2**31 - 1, 65535
 GRID_SLACK = 1 << 24     # most that a kernel's thread indices overshoot the view's extents
 KEY_DTYPES = {2: np.dtype(np.uint32), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}  # by itemsize
 
@@ -74,50 +72,34 @@ def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
                                                                    pl.lanes, *view))))
 
 
-def _pow2_floor(v: int) -> int:
-    return 1 << (max(v, 1).bit_length() - 1)
-
-
-def _pow2_ceil(v: int) -> int:
-    return 1 << (max(v, 1) - 1).bit_length()
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: bool
           ) -> Launch | None:
     vector = _pack(name)
     if not (aligned and pl.n % vector == 0 and stride_outer % vector == 0):
         vector = 1
-    group = min(MAX_ROW_GROUP, _pow2_floor(pl.n // vector // PACKS_PER_THREAD))
-    rows = BLOCK // group if group <= WARP else 1  # a group wider than a warp: a block
-    blocks = _cdiv(pl.outer, rows)
-    if blocks > MAX_GRID_X:
+    group = min(MAX_ROW_GROUP, launch.pow2_floor(pl.n // vector // PACKS_PER_THREAD))
+    rows = launch.BLOCK // group if group <= WARP else 1  # a group wider than a warp: a block
+    blocks = launch.cdiv(pl.outer, rows)
+    if blocks > launch.MAX_GRID_X:
         return None
     return Launch(_expression("hardmax_rows", name, bits, vector),
                   ((blocks, 1, 1), (group, rows, 1)), False)
 
 
 def _columns(pl: HardmaxPlan, name: str, bits: int) -> Launch | None:
-    bx = min(BLOCK, _pow2_ceil(pl.inner))
-    by = BLOCK // bx
-    blocks_o = _cdiv(pl.outer, by)
-    gy = min(blocks_o, MAX_GRID_YZ)
-    grid = (_cdiv(pl.inner, bx), gy, _cdiv(blocks_o, gy))
-    if grid[0] > MAX_GRID_X or grid[2] > MAX_GRID_YZ:
+    bx, by = launch.block_rows(pl.inner)
+    grid = (launch.cdiv(pl.inner, bx), *launch.grid_yz(launch.cdiv(pl.outer, by)))
+    if grid[0] > launch.MAX_GRID_X or grid[2] > launch.MAX_GRID_YZ:
         return None
     return Launch(_expression("hardmax_cols", name, bits), (grid, (bx, by, 1)), False)
 
 
 def _generic(pl: HardmaxPlan, name: str, bits: int) -> tuple[Launch, Launch]:
-    bx = min(BLOCK, _pow2_ceil(pl.inner))
-    by = min(BLOCK // bx, _pow2_ceil(pl.lanes))
-    gx = _cdiv(pl.inner, bx)
-    scan = ((gx, _cdiv(pl.lanes, by), min(pl.outer, MAX_GRID_YZ)), (bx, by, 1))
-    my = BLOCK // bx
-    merge = ((gx, min(_cdiv(pl.outer, my), MAX_GRID_YZ), 1), (bx, my, 1))
+    bx, my = launch.block_rows(pl.inner)
+    by = min(my, launch.pow2_ceil(pl.lanes))
+    gx = launch.cdiv(pl.inner, bx)
+    scan = ((gx, launch.cdiv(pl.lanes, by), min(pl.outer, launch.MAX_GRID_YZ)), (bx, by, 1))
+    merge = ((gx, min(launch.cdiv(pl.outer, my), launch.MAX_GRID_YZ), 1), (bx, my, 1))
     return (Launch(_expression("hardmax_scan", name, bits), scan, True),
             Launch(_expression("hardmax_merge", name, bits), merge, True))
 

@@ -35,8 +35,6 @@ def _expression(dtype_name: str, bits: int) -> str:
 
 
 OUTPUTS = 4          # OC_POOL_V in kernels/pool.cu
-BLOCK = 256          # threads per block of pool_fast (its __launch_bounds__)
-MAX_GRID_Y = 65535   # CUDA's limit on grid y; more planes loop
 THREADS = 1 << 19    # beyond about this many threads (3 waves of an H100), planes loop: each
                      # thread's window set-up then serves several planes
 FAST_RANKS = (1, 2, 3)
@@ -117,12 +115,12 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     if mode is None or pl.nd not in FAST_RANKS:
         return None
     planes, out = pl.in_shape[0] * pl.in_shape[1], pl.out_shape[2:]
-    groups = -(-out[-1] // OUTPUTS)
+    groups = launch.cdiv(out[-1], OUTPUTS)
     work = math.prod(out[:-1]) * groups
-    bx = min(BLOCK, 1 << (work - 1).bit_length())
-    by = BLOCK // bx
-    gx = -(-work // bx)
-    grid = (gx, max(1, min(-(-planes // by), MAX_GRID_Y, THREADS // (gx * bx * by))), 1)
+    bx, by = launch.block_rows(work)
+    gx = launch.cdiv(work, bx)
+    grid = (gx, max(1, min(launch.cdiv(planes, by), launch.MAX_GRID_YZ,
+                           THREADS // (gx * bx * by))), 1)
     if dtypes.index_bits(math.prod(pl.out_shape), pl.reach(x_strides), grid[0] * bx,
                          planes + grid[1] * by, out[-1] + OUTPUTS) != 32:
         return None

@@ -33,8 +33,6 @@ _FAST_GEOM = np.dtype([("fill", "<u8", (2,)), ("out", "<i4", (3,)), ("table", "<
 RESIZED, KEPT = "rsz::RESIZED", "rsz::KEPT"
 FAST_RANKS = (1, 2, 3)      # resized dims of the fast kernels
 FAST_TAPS = (1, 2, 4)       # taps per dim: nearest, linear, cubic
-FAST_BLOCK = 256
-FAST_GRID_YZ = 65535       # largest grid y and z
 TABLE_ALIGN = 16           # bytes: a record of the fast tables is read with 16-byte loads
 OUTSIDE = -2**31           # rsz::OUTSIDE: the first offset of an extrapolated coordinate
 
@@ -254,7 +252,7 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
     where it does not apply: 1-3 resized axes with the taps `_fast_shape` allows, no unresized axis
     between them (length-1 axes aside), the leading axes merging into one batch axis and the
     trailing unresized ones into one walked axis (where there is none, the last resized axis is
-    walked), the grid must fit, and every offset 32 bits. Blocks of FAST_BLOCK threads: as many
+    walked), the grid must fit, and every offset 32 bits. Blocks of launch.BLOCK threads: as many
     along a row as its outputs need (a power of two), the rest on further rows; the rows of all
     batch items on grid y, then z."""
     ranks, taps = len(pl.tables), pl.tables[0].taps
@@ -272,15 +270,11 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
     out = [pl.out_shape[t.axis] for t in pl.tables]
     rows, n = (math.prod(out), kept[0]) if walk == KEPT else (math.prod(out[:-1]), out[-1])
     v = _outputs(dtype, taps)
-    bx = 1
-    while bx < FAST_BLOCK and bx * v < n:
-        bx *= 2
-    by = FAST_BLOCK // bx
-    blocks_y = -(-batch[0] * rows // by)
-    grid = (min(launch.MAX_BLOCKS, -(-n // (bx * v))), min(blocks_y, FAST_GRID_YZ),
-            -(-blocks_y // FAST_GRID_YZ))
+    bx, by = launch.block_rows(launch.cdiv(n, v))
+    grid = (min(launch.MAX_BLOCKS, launch.cdiv(n, bx * v)),
+            *launch.grid_yz(launch.cdiv(batch[0] * rows, by)))
     records = sum(t.index.shape[0] for t in pl.tables)
-    if grid[2] > FAST_GRID_YZ or dtypes.index_bits(
+    if grid[2] > launch.MAX_GRID_YZ or dtypes.index_bits(
             math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
             n + grid[0] * bx * v, grid[1] * grid[2] * by, records) > 32:
         return None
