@@ -153,16 +153,14 @@ __device__ __forceinline__ void tap_span(const PoolFastGeom& g, int a, int start
   }
 }
 
+// The generic kernel's term and result with p = Mode known at compile time (pool_l1: p = 1,
+// pool_l2: p = 2), so lp_term and lp_root fold to |v|, v * v and sqrt.
 template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_term(Acc v) {
-  if (Mode == pool_avg) return v;
-  const Acc a = fabs(v);  // as lp_term: the generic kernel's terms, bit for bit
-  return Mode == pool_l1 ? a : a * a;
+  return Mode == pool_avg ? v : lp_term<Acc>(v, Acc(Mode));
 }
 
 template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc s, Acc count) {
-  if (Mode == pool_avg) return s / count;
-  if (Mode == pool_l1) return s;
-  return sqrt(s);
+  return Mode == pool_avg ? s / count : lp_root<Acc>(s, Acc(Mode));
 }
 
 // The last-axis taps of a thread's OC_POOL_V outputs (axis L, outputs o_last on); `add`
