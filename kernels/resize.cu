@@ -73,9 +73,11 @@ template <typename T, typename Acc> struct result<T, Acc, true> {
   }
 };
 
-template <typename T> __device__ __forceinline__ void fill(T* p, const ResizeGeom& g) {
-  unsigned char* d = (unsigned char*)p;
-  for (int b = 0; b < (int)sizeof(T); ++b) d[b] = g.fill[b];
+// The extrapolation value: the first sizeof(T) of a parameter block's `fill` bytes.
+template <typename T> __device__ __forceinline__ T fill_value(const unsigned char (&fill)[16]) {
+  T t;
+  memcpy(&t, fill, sizeof(T));
+  return t;
 }
 
 // Splits output element `o`: `base` gets the input offset of its coordinates along unresized
@@ -125,7 +127,7 @@ __global__ void resize_nearest(const T* __restrict__ x, T* __restrict__ y,
     if (inside) {
       y[o] = x[base];
     } else {
-      rsz::fill(y + o, g);
+      y[o] = rsz::fill_value<T>(g.fill);
     }
   }
 }
@@ -145,7 +147,7 @@ __global__ void resize_weighted(const T* __restrict__ x, T* __restrict__ y,
   for (I o = oc::first_index<I>(); o < (I)g.total; o += oc::grid_stride<I>()) {
     I base, row[RESIZE_MAXD];
     if (!rsz::locate<I>(o, g, index, base, row)) {
-      rsz::fill(y + o, g);
+      y[o] = rsz::fill_value<T>(g.fill);
       continue;
     }
     I tap[RESIZE_MAXD], off[RESIZE_MAXD];
@@ -188,7 +190,7 @@ __global__ void resize_weighted(const T* __restrict__ x, T* __restrict__ y,
 // Tables: per output coordinate TAPS weights (float for 16/32-bit floats, double otherwise) and
 // TAPS input offsets (index times the dim's input stride, made on the host).
 struct ResizeFastGeom {
-  unsigned long long fill[2];  // extrapolation value: the bytes of one storage element
+  unsigned char fill[16];      // extrapolation value: the bytes of one storage element
   int out[3];                  // output lengths of the resized dims, outermost first
   int table[3];                // their first table record
   int batch_stride;            // input element stride of the merged leading dims
@@ -205,13 +207,6 @@ enum walked { RESIZED, KEPT };
 
 __host__ __device__ constexpr int ipow(int b, int e) { return e == 0 ? 1 : b * ipow(b, e - 1); }
 __host__ __device__ constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
-
-template <typename T> __device__ __forceinline__ T fill_value(const ResizeFastGeom& g) {
-  union { unsigned long long w[2]; T t; } u;
-  u.w[0] = g.fill[0];
-  u.w[1] = g.fill[1];
-  return u.t;
-}
 
 // The first offset of an extrapolated coordinate: no offset of a 32-bit-indexed input is -2^31.
 constexpr int OUTSIDE = -2147483647 - 1;
@@ -323,7 +318,7 @@ __global__ void __launch_bounds__(256, 4) resize_nearest_fast(
   rsz::fast_row<T, int, void, WALK == rsz::KEPT ? R : R - 1, 1> w;
   if (!w.locate(x, g, table)) return;
   const int n = g.walk, row = w.row * n;
-  const T fill = rsz::fill_value<T>(g);
+  const T fill = rsz::fill_value<T>(g.fill);
   rsz::fast_walk<V>(n, [&](int o) {
     if constexpr (WALK == rsz::KEPT) {
       const T v = w.at[0][o * g.walk_stride];
@@ -345,7 +340,7 @@ __global__ void __launch_bounds__(256, 4) resize_weighted_fast(
   rsz::fast_row<T, Acc, W, WALK == rsz::KEPT ? R : R - 1, TAPS> w;
   if (!w.locate(x, g, table)) return;
   const int n = g.walk, row = w.row * n;
-  const T fill = rsz::fill_value<T>(g);
+  const T fill = rsz::fill_value<T>(g.fill);
   rsz::fast_walk<V>(n, [&](int o) {
     Acc acc = Acc(0);
     bool inside = w.inside;

@@ -25,7 +25,7 @@ _GEOM = np.dtype(
     + [(f, "<i8", (MAX_DIMS,)) for f in ("out_shape", "in_stride", "taps", "table")]
     + [("fill", "u1", (16,))]
 )
-_FAST_GEOM = np.dtype([("fill", "<u8", (2,)), ("out", "<i4", (3,)), ("table", "<i4", (3,))]
+_FAST_GEOM = np.dtype([("fill", "u1", (16,)), ("out", "<i4", (3,)), ("table", "<i4", (3,))]
                       + [(f, "<i4") for f in ("batch_stride", "rows", "batch_rows", "walk",
                                               "walk_stride")], align=True)
 # walked dim of the fast kernels (rsz::walked): the last resized dim, or the unresized dims after
@@ -189,9 +189,14 @@ def geometry(pl: ResizePlan, x_strides: tuple[int, ...]) -> np.ndarray | None:
     if len(dims) > MAX_DIMS:
         return None
     columns = dict(zip(("out_shape", "in_stride", "taps", "table"), zip(*dims)))
-    fill = () if pl.fill is None else np.frombuffer(pl.fill.tobytes(), dtype=np.uint8)
-    return launch.parameter_block(_GEOM, nd=len(dims), total=math.prod(pl.out_shape), fill=fill,
-                                  **columns)
+    return launch.parameter_block(_GEOM, nd=len(dims), total=math.prod(pl.out_shape),
+                                  fill=_fill(pl), **columns)
+
+
+def _fill(pl: ResizePlan) -> np.ndarray:
+    """The bytes of the extrapolation value in the storage type (none without one), as the
+    parameter blocks' `fill` holds them."""
+    return np.frombuffer(b"" if pl.fill is None else pl.fill.tobytes(), dtype=np.uint8)
 
 
 def _address(a: Any, backend: str) -> int:
@@ -281,11 +286,7 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
     weight = None if taps == 1 else _weight_dtype(dtype)
     strides = tuple(x_strides[t.axis] for t in pl.tables)
     _, first, record = fast_table(pl, weight, strides)
-    fill = np.zeros(16, np.uint8)
-    if pl.fill is not None:
-        raw = np.frombuffer(pl.fill.tobytes(), np.uint8)
-        fill[:raw.size] = raw
-    g = launch.parameter_block(_FAST_GEOM, fill=fill.view("<u8"), out=out, table=first,
+    g = launch.parameter_block(_FAST_GEOM, fill=_fill(pl), out=out, table=first,
                                batch_stride=batch[1], rows=rows, batch_rows=batch[0] * rows,
                                walk=n, walk_stride=kept[1])
     return FastLaunch(_fast_expression(dtype, ranks, taps, walk), g, (grid, (bx, by, 1)), weight,
