@@ -91,6 +91,20 @@ __device__ __forceinline__ void take(K k, I kk, K& best, I& best_k) {
   if (k > best || (k == best && kk < best_k)) { best = k; best_k = kk; }
 }
 
+// Scans elements k, k + k_step, ... < n of one column (input at p, output at q, advancing by
+// x_step and y_step): writes 0 over each output and keeps the (key, index) of the first maximum.
+template <typename T, typename I>
+__device__ __forceinline__ void scan_column(const typename bits<T>::U* p, typename bits<T>::U* q,
+                                            I k, I n, I k_step, I x_step, I y_step,
+                                            typename bits<T>::K& best, I& best_k) {
+#pragma unroll 1
+  for (; k < n; k += k_step, p += x_step, q += y_step) {
+    const typename bits<T>::K v = key<T>(__ldg(p));
+    *q = 0;
+    if (v > best) { best = v; best_k = k; }
+  }
+}
+
 }  // namespace oc
 
 // hardmax_scan: thread (o, lane, i) scans k = lane, lane + lanes, ... of column (o, i), writes
@@ -113,12 +127,7 @@ __global__ void hardmax_scan(const T* __restrict__ x, T* __restrict__ y, I* __re
     U* q = reinterpret_cast<U*>(y) + (o * n + lane) * inner + i;
     K best = 0;
     I best_k = lane;
-#pragma unroll 1
-    for (I k = lane; k < n; k += lanes, p += x_step, q += y_step) {
-      const K v = oc::key<T>(__ldg(p));
-      *q = 0;
-      if (v > best) { best = v; best_k = k; }
-    }
+    oc::scan_column<T, I>(p, q, lane, n, lanes, x_step, y_step, best, best_k);
     const I at = (o * lanes + lane) * inner + i;
     part[at] = best_k;
     part_key[at] = best;
@@ -216,14 +225,8 @@ __global__ void hardmax_cols(const T* __restrict__ x, T* __restrict__ y, const H
   if (i >= inner || o >= (I)g.outer) return;
   const U* p = reinterpret_cast<const U*>(x) + o * (I)g.stride_outer + i * (I)g.stride_inner;
   U* const q0 = reinterpret_cast<U*>(y) + o * n * inner + i;
-  U* q = q0;
   K best = 0;
   I best_k = 0;
-#pragma unroll 1
-  for (I k = 0; k < n; ++k, p += sn, q += inner) {
-    const K v = oc::key<T>(__ldg(p));
-    *q = 0;
-    if (v > best) { best = v; best_k = k; }
-  }
+  oc::scan_column<T, I>(p, q0, I(0), n, I(1), sn, inner, best, best_k);
   q0[best_k * inner] = (U)oc::bits<T>::one;
 }
