@@ -1,17 +1,16 @@
 """Every registered kernel instantiation compiles under NVRTC, the compiler CuPy uses at run time
-(no GPU needed), with the loader's options, for two architectures."""
+(no GPU needed), with CuPy's options, for two architectures."""
 from __future__ import annotations
 
 import pytest
 
 import onnx_cupy  # noqa: F401  (importing the package registers every kernel family)
-from onnx_cupy import loader
+from onnx_cupy import kernel_report, loader
 
 nvrtc = pytest.importorskip("cuda.bindings.nvrtc",
                             reason="cuda.bindings (cuda-python) is not installed")
 
 OK = nvrtc.nvrtcResult.NVRTC_SUCCESS
-ARCHS = ["compute_80", "compute_90"]
 
 
 def log_of(prog) -> str:
@@ -28,31 +27,16 @@ def test_families_registered():
     assert all(loader.instantiations(f) for f in loader.families())
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", kernel_report.ARCHS)
 @pytest.mark.parametrize("family", loader.families())
 def test_family_compiles(family, arch):
-    expressions = loader.instantiations(family)
-    source = loader.source(family).encode()
-    err, prog = nvrtc.nvrtcCreateProgram(source, f"{family}.cu".encode(), 0, [], [])
-    assert err == OK, err
-    try:
-        for expression in expressions:
-            (err,) = nvrtc.nvrtcAddNameExpression(prog, expression.encode())
-            assert err == OK, (expression, err)
-        options = [o.encode() for o in (*loader.NVRTC_OPTIONS, f"--gpu-architecture={arch}")]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
-        assert err == OK, f"kernels/{family}.cu, {arch}: {err}\n{log_of(prog)}"
-        lowered = {}
-        for expression in expressions:
-            err, name = nvrtc.nvrtcGetLoweredName(prog, expression.encode())
-            assert err == OK, (expression, err, log_of(prog))
-            lowered[expression] = name
-        assert all(name.startswith(b"_Z") for name in lowered.values()), lowered
-        assert len(set(lowered.values())) == len(expressions)
-        err, size = nvrtc.nvrtcGetPTXSize(prog)
-        assert err == OK and size > 0
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    """To a CUBIN, with CuPy's options (the loader's and -ftz=true); the kernel report reads the
+    same compilation (compiled once per process)."""
+    lowered, _, cubin = kernel_report.compile_family(family, arch)
+    assert list(lowered) == list(loader.instantiations(family))
+    assert all(name.startswith("_Z") for name in lowered.values()), lowered
+    assert len(set(lowered.values())) == len(lowered)
+    assert len(cubin) > 0
 
 
 def test_hardmax_ranks_without_flush_to_zero():

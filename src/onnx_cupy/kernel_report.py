@@ -172,6 +172,13 @@ def _compile(source: str, expressions: tuple[str, ...], arch: str, filename: str
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+
+def compile_family(family: str, arch: str) -> tuple[dict[str, str], str, bytes]:
+    """(expression -> lowered name, ptxas log, CUBIN) of every registered instantiation of
+    `family`, compiled once per process for `arch` with CuPy's options."""
+    return _compile(loader.source(family), loader.instantiations(family), arch, f"{family}.cu")
+
+
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
 _PROPERTIES = re.compile(r"Function properties for (\S+)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
