@@ -12,7 +12,6 @@ through a carrier dtype holding the same values (float32, int32)."""
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -20,7 +19,7 @@ from typing import Any, NamedTuple
 import ml_dtypes
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from util import inferred_shape, node_model, onnxruntime, reference
 
 from onnx_cupy import backends, resize
 
@@ -180,28 +179,17 @@ def _feeds(config: Config) -> dict[str, np.ndarray]:
 
 
 def model(config: Config, dtype: np.dtype, initializers: bool = False) -> onnx.ModelProto:
-    """The one-node model; roi/scales/sizes as initializers (shape inference) or inputs."""
+    """The one-node model; roi/scales/sizes as initializers, X's shape declared (shape
+    inference), or as inputs."""
     attrs = dict(config.attrs)
     if "axes" in attrs and not initializers:  # onnx.reference takes no negative axes
         attrs["axes"] = config.axes()
     names = _node_inputs(config)
     feeds = _feeds(config)
-    elem = helper.np_dtype_to_tensor_dtype(dtype)
-    node = helper.make_node("Resize", names, ["Y"], **attrs)
-    inputs = [helper.make_tensor_value_info("X", elem, config.shape if initializers else None)]
-    inits = []
-    for name in names[1:]:
-        if not name:
-            continue
-        if initializers:
-            inits.append(numpy_helper.from_array(feeds[name], name))
-        else:
-            inputs.append(helper.make_tensor_value_info(
-                name, helper.np_dtype_to_tensor_dtype(feeds[name].dtype), None))
-    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("Y", elem, None)],
-                              initializer=inits)
-    return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("",
-                                                                                    config.opset)])
+    inputs = [("X", dtype)] + [(n, feeds[n].dtype if n else None) for n in names[1:]]
+    return node_model("Resize", inputs, attrs, config.opset,
+                      shape=config.shape if initializers else None,
+                      initializers={n: feeds[n] for n in names[1:] if n} if initializers else None)
 
 
 def _carrier(dtype: np.dtype) -> np.dtype:
@@ -211,15 +199,8 @@ def _carrier(dtype: np.dtype) -> np.dtype:
 
 
 def run_onnxruntime(config: Config, x: np.ndarray) -> np.ndarray:
-    import onnxruntime as ort
-
     carrier = _carrier(x.dtype)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.log_severity_level = 4
-    sess = ort.InferenceSession(model(config, carrier).SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-    y = sess.run(None, {"X": x.astype(carrier), **_feeds(config)})[0]
+    y = onnxruntime(model(config, carrier), {"X": x.astype(carrier), **_feeds(config)})[0]
     if carrier == x.dtype:
         return y
     if x.dtype.kind in "iu":
@@ -229,24 +210,13 @@ def run_onnxruntime(config: Config, x: np.ndarray) -> np.ndarray:
 
 
 def run_reference(config: Config, x: np.ndarray) -> np.ndarray:
-    from onnx.reference import ReferenceEvaluator
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ReferenceEvaluator(model(config, x.dtype)).run(None, {"X": x, **_feeds(config)})[0]
+    return reference(model(config, x.dtype), {"X": x, **_feeds(config)})[0]
 
 
 def infer_shape(config: Config) -> tuple[int, ...] | None:
     """The output shape onnx shape inference gives (scales/sizes as initializers), None when it
     infers no static shape."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inferred = onnx.shape_inference.infer_shapes(model(config, config.dtype, True),
-                                                     strict_mode=True, data_prop=True)
-    t = inferred.graph.output[0].type.tensor_type
-    if not t.HasField("shape") or not all(d.HasField("dim_value") for d in t.shape.dim):
-        return None
-    return tuple(d.dim_value for d in t.shape.dim)
+    return inferred_shape(model(config, config.dtype, True))
 
 
 def run_ours(config: Config, x: np.ndarray, backend: str = "numpy") -> np.ndarray:

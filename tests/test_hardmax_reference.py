@@ -12,8 +12,7 @@ import collections
 
 import numpy as np
 import onnx
-from onnx import helper
-from util import BF16, onnxruntime, reference, tensor_type
+from util import BF16, inferred_shape, node_model, onnxruntime, reference
 
 from onnx_cupy import backends, hardmax
 
@@ -48,20 +47,8 @@ def oracle(x: np.ndarray, axis: int, opset: int) -> np.ndarray:
 
 def model(shape: tuple[int, ...], dtype: np.dtype, axis: int | None, opset: int) -> onnx.ModelProto:
     """A one-node model with the input shape declared, as exporters write it."""
-    attrs = {} if axis is None else {"axis": axis}
-    graph = helper.make_graph(
-        [helper.make_node("Hardmax", ["X"], ["Y"], **attrs)], "g",
-        [helper.make_tensor_value_info("X", tensor_type(dtype), shape)],
-        [helper.make_tensor_value_info("Y", tensor_type(dtype), None)])
-    return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def inferred_shape(m: onnx.ModelProto) -> tuple[int, ...] | None:
-    out = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True).graph.output[0]
-    dims = out.type.tensor_type.shape.dim
-    if not out.type.tensor_type.HasField("shape") or any(not d.HasField("dim_value") for d in dims):
-        return None
-    return tuple(d.dim_value for d in dims)
+    return node_model("Hardmax", [("X", dtype)], {} if axis is None else {"axis": axis}, opset,
+                      shape=shape)
 
 
 def sample(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, nan: bool) -> np.ndarray:

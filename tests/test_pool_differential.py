@@ -15,17 +15,24 @@ from __future__ import annotations
 
 import collections
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 import onnx
 import pytest
-from onnx import helper
 from pool_oracle import geometry, output_shape
 from pool_oracle import pool as oracle
-from util import BF16, FLOAT_DTYPES, TOL, assert_close, tensor_type
+from util import (
+    BF16,
+    FLOAT_DTYPES,
+    TOL,
+    assert_close,
+    inferred_shape,
+    node_model,
+    onnxruntime,
+    reference,
+)
 
 import onnx_cupy
 from onnx_cupy import average_pool, lp_pool
@@ -76,52 +83,32 @@ def draw(rng: np.random.Generator, op: str, opset: int) -> tuple[tuple[int, ...]
 
 def model(op: str, opset: int, shape: tuple[int, ...], attrs: dict) -> onnx.ModelProto:
     """One node at `opset`, float32, the input shape declared."""
-    node = helper.make_node(op, ["X"], ["Y"], **attrs)
-    graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("X", tensor_type(np.float32), shape)],
-        [helper.make_tensor_value_info("Y", tensor_type(np.float32), None)])
-    imports = [helper.make_opsetid("", opset)]
+    return node_model(op, [("X", np.float32)], attrs, opset, shape=shape)
+
+
+def _outcome(run: Callable[..., list[np.ndarray]], m: onnx.ModelProto, x: np.ndarray
+             ) -> np.ndarray | str:
+    """A runtime's output, or its error as text (a rejected configuration is an outcome)."""
     try:
-        return helper.make_model_gen_version(graph, opset_imports=imports)
-    except ValueError:  # no IR version listed for opsets 1-4: IR 3 reads them
-        return helper.make_model(graph, opset_imports=imports, ir_version=3)
-
-
-def run_ort(m: onnx.ModelProto, x: np.ndarray) -> np.ndarray | str:
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.log_severity_level = 4
-    try:
-        sess = ort.InferenceSession(m.SerializeToString(), opts,
-                                    providers=["CPUExecutionProvider"])
-        return sess.run(None, {"X": x})[0]
-    except Exception as exc:  # noqa: BLE001 - any failure is an outcome to compare
-        return f"error: {exc}"
-
-
-def run_reference(m: onnx.ModelProto, x: np.ndarray) -> np.ndarray | str:
-    from onnx.reference import ReferenceEvaluator
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ReferenceEvaluator(m).run(None, {"X": x})[0]
+        return run(m, {"X": x})[0]
     except Exception as exc:  # noqa: BLE001
         return f"error: {exc}"
 
 
-def inferred_shape(m: onnx.ModelProto) -> tuple[int, ...] | None:
-    """The static output shape ONNX shape inference gives, or None."""
+def run_ort(m: onnx.ModelProto, x: np.ndarray) -> np.ndarray | str:
+    return _outcome(onnxruntime, m, x)
+
+
+def run_reference(m: onnx.ModelProto, x: np.ndarray) -> np.ndarray | str:
+    return _outcome(reference, m, x)
+
+
+def static_shape(m: onnx.ModelProto) -> tuple[int, ...] | None:
+    """The static output shape ONNX shape inference gives, or None (also where it fails)."""
     try:
-        out = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+        return inferred_shape(m)
     except Exception:  # noqa: BLE001
         return None
-    t = out.graph.output[0].type.tensor_type
-    if not t.HasField("shape") or not all(d.HasField("dim_value") for d in t.shape.dim):
-        return None
-    return tuple(d.dim_value for d in t.shape.dim)
 
 
 def close(a: Any, b: Any, dtype: Any = np.float32) -> bool:
@@ -312,7 +299,7 @@ def test_differential(op):
                               f"{describe(got)}")
 
         # shape inference
-        inferred = inferred_shape(m)
+        inferred = static_shape(m)
         if inferred is not None and both_shape and inferred == ort.shape and not off >= {
                 "ort", "ref"}:
             assert got.shape == inferred, where

@@ -1,12 +1,13 @@
 """Test helpers: backend array conversion, random inputs, single-node ONNX models and oracles."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from onnx_cupy import backends
 
@@ -48,23 +49,47 @@ def tensor_type(dtype: Any) -> int:
 
 
 def node_model(op: str, inputs: list[tuple[str, Any]], attrs: dict[str, Any], opset: int,
-               n_outputs: int = 1) -> onnx.ModelProto:
-    """A one-node model; `inputs` are (name, dtype) pairs ('' name = omitted optional input).
-    Uses make_model_gen_version so current onnxruntime accepts the IR version."""
+               n_outputs: int = 1, *, shape: tuple[int, ...] | None = None,
+               initializers: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:
+    """A one-node model; `inputs` are (name, dtype) pairs ('' name = omitted optional input), the
+    first one's shape declared as `shape` (as exporters write it), those in `initializers`
+    stored in the graph. Uses make_model_gen_version so current onnxruntime accepts the IR
+    version (IR 3 for opsets it lists none for)."""
+    initializers = initializers or {}
     node = helper.make_node(op, [n for n, _ in inputs], [f"Y{i}" for i in range(n_outputs)], **attrs)
     graph = helper.make_graph(
         [node], "g",
-        [helper.make_tensor_value_info(n, tensor_type(t), None) for n, t in inputs if n],
+        [helper.make_tensor_value_info(n, tensor_type(t), shape if k == 0 else None)
+         for k, (n, t) in enumerate(inputs) if n and n not in initializers],
         [helper.make_tensor_value_info(f"Y{i}", inputs[0][1] and tensor_type(inputs[0][1]), None)
          for i in range(n_outputs)],
+        [numpy_helper.from_array(a, n) for n, a in initializers.items()],
     )
-    return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", opset)])
+    imports = [helper.make_opsetid("", opset)]
+    try:
+        return helper.make_model_gen_version(graph, opset_imports=imports)
+    except ValueError:  # no IR version listed for opsets 1-4: IR 3 reads them
+        return helper.make_model(graph, opset_imports=imports, ir_version=3)
+
+
+def inferred_shape(model: onnx.ModelProto) -> tuple[int, ...] | None:
+    """The static output shape ONNX shape inference (strict, with data propagation) gives, or
+    None where it infers none."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    t = out.graph.output[0].type.tensor_type
+    if not t.HasField("shape") or not all(d.HasField("dim_value") for d in t.shape.dim):
+        return None
+    return tuple(d.dim_value for d in t.shape.dim)
 
 
 def reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     from onnx.reference import ReferenceEvaluator
 
-    return ReferenceEvaluator(model).run(None, feeds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ReferenceEvaluator(model).run(None, feeds)
 
 
 def onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -72,6 +97,6 @@ def onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     return sess.run(None, feeds)
