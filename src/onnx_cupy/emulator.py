@@ -69,7 +69,9 @@ class Module:
     def __init__(self, name: str, so: Path, expressions: Sequence[str]) -> None:
         self.name = name
         self._lib = ctypes.CDLL(str(so))
-        self._index = {e: i for i, e in enumerate(expressions)}
+        self._functions = {e: getattr(self._lib, f"oc_launch_{i}") for i, e in enumerate(expressions)}
+        for fn in self._functions.values():
+            fn.restype = ctypes.c_int
         self._shared = _shared_storage(so, self._lib)
 
     def launch(self, expression: str, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -77,8 +79,7 @@ class Module:
         """Run `expression` over `grid` x `block`: each block's threads one after another, or,
         if `cooperative`, as contexts switching at barriers and warp collectives in an order
         drawn from `seed`."""
-        fn = getattr(self._lib, f"oc_launch_{self._index[expression]}")
-        fn.restype = ctypes.c_int
+        fn = self._functions[expression]
         keep: list = []
         ptrs = (ctypes.c_void_p * len(args))(*[_arg_pointer(a, keep) for a in args])
         err = fn((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), ptrs,
