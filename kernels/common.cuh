@@ -3,7 +3,13 @@
 // same text compiles under NVRTC and, through host_shim.h, under the host C++ compiler.
 #pragma once
 
-#define OC_MAXD 8  // most spatial dimensions a kernel parameter block describes
+// Constants shared with the host code, defined by the loader for every compiler (NVRTC and the
+// emulator's host compiler) from their one Python source (onnx_cupy.core.loader.COMMON_DEFINES):
+//   OC_BLOCK                      threads per block of the 1-D launches, the __launch_bounds__
+//   OC_TIE_BAND, OC_TIE_BAND_MAX  the tie band of round_half_even (onnx_cupy.core.numerics)
+#if !defined(OC_BLOCK) || !defined(OC_TIE_BAND) || !defined(OC_TIE_BAND_MAX)
+#error "compile through onnx_cupy.core.loader, which defines OC_BLOCK, OC_TIE_BAND, OC_TIE_BAND_MAX"
+#endif
 
 namespace oc {
 
@@ -112,6 +118,17 @@ __device__ __forceinline__ int fast_div(int n, const unsigned int (&by)[2]) {
 // ceil(a / b) for b > 0 and any sign of a.
 template <typename I> __device__ __forceinline__ I ceil_div(I a, I b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+// Nearest integer, ties to even, where every value within
+// min(OC_TIE_BAND * max(|v|, 1), OC_TIE_BAND_MAX) of k + 0.5 counts as a tie: a sum whose exact
+// value is a tie rounds the same whatever order its terms were added in (as
+// onnx_cupy.core.numerics.round_half_even, operation for operation).
+__device__ __forceinline__ double round_half_even(double v) {
+  const double low = floor(v);
+  const double band = fmin(OC_TIE_BAND * fmax(fabs(v), 1.0), OC_TIE_BAND_MAX);
+  if (fabs(v - low - 0.5) <= band) return low + fabs(fmod(low, 2.0));
+  return nearbyint(v);
 }
 
 }  // namespace oc

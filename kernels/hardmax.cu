@@ -18,6 +18,13 @@
 // No kernel divides an index: i runs on the grid's x, o and lanes on y and z.
 #include "common.cuh"
 
+// Defined by the loader from onnx_cupy.hardmax.kernel: HARDMAX_PACK_BYTES, the bytes of one
+// vector access; HARDMAX_WARP, the threads of a warp; HARDMAX_MAX_GROUP, the most threads on one
+// row of hardmax_rows.
+#if !defined(HARDMAX_PACK_BYTES) || !defined(HARDMAX_WARP) || !defined(HARDMAX_MAX_GROUP)
+#error "compile through onnx_cupy.core.loader, which defines HARDMAX_PACK_BYTES, HARDMAX_WARP, HARDMAX_MAX_GROUP"
+#endif
+
 struct HardmaxGeom {
   long long outer;         // prod(shape[:axis])
   long long n;             // length of the reduced dimension
@@ -65,7 +72,7 @@ template <typename U, int V> struct pack {
     if constexpr (V == 1) {
       e[0] = __ldg(p);
     } else {
-      static_assert(sizeof(U) * V == 16, "16-byte packs");
+      static_assert(sizeof(U) * V == HARDMAX_PACK_BYTES, "one vector access per pack");
       union { uint4 q; U w[V]; } c;
       c.q = __ldg(reinterpret_cast<const uint4*>(p));
 #pragma unroll
@@ -197,17 +204,17 @@ __global__ void hardmax_rows(const T* __restrict__ x, T* __restrict__ y, const H
     }
   }
 #pragma unroll
-  for (unsigned int d = 16; d > 0; d >>= 1)
+  for (unsigned int d = HARDMAX_WARP / 2; d > 0; d >>= 1)
     if (d < G)
       oc::take(__shfl_xor_sync(0xFFFFFFFFu, best, d), __shfl_xor_sync(0xFFFFFFFFu, best_k, d),
                best, best_k);
-  if (G > 32u) {
-    __shared__ K keys[32];
-    __shared__ I index[32];
-    if ((t & 31u) == 0) { keys[t >> 5] = best; index[t >> 5] = best_k; }
+  if (G > (unsigned int)HARDMAX_WARP) {
+    __shared__ K keys[HARDMAX_MAX_GROUP / HARDMAX_WARP];
+    __shared__ I index[HARDMAX_MAX_GROUP / HARDMAX_WARP];
+    if (t % HARDMAX_WARP == 0) { keys[t / HARDMAX_WARP] = best; index[t / HARDMAX_WARP] = best_k; }
     __syncthreads();
 #pragma unroll 1
-    for (unsigned int w = 0; w < (G >> 5); ++w) oc::take(keys[w], index[w], best, best_k);
+    for (unsigned int w = 0; w < G / HARDMAX_WARP; ++w) oc::take(keys[w], index[w], best, best_k);
   }
   if (live && ((unsigned int)(best_k / V) & (G - 1u)) == t) yr[best_k] = (U)oc::bits<T>::one;
 }

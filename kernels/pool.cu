@@ -4,6 +4,12 @@
 // The host plan supplies output shape, begin pads and the divisor bounds per spatial axis.
 #include "common.cuh"
 
+// Defined by the loader from onnx_cupy.pool: POOL_MAXD, the most spatial axes a parameter block
+// holds; POOL_OUTPUTS, the outputs one thread of pool_fast writes along the last axis.
+#if !defined(POOL_MAXD) || !defined(POOL_OUTPUTS)
+#error "compile through onnx_cupy.core.loader, which defines POOL_MAXD and POOL_OUTPUTS"
+#endif
+
 struct PoolGeom {
   long long nd;        // spatial dimensions
   long long total;     // output elements
@@ -11,15 +17,15 @@ struct PoolGeom {
   long long stride_n;  // input element strides of N and C
   long long stride_c;
   long long lp;        // 0: average, 1: Lp norm
-  long long in_shape[OC_MAXD];
-  long long in_stride[OC_MAXD];
-  long long out_shape[OC_MAXD];
-  long long kernel[OC_MAXD];
-  long long step[OC_MAXD];      // ONNX strides
-  long long dilation[OC_MAXD];
-  long long pad_begin[OC_MAXD];
-  long long cnt_lo[OC_MAXD];    // divisor counts window positions in [cnt_lo, cnt_hi)
-  long long cnt_hi[OC_MAXD];
+  long long in_shape[POOL_MAXD];
+  long long in_stride[POOL_MAXD];
+  long long out_shape[POOL_MAXD];
+  long long kernel[POOL_MAXD];
+  long long step[POOL_MAXD];      // ONNX strides
+  long long dilation[POOL_MAXD];
+  long long pad_begin[POOL_MAXD];
+  long long cnt_lo[POOL_MAXD];    // divisor counts window positions in [cnt_lo, cnt_hi)
+  long long cnt_hi[POOL_MAXD];
   double p;
 };
 
@@ -56,7 +62,7 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
 #pragma unroll 1  // grid-stride loop: no trip-count division
   for (I idx = oc::first_index<I>(); idx < (I)g.total; idx += oc::grid_stride<I>()) {
     I rem = idx;
-    I j0[OC_MAXD], j1[OC_MAXD], jump[OC_MAXD];
+    I j0[POOL_MAXD], j1[POOL_MAXD], jump[POOL_MAXD];
     I base = 0;
     Acc count = Acc(1);
     bool empty = false;
@@ -76,7 +82,7 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
     base += (rem % (I)g.channels) * (I)g.stride_c + (rem / (I)g.channels) * (I)g.stride_n;
     Acc acc = Acc(0);
     if (!empty) {
-      I j[OC_MAXD];
+      I j[POOL_MAXD];
       for (int d = 0; d < last; ++d) j[d] = j0[d];
       I off = base;
       for (;;) {
@@ -102,13 +108,12 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
 // Fast path for 1-3 spatial axes and 32-bit offsets: AveragePool, LpPool p = 1 and p = 2.
 // Template parameters: spatial rank R, Mode (pool_avg, pool_l1, pool_l2) and the last axis's
 // window: K taps at stride S with dilation 1 and unit input stride, or K = S = 0 for a runtime
-// window. Each thread owns OC_POOL_V consecutive outputs along the last axis at one outer position
-// (grid x: outer output positions x groups of OC_POOL_V, no grid stride) and visits the N*C planes
+// window. Each thread owns POOL_OUTPUTS consecutive outputs along the last axis at one outer position
+// (grid x: outer output positions x groups of POOL_OUTPUTS, no grid stride) and visits the N*C planes
 // in a grid-stride loop over grid y. Its window state (tap ranges, divisors, offsets) is computed
 // once, before that loop; the loop body only loads, accumulates in the generic kernel's order and
-// stores. Blocks of 256 threads (BLOCK in ops/pool.py) and at most 64 registers: occupancy >= 50 %
+// stores. Blocks of OC_BLOCK threads and at most 64 registers: occupancy >= 50 %
 // on sm_80/sm_90.
-#define OC_POOL_V 4  // outputs per thread: OUTPUTS in ops/pool.py
 
 struct PoolFastGeom {
   int planes;     // N * C
@@ -116,7 +121,7 @@ struct PoolFastGeom {
   int stride_n;   // input element strides of N and C
   int stride_c;
   int work;       // threads per plane: outer output positions x groups
-  int groups;     // ceil(out_len[R - 1] / OC_POOL_V)
+  int groups;     // ceil(out_len[R - 1] / POOL_OUTPUTS)
   int out_plane;  // output elements per plane
   unsigned int by_channels[2];  // oc::fast_div divisors of C, groups and (R == 3) out_len[1]
   unsigned int by_groups[2];
@@ -135,7 +140,8 @@ struct PoolFastGeom {
 
 namespace oc {
 
-enum { pool_avg = 0, pool_l1 = 1, pool_l2 = 2 };
+// What a pool_fast instantiation computes: AveragePool, or LpPool with p = 1 or p = 2.
+enum class PoolMode { average, l1, l2 };
 
 // Taps [j0, j1) of the window at `start` on axis `a` whose positions start + j * d lie in
 // [lo, hi) (0 <= j0 <= j1 <= k): by min/max for a compile-time window of K > 0 taps with
@@ -155,15 +161,15 @@ __device__ __forceinline__ void tap_span(const PoolFastGeom& g, int a, int start
 
 // The generic kernel's term and result with p = Mode known at compile time (pool_l1: p = 1,
 // pool_l2: p = 2), so lp_term and lp_root fold to |v|, v * v and sqrt.
-template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_term(Acc v) {
-  return Mode == pool_avg ? v : lp_term<Acc>(v, Acc(Mode));
+template <PoolMode Mode, typename Acc> __device__ __forceinline__ Acc pool_term(Acc v) {
+  return Mode == PoolMode::average ? v : lp_term<Acc>(v, Acc(Mode == PoolMode::l1 ? 1 : 2));
 }
 
-template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc s, Acc count) {
-  return Mode == pool_avg ? s / count : lp_root<Acc>(s, Acc(Mode));
+template <PoolMode Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc s, Acc count) {
+  return Mode == PoolMode::average ? s / count : lp_root<Acc>(s, Acc(Mode == PoolMode::l1 ? 1 : 2));
 }
 
-// The last-axis taps of a thread's OC_POOL_V outputs (axis L, outputs o_last on); `add`
+// The last-axis taps of a thread's POOL_OUTPUTS outputs (axis L, outputs o_last on); `add`
 // accumulates one row of them, the plane and the outer taps fixed (offset r), each output's taps
 // in ascending order.
 // Compile-time window (K taps at stride S, dilation 1, unit input stride): the V windows span
@@ -172,7 +178,7 @@ template <int Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc
 // outside the input adds -0.0, the identity of IEEE addition (x + -0.0 == x, also for x = -0.0),
 // so the sums are the generic kernel's, bit for bit.
 template <int K, int S> struct PoolRow {
-  static constexpr int C = (OC_POOL_V - 1) * S + K;
+  static constexpr int C = (POOL_OUTPUTS - 1) * S + K;
   int start, len;
   unsigned int at;
   bool inside;  // every column inside the input: no predicates
@@ -181,9 +187,9 @@ template <int K, int S> struct PoolRow {
       : start(o_last * S - g.pad_begin[L]), len(g.in_len[L]),
         at(begin + (unsigned int)start), inside(start >= 0 && start <= len - C) {}
 
-  template <int Mode, typename T, typename Acc>
+  template <PoolMode Mode, typename T, typename Acc>
   __device__ __forceinline__ void add(const T* __restrict__ x, unsigned int r,
-                                      Acc (&acc)[OC_POOL_V]) const {
+                                      Acc (&acc)[POOL_OUTPUTS]) const {
     const int o = (int)(r + at);
     Acc term[C];
     if (inside) {
@@ -196,7 +202,7 @@ template <int K, int S> struct PoolRow {
                       ? pool_term<Mode>(load<Acc>(x + (o + c))) : Acc(-0.0);
     }
 #pragma unroll
-    for (int v = 0; v < OC_POOL_V; ++v)
+    for (int v = 0; v < POOL_OUTPUTS; ++v)
 #pragma unroll
       for (int j = 0; j < K; ++j) acc[v] += term[v * S + j];
   }
@@ -206,14 +212,14 @@ template <int K, int S> struct PoolRow {
 // tap loop serves the V outputs (V independent loads per iteration), without predicates where
 // every output reads every tap.
 template <> struct PoolRow<0, 0> {
-  int lo[OC_POOL_V], len[OC_POOL_V], k, jl, jlo, jhi = 0;
-  unsigned int at[OC_POOL_V];
+  int lo[POOL_OUTPUTS], len[POOL_OUTPUTS], k, jl, jlo, jhi = 0;
+  unsigned int at[POOL_OUTPUTS];
   bool inside = true;  // the group's outputs all exist and read every tap
 
   __device__ __forceinline__ PoolRow(const PoolFastGeom& g, int L, int o_last, unsigned int begin)
       : k(g.kernel[L]), jl(g.dilation[L] * g.in_stride[L]), jlo(g.kernel[L]) {
 #pragma unroll
-    for (int v = 0; v < OC_POOL_V; ++v) {
+    for (int v = 0; v < POOL_OUTPUTS; ++v) {
       const int start = imin(o_last + v, g.out_len[L] - 1) * g.step[L] - g.pad_begin[L];
       int j0, j1;
       tap_span<0>(g, L, start, 0, g.in_len[L], j0, j1);
@@ -229,15 +235,15 @@ template <> struct PoolRow<0, 0> {
     }
   }
 
-  template <int Mode, typename T, typename Acc>
+  template <PoolMode Mode, typename T, typename Acc>
   __device__ __forceinline__ void add(const T* __restrict__ x, unsigned int r,
-                                      Acc (&acc)[OC_POOL_V]) const {
+                                      Acc (&acc)[POOL_OUTPUTS]) const {
     if (inside) {
       unsigned int tap = 0;
 #pragma unroll 1
       for (int j = 0; j < k; ++j, tap += jl) {
 #pragma unroll
-        for (int v = 0; v < OC_POOL_V; ++v)
+        for (int v = 0; v < POOL_OUTPUTS; ++v)
           acc[v] += pool_term<Mode>(load<Acc>(x + (int)(r + at[v] + tap)));
       }
     } else {
@@ -245,7 +251,7 @@ template <> struct PoolRow<0, 0> {
       for (int j = jlo; j < jhi; ++j) {
         const unsigned int tap = (unsigned int)j * (unsigned int)jl;
 #pragma unroll
-        for (int v = 0; v < OC_POOL_V; ++v)
+        for (int v = 0; v < POOL_OUTPUTS; ++v)
           if ((unsigned int)(j - lo[v]) < (unsigned int)len[v])
             acc[v] += pool_term<Mode>(load<Acc>(x + (int)(r + at[v] + tap)));
       }
@@ -255,11 +261,11 @@ template <> struct PoolRow<0, 0> {
 
 }  // namespace oc
 
-template <typename T, typename Acc, int Mode, int R, int K, int S>
-__global__ void __launch_bounds__(256, 4) pool_fast(const T* __restrict__ x, T* __restrict__ y,
+template <typename T, typename Acc, oc::PoolMode Mode, int R, int K, int S>
+__global__ void __launch_bounds__(OC_BLOCK, 4) pool_fast(const T* __restrict__ x, T* __restrict__ y,
                                                  const PoolFastGeom g) {
   constexpr int L = R - 1;  // the last spatial axis
-  constexpr int V = OC_POOL_V;
+  constexpr int V = POOL_OUTPUTS;
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= g.work) return;
   const int row = oc::fast_div(t, g.by_groups);  // outer output position, row-major

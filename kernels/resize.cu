@@ -7,7 +7,12 @@
 // outside the tf_crop_and_resize crop: the output element is the extrapolation value.
 #include "common.cuh"
 
-#define RESIZE_MAXD 16  // most dims (after merging unresized neighbours) the parameter block holds
+// Defined by the loader from onnx_cupy.resize.kernel: RESIZE_MAXD, the most dims (after merging
+// unresized neighbours) a parameter block holds; RESIZE_OUTSIDE, the first offset of an
+// extrapolated coordinate in the fast tables; RESIZE_TABLE_ALIGN, the tables' byte alignment.
+#if !defined(RESIZE_MAXD) || !defined(RESIZE_OUTSIDE) || !defined(RESIZE_TABLE_ALIGN)
+#error "compile through onnx_cupy.core.loader, which defines RESIZE_MAXD, RESIZE_OUTSIDE, RESIZE_TABLE_ALIGN"
+#endif
 
 struct ResizeGeom {
   long long nd;                     // dims
@@ -49,16 +54,6 @@ RSZ_INT_RANGE(long long, -9223372036854775807LL - 1, 9223372036854775807LL)
 RSZ_INT_RANGE(unsigned long long, 0ull, 18446744073709551615ull)
 #undef RSZ_INT_RANGE
 
-// Nearest integer, ties to even, where every value within min(2^-40 * max(|v|, 1), 2^-12) of
-// k + 0.5 counts as a tie: a sum of taps whose exact value is a tie rounds the same whatever
-// order its terms were added in (as round_half_even in onnx_cupy.plans.resize).
-__device__ __forceinline__ double round_half_even(double v) {
-  const double low = floor(v);
-  const double band = fmin(0x1p-40 * fmax(fabs(v), 1.0), 0x1p-12);
-  if (fabs(v - low - 0.5) <= band) return low + fabs(fmod(low, 2.0));
-  return nearbyint(v);
-}
-
 // The accumulated value in the storage type: IEEE rounding for floats; integers round half to
 // even and saturate ((Acc)hi may round up to 2^63 or 2^64: anything at or above it saturates).
 template <typename T, typename Acc, bool Int = int_range<T>::value> struct result {
@@ -66,7 +61,7 @@ template <typename T, typename Acc, bool Int = int_range<T>::value> struct resul
 };
 template <typename T, typename Acc> struct result<T, Acc, true> {
   static __device__ __forceinline__ T from(Acc v) {
-    v = round_half_even(v);
+    v = oc::round_half_even(v);
     if (v >= (Acc)int_range<T>::hi()) return int_range<T>::hi();
     if (v <= (Acc)int_range<T>::lo()) return int_range<T>::lo();
     return (T)v;
@@ -209,7 +204,7 @@ __host__ __device__ constexpr int ipow(int b, int e) { return e == 0 ? 1 : b * i
 __host__ __device__ constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
 
 // The first offset of an extrapolated coordinate: no offset of a 32-bit-indexed input is -2^31.
-constexpr int OUTSIDE = -2147483647 - 1;
+constexpr int OUTSIDE = RESIZE_OUTSIDE;
 
 // The first offset of a record made safe to read with (0 when extrapolated).
 __device__ __forceinline__ int first_offset(int i) { return i == OUTSIDE ? 0 : i; }
@@ -225,6 +220,8 @@ template <int TAPS> struct record_size<void, TAPS> {
 __host__ __device__ constexpr int record_align(int bytes) {
   return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : 4;
 }
+
+static_assert(record_align(16) <= RESIZE_TABLE_ALIGN, "records are read at the table's alignment");
 
 template <typename W, int TAPS, int B = record_size<W, TAPS>::value>
 struct alignas(record_align(B)) record {
@@ -312,7 +309,7 @@ template <int V, typename F> __device__ __forceinline__ void fast_walk(int n, F&
 // when it is resized (table + g.table[R - 1], passed as its own pointer: one multiply-add per
 // record address).
 template <typename T, int R, int V, rsz::walked WALK>
-__global__ void __launch_bounds__(256, 4) resize_nearest_fast(
+__global__ void __launch_bounds__(OC_BLOCK, 4) resize_nearest_fast(
     const T* __restrict__ x, T* __restrict__ y, const rsz::record<void, 1>* __restrict__ table,
     const rsz::record<void, 1>* __restrict__ inner, const ResizeFastGeom g) {
   rsz::fast_row<T, int, void, WALK == rsz::KEPT ? R : R - 1, 1> w;
@@ -334,7 +331,7 @@ __global__ void __launch_bounds__(256, 4) resize_nearest_fast(
 // Linear and cubic: the generic kernel's sum, term for term in its order (for KEPT the weight
 // products of all R dims are the row's: one multiply-add per term).
 template <typename T, typename Acc, typename W, int R, int TAPS, int V, rsz::walked WALK>
-__global__ void __launch_bounds__(256, 4) resize_weighted_fast(
+__global__ void __launch_bounds__(OC_BLOCK, 4) resize_weighted_fast(
     const T* __restrict__ x, T* __restrict__ y, const rsz::record<W, TAPS>* __restrict__ table,
     const rsz::record<W, TAPS>* __restrict__ inner, const ResizeFastGeom g) {
   rsz::fast_row<T, Acc, W, WALK == rsz::KEPT ? R : R - 1, TAPS> w;

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnx_cupy import backends, launch
+from onnx_cupy.core import execution, launcher
 
 BACKENDS = ["numpy", "emulated", "cupy"]
 
@@ -13,8 +13,8 @@ CUPY_SKIP = "cupy backend: no GPU visible"
 
 
 def pytest_report_header(config):
-    header = [f"onnx-cupy default backend: {backends.default_backend()}"]
-    if not backends.gpu_available():
+    header = [f"onnx-cupy default backend: {execution.default_backend()}"]
+    if not execution.gpu_available():
         header.append("every test's cupy-backend case is skipped: no GPU is visible "
                       "(numpy and emulated run everywhere)")
     return header
@@ -30,7 +30,7 @@ def pytest_terminal_summary(terminalreporter):
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     """Each execution path; 'cupy' is skipped, with the reason, where no GPU is visible."""
-    if request.param == "cupy" and not backends.gpu_available():
+    if request.param == "cupy" and not execution.gpu_available():
         pytest.skip(CUPY_SKIP)
     return request.param
 
@@ -52,11 +52,11 @@ def rng(request):
 def launches(monkeypatch):
     """(expression, shape) of every kernel launch during the test (the launches still run)."""
     seen: list[tuple[str, object]] = []
-    real = launch.launch
+    real = launcher.launch
 
     def spy(backend, family, expression, work_items, args, shape=None):
         seen.append((expression, shape))
         return real(backend, family, expression, work_items, args, shape)
 
-    monkeypatch.setattr(launch, "launch", spy)
+    monkeypatch.setattr(launcher, "launch", spy)
     return seen

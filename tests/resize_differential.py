@@ -21,7 +21,8 @@ import numpy as np
 import onnx
 from util import inferred_shape, node_model, onnxruntime, reference
 
-from onnx_cupy import backends, resize
+from onnx_cupy import resize
+from onnx_cupy.core import execution
 
 VERSIONS = (10, 11, 13, 18, 19)
 COMMON = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize")
@@ -220,7 +221,7 @@ def infer_shape(config: Config) -> tuple[int, ...] | None:
 
 
 def run_ours(config: Config, x: np.ndarray, backend: str = "numpy") -> np.ndarray:
-    with backends.backend(backend):
+    with execution.backend(backend):
         return resize(x, opset=config.opset, **config.attrs, **config.inputs)
 
 

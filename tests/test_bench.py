@@ -12,7 +12,8 @@ import tempfile
 import numpy as np
 import pytest
 
-from onnx_cupy import backends, bench, cli
+from onnx_cupy.core import execution
+from onnx_cupy.tools import bench, cli
 
 OPS = ("AveragePool", "Hardmax")
 DIFF = {"float32": 1e-5, "float16": 1e-2}   # max abs diff vs onnxruntime on N(0, 1) inputs
@@ -103,7 +104,7 @@ def test_markdown_and_plot(quick):
     (["--backend", "emulated"], "use it with --quick"),
 ])
 def test_backend_refused(argv, message, monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(backends, "gpu_available", lambda: False)
+    monkeypatch.setattr(execution, "gpu_available", lambda: False)
     assert cli.main(["bench", *argv, "--out", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
     assert not any(tmp_path.iterdir())

@@ -16,7 +16,7 @@ import dask
 
 import onnx_cupy as oc
 import onnx_cupy.dask as ocd
-from onnx_cupy import backends, launch
+from onnx_cupy.core import execution, launcher
 
 SHAPE, CHUNKS = (4, 6, 9, 11), (3, 4, 5, 6)
 
@@ -172,8 +172,8 @@ def test_backend_fixed_when_built(rng, monkeypatch):
         y = ocd.average_pool(da.from_array(x, chunks=CHUNKS), **kw)
         expected = oc.average_pool(x, **kw)
     used = []
-    real = launch.launch
-    monkeypatch.setattr(launch, "launch", lambda backend, *a: (used.append(backend),
+    real = launcher.launch
+    monkeypatch.setattr(launcher, "launch", lambda backend, *a: (used.append(backend),
                                                               real(backend, *a))[1])
     assert_bitwise(y.compute(scheduler="threads"), expected)
     assert used and set(used) == {"emulated"}
@@ -242,12 +242,12 @@ GPU_CASES = {
 }
 
 
-@pytest.mark.skipif(not backends.gpu_available(), reason="cupy chunks: no GPU visible")
+@pytest.mark.skipif(not execution.gpu_available(), reason="cupy chunks: no GPU visible")
 @pytest.mark.parametrize("name", list(GPU_CASES))
 def test_cupy_chunks(name, rng):
     """CuPy-backed dask arrays: cupy meta and blocks, the CUDA path, equal to the eager CuPy call
     (Resize keeps the axes after the resized one chunked on this path)."""
-    cp = backends.cupy_module()
+    cp = execution.cupy_module()
     fn, eager, kw = GPU_CASES[name]
     x = sample(rng, SHAPE, np.float32)
     X = da.from_array(x, chunks=CHUNKS).map_blocks(cp.asarray)

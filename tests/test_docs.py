@@ -9,7 +9,9 @@ import pytest
 import onnx_cupy
 from onnx_cupy import onnx_backend
 
-MODULES = ["onnx_cupy.operators", "onnx_cupy.dask", "onnx_cupy.onnx_backend", "onnx_cupy.node"]
+MODULES = ["onnx_cupy.pool.api", "onnx_cupy.hardmax.api", "onnx_cupy.resize.api",
+           "onnx_cupy.interop.dask", "onnx_cupy.interop.onnx_backend", "onnx_cupy.interop.nodes",
+           "onnx_cupy.core.execution"]
 SECTIONS = ("Parameters\n", "Returns\n", "Raises\n", "Examples\n")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onnx_cupy import emulator, loader
+from onnx_cupy.core import emulator, loader
 
 SOURCE = Path(__file__).parent / "kernels" / "cooperative.cu"
 EXPRESSIONS = ["block_sum<true>", "block_sum<false>", "warp_ops", "atomics", "vectors",
@@ -120,11 +120,10 @@ def test_barrier_in_a_sequential_launch_is_an_error(module, rng):
 
 def test_schedule_sets_the_seed_of_registered_kernels(monkeypatch):
     seen = []
-    monkeypatch.setattr(emulator, "library", lambda family: type(
+    monkeypatch.setattr(emulator, "library", lambda family, expression: type(
         "M", (), {"launch": lambda self, *a: seen.append(a[-2:])})())
-    for registry in ("_INSTANTIATIONS", "_COOPERATIVE"):  # the fake family stays in this test
-        monkeypatch.setattr(loader, registry, dict(getattr(loader, registry)))
-    loader.register("fake", ["k<1>"], cooperative=["k<1>"])
+    monkeypatch.setattr(loader, "_FAMILIES", dict(loader._FAMILIES))  # the fake stays here
+    loader.register("fake", ["k<1>", "k<2>"], cooperative=["k<1>"])
     emulator.launch("fake", "k<1>", (1, 1, 1), (1, 1, 1), ())
     with emulator.schedule(7):
         emulator.launch("fake", "k<1>", (1, 1, 1), (1, 1, 1), ())

@@ -6,13 +6,13 @@ import sys
 
 import pytest
 
-from onnx_cupy import cli
+from onnx_cupy.tools import cli
 
 
 def _without(monkeypatch, *modules: str) -> None:
     """Make `modules` unimportable and forget every module that imported them."""
     for name in list(sys.modules):
-        if name.split(".")[0] in modules or name in ("onnx_cupy.dask", "onnx_cupy.onnx_backend"):
+        if name.split(".")[0] in modules or name.endswith((".dask", ".onnx_backend")):
             monkeypatch.delitem(sys.modules, name)
     for name in modules:
         monkeypatch.setitem(sys.modules, name, None)

@@ -19,15 +19,18 @@ from util import (
 )
 
 import onnx_cupy
-from onnx_cupy import backends, conformance, hardmax, launch, run_node
-from onnx_cupy.plans import hardmax as hardmax_op
+from onnx_cupy import hardmax, run_node
+from onnx_cupy.core import execution, launcher
+from onnx_cupy.hardmax import kernel as hardmax_kernel
+from onnx_cupy.hardmax import plan as hardmax_op
+from onnx_cupy.tools import conformance
 
 DTYPE_IDS = [d.name for d in FLOAT_DTYPES]
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 
 
 def run(backend: str, x: np.ndarray, **kw) -> np.ndarray:
-    with backends.backend(backend):
+    with execution.backend(backend):
         return to_numpy(hardmax(to_backend(x, backend), **kw))
 
 
@@ -155,11 +158,11 @@ def test_ties_nan_inf_rules(backend, dtype, n):
     x = rows.astype(dtype)
     expected = np.zeros_like(x)
     expected[np.arange(len(idx)), idx] = 1
-    long_rows = n > 2 * hardmax_op.MIN_LANE_SPAN
-    assert (hardmax_op.plan(13, x.shape, x.dtype, -1).lanes > 1) == long_rows
+    long_rows = n > 2 * hardmax_kernel.MIN_LANE_SPAN
+    assert (hardmax_kernel.lanes(hardmax_op.plan(13, x.shape, x.dtype, -1)) > 1) == long_rows
     assert_same(run(backend, x), expected)
     xt = np.ascontiguousarray(x.T)  # the same rows along a strided middle axis (inner > 1)
-    assert (hardmax_op.plan(13, xt.shape, xt.dtype, 0).lanes > 1) == long_rows
+    assert (hardmax_kernel.lanes(hardmax_op.plan(13, xt.shape, xt.dtype, 0)) > 1) == long_rows
     assert_same(run(backend, xt, axis=0), np.ascontiguousarray(expected.T))
     if dtype != BF16:
         assert_same(run(backend, x, axis=1, opset=11), expected)
@@ -191,7 +194,7 @@ def test_strided_input_not_modified(backend, view, opset, rng):
     xb = to_backend(base, backend)
     for axis in range(3):
         x = view(xb)
-        with backends.backend(backend):
+        with execution.backend(backend):
             got = to_numpy(hardmax(x, axis=axis, opset=opset))
         assert_same(got, run("numpy", np.ascontiguousarray(to_numpy(x)), axis=axis, opset=opset))
     np.testing.assert_array_equal(to_numpy(xb), keep)
@@ -209,9 +212,9 @@ def test_empty(backend, shape, axis, opset):
 
 def test_out(backend, rng):
     x = to_backend(sample(rng, (3, 50, 4), np.float32), backend)
-    xp = np if backend != "cupy" else backends.cupy_module()
+    xp = np if backend != "cupy" else execution.cupy_module()
     out = xp.full(x.shape, 7, dtype=x.dtype)
-    with backends.backend(backend):
+    with execution.backend(backend):
         y = hardmax(x, axis=1, out=out)
     assert y is out
     assert_same(to_numpy(out), run("numpy", to_numpy(x), axis=1))
@@ -224,8 +227,8 @@ def test_64bit_offsets(monkeypatch):
     x = as_strided(buf, shape=(3, 5), strides=(2**30 * buf.itemsize, buf.itemsize))
     x[...] = [[1, 4, 4, 0, 2], [np.nan, 1, np.nan, 0, 0], [-1, -1, -np.inf, 3, 2]]
     expressions = []
-    real = launch.launch
-    monkeypatch.setattr(launch, "launch", lambda *a: (expressions.append(a[2]), real(*a)))
+    real = launcher.launch
+    monkeypatch.setattr(launcher, "launch", lambda *a: (expressions.append(a[2]), real(*a)))
     for v in (x, x[::-1], x[:, ::-1]):
         expected = run("numpy", np.ascontiguousarray(v), axis=-1)
         assert_same(run("emulated", v, axis=-1), expected)
@@ -255,7 +258,7 @@ def test_64bit_offsets(monkeypatch):
     ({"opset": 13.0}, (2, 3), TypeError, r"opset must be an int"),
 ])
 def test_bad_arguments(cpu_backend, kwargs, shape, error, match):
-    with backends.backend(cpu_backend), pytest.raises(error, match=match):
+    with execution.backend(cpu_backend), pytest.raises(error, match=match):
         hardmax(np.zeros(shape, np.float32), **kwargs)
 
 
@@ -267,12 +270,12 @@ def test_bad_arguments(cpu_backend, kwargs, shape, error, match):
     (BF16, 1, r"bfloat16 requires opset >= 13"),
 ])
 def test_bad_dtype(cpu_backend, dtype, opset, match):
-    with backends.backend(cpu_backend), pytest.raises(TypeError, match=match):
+    with execution.backend(cpu_backend), pytest.raises(TypeError, match=match):
         hardmax(np.zeros((2, 3), dtype), opset=opset)
 
 
 def test_bad_array_type(cpu_backend):
-    with backends.backend(cpu_backend), pytest.raises(TypeError, match=r"X must be a numpy"):
+    with execution.backend(cpu_backend), pytest.raises(TypeError, match=r"X must be a numpy"):
         hardmax([[1.0, 2.0]])
 
 
@@ -286,14 +289,14 @@ def test_bad_array_type(cpu_backend):
 ])
 def test_bad_out(cpu_backend, make_out, error, match):
     x = np.ones((2, 3), np.float32)
-    with backends.backend(cpu_backend), pytest.raises(error, match=match):
+    with execution.backend(cpu_backend), pytest.raises(error, match=match):
         hardmax(x, out=make_out(x))
 
 
 def test_run_node(cpu_backend, rng):
     x = sample(rng, (2, 3, 4), np.float32)
     node = helper.make_node("Hardmax", ["X"], ["Y"], axis=1)
-    with backends.backend(cpu_backend):
+    with execution.backend(cpu_backend):
         for opset in (1, 11, 13):
             (y,) = run_node(node, [x], opset=opset)
             assert_same(y, run("numpy", x, axis=1, opset=opset))

@@ -12,18 +12,19 @@ from numpy.lib.stride_tricks import as_strided
 from test_hardmax import _rule_rows, sample
 from util import FLOAT_DTYPES
 
-from onnx_cupy import backends, dtypes, emulator, hardmax, launch, loader
-from onnx_cupy.ops import hardmax as ops
-from onnx_cupy.plans import hardmax as hardmax_plans
+from onnx_cupy import hardmax
+from onnx_cupy.core import dtypes, emulator, execution, launcher, loader
+from onnx_cupy.hardmax import kernel as ops
+from onnx_cupy.hardmax import plan as hardmax_plans
 
 DTYPE_IDS = [d.name for d in FLOAT_DTYPES]
 
 
 def both(x, **kw):
     """(emulated, NumPy) results."""
-    with backends.backend("emulated"):
+    with execution.backend("emulated"):
         got = hardmax(x, **kw)
-    with backends.backend("numpy"):
+    with execution.backend("numpy"):
         expected = hardmax(x, **kw)
     return got, expected
 
@@ -44,7 +45,7 @@ def test_rows(dtype, n, rng, launches):
     vector = pack if n % pack == 0 else 1
     assert expression == f"hardmax_rows<{dtypes.FLOAT_TYPES[dtype.name][0]}, {vector}, int>"
     group = block[0]
-    assert group & (group - 1) == 0 and (block[1] == 1 or group * block[1] == launch.BLOCK)
+    assert group & (group - 1) == 0 and (block[1] == 1 or group * block[1] == launcher.BLOCK)
     assert grid[0] * block[1] >= x.shape[0]
 
 
@@ -55,12 +56,12 @@ def test_rows_tie_nan_inf_subnormal_rules(dtype, n, launches):
     x = rows.astype(dtype)
     expected = np.zeros_like(x)
     expected[np.arange(len(idx)), idx] = 1
-    with backends.backend("emulated"):
+    with execution.backend("emulated"):
         np.testing.assert_array_equal(hardmax(x).view(np.uint8), expected.view(np.uint8))
         xt = np.ascontiguousarray(x.T)
         np.testing.assert_array_equal(hardmax(xt, axis=0).view(np.uint8),
                                       np.ascontiguousarray(expected.T).view(np.uint8))
-    lanes = hardmax_plans.plan(13, xt.shape, xt.dtype, 0).lanes
+    lanes = ops.lanes(hardmax_plans.plan(13, xt.shape, xt.dtype, 0))
     assert launches[0][0].startswith("hardmax_rows<")
     assert launches[1][0].startswith("hardmax_cols<" if lanes == 1 else "hardmax_scan<")
 
@@ -72,7 +73,7 @@ def test_block_per_row_under_many_thread_orders(rng, launches):
     x[1, 7::300] = np.nan
     expected = both(x)[1]
     for seed in range(6):
-        with backends.backend("emulated"), emulator.schedule(seed):
+        with execution.backend("emulated"), emulator.schedule(seed):
             np.testing.assert_array_equal(hardmax(x), expected)
     (_, (grid, block)), *_ = launches
     assert block == (ops.MAX_ROW_GROUP, 1, 1) and grid == (3, 1, 1)
@@ -83,7 +84,7 @@ def test_block_per_row_under_many_thread_orders(rng, launches):
 def test_warp_groups_under_thread_orders(seed, rng):
     x = sample(rng, (70, 45), ml_dtypes.bfloat16)
     expected = both(x)[1]
-    with backends.backend("emulated"), emulator.schedule(seed):
+    with execution.backend("emulated"), emulator.schedule(seed):
         np.testing.assert_array_equal(hardmax(x).view(np.uint16), expected.view(np.uint16))
 
 
@@ -100,7 +101,7 @@ def test_columns(dtype, shape, axis, rng, launches):
 
 
 def test_columns_on_a_3d_grid(rng, monkeypatch, launches):
-    monkeypatch.setattr(launch, "MAX_GRID_YZ", 4)
+    monkeypatch.setattr(launcher, "MAX_GRID_YZ", 4)
     ops.launches.cache_clear()
     try:
         x = sample(rng, (200, 4, 9), np.float16)

@@ -11,7 +11,7 @@ import pytest
 from util import assert_close, random, to_numpy
 
 import onnx_cupy as oc
-from onnx_cupy import backends, emulator
+from onnx_cupy.core import emulator, execution
 
 POOL = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
 
@@ -52,20 +52,20 @@ class DLPack:
 @pytest.fixture
 def fake_cupy(monkeypatch):
     fake = FakeCupy()
-    monkeypatch.setattr(backends, "cupy_module", lambda: fake)
+    monkeypatch.setattr(execution, "cupy_module", lambda: fake)
     return fake
 
 
 def test_cuda_array_interface_goes_to_cupy_asarray(fake_cupy):
     x = CudaInterface()
-    assert backends.as_array(x, "AveragePool") == "as-cupy"
+    assert execution.as_array(x, "AveragePool") == "as-cupy"
     assert fake_cupy.calls == [("asarray", x)]
 
 
 @pytest.mark.parametrize("device_type", [2, 13])  # kDLCUDA, kDLCUDAManaged
 def test_cuda_dlpack_goes_to_cupy_from_dlpack(fake_cupy, device_type):
     x = DLPack(device_type)
-    assert backends.as_array(x, "Hardmax") == "from-dlpack"
+    assert execution.as_array(x, "Hardmax") == "from-dlpack"
     assert fake_cupy.calls == [("from_dlpack", x)]
 
 
@@ -79,13 +79,13 @@ def test_cpu_dlpack_becomes_numpy_without_copy(rng):
         def __dlpack_device__(self):
             return x.__dlpack_device__()
 
-    got = backends.as_array(CpuTensor(), "AveragePool")
+    got = execution.as_array(CpuTensor(), "AveragePool")
     assert isinstance(got, np.ndarray) and np.shares_memory(got, x)
     np.testing.assert_array_equal(oc.average_pool(CpuTensor(), **POOL), oc.average_pool(x, **POOL))
 
 
 def test_cuda_input_without_cupy_is_a_clear_type_error(monkeypatch):
-    monkeypatch.setattr(backends, "cupy_module", lambda: None)
+    monkeypatch.setattr(execution, "cupy_module", lambda: None)
     with pytest.raises(TypeError, match=r"AveragePool: X is a CUDA array \(CudaInterface\); install cupy"):
         oc.average_pool(CudaInterface(), kernel_shape=[1])
 
@@ -128,7 +128,7 @@ def test_concurrent_calls_compile_each_kernel_once(monkeypatch, tmp_path, rng):
         assert_close(y, oc.average_pool(x, **POOL))   # the NumPy path, summed in its own order
 
 
-gpu = pytest.mark.skipif(not backends.gpu_available(), reason="needs a visible GPU")
+gpu = pytest.mark.skipif(not execution.gpu_available(), reason="needs a visible GPU")
 
 
 @gpu
@@ -145,7 +145,7 @@ def test_non_default_stream_is_used():
 
 
 @gpu
-@pytest.mark.skipif(backends.gpu_available() and __import__("cupy").cuda.runtime.getDeviceCount() < 2,
+@pytest.mark.skipif(execution.gpu_available() and __import__("cupy").cuda.runtime.getDeviceCount() < 2,
                     reason="needs a second GPU")
 def test_output_on_the_input_device():
     import cupy as cp

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from onnx_cupy import cli, kernel_report, launch, loader, operators  # noqa: F401 (registers every family)
+from onnx_cupy.core import launcher, loader
+from onnx_cupy.tools import cli, kernel_report
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings (cuda-python) is not installed")
 needs_nvdisasm = pytest.mark.skipif(kernel_report.nvdisasm() is None,
@@ -68,7 +69,7 @@ def test_report_of_every_instantiation(family, arch):
         assert k.name.startswith("_Z") and k.arch == arch and k.family == family
         assert 0 < k.registers <= 255, k
         assert min(k.stack, k.spill_stores, k.spill_loads, k.shared) >= 0, k
-        assert k.block == loader.block_size(family, k.expression) in (launch.BLOCK, 512), k
+        assert k.block == loader.block_size(family, k.expression) in (launcher.BLOCK, 512), k
         assert 0 < k.occupancy <= 1, k
         if k.sass is not None:
             s = k.sass
@@ -82,7 +83,7 @@ def test_report_of_every_instantiation(family, arch):
 def test_block_size_registration():
     family = loader.families()[0]
     expression = loader.instantiations(family)[0]
-    assert loader.block_size(family, expression) == launch.BLOCK
+    assert loader.block_size(family, expression) == launcher.BLOCK
     with pytest.raises(ValueError, match="not a registered instantiation"):
         loader.register(family, [], threads={"no_such_kernel<float>": 128})
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import onnx_cupy
-from onnx_cupy import emulator, launch, loader
+from onnx_cupy.core import emulator, launcher, loader
 
 # NumPy scalar type -> the C type a field of that dtype must have
 C_TYPES = {
@@ -89,7 +89,8 @@ def _host_compile(family: str, extra: str) -> str | None:
     except RuntimeError as exc:
         pytest.skip(str(exc))
     shim = str(loader.KERNEL_DIR / "host_shim.h")
-    res = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-include", shim, "-x", "c++", "-"],
+    res = subprocess.run([cxx, *loader.options(family), "-fsyntax-only", "-include", shim, "-x",
+                          "c++", "-"],
                          input=loader.source(family) + extra, capture_output=True, text=True, check=False)
     return None if res.returncode == 0 else res.stderr
 
@@ -102,7 +103,7 @@ def _nvrtc_compile(family: str, extra: str) -> str | None:
                                          f"{family}.cu".encode(), 0, [], [])
     assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
     try:
-        options = [o.encode() for o in (*loader.NVRTC_OPTIONS, "--gpu-architecture=compute_80")]
+        options = [o.encode() for o in (*loader.options(family), "--gpu-architecture=compute_80")]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         if err == nvrtc.nvrtcResult.NVRTC_SUCCESS:
             return None
@@ -142,13 +143,13 @@ def test_launches_pass_single_structs(monkeypatch):
     """Every by-value kernel argument is a read-only NumPy array of size one whose dtype is a
     registered parameter block of the family (what CuPy passes by value); the rest are arrays."""
     seen = []
-    real = launch.launch
+    real = launcher.launch
 
     def record(backend, family, expression, work_items, args, shape=None):
         seen.append((family, args))
         real(backend, family, expression, work_items, args, shape)
 
-    monkeypatch.setattr(launch, "launch", record)
+    monkeypatch.setattr(launcher, "launch", record)
     x = np.arange(2 * 3 * 5 * 4, dtype=np.float32).reshape(2, 3, 5, 4)
     with onnx_cupy.backend("emulated"):
         onnx_cupy.average_pool(x, kernel_shape=[2, 2])

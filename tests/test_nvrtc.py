@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import onnx_cupy  # noqa: F401  (importing the package registers every kernel family)
-from onnx_cupy import kernel_report, loader
+from onnx_cupy.core import loader
+from onnx_cupy.tools import kernel_report
 
 nvrtc = pytest.importorskip("cuda.bindings.nvrtc",
                             reason="cuda.bindings (cuda-python) is not installed")
@@ -52,7 +53,7 @@ def test_hardmax_ranks_without_flush_to_zero():
         for expression in loader.instantiations(family):
             (err,) = nvrtc.nvrtcAddNameExpression(prog, expression.encode())
             assert err == OK, (expression, err)
-        options = [o.encode() for o in (*loader.NVRTC_OPTIONS, "-ftz=true",
+        options = [o.encode() for o in (*loader.options(family), "-ftz=true",
                                          "--gpu-architecture=compute_90")]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         assert err == OK, log_of(prog)

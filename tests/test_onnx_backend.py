@@ -16,7 +16,8 @@ from onnx.backend.test import BackendTest
 from util import assert_close, node_model
 
 import onnx_cupy
-from onnx_cupy import backends, emulator, onnx_backend
+from onnx_cupy import onnx_backend
+from onnx_cupy.core import emulator, execution
 from onnx_cupy.onnx_backend import OnnxCupyBackend
 
 NODE_TESTS = re.compile(r"^test_(averagepool|lppool|hardmax|resize)_")
@@ -66,7 +67,7 @@ def test_node_test_counts(tests):
 
 def test_supports_device():
     assert onnx_backend.supports_device("CPU")
-    assert onnx_backend.supports_device("CUDA") == backends.gpu_available()
+    assert onnx_backend.supports_device("CUDA") == execution.gpu_available()
     assert not onnx_backend.supports_device("TPU")
 
 

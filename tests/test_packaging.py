@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from onnx_cupy import loader
+from onnx_cupy.core import loader
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_FILES = sorted(p.name for p in (ROOT / "kernels").iterdir()
@@ -55,7 +55,7 @@ def test_installed_wheel_loads_its_kernels(wheel, tmp_path):
     """Unpacked as an install would lay it out, the package reads kernels from its own directory."""
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(tmp_path)
-    code = ("import onnx_cupy, onnx_cupy.loader as L; print(onnx_cupy.__file__); "
+    code = ("import onnx_cupy, onnx_cupy.core.loader as L; print(onnx_cupy.__file__); "
             "print(L.KERNEL_DIR); assert '#line 1 \"common.cuh\"' in L.source('pool')")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from onnx_cupy import conformance
+from onnx_cupy.tools import conformance
 
 CASES = {op: conformance.node_cases([op]) for op in ("AveragePool", "LpPool")}
 

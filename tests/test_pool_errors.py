@@ -1,4 +1,4 @@
-"""Bad inputs: the exception type and message, raised before any allocation or launch."""
+"""Bad inputs: the exception type and message, raised before any allocation or launcher."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +7,9 @@ from onnx import helper
 from util import BF16
 
 import onnx_cupy
-from onnx_cupy import arrays, average_pool, launch, lp_pool
-from onnx_cupy.fallback import pool as numpy_pool
+from onnx_cupy import average_pool, lp_pool
+from onnx_cupy.core import arrays, launcher
+from onnx_cupy.pool import numpy as numpy_pool
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
 X = np.random.default_rng(7).uniform(-2, 3, (1, 2, 5, 5)).astype(np.float32)
@@ -105,7 +106,7 @@ def no_work(monkeypatch):
         return fail
 
     monkeypatch.setattr(arrays, "output", forbidden("arrays.output (allocation)"))
-    monkeypatch.setattr(launch, "launch", forbidden("launch.launch"))
+    monkeypatch.setattr(launcher, "launch", forbidden("launcher.launch"))
     monkeypatch.setattr(numpy_pool, "run", forbidden("numpy fallback run"))
 
 
@@ -159,5 +160,6 @@ def test_run_node_attribute_the_operator_never_defines(attribute, no_work):
 
 
 def test_no_work_guard_is_live(cpu_backend, no_work):
-    with onnx_cupy.backend(cpu_backend), pytest.raises(AssertionError, match=r"arrays.output"):
+    with onnx_cupy.backend(cpu_backend), pytest.raises(AssertionError,
+                                                       match=r"called before validation failed"):
         lp_pool(X, kernel_shape=[2, 2])

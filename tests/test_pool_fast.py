@@ -10,9 +10,10 @@ import pytest
 from util import FLOAT_DTYPES, assert_close, random
 
 import onnx_cupy
-from onnx_cupy import average_pool, dtypes, launch, loader, lp_pool
-from onnx_cupy.ops import pool as kernel_pool
-from onnx_cupy.plans import pool as pool_plans
+from onnx_cupy import average_pool, lp_pool
+from onnx_cupy.core import dtypes, launcher, loader
+from onnx_cupy.pool import kernel as kernel_pool
+from onnx_cupy.pool import plan as pool_plans
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
 SPATIAL = {1: (29,), 2: (11, 13), 3: (5, 7, 9)}
@@ -38,9 +39,12 @@ def assert_same_bits(got, expected):
     np.testing.assert_array_equal(got.view(bits), expected.view(bits))
 
 
+ENUM = {0: "oc::PoolMode::average", 1: "oc::PoolMode::l1", 2: "oc::PoolMode::l2"}  # by p
+
+
 def fast_expression(dtype, mode, rank, window=(0, 0)):
     storage, acc, _ = dtypes.FLOAT_TYPES[np.dtype(dtype).name]
-    return f"pool_fast<{storage}, {acc}, {mode}, {rank}, {window[0]}, {window[1]}>"
+    return f"pool_fast<{storage}, {acc}, {ENUM[mode]}, {rank}, {window[0]}, {window[1]}>"
 
 
 COMPILED = {(2, 2), (3, 1), (3, 2)}  # last-axis (kernel size, stride) compiled in, 2-D only
@@ -230,7 +234,7 @@ def test_planes_loop_past_the_grid(limits, monkeypatch, launches, rng):
     lower grid-y limit or thread target; 65535 and 2**19 in production). N and C swapped in
     memory: a plane's offset needs both n and c."""
     for name, value in limits.items():
-        monkeypatch.setattr(launch if name == "MAX_GRID_YZ" else kernel_pool, name, value)
+        monkeypatch.setattr(launcher if name == "MAX_GRID_YZ" else kernel_pool, name, value)
     kernel_pool.fast_kernel_args.cache_clear()
     try:
         x = random(rng, (151, 7, 3, 9), np.float32).transpose(1, 0, 2, 3)
@@ -270,7 +274,7 @@ def test_generic_path_at_the_boundaries(launches, rng):
     # reach (largest offset plus a dilation step) exactly at and just past 2**31 - 1
     pl = pool_plans.prepare("AveragePool", (2, 1, 5), np.float16, 22, kernel_shape=[2])
     limit = dtypes.INT32_LIMIT - 5
-    assert pl.reach((limit, 5, 1)) == dtypes.INT32_LIMIT
+    assert kernel_pool.reach(pl, (limit, 5, 1)) == dtypes.INT32_LIMIT
     assert kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), (limit, 5, 1)) is not None
     assert kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), (limit + 1, 5, 1)) is None
 
@@ -282,7 +286,7 @@ def test_divider_is_exact():
     divisors = [1, 2, 3, 5, 7, 255, 256, 257, 65535, 65536, 65537, 2**30 - 1, 2**30, 2**30 + 1,
                 2**31 - 2, 2**31 - 1, *rng.integers(1, 2**31, 200).tolist()]
     for d in divisors:
-        mul, shift = launch.divider(d)
+        mul, shift = launcher.divider(d)
         assert 0 < mul < 2**32 and 0 <= shift <= 31
         for n in [0, 1, d - 1, d, d + 1, 2 * d - 1, 2**31 - 1, *rng.integers(0, 2**31, 50).tolist()]:
             if 0 <= n < 2**31:
@@ -290,4 +294,4 @@ def test_divider_is_exact():
                 assert t + n < 2**32 and (t + n) >> shift == n // d, (n, d)
     for bad in (0, 2**31):
         with pytest.raises(ValueError, match=f"divisor {bad}"):
-            launch.divider(bad)
+            launcher.divider(bad)

@@ -7,8 +7,9 @@ import pytest
 from util import FLOAT_DTYPES, assert_close, random, to_backend, to_numpy
 
 import onnx_cupy
-from onnx_cupy import average_pool, dtypes, launch, lp_pool
-from onnx_cupy.fallback import pool as numpy_pool
+from onnx_cupy import average_pool, lp_pool
+from onnx_cupy.core import dtypes, launcher
+from onnx_cupy.pool import numpy as numpy_pool
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
 
@@ -165,13 +166,13 @@ def test_bad_out_raises(op, backend, rng):
 def expressions(monkeypatch):
     """Kernel name expressions launched during the test (launches still run)."""
     seen = []
-    real = launch.launch
+    real = launcher.launch
 
     def spy(backend, family, expression, work_items, args, shape=None):
         seen.append(expression)
         return real(backend, family, expression, work_items, args, shape)
 
-    monkeypatch.setattr(launch, "launch", spy)
+    monkeypatch.setattr(launcher, "launch", spy)
     return seen
 
 
@@ -213,13 +214,13 @@ def test_kernel_one_with_huge_dilation(cpu_backend, rng):
 
 def test_huge_output_grid_stride_uses_64_bit_indices(monkeypatch):
     """A grid-stride loop index passes the output size by up to one grid of threads
-    (launch.MAX_BLOCKS * launch.BLOCK): near 2**31 outputs, that no longer fits an int even
+    (launcher.MAX_BLOCKS * launcher.BLOCK): near 2**31 outputs, that no longer fits an int even
     though every offset does. Four spatial axes: the generic kernel. Virtual memory only: the
     launch is recorded, not run."""
     seen = []
-    monkeypatch.setattr(launch, "launch", lambda *args: seen.append(args[2]))
-    for total, bits in ((2**31 - 1 - launch.MAX_BLOCKS * launch.BLOCK, "int"),
-                        (2**31 - launch.MAX_BLOCKS * launch.BLOCK, "long long")):
+    monkeypatch.setattr(launcher, "launch", lambda *args: seen.append(args[2]))
+    for total, bits in ((2**31 - 1 - launcher.MAX_BLOCKS * launcher.BLOCK, "int"),
+                        (2**31 - launcher.MAX_BLOCKS * launcher.BLOCK, "long long")):
         shape = (total, 1, 1, 1, 1, 1)
         y = run("AveragePool", np.empty(shape, np.float16), "emulated", kernel_shape=[1] * 4)
         assert y.shape == shape

@@ -13,15 +13,17 @@ from onnx import helper
 from util import node_model, onnxruntime, reference, to_backend, to_numpy
 
 import onnx_cupy
-from onnx_cupy import backends, conformance, launch, loader, resize, run_node
-from onnx_cupy.ops import resize as resize_kernel
-from onnx_cupy.plans import resize as resize_op
+from onnx_cupy import resize, run_node
+from onnx_cupy.core import execution, launcher, loader
+from onnx_cupy.resize import kernel as resize_kernel
+from onnx_cupy.resize import plan as resize_op
+from onnx_cupy.tools import conformance
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::DeprecationWarning")
 
 
 def run(backend: str, x: np.ndarray, *args, **kw) -> np.ndarray:
-    with backends.backend(backend):
+    with execution.backend(backend):
         return to_numpy(resize(to_backend(x, backend), *args, **kw))
 
 
@@ -50,12 +52,12 @@ def test_exported_and_registered():
 def test_paths(monkeypatch):
     """NumPy arrays run the fallback (no kernel launch) unless a backend is forced."""
     seen = []
-    monkeypatch.setattr(launch, "launch", lambda *a, _real=launch.launch: (seen.append(a[0]),
+    monkeypatch.setattr(launcher, "launch", lambda *a, _real=launcher.launch: (seen.append(a[0]),
                                                                             _real(*a)))
     x = np.ones((2, 3), np.float32)
     resize(x, scales=[2, 2], mode="linear")
     assert seen == []
-    with backends.backend("emulated"):
+    with execution.backend("emulated"):
         resize(x, scales=[2, 2], mode="linear")
     assert seen == ["emulated"]
 
@@ -328,7 +330,7 @@ def test_strings_numpy_only(dtype):
     got = resize(x, scales=[1, 2])
     np.testing.assert_array_equal(got, x.repeat(2, axis=1))
     assert got.dtype == x.dtype
-    with backends.backend("emulated"), pytest.raises(TypeError, match="string tensors run on the "
+    with execution.backend("emulated"), pytest.raises(TypeError, match="string tensors run on the "
                                                                       "NumPy backend only"):
         resize(x, scales=[1, 2])
 
@@ -347,7 +349,7 @@ def test_large_offsets_use_64bit_indices(cpu_backend, monkeypatch):
     for i in np.concatenate([near, lo, lo + 1]):
         x[0, 0, i] = i % 97 - 40
     seen = []
-    monkeypatch.setattr(launch, "launch", lambda *a, _real=launch.launch: (seen.append(a[2]),
+    monkeypatch.setattr(launcher, "launch", lambda *a, _real=launcher.launch: (seen.append(a[2]),
                                                                             _real(*a)))
     got = run(cpu_backend, x, sizes=[1, 1, m])
     np.testing.assert_array_equal(got[0, 0], x[0, 0, near])
@@ -386,7 +388,7 @@ def test_misaligned_arrays(backend):
     np.testing.assert_array_equal(run(backend, x, scales=[1, 2]), expected)
     if backend == "emulated":
         out = np.zeros(33, np.float32)[1:].view(np.complex64).reshape(2, 8)
-        with backends.backend(backend), pytest.raises(ValueError, match="out must be aligned to "
+        with execution.backend(backend), pytest.raises(ValueError, match="out must be aligned to "
                                                                         "8 bytes"):
             resize(x, scales=[1, 2], out=out)
 
@@ -430,9 +432,9 @@ def test_inputs_never_modified(backend, rng):
 
 def test_out(backend, rng):
     x = rng.uniform(size=(2, 3)).astype(np.float32)
-    xp = backends.cupy_module() if backend == "cupy" else np
+    xp = execution.cupy_module() if backend == "cupy" else np
     out = xp.empty((4, 6), dtype=np.float32)
-    with backends.backend(backend):
+    with execution.backend(backend):
         y = resize(to_backend(x, backend), scales=[2, 2], mode="linear", out=out)
     assert y is out
     np.testing.assert_allclose(to_numpy(out), run("numpy", x, scales=[2, 2], mode="linear"),
@@ -461,7 +463,7 @@ def test_run_node_versions(backend, rng):
     xb = to_backend(x, backend)
     scales = np.array([1, 1, 2, 0.5], np.float32)
     node = helper.make_node("Resize", ["X", "scales"], ["Y"], mode="linear")
-    with backends.backend(backend):
+    with execution.backend(backend):
         (y10,) = run_node(node, [xb, scales], opset=10)
         node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], mode="nearest",
                                 axes=[3, 2])

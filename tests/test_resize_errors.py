@@ -6,8 +6,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from onnx_cupy import arrays, backends, launch, resize
-from onnx_cupy.plans import resize as resize_op
+from onnx_cupy import resize
+from onnx_cupy.core import arrays, execution, launcher
+from onnx_cupy.resize import plan as resize_op
 
 X4 = np.ones((1, 2, 3, 4), dtype=np.float32)
 S4 = np.array([1, 1, 2, 2], dtype=np.float32)
@@ -136,12 +137,12 @@ def no_work(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("allocated or launched before the error")
     monkeypatch.setattr(arrays, "output", forbidden)
-    monkeypatch.setattr(launch, "launch", forbidden)
+    monkeypatch.setattr(launcher, "launch", forbidden)
 
 
 @pytest.mark.parametrize("kwargs,exc,match", CASES)
 def test_bad_inputs_and_attributes(cpu_backend, no_work, kwargs, exc, match):
-    with backends.backend(cpu_backend), pytest.raises(exc, match=match):
+    with execution.backend(cpu_backend), pytest.raises(exc, match=match):
         resize(X4, **kwargs)
 
 
@@ -184,20 +185,20 @@ BAD_X = [
 
 @pytest.mark.parametrize("x,kwargs,exc,match", BAD_X)
 def test_bad_x(cpu_backend, no_work, x, kwargs, exc, match):
-    with backends.backend(cpu_backend), pytest.raises(exc, match=match):
+    with execution.backend(cpu_backend), pytest.raises(exc, match=match):
         resize(x, **kwargs)
 
 
 def test_string_input_on_kernel_path(no_work):
     """Strings have no kernel: the dispatch refuses them on the emulated (and CuPy) path."""
-    with backends.backend("emulated"), pytest.raises(
+    with execution.backend("emulated"), pytest.raises(
             TypeError, match="string tensors run on the NumPy backend only \\(got dtype <U2 on "
                              "backend 'emulated'\\)"):
         resize(np.array(["ab", "c"]), scales=[2])
 
 
 def test_forced_cupy_backend_on_numpy_input(no_work):
-    with backends.backend("cupy"), pytest.raises(TypeError, match="backend 'cupy' needs a "
+    with execution.backend("cupy"), pytest.raises(TypeError, match="backend 'cupy' needs a "
                                                                    "cupy.ndarray input"):
         resize(X4, scales=S4)
 
@@ -211,14 +212,14 @@ def test_forced_cupy_backend_on_numpy_input(no_work):
     ([0.0], TypeError, "out must be a ndarray like X"),
 ])
 def test_bad_out(cpu_backend, monkeypatch, out, exc, match):
-    monkeypatch.setattr(launch, "launch", lambda *a: pytest.fail("launched"))
-    with backends.backend(cpu_backend), pytest.raises(exc, match=match):
+    monkeypatch.setattr(launcher, "launch", lambda *a: pytest.fail("launched"))
+    with execution.backend(cpu_backend), pytest.raises(exc, match=match):
         resize(X4, scales=S4, out=out)
 
 
 def test_out_overlapping_x(cpu_backend):
     buf = np.zeros(64, np.float32)
-    with backends.backend(cpu_backend), pytest.raises(ValueError, match="out overlaps the input"):
+    with execution.backend(cpu_backend), pytest.raises(ValueError, match="out overlaps the input"):
         resize(buf[:8].reshape(2, 4), scales=[2, 2], out=buf[:32].reshape(4, 8))
 
 

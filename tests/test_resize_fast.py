@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from util import BF16, TOL
 
-from onnx_cupy import backends, launch, resize
-from onnx_cupy.ops import resize as resize_kernel
-from onnx_cupy.plans import resize as resize_op
+from onnx_cupy import resize
+from onnx_cupy.core import execution, launcher
+from onnx_cupy.resize import kernel as resize_kernel
+from onnx_cupy.resize import plan as resize_op
 
 RESIZED, KEPT = resize_kernel.RESIZED, resize_kernel.KEPT
 
@@ -35,7 +36,7 @@ def emulated(x: np.ndarray, monkeypatch=None, **kw) -> np.ndarray:
     with monkeypatch.context() if monkeypatch else _null() as m:
         if m is not None:
             m.setattr(resize_kernel, "fast_args", lambda *a: None)
-        with backends.backend("emulated"):
+        with execution.backend("emulated"):
             return resize(x, **kw)
 
 
@@ -186,7 +187,7 @@ def test_rows_past_the_grid_y_limit(monkeypatch, launches):
     its batch item and row."""
     rng = np.random.default_rng(12)
     resize_kernel.fast_args.cache_clear()
-    monkeypatch.setattr(launch, "MAX_GRID_YZ", 2)
+    monkeypatch.setattr(launcher, "MAX_GRID_YZ", 2)
     try:
         for shape, scales, walk in [((2, 9, 11, 3), [1, 2, 2, 1], KEPT),
                                     ((61, 3, 9), [1, 1.9, 0.6], RESIZED)]:
@@ -257,11 +258,11 @@ def test_fast_args_limits(monkeypatch):
     assert fast.geom["walk"] == 3 and fast.geom["walk_stride"] == 1 and fast.geom["rows"] == 140
     assert resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30)) is None
     resize_kernel.fast_args.cache_clear()
-    monkeypatch.setattr(launch, "MAX_GRID_YZ", 9)
+    monkeypatch.setattr(launcher, "MAX_GRID_YZ", 9)
     try:
         assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)).shape[0] == (1, 9, 4)
         resize_kernel.fast_args.cache_clear()
-        monkeypatch.setattr(launch, "MAX_GRID_YZ", 5)
+        monkeypatch.setattr(launcher, "MAX_GRID_YZ", 5)
         assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # z: 6 > 5
     finally:
         resize_kernel.fast_args.cache_clear()
@@ -272,7 +273,7 @@ def test_grid_stride_loop(monkeypatch, launches):
     rng = np.random.default_rng(11)
     x = sample(rng, (2, 3, 1500), np.dtype(np.float32))
     resize_kernel.fast_args.cache_clear()
-    monkeypatch.setattr(launch, "MAX_BLOCKS", 1)
+    monkeypatch.setattr(launcher, "MAX_BLOCKS", 1)
     try:
         for mode in ("nearest", "linear"):
             check(x, launches, monkeypatch, walk=RESIZED, scales=[1, 1.5, 1.9], mode=mode)
@@ -285,7 +286,7 @@ def test_grid_stride_loop(monkeypatch, launches):
 
 def test_empty_output_launches_nothing(launches):
     x = np.ones((0, 3, 4), np.float32)
-    with backends.backend("emulated"):
+    with execution.backend("emulated"):
         y = resize(x, scales=[1, 2, 2], mode="linear")
     assert y.shape == (0, 6, 8) and launches == []
 

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from util import BF16, FLOAT_DTYPES, TOL, node_model, reference, to_backend, to_numpy
 
-from onnx_cupy import backends, resize
-from onnx_cupy.fallback import resize as numpy_resize
+from onnx_cupy import resize
+from onnx_cupy.core import execution
+from onnx_cupy.resize import numpy as numpy_resize
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::DeprecationWarning")
 
@@ -96,7 +97,7 @@ class Case:
             return reference(self.model(x.dtype), {"X": x, **self.inputs})[0]
 
     def run(self, x: np.ndarray, backend: str) -> np.ndarray:
-        with backends.backend(backend):
+        with execution.backend(backend):
             return to_numpy(resize(to_backend(x, backend), opset=self.opset, **self.attrs,
                                    **{k: to_backend(v, backend) for k, v in self.inputs.items()}))
 

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from onnx_cupy import backends
+from onnx_cupy.core import execution
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOAT_DTYPES = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
@@ -26,12 +26,12 @@ def random(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, low: fl
 
 def to_backend(x: Any, backend: str) -> Any:
     if backend == "cupy" and isinstance(x, np.ndarray):
-        return backends.cupy_module().asarray(x)
+        return execution.cupy_module().asarray(x)
     return x
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    return x if isinstance(x, np.ndarray) else backends.cupy_module().asnumpy(x)
+    return x if isinstance(x, np.ndarray) else execution.cupy_module().asnumpy(x)
 
 
 def assert_close(got: Any, expected: np.ndarray, dtype: Any = None, scale: float = 1.0) -> None:

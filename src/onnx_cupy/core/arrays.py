@@ -1,0 +1,132 @@
+"""Array helpers every family uses: the output array (`out=` checked or a new one), element
+strides, strided views merged into fewer axes, addresses and offsets."""
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any
+
+import numpy as np
+
+from .execution import cupy_module
+
+
+def module_of(backend: str) -> Any:
+    """The array module of an execution path: cupy for 'cupy', numpy otherwise."""
+    return cupy_module() if backend == "cupy" else np
+
+
+def on_device(x: Any, backend: str) -> contextlib.AbstractContextManager[Any]:
+    """Context that makes `x`'s GPU current (allocation and launch follow the input's device)."""
+    return x.device if backend == "cupy" else contextlib.nullcontext()
+
+
+def address(a: Any) -> int:
+    """The address of an array's first element (host or device)."""
+    return a.ctypes.data if isinstance(a, np.ndarray) else a.data.ptr
+
+
+@functools.lru_cache(maxsize=1024)
+def _in_elements(strides: tuple[int, ...], item: int) -> tuple[int, ...] | None:
+    """Byte strides as element strides, or None if one is not a whole number of elements."""
+    if any(s % item for s in strides):
+        return None
+    return tuple(s // item for s in strides)
+
+
+def element_strides(x: Any) -> tuple[Any, tuple[int, ...]]:
+    """(array, strides in elements); copies only arrays whose byte strides are not whole elements."""
+    strides = _in_elements(x.strides, x.dtype.itemsize)
+    if strides is None:
+        x = x.copy()
+        strides = _in_elements(x.strides, x.dtype.itemsize)
+    return x, strides
+
+
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of a C-contiguous array of `shape`."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """`a` as a C-contiguous array that cannot be written (cached host tables)."""
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
+
+
+def max_offset(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Largest |element offset| reachable from the first element of a strided view."""
+    return sum(abs(s) * (n - 1) for n, s in zip(shape, strides) if n > 0)
+
+
+def merge_axes(shape: tuple[int, ...], strides: tuple[int, ...], keep: frozenset[int] = frozenset()
+               ) -> list[tuple[int, int, int | None]]:
+    """The view as fewer axes: (length, element stride, axis) per axis left, where each run of
+    axes not in `keep` that one stride walks (row-major) becomes one axis (axis None), axes of
+    length 1 outside `keep` are dropped, and each axis in `keep` stays as it is."""
+    merged: list[tuple[int, int, int | None]] = []
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        if d in keep:
+            merged.append((n, s, d))
+        elif n == 1:
+            continue
+        elif merged and merged[-1][2] is None and merged[-1][1] == s * n:
+            merged[-1] = (merged[-1][0] * n, s, None)
+        else:
+            merged.append((n, s, None))
+    return merged
+
+
+def merged_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
+    """(length, element stride) of these axes walked as one, or None where no single stride
+    walks them (length-1 axes aside; (1, 0) for none)."""
+    merged = merge_axes(shape, strides)
+    if len(merged) > 1:
+        return None
+    return merged[0][:2] if merged else (1, 0)
+
+
+def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: str, op: str) -> Any:
+    """The output array on `x`'s device: a caller-supplied `out` checked (type, shape, dtype,
+    C-contiguous, device, no overlap with `x`) or a new C-contiguous array. Called after all
+    validation, before any launch."""
+    xp = module_of(backend)
+    if out is None:
+        with on_device(x, backend):
+            return xp.empty(shape, dtype=dtype)
+    if type(out) is not type(x):
+        raise TypeError(f"{op}: out must be a {type(x).__name__} like X, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"{op}: out has shape {tuple(out.shape)}, expected {tuple(shape)}")
+    if out.dtype != dtype:
+        raise TypeError(f"{op}: out has dtype {out.dtype}, expected {np.dtype(dtype)}")
+    if not out.flags.c_contiguous:
+        raise ValueError(f"{op}: out must be C-contiguous")
+    if backend == "cupy" and out.device.id != x.device.id:
+        raise ValueError(f"{op}: out is on device {out.device.id}, X on device {x.device.id}")
+    if (_overlap(out, x) if backend == "cupy" else np.may_share_memory(out, x)):
+        raise ValueError(f"{op}: out overlaps the input X")
+    return out
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    """Byte-range overlap test for device arrays (conservative)."""
+    if a.size == 0 or b.size == 0:
+        return False
+
+    def span(v: Any) -> tuple[int, int]:
+        lo = hi = v.data.ptr
+        for n, s in zip(v.shape, v.strides):
+            if s < 0:
+                lo += s * (n - 1)
+            else:
+                hi += s * (n - 1)
+        return lo, hi + v.dtype.itemsize
+
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1

@@ -1,0 +1,197 @@
+"""The emulated path: kernels/<family>.cu compiled by the host C++ compiler through host_shim.h,
+one shared library per instantiation (built on first use, cached on disk), and launched with the
+same grid, block and arguments as the CUDA path, on NumPy buffers. Kernels with barriers, shared memory or warp collectives run
+cooperatively: a block's threads switch at each synchronization point, in a seeded random order
+(`schedule`), so that a missing barrier shows."""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import ctypes
+import hashlib
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import loader
+
+CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-w")
+_lock = threading.Lock()
+_libraries: dict[tuple[str, str], Module] = {}
+_seed: contextvars.ContextVar[int] = contextvars.ContextVar("onnx_cupy_emulator_seed", default=0)
+
+
+def compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        raise RuntimeError("the emulated backend needs a host C++ compiler (g++), none found")
+    return cxx
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("ONNX_CUPY_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "onnx-cupy"
+    )
+    path = Path(root) / "emulator"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _translation_unit(source: str, expressions: Sequence[str]) -> str:
+    lines = [source]
+    for i, expr in enumerate(expressions):
+        lines.append(
+            f'extern "C" int oc_launch_{i}(const unsigned int* g, const unsigned int* b, void** a, '
+            f"int cooperative, unsigned long long seed, const unsigned long long* shared, "
+            f"int n_shared) {{ return oc_emulate(&{expr}, g, b, a, cooperative, seed, shared, "
+            f"n_shared); }}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+ERRORS = {1: "deadlock: threads wait at a __syncthreads or warp collective that others never reach",
+          2: "a warp collective's mask names a lane that has exited",
+          3: "the kernel synchronizes (__syncthreads or a warp collective) but was launched "
+             "sequentially: register it with loader.register(..., cooperative=...)"}
+
+
+class Module:
+    """A compiled emulation library: launches its kernels on NumPy buffers."""
+
+    def __init__(self, name: str, so: Path, expressions: Sequence[str]) -> None:
+        self.name = name
+        self._lib = ctypes.CDLL(str(so))
+        self._functions = {e: getattr(self._lib, f"oc_launch_{i}") for i, e in enumerate(expressions)}
+        for fn in self._functions.values():
+            fn.restype = ctypes.c_int
+        self._shared = _shared_storage(so, self._lib)
+
+    def launch(self, expression: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: tuple, cooperative: bool = False, seed: int = 0) -> None:
+        """Run `expression` over `grid` x `block`: each block's threads one after another, or,
+        if `cooperative`, as contexts switching at barriers and warp collectives in an order
+        drawn from `seed`."""
+        fn = self._functions[expression]
+        keep: list = []
+        ptrs = (ctypes.c_void_p * len(args))(*[_arg_pointer(a, keep) for a in args])
+        err = fn((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), ptrs,
+                 ctypes.c_int(bool(cooperative)), ctypes.c_ulonglong(seed % 2**64),
+                 ctypes.c_void_p(self._shared.ctypes.data), ctypes.c_int(self._shared.size // 2))
+        if err:
+            raise RuntimeError(f"{self.name}: {expression} over grid {tuple(grid)}, block "
+                               f"{tuple(block)}: {ERRORS.get(err, f'error {err}')}")
+
+
+def build(source: str, expressions: Sequence[str], name: str = "kernels",
+          defines: Mapping[str, int | str] | None = None) -> Module:
+    """Compile CUDA `source` (kernels/ on the include path) with the host compiler through
+    host_shim.h, with the instantiations `expressions` and the macros `defines`; cached on disk
+    per source text."""
+    code = _translation_unit(source, expressions)
+    shim = (loader.KERNEL_DIR / "host_shim.h").read_text()
+    cxx = compiler()
+    flags = [*CXX_FLAGS, *(f"-D{k}={v}" for k, v in (defines or {}).items())]
+    key = hashlib.sha256("\0".join([code, shim, cxx, *flags]).encode()).hexdigest()[:24]
+    so = _cache_dir() / f"{name}-{key}.so"
+    if not so.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / f"{name}_emulated.cpp"
+            src.write_text(code)
+            out = Path(tmp) / so.name
+            cmd = [cxx, *flags, "-I", str(loader.KERNEL_DIR), "-include",
+                   str(loader.KERNEL_DIR / "host_shim.h"), str(src), "-o", str(out)]
+            res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if res.returncode != 0:
+                raise RuntimeError(f"host compile of {name} failed:\n{res.stderr}")
+            os.replace(out, so)  # atomic: concurrent builders never see a partial file
+    return Module(name, so, expressions)
+
+
+def _shared_storage(so: Path, lib: ctypes.CDLL) -> np.ndarray:
+    """(address, size) pairs of the library's __shared__ variables: the zero-initialized function
+    statics (the only statics CUDA device code declares) of its ELF symbol table."""
+    data = so.read_bytes()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    symbols: dict[str, tuple[int, int, int]] = {}
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != 2:  # SHT_SYMTAB
+            continue
+        names = sections[link][4]
+        for at in range(offset, offset + size, entsize):
+            name_at, _, _, shndx, value, length = struct.unpack_from("<IBBHQQ", data, at)
+            name = data[names + name_at:data.index(b"\0", names + name_at)].decode()
+            symbols[name] = (value, length, shndx)
+    base = ctypes.cast(lib.oc_launch_0, ctypes.c_void_p).value - symbols["oc_launch_0"][0]
+    bss = {i for i, section in enumerate(sections) if section[1] == 8}  # SHT_NOBITS
+    pairs = [(base + value, length) for name, (value, length, shndx) in symbols.items()
+             if name.startswith("_ZZ") and shndx in bss]
+    return np.array(pairs, dtype=np.uint64).reshape(-1)
+
+
+def build_file(path: str | os.PathLike[str], expressions: Sequence[str]) -> Module:
+    """`build` for the CUDA source file at `path` (with the loader's common defines)."""
+    path = Path(path)
+    return build(f'#line 1 "{path.name}"\n' + path.read_text(), expressions, path.stem,
+                 loader.COMMON_DEFINES)
+
+
+def library(family: str, expression: str) -> Module:
+    """The emulation library of one instantiation of kernels/<family>.cu: built on first use
+    (once per source text, cached on disk), loaded once per process."""
+    key = (family, expression)
+    lib = _libraries.get(key)
+    if lib is not None:
+        return lib
+    if expression not in loader.instantiations(family):
+        raise ValueError(f"{family}: {expression!r} is not a registered instantiation")
+    with _lock:
+        if key not in _libraries:
+            _libraries[key] = build(loader.source(family), [expression], family,
+                                    loader.defines(family))
+        return _libraries[key]
+
+
+@contextlib.contextmanager
+def schedule(seed: int) -> Iterator[None]:
+    """Inside the block, cooperative launches order their threads by `seed` (default 0)."""
+    token = _seed.set(int(seed))
+    try:
+        yield
+    finally:
+        _seed.reset(token)
+
+
+def _arg_pointer(arg: Any, keep: list) -> int:
+    if isinstance(arg, np.ndarray) and arg.dtype.names is None:
+        holder = ctypes.c_void_p(arg.ctypes.data)   # device-pointer argument
+    elif isinstance(arg, np.ndarray):
+        holder = arg                                 # struct passed by value: its bytes
+        keep.append(holder)
+        return arg.ctypes.data
+    elif isinstance(arg, np.generic):
+        holder = np.array(arg)                       # scalar passed by value
+        keep.append(holder)
+        return holder.ctypes.data
+    else:
+        raise TypeError(f"unsupported kernel argument {type(arg).__name__}")
+    keep.append(holder)
+    return ctypes.addressof(holder)
+
+
+def launch(family: str, expression: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+           args: tuple) -> None:
+    """Run `expression` of kernels/<family>.cu over `grid` x `block` on the CPU, cooperatively
+    (in the order of the current `schedule`) where the family registered it so."""
+    library(family, expression).launch(expression, grid, block, args,
+                                       loader.cooperative(family, expression), _seed.get())

@@ -1,0 +1,139 @@
+"""Execution paths: 'numpy' (vectorized NumPy), 'emulated' (the CUDA kernels compiled by the host
+C++ compiler and run on the CPU) and 'cupy' (the CUDA kernels on the GPU). The input's array type
+picks the path unless `backend(...)` forces one; this module also moves arrays between paths.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+BACKENDS = ("numpy", "emulated", "cupy")
+_forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_backend", default=None)
+
+
+@functools.cache
+def cupy_module() -> Any | None:
+    """The cupy module if importable, else None."""
+    try:
+        import cupy
+    except Exception:  # noqa: BLE001 (ImportError, or a broken CUDA install)
+        return None
+    return cupy
+
+
+def gpu_available() -> bool:
+    cp = cupy_module()
+    if cp is None:
+        return False
+    try:
+        return cp.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 (no driver, or a driver too old: no usable GPU)
+        return False
+
+
+def default_backend() -> str:
+    """'cupy' when a GPU is visible, 'numpy' otherwise."""
+    return "cupy" if gpu_available() else "numpy"
+
+
+def forced() -> str | None:
+    """The backend forced by an enclosing `backend(...)` block, if any."""
+    return _forced.get()
+
+
+@contextlib.contextmanager
+def backend(name: str) -> Iterator[None]:
+    """Force an execution path inside the ``with`` block.
+
+    Parameters
+    ----------
+    name : {"numpy", "emulated", "cupy"}
+        ``numpy``: the vectorized NumPy path; ``emulated``: the CUDA kernels compiled by the host
+        C++ compiler and run on the CPU, on NumPy arrays; ``cupy``: the CUDA kernels on the GPU,
+        on CuPy arrays. Outside any block the input's array type picks ``numpy`` or ``cupy``.
+
+    Raises
+    ------
+    ValueError
+        An unknown path name.
+
+    Examples
+    --------
+    >>> import numpy as np, onnx_cupy as oc
+    >>> x = np.arange(8, dtype=np.float32).reshape(1, 1, 8)
+    >>> with oc.backend("numpy"):
+    ...     oc.average_pool(x, kernel_shape=[2], strides=[2])
+    array([[[0.5, 2.5, 4.5, 6.5]]], dtype=float32)
+    """
+    if name not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
+    token = _forced.set(name)
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+def is_cupy_array(x: Any) -> bool:
+    cp = cupy_module()
+    return cp is not None and isinstance(x, cp.ndarray)
+
+
+def to_host(a: Any) -> Any:
+    """A CuPy array copied to NumPy; anything else unchanged."""
+    return a.get() if is_cupy_array(a) else a
+
+
+def to_path(a: Any, backend: str) -> Any:
+    """An array moved to the arrays of `backend`: to the current GPU for 'cupy' (strings stay on
+    the host, where only the NumPy path takes them), to NumPy otherwise."""
+    if backend != "cupy":
+        return np.asarray(to_host(a))
+    if is_cupy_array(a):
+        return a
+    a = np.asarray(a)
+    return a if a.dtype.kind in "OUS" else cupy_module().asarray(a)
+
+
+_DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_MANAGED = 1, 2, 13
+
+
+def as_array(x: Any, op: str) -> Any:
+    """`x` as a numpy.ndarray or cupy.ndarray, zero-copy: objects exposing
+    `__cuda_array_interface__` (Numba device arrays, ...) or a CUDA DLPack capsule (PyTorch CUDA
+    tensors, JAX, ...) become CuPy arrays; CPU DLPack objects become NumPy arrays."""
+    if isinstance(x, np.ndarray) or is_cupy_array(x):
+        return x
+    cuda_interface = hasattr(x, "__cuda_array_interface__")
+    device = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else None
+    if cuda_interface or device in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
+        cp = cupy_module()
+        if cp is None:
+            raise TypeError(f"{op}: X is a CUDA array ({type(x).__name__}); install cupy "
+                            f"(onnx-cupy[cuda12]) to run on it")
+        return cp.asarray(x) if cuda_interface else cp.from_dlpack(x)
+    if device == _DLPACK_CPU:
+        return np.from_dlpack(x)
+    raise TypeError(
+        f"{op}: X must be a numpy.ndarray, a cupy.ndarray or an array exposing "
+        f"__cuda_array_interface__ or DLPack, got {type(x).__module__}.{type(x).__name__}"
+    )
+
+
+def select(x: Any, op: str) -> tuple[Any, str]:
+    """(`x` as a NumPy/CuPy array, the backend that runs `op` on it); TypeError for array types
+    that the forced backend cannot take."""
+    x = as_array(x, op)
+    forced = _forced.get()
+    if isinstance(x, np.ndarray):
+        if forced == "cupy":
+            raise TypeError(f"{op}: backend 'cupy' needs a cupy.ndarray input, got numpy.ndarray")
+        return x, forced or "numpy"
+    if forced in ("numpy", "emulated"):
+        raise TypeError(f"{op}: backend '{forced}' needs a numpy.ndarray input, got cupy.ndarray")
+    return x, "cupy"

@@ -1,0 +1,98 @@
+"""One launcher for every kernel: the CUDA path (CuPy, current device and stream) or the CPU
+emulator, with the same grid, block and arguments; and the grid arithmetic and parameter blocks
+the families' launches share."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes, loader
+from .loader import BLOCK
+
+MAX_BLOCKS = 1 << 20       # most blocks of a 1-D grid-stride launch
+MAX_GRID_X = 2**31 - 1     # CUDA's limits on grid x, and on grid y and z
+MAX_GRID_YZ = 65535
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for b > 0."""
+    return -(-a // b)
+
+
+def pow2_floor(v: int) -> int:
+    """Largest power of two <= max(v, 1)."""
+    return 1 << (max(v, 1).bit_length() - 1)
+
+
+def pow2_ceil(v: int) -> int:
+    """Smallest power of two >= max(v, 1)."""
+    return 1 << (max(v, 1) - 1).bit_length()
+
+
+def block_rows(width: int) -> tuple[int, int]:
+    """(x, y) of a BLOCK-thread block whose x covers `width` threads (a power of two, at most
+    BLOCK) and whose y holds as many rows as the rest allows."""
+    x = min(BLOCK, pow2_ceil(width))
+    return x, BLOCK // x
+
+
+def grid_yz(blocks: int) -> tuple[int, int]:
+    """`blocks` rows of blocks on grid y, then z: (y, z) with y * z >= blocks (z may pass
+    MAX_GRID_YZ: the caller checks)."""
+    return min(blocks, MAX_GRID_YZ), cdiv(blocks, MAX_GRID_YZ)
+
+
+def grid_for(work_items: int, block: int = BLOCK) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """1-D grid for a grid-stride loop over `work_items`."""
+    blocks = max(1, min(MAX_BLOCKS, -(-work_items // block)))
+    return (blocks, 1, 1), (block, 1, 1)
+
+
+def parameter_block(dtype: np.dtype, **fields: Any) -> np.ndarray:
+    """A kernel's by-value parameter struct: a read-only size-1 array of the struct's NumPy dtype;
+    array fields are filled from the front, the rest stays zero."""
+    block = np.zeros(1, dtype=dtype)
+    for name, value in fields.items():
+        if dtype[name].shape:
+            value = np.asarray(value)
+            block[name][0, :value.size] = value
+        else:
+            block[name] = value
+    block.flags.writeable = False
+    return block
+
+
+def divider(d: int) -> tuple[int, int]:
+    """(mul, shift) for oc::fast_div in kernels/common.cuh: n // d == (mulhi(n, mul) + n) >> shift for 0 <= n < 2**31,
+    with shift = ceil(log2 d) and mul = floor(2**32 * (2**shift - d) / d) + 1."""
+    if not 1 <= d <= dtypes.INT32_LIMIT:
+        raise ValueError(f"divider: divisor {d} is outside [1, 2**31)")
+    shift = (d - 1).bit_length()
+    return (2**32 * (2**shift - d)) // d + 1, shift
+
+
+def index_bits(work_items: int, *extents: int) -> int:
+    """Index width for a grid-stride launch over `work_items`: 32 when the extents and the loop
+    index (which passes `work_items` by up to one grid's worth of threads) all fit an int."""
+    (blocks, _, _), (block, _, _) = grid_for(work_items)
+    return dtypes.index_bits(*extents, work_items + blocks * block)
+
+
+Shape = tuple[tuple[int, int, int], tuple[int, int, int]]
+
+
+def launch(backend: str, family: str, expression: str, work_items: int, args: tuple[Any, ...],
+           shape: Shape | None = None) -> None:
+    """Launch `expression` of kernels/<family>.cu with `args`: over `shape` = (grid, block) when
+    given, else a 1-D grid-stride grid for `work_items`; on the GPU ('cupy') or the CPU
+    emulator ('emulated', loaded on its first launch)."""
+    grid, block = shape if shape is not None else grid_for(work_items)
+    if backend == "cupy":
+        loader.cuda_function(family, expression)(grid, block, args)
+    else:
+        from . import (
+            emulator,  # only the emulated path needs the host compiler's libraries
+        )
+
+        emulator.launch(family, expression, grid, block, args)

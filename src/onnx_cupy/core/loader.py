@@ -1,0 +1,148 @@
+"""The one kernel loader: reads kernels/<family>.cu (local includes inlined, with #line markers so
+compiler messages name the real file), knows every instantiation a family registers and the
+constants it shares with the host (passed to every compiler as defines), and compiles, per device,
+the one instantiation a call needs on first use (CuPy's on-disk cache serves later processes)."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import execution, numerics
+
+KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+NVRTC_OPTIONS: tuple[str, ...] = ("-std=c++17",)
+BLOCK = 256  # threads per block of the 1-D launches, and the fast kernels' __launch_bounds__
+# constants of kernels/common.cuh, defined for every family
+COMMON_DEFINES: dict[str, int | str] = {"OC_BLOCK": BLOCK, **numerics.DEFINES}
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+
+
+@dataclasses.dataclass
+class Family:
+    """What a kernel family registers (see `register`)."""
+
+    instantiations: list[str] = dataclasses.field(default_factory=list)
+    blocks: dict[str, Any] = dataclasses.field(default_factory=dict)
+    fast: dict[str, int] = dataclasses.field(default_factory=dict)
+    cooperative: set[str] = dataclasses.field(default_factory=set)
+    threads: dict[str, int] = dataclasses.field(default_factory=dict)
+    defines: dict[str, int | str] = dataclasses.field(default_factory=dict)
+
+
+_FAMILIES: dict[str, Family] = {}
+_lock = threading.Lock()
+
+
+def register(family: str, expressions: Iterable[str], blocks: Mapping[str, Any] | None = None,
+             fast: Mapping[str, int] | None = None, cooperative: Iterable[str] = (),
+             threads: Mapping[str, int] | None = None,
+             defines: Mapping[str, int | str] | None = None) -> None:
+    """Declare a family's kernels: the template instantiations it is compiled with (name
+    expressions), the parameter structs (C name -> NumPy structured dtype of the same layout) its
+    launches pass by value, which instantiations are fast paths (expression -> outputs per thread
+    and loop iteration, held to the kernel report's static targets), which use barriers, shared
+    memory or warp collectives (the emulator runs their blocks' threads as cooperating contexts),
+    the most threads per block of those not launched with BLOCK, and the constants the host shares
+    with the kernel source (macro name -> value, defined for every compiler)."""
+    f = _FAMILIES.setdefault(family, Family())
+    for e in [*expressions, *(fast or {})]:
+        if e not in f.instantiations:
+            f.instantiations.append(e)
+    unknown = [e for e in [*cooperative, *(threads or {})] if e not in f.instantiations]
+    if unknown:
+        raise ValueError(f"{family}: {unknown[0]!r} is not a registered instantiation")
+    f.blocks.update(blocks or {})
+    f.fast.update(fast or {})
+    f.cooperative.update(cooperative)
+    f.threads.update(threads or {})
+    f.defines.update(defines or {})
+
+
+def families() -> list[str]:
+    return sorted(_FAMILIES)
+
+
+def instantiations(family: str) -> tuple[str, ...]:
+    return tuple(_FAMILIES[family].instantiations)
+
+
+def parameter_blocks(family: str) -> dict[str, Any]:
+    return dict(_FAMILIES[family].blocks)
+
+
+def fast_paths(family: str) -> dict[str, int]:
+    """The family's fast-path instantiations: expression -> outputs per thread and iteration."""
+    return dict(_FAMILIES[family].fast)
+
+
+def cooperative(family: str, expression: str) -> bool:
+    """Whether the emulator runs `expression`'s blocks cooperatively."""
+    return expression in _FAMILIES[family].cooperative
+
+
+def block_size(family: str, expression: str) -> int:
+    """Most threads per block that `expression` of `family` is launched with."""
+    return _FAMILIES[family].threads.get(expression, BLOCK)
+
+
+def defines(family: str) -> dict[str, int | str]:
+    """The constants kernels/<family>.cu is compiled with: COMMON_DEFINES and the family's."""
+    return {**COMMON_DEFINES, **_FAMILIES[family].defines}
+
+
+def options(family: str | None = None) -> tuple[str, ...]:
+    """NVRTC options: the loader's and the defines of `family` (None: COMMON_DEFINES, for a
+    source outside the families); CuPy adds -ftz=true."""
+    values = COMMON_DEFINES if family is None else defines(family)
+    return (*NVRTC_OPTIONS, *(f"-D{k}={v}" for k, v in values.items()))
+
+
+@functools.cache
+def source(family: str) -> str:
+    """Self-contained source of kernels/<family>.cu."""
+    return _expand(KERNEL_DIR / f"{family}.cu", set())
+
+
+def _expand(path: Path, seen: set[Path]) -> str:
+    if path in seen:
+        return ""
+    seen.add(path)
+    out = [f'#line 1 "{path.name}"']
+    for n, line in enumerate(path.read_text().splitlines(), start=1):
+        m = _INCLUDE.match(line)
+        if m and (KERNEL_DIR / m.group(1)).is_file():
+            out.append(_expand(KERNEL_DIR / m.group(1), seen))
+            out.append(f'#line {n + 1} "{path.name}"')
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+_functions: dict[tuple[str, str, int], Any] = {}
+_compiling: dict[tuple[str, str, int], threading.Lock] = {}
+
+
+def cuda_function(family: str, expression: str) -> Any:
+    """The compiled `expression` of kernels/<family>.cu on the current device: its own
+    RawModule, compiled on first use (concurrent first calls compile it once); CuPy's on-disk
+    cache serves it to later processes."""
+    cupy = execution.cupy_module()
+    key = (family, expression, cupy.cuda.runtime.getDevice())
+    fn = _functions.get(key)
+    if fn is None:
+        if expression not in _FAMILIES[family].instantiations:
+            raise ValueError(f"{family}: {expression!r} is not a registered instantiation")
+        with _lock:
+            lock = _compiling.setdefault(key, threading.Lock())
+        with lock:
+            fn = _functions.get(key)
+            if fn is None:
+                module = cupy.RawModule(code=source(family), options=options(family),
+                                        name_expressions=[expression])
+                fn = _functions[key] = module.get_function(expression)
+    return fn

@@ -1,0 +1,33 @@
+"""Integer results of float arithmetic, computed alike on every path: round half to even with a
+tie band, then saturate. The kernels' oc::round_half_even (kernels/common.cuh) does the same,
+operation for operation, with TIE_BAND and TIE_BAND_MAX passed to it as OC_TIE_BAND and
+OC_TIE_BAND_MAX (DEFINES)."""
+from __future__ import annotations
+
+import numpy as np
+
+TIE_BAND = 2.0**-40      # relative half-width of the band around k + 0.5 read as a tie
+TIE_BAND_MAX = 2.0**-12  # its most, absolute (beyond 2^40 the spacing of doubles takes over)
+DEFINES = {"OC_TIE_BAND": TIE_BAND.hex(), "OC_TIE_BAND_MAX": TIE_BAND_MAX.hex()}
+
+
+def round_half_even(values: np.ndarray) -> np.ndarray:
+    """Round to the nearest integer, ties to even, reading as a tie every value within
+    min(TIE_BAND * max(|v|, 1), TIE_BAND_MAX) of k + 0.5: a sum of terms whose exact value is a
+    tie rounds the same whatever order its terms were added in."""
+    low = np.floor(values)
+    band = np.minimum(TIE_BAND * np.maximum(np.abs(values), 1.0), TIE_BAND_MAX)
+    tie = np.abs(values - low - 0.5) <= band
+    return np.where(tie, low + np.mod(low, 2.0), np.rint(values))
+
+
+def round_saturate(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Round half to even (round_half_even), then saturate to the integer dtype's range."""
+    info = np.iinfo(dtype)
+    r = round_half_even(values)
+    if info.bits < 64:
+        return np.clip(r, info.min, info.max, out=r).astype(dtype)
+    hi, lo = r >= float(info.max), r <= float(info.min)  # float(max) rounds up to 2^63 / 2^64
+    out = np.where(hi | lo, 0.0, r).astype(dtype)
+    out[hi], out[lo] = info.max, info.min
+    return out

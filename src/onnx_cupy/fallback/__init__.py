@@ -1,1 +1,0 @@
-"""Vectorized NumPy implementations that consume the plans of onnx_cupy.plans."""

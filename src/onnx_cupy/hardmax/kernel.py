@@ -1,0 +1,174 @@
+"""The kernel path of Hardmax: kernels/hardmax.cu over a plan's [outer, n, inner] view
+(onnx_cupy.hardmax.plan), launched on the GPU or the emulator.
+
+The host picks the kernels from the plan and the strides (no recompilation per shape), each on
+a grid whose axes are the view's (no index division in any kernel):
+  hardmax_rows   rows of n consecutive elements (inner == 1): one launch, a group of G threads per
+                 row (part of a warp, a warp, or a block for long rows), 16-byte loads and stores
+                 where the rows are aligned;
+  hardmax_cols   one thread per column (o, i) where the plan needs one scan lane per column: one
+                 launch on a 2-D/3-D grid (i on x, o on y and z);
+  hardmax_scan + hardmax_merge   the rest (few long columns): `lanes` threads per column, then
+                 one per column to combine their candidates."""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..core import arrays, dtypes, launcher, loader
+from .plan import OP, HardmaxPlan
+
+FAMILY = "hardmax"
+KERNELS = ("hardmax_scan", "hardmax_merge")
+PACK_BYTES = 16          # one vector access (HARDMAX_PACK_BYTES)
+MAX_ROW_GROUP = 512      # most threads on one row (launcher.BLOCK otherwise)
+PACKS_PER_THREAD = 4     # fewest packs a thread of hardmax_rows scans before the group widens
+WARP = 32                # threads of a warp (HARDMAX_WARP: the shuffle reduction's width)
+SCAN_ITEMS = 1 << 16     # scan threads that keep a GPU's memory system busy
+MIN_LANE_SPAN = 8        # fewest elements worth one scan lane
+MAX_LANES = 1024
+GRID_SLACK = 1 << 24     # most that a kernel's thread indices overshoot the view's extents
+KEY_DTYPES = {2: np.dtype(np.uint32), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}  # by itemsize
+
+_GEOM = np.dtype([(f, "<i8") for f in (
+    "outer", "n", "inner", "lanes", "stride_outer", "stride_n", "stride_inner")])
+
+
+def _storage(dtype_name: str) -> str:
+    return dtypes.FLOAT_TYPES[dtype_name][0]
+
+
+def _pack(dtype_name: str) -> int:
+    """Elements in one 16-byte access."""
+    return PACK_BYTES // (2 if dtype_name in ("float16", "bfloat16") else
+                          np.dtype(dtype_name).itemsize)
+
+
+def _expression(kernel: str, dtype_name: str, bits: int, vector: int | None = None) -> str:
+    packs = "" if vector is None else f"{vector}, "
+    return f"{kernel}<{_storage(dtype_name)}, {packs}{dtypes.INDEX_TYPES[bits]}>"
+
+
+_ROWS = {_expression("hardmax_rows", t, b, v): v for t in dtypes.FLOAT_TYPES
+         for v in (1, _pack(t)) for b in dtypes.INDEX_TYPES}
+_COLS = {_expression("hardmax_cols", t, b): 1 for t in dtypes.FLOAT_TYPES
+         for b in dtypes.INDEX_TYPES}
+loader.register(FAMILY, [_expression(k, t, b) for k in KERNELS for t in dtypes.FLOAT_TYPES
+                         for b in dtypes.INDEX_TYPES],
+                {"HardmaxGeom": _GEOM}, fast={**_ROWS, **_COLS}, cooperative=_ROWS,
+                threads=dict.fromkeys(_ROWS, MAX_ROW_GROUP),
+                defines={"HARDMAX_PACK_BYTES": PACK_BYTES, "HARDMAX_WARP": WARP,
+                         "HARDMAX_MAX_GROUP": MAX_ROW_GROUP})
+
+
+@functools.lru_cache(maxsize=512)
+def lanes(pl: HardmaxPlan) -> int:
+    """Scan threads per column of hardmax_scan: enough for SCAN_ITEMS in all and, for
+    contiguous rows (inner == 1), whole warps so that each warp reads consecutive elements of one
+    row; each lane scans at least MIN_LANE_SPAN elements."""
+    count = min(-(-SCAN_ITEMS // max(pl.outer * pl.inner, 1)), pl.n // MIN_LANE_SPAN, MAX_LANES)
+    if pl.inner == 1 and pl.n >= WARP * MIN_LANE_SPAN:
+        return max(count - count % WARP, WARP)
+    return max(count, 1)
+
+
+def view_strides(pl: HardmaxPlan, strides: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """Element strides of the [outer, n, inner] view of an array with `strides`, or None where a
+    group of dimensions is not walked by one stride."""
+    groups = ((0, pl.axis), (pl.axis, pl.stop), (pl.stop, len(pl.shape)))
+    merged = [arrays.merged_stride(pl.shape[a:b], strides[a:b]) for a, b in groups]
+    if any(m is None for m in merged):
+        return None
+    return merged[0][1], merged[1][1], merged[2][1]
+
+
+class Launch(NamedTuple):
+    expression: str
+    shape: launcher.Shape
+    part: bool            # takes the scan lanes' candidates (index and key buffers)
+
+
+@functools.lru_cache(maxsize=512)
+def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
+    """The kernels' HardmaxGeom parameter block for view strides `view`."""
+    return launcher.parameter_block(_GEOM, **dict(zip(_GEOM.names, (pl.outer, pl.n, pl.inner,
+                                                                     lanes(pl), *view))))
+
+
+def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: bool
+          ) -> Launch | None:
+    vector = _pack(name)
+    if not (aligned and pl.n % vector == 0 and stride_outer % vector == 0):
+        vector = 1
+    group = min(MAX_ROW_GROUP, launcher.pow2_floor(pl.n // vector // PACKS_PER_THREAD))
+    rows = launcher.BLOCK // group if group <= WARP else 1  # a group wider than a warp: a block
+    blocks = launcher.cdiv(pl.outer, rows)
+    if blocks > launcher.MAX_GRID_X:
+        return None
+    return Launch(_expression("hardmax_rows", name, bits, vector),
+                  ((blocks, 1, 1), (group, rows, 1)), False)
+
+
+def _columns(pl: HardmaxPlan, name: str, bits: int) -> Launch | None:
+    bx, by = launcher.block_rows(pl.inner)
+    grid = (launcher.cdiv(pl.inner, bx), *launcher.grid_yz(launcher.cdiv(pl.outer, by)))
+    if grid[0] > launcher.MAX_GRID_X or grid[2] > launcher.MAX_GRID_YZ:
+        return None
+    return Launch(_expression("hardmax_cols", name, bits), (grid, (bx, by, 1)), False)
+
+
+def _generic(pl: HardmaxPlan, name: str, bits: int) -> tuple[Launch, Launch]:
+    count = lanes(pl)
+    bx, my = launcher.block_rows(pl.inner)
+    by = min(my, launcher.pow2_ceil(count))
+    gx = launcher.cdiv(pl.inner, bx)
+    scan = ((gx, launcher.cdiv(count, by), min(pl.outer, launcher.MAX_GRID_YZ)), (bx, by, 1))
+    merge = ((gx, min(launcher.cdiv(pl.outer, my), launcher.MAX_GRID_YZ), 1), (bx, my, 1))
+    return (Launch(_expression("hardmax_scan", name, bits), scan, True),
+            Launch(_expression("hardmax_merge", name, bits), merge, True))
+
+
+@functools.lru_cache(maxsize=512)
+def launches(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...], aligned: bool
+             ) -> tuple[tuple[Launch, ...], np.dtype, np.ndarray]:
+    """(launches, index dtype, HardmaxGeom block) for an input of `dtype` with these element
+    strides, which form the plan's [outer, n, inner] view (`aligned`: X and Y start on 16-byte
+    boundaries)."""
+    view = view_strides(pl, x_strides)
+    name = dtypes.float_name(dtype)
+    bits = dtypes.index_bits(arrays.max_offset(pl.shape, x_strides),
+                             math.prod(pl.shape) + GRID_SLACK)
+    fast = None
+    if pl.inner == 1 and (view[1] == 1 or pl.n == 1):
+        fast = _rows(pl, name, bits, view[0], aligned)
+    elif lanes(pl) == 1:
+        fast = _columns(pl, name, bits)
+    steps = (fast,) if fast is not None else _generic(pl, name, bits)
+    return steps, dtypes.INDEX_DTYPES[bits], geometry(pl, view)
+
+
+def run(pl: HardmaxPlan, X: Any, out: Any, backend: str) -> Any:
+    """hardmax(X) per plan `pl` into `out` (or a new array) on the kernel path `backend` ('cupy'
+    or 'emulated'); inputs whose strides do not form the [outer, n, inner] view are copied to C
+    order first."""
+    Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)
+    if not Y.size:
+        return Y
+    xp = arrays.module_of(backend)
+    with arrays.on_device(X, backend):
+        X, strides = arrays.element_strides(X)
+        if view_strides(pl, strides) is None:
+            X, strides = arrays.element_strides(xp.ascontiguousarray(X))
+        aligned = (arrays.address(X) | arrays.address(Y)) % PACK_BYTES == 0
+        steps, index_dtype, g = launches(pl, X.dtype, strides, aligned)
+        part: tuple[Any, ...] = ()
+        if steps[0].part:
+            size = pl.outer * lanes(pl) * pl.inner
+            part = (xp.empty(size, dtype=index_dtype),
+                    xp.empty(size, dtype=KEY_DTYPES[X.dtype.itemsize]))
+        for step in steps:
+            launcher.launch(backend, FAMILY, step.expression, Y.size, (X, Y, *part, g), step.shape)
+    return Y

@@ -1,0 +1,49 @@
+"""The NumPy path of Hardmax: np.argmax over the plan's [outer, n, inner] view, in blocks of outer rows (first
+maximum; the first NaN wins, as NumPy defines argmax), then a zero fill and one scatter of ones.
+16-bit floats are ranked through int16 keys, which NumPy's argmax scans much faster than float16."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core import arrays
+from .plan import OP
+
+if TYPE_CHECKING:
+    from .plan import HardmaxPlan
+
+BLOCK_BYTES = 1 << 20  # input (and key) bytes per block
+INF_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80}  # |bits| of inf; larger magnitudes are NaN
+
+
+def order_key(x: np.ndarray, inf_bits: int) -> np.ndarray:
+    """int16 keys of 16-bit floats ordered as the floats, with -0 == +0 and every NaN equal to
+    the largest key."""
+    s = x.view(np.int16)
+    mag = s & np.int16(0x7FFF)
+    sign = s >> 15                 # 0 or -1
+    key = (mag ^ sign) - sign      # -mag for negative values
+    np.putmask(key, mag > inf_bits, np.int16(0x7FFF))
+    return key
+
+
+def run(pl: HardmaxPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """hardmax(x) per plan `pl`, into `out` when given (C-contiguous) or a new array."""
+    y = arrays.output(out, x, pl.shape, x.dtype, "numpy", OP)
+    if y.size:
+        _hardmax(pl, x, y)
+    return y
+
+
+def _hardmax(pl: HardmaxPlan, x: np.ndarray, y: np.ndarray) -> None:
+    x3 = x.reshape(pl.outer, pl.n, pl.inner)
+    inf_bits = INF_BITS.get(x.dtype.name)
+    k = np.empty((pl.outer, pl.inner), dtype=np.intp)
+    block = max(1, BLOCK_BYTES // (pl.n * pl.inner * x.itemsize))
+    for r in range(0, pl.outer, block):
+        src = x3[r:r + block]
+        np.argmax(src if inf_bits is None else order_key(src, inf_bits), axis=1, out=k[r:r + block])
+    y3 = y.reshape(pl.outer, pl.n, pl.inner)
+    y3.fill(0)
+    np.put_along_axis(y3, k[:, np.newaxis, :], 1, axis=1)

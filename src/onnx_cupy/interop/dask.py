@@ -1,0 +1,251 @@
+"""AveragePool, LpPool, Hardmax and Resize on dask arrays, block by block.
+
+Each function takes a `dask.array.Array` and the keywords of the eager function of the same
+name (`out=` excepted: dask arrays are immutable) and returns a lazy dask array. The operator
+maps over the chunks of the axes it leaves unchanged and sees every other axis whole:
+
+  AveragePool, LpPool   batch and channel keep their chunks; every spatial axis is one chunk
+  Hardmax-13            every axis but `axis` keeps its chunks; `axis` is one chunk
+  Hardmax-1, -11        the axes before `axis` (rows of the coerced 2-D view) keep their chunks;
+                        `axis` and the axes after it are one chunk
+  Resize                an axis the plan maps onto itself (same length, identity transform: no
+                        (index, weight) table) keeps its chunks; every other axis is one chunk.
+                        On the NumPy path, linear and cubic also see the axes after the first
+                        resized one whole: that path weighs taps along an inner axis with a
+                        batched matmul, whose rounding depends on the length of the rows.
+
+An axis that must be whole is rechunked only when it has several chunks. Each block runs the eager
+function, so it is computed exactly as the eager call computes that part of the output.
+
+Validation runs when the graph is built: the operator's plan on the full shape and dtype raises
+the eager function's errors and gives the declared chunks and dtype; nothing is computed until
+the result is. Resize reads roi, scales and sizes on the host then. Per block, resized axes get
+the given scales, sizes and roi; an axis kept as is gets scale 1, its block's length as size and
+roi (0, 1), which Resize maps onto itself. With `sizes` and keep_aspect_ratio_policy 'not_larger'
+or 'not_smaller', one scale derives from every axis in `axes`, so all of those axes are whole.
+
+Blocks run on the backend the eager call picks for the chunk type, under any
+`onnx_cupy.backend(...)` in force when the graph is built (scheduler threads and workers do not
+inherit that context): NumPy chunks run the NumPy path; CuPy chunks (a dask array whose meta is a
+cupy.ndarray) run the CUDA kernels on the GPU current where the block is computed, which under
+dask-cuda is each worker's own GPU.
+
+    import cupy as cp, dask.array as da
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+    import onnx_cupy.dask as ocd
+
+    client = Client(LocalCUDACluster())       # one worker per visible GPU
+    x = da.from_array(host_x, chunks=(8, 3, -1, -1)).map_blocks(cp.asarray)  # cupy meta
+    y = ocd.average_pool(x, kernel_shape=[3, 3], strides=[2, 2])  # lazy; chunks (8, 3, H', W')
+    y.compute()                                # a cupy.ndarray
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..core import execution, extras
+
+try:
+    import dask.array as da
+    from dask.array.utils import meta_from_array
+except ImportError as exc:
+    raise extras.missing("onnx_cupy.dask", "dask", exc) from exc
+from ..hardmax import api as hardmax_api
+from ..hardmax import plan as hardmax_plan
+from ..pool import api as pool_api
+from ..pool import plan as pool_plan
+from ..resize import api as resize_api
+from ..resize import plan as resize_plan
+
+Chunks = tuple[tuple[int, ...], ...]
+
+
+def _backend(X: Any, op: str) -> str:
+    """Validate X as a dask array of known shape with NumPy or CuPy chunks; the backend its
+    blocks run on (the one the eager call picks for the chunk type, under any forced now)."""
+    if not isinstance(X, da.Array):
+        raise TypeError(f"{op}: X must be a dask.array.Array, got "
+                        f"{type(X).__module__}.{type(X).__name__}")
+    if any(math.isnan(n) for n in X.shape):
+        raise ValueError(f"{op}: X has unknown chunk sizes (shape {X.shape}); call "
+                         f"X.compute_chunk_sizes() first")
+    return execution.select(meta_from_array(X), op)[1]
+
+
+def _keywords(eager: Callable[..., Any], op: str, X: Any, args: tuple[Any, ...],
+              attrs: dict[str, Any]) -> dict[str, Any]:
+    """Every keyword of the eager function, defaults filled in (TypeError for unknown ones)."""
+    try:
+        bound = inspect.signature(eager).bind(X, *args, **attrs)
+    except TypeError as exc:
+        raise TypeError(f"{op}: {exc}") from None
+    bound.apply_defaults()
+    kw = dict(bound.arguments)
+    del kw["X"]
+    if kw.pop("out") is not None:
+        raise TypeError(f"{op}: out= is not supported on dask arrays (they are immutable); "
+                        f"use the returned array")
+    return kw
+
+
+def _apply(x: Any, eager: Callable[..., Any], backend: str, kw: dict[str, Any]) -> Any:
+    """One block: the eager function on the backend chosen when the graph was built."""
+    with execution.backend(backend):
+        return eager(x, **kw)
+
+
+def _map(block: Callable[[Any], Any], X: da.Array, chunks: Chunks, token: str) -> da.Array:
+    """`block` on every block of X, output chunks and dtype declared (the graph stays lazy)."""
+    return da.map_blocks(block, X, chunks=chunks, dtype=X.dtype, meta=meta_from_array(X),
+                         token=token)
+
+
+def _whole(X: da.Array, axes: Iterable[int]) -> da.Array:
+    """X with each of `axes` in one chunk (unchanged where it already is)."""
+    return X.rechunk({d: -1 for d in axes})
+
+
+# ---------------------------------------------------------------- pooling
+
+def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]) -> da.Array:
+    backend = _backend(X, op)
+    kw = _keywords(eager, op, X, (), attrs)
+    pl = pool_plan.prepare(op, tuple(X.shape), X.dtype, **kw)
+    X = _whole(X, range(2, X.ndim))
+    chunks = X.chunks[:2] + tuple((m,) for m in pl.out_shape[2:])
+    return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, chunks,
+                eager.__name__)
+
+
+_DOC = """ONNX {op} on a dask array, lazily: `onnx_cupy.{name}` on every block.
+
+    {chunks}
+
+    Parameters
+    ----------
+    X : dask.array.Array
+        NumPy chunks (NumPy path) or CuPy chunks (GPU path, e.g. under dask-cuda).
+    **attrs
+        The keywords of `onnx_cupy.{name}` (opset included), except `out`.
+
+    Returns
+    -------
+    dask.array.Array
+        The lazy result, its chunks and dtype declared; nothing is computed until it is.
+
+    Raises
+    ------
+    ValueError, TypeError
+        The eager function's errors, raised when the graph is built.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np, onnx_cupy.dask as ocd
+    {example}
+    """
+
+
+def _doc(**parts: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a wrapper the shared docstring, filled with its own parts."""
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__doc__ = _DOC.format(name=fn.__name__, **parts)
+        return fn
+    return apply
+
+
+_POOL_EXAMPLE = """>>> x = da.ones((4, 3, 8, 8), chunks=(2, 3, 4, 4), dtype=np.float32)
+    >>> y = ocd.{name}(x, kernel_shape=[2, 2], strides=[2, 2])
+    >>> y.chunks
+    ((2, 2), (3,), (4,), (4,))"""
+_POOL_CHUNKS = "Batch and channel keep their chunks; the spatial axes are merged into one chunk."
+
+
+@_doc(op="AveragePool", chunks=_POOL_CHUNKS, example=_POOL_EXAMPLE.format(name="average_pool"))
+def average_pool(X: da.Array, **attrs: Any) -> da.Array:
+    return _pool("AveragePool", pool_api.average_pool, X, attrs)
+
+
+@_doc(op="LpPool", chunks=_POOL_CHUNKS, example=_POOL_EXAMPLE.format(name="lp_pool"))
+def lp_pool(X: da.Array, **attrs: Any) -> da.Array:
+    return _pool("LpPool", pool_api.lp_pool, X, attrs)
+
+
+# ---------------------------------------------------------------- Hardmax
+
+@_doc(op="Hardmax",
+      chunks="""The reduced axes are one chunk (`axis` at opset 13; `axis` and the axes after it at
+    opsets 1 and 11); the others keep their chunks.""",
+      example=""">>> x = da.from_array(np.array([[1.0, 3.0], [2.0, 0.0]], dtype=np.float32), chunks=1)
+    >>> ocd.hardmax(x, axis=-1).compute()
+    array([[0., 1.],
+           [1., 0.]], dtype=float32)""")
+def hardmax(X: da.Array, **attrs: Any) -> da.Array:
+    op, eager = hardmax_plan.OP, hardmax_api.hardmax
+    backend = _backend(X, op)
+    kw = _keywords(eager, op, X, (), attrs)
+    pl = hardmax_plan.prepare(tuple(X.shape), X.dtype, kw["axis"], kw["opset"])
+    X = _whole(X, range(pl.axis, pl.stop))
+    return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, X.chunks,
+                eager.__name__)
+
+
+# ---------------------------------------------------------------- Resize
+
+def _resize_block(x: Any, backend: str, listed: tuple[int, ...],
+                  sizes: tuple[int | None, ...] | None, kw: dict[str, Any]) -> Any:
+    """One Resize block; a None in `sizes` (one entry per axis in `listed`) is the block's length
+    along that axis."""
+    if sizes is not None:
+        sizes = tuple(x.shape[a] if m is None else m for a, m in zip(listed, sizes))
+    return _apply(x, resize_api.resize, backend, {**kw, "sizes": sizes})
+
+
+def _resize_whole(pl: resize_plan.ResizePlan, at: resize_plan.Attributes, listed: tuple[int, ...],
+                  by_sizes: bool, backend: str) -> set[int]:
+    """The axes a Resize block must see whole (see the module docstring)."""
+    whole = {t.axis for t in pl.tables}
+    whole.update(d for d, (n, m) in enumerate(zip(pl.in_shape, pl.out_shape)) if n != m)
+    if by_sizes and at.keep_aspect_ratio_policy != "stretch":
+        whole.update(listed)
+    if backend == "numpy" and at.mode != "nearest" and pl.tables:
+        # The NumPy path weighs the taps along a non-last axis with a batched matmul whose
+        # rounding depends on the length of the rows it multiplies: the axes after it stay whole.
+        whole.update(range(min(t.axis for t in pl.tables) + 1, len(pl.in_shape)))
+    return whole
+
+
+@_doc(op="Resize",
+      chunks="""The axes it changes are one chunk; an axis it maps onto itself keeps its chunks and
+    gets scale 1 (or its block's length as size) and roi (0, 1) per block. roi, scales and sizes
+    are read on the host when the graph is built.""",
+      example=""">>> x = da.ones((4, 3, 8, 8), chunks=(1, 3, 8, 8), dtype=np.float32)
+    >>> ocd.resize(x, scales=[1, 1, 2, 2], mode="linear").chunks
+    ((1, 1, 1, 1), (3,), (16,), (16,))""")
+def resize(X: da.Array, roi: Any = None, scales: Any = None, sizes: Any = None,
+           **attrs: Any) -> da.Array:
+    op, eager = resize_plan.OP, resize_api.resize
+    backend = _backend(X, op)
+    kw = _keywords(eager, op, X, (roi, scales, sizes), attrs)
+    pl, at, (roi, scales, sizes) = resize_plan.prepare(
+        tuple(X.shape), X.dtype, kw.pop("roi"), kw.pop("scales"), kw.pop("sizes"), kw["opset"],
+        **{k: kw[k] for k in resize_plan.DEFAULTS})
+    listed = resize_plan.resized_axes(at.axes, X.ndim)
+    whole = _resize_whole(pl, at, listed, bool(sizes), backend)
+    X = _whole(X, sorted(whole))
+    chunks = tuple((m,) if d in whole else c
+                   for d, (c, m) in enumerate(zip(X.chunks, pl.out_shape)))
+    kept = [a not in whole for a in listed]
+    if roi:
+        k = len(listed)
+        kw["roi"] = (tuple(0.0 if keep else r for keep, r in zip(kept, roi[:k]))
+                     + tuple(1.0 if keep else r for keep, r in zip(kept, roi[k:])))
+    if scales:
+        kw["scales"] = tuple(1.0 if keep else s for keep, s in zip(kept, scales))
+    block_sizes = tuple(None if keep else m for keep, m in zip(kept, sizes)) if sizes else None
+    return _map(functools.partial(_resize_block, backend=backend, listed=listed,
+                                  sizes=block_sizes, kw=kw), X, chunks, eager.__name__)

@@ -1,0 +1,129 @@
+"""ONNX nodes: run one NodeProto of a supported operator through its public function."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core import opsets
+from ..hardmax.api import hardmax
+from ..pool.api import average_pool, lp_pool
+from ..resize.api import resize
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
+
+NodeRunner = Callable[[list[Any], dict[str, Any], int], Any]
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def _attributes(node: Any) -> dict[str, Any]:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def default_opset(model: ModelProto) -> int:
+    """The opset version that `model` imports for the default domain."""
+    for o in model.opset_import:
+        if o.domain in DEFAULT_DOMAINS:
+            return o.version
+    raise ValueError("model imports no opset of the default domain ('' or 'ai.onnx')")
+
+
+def _align(op: str, names: Sequence[str], inputs: Sequence[Any]) -> list[Any]:
+    """`inputs` by position in node.input: an empty name is an omitted input (None), trailing
+    omitted inputs may be absent; trailing Nones are dropped."""
+    args = list(inputs) + [None] * (len(names) - len(inputs))
+    for i, name in enumerate(names):
+        if not name and args[i] is not None:
+            raise ValueError(f"run_node: {op} input {i} is omitted in the node (empty name) "
+                             f"but an array was given at that position")
+    while args and args[-1] is None:
+        args.pop()
+    return args
+
+
+def prepare_node(node: Any, opset: int | ModelProto | None = None
+                 ) -> Callable[[Sequence[Any]], list[Any]]:
+    """Validate `node` (operator, domain, opset, attributes) once and return a function that runs
+    it on a list of inputs, as `run_node` does."""
+    if node.op_type not in RUNNERS:
+        raise ValueError(f"run_node: unsupported operator {node.op_type!r} "
+                         f"(supported: {', '.join(sorted(RUNNERS))})")
+    if node.domain not in DEFAULT_DOMAINS:
+        raise ValueError(f"run_node: unsupported domain {node.domain!r}")
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in _attributes(node).items()}
+    op = node.op_type
+    if opset is None:
+        opset = max(opsets.ATTRIBUTES[op])
+    elif not isinstance(opset, int):
+        from onnx import ModelProto
+
+        if isinstance(opset, ModelProto):
+            opset = default_opset(opset)
+    opsets.check_given(op, opset, {k: True for k in attrs})
+    fn, names = RUNNERS[op], list(node.input)
+    return lambda inputs: [fn(_align(op, names, inputs), attrs, opset)]
+
+
+def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = None
+             ) -> list[Any]:
+    """Run one ONNX node of AveragePool, LpPool, Hardmax or Resize on NumPy or CuPy arrays.
+
+    Parameters
+    ----------
+    node : onnx.NodeProto
+        The node; its attributes are passed as the operator function's keywords.
+    inputs : sequence of arrays
+        By position in node.input: None, or an empty name in node.input, is an omitted optional
+        input; trailing omitted inputs may be left out.
+    opset : int or onnx.ModelProto, optional
+        The opset (a model: its default-domain opset import); None: the operator's newest version.
+
+    Returns
+    -------
+    list of arrays
+        The node's outputs, on the inputs' path (CuPy in, CuPy out).
+
+    Raises
+    ------
+    ValueError
+        An unsupported operator or domain, an attribute the version in force does not define, a
+        wrong number of inputs, or any error of the operator function.
+
+    Examples
+    --------
+    >>> import numpy as np, onnx, onnx_cupy as oc
+    >>> node = onnx.helper.make_node("Hardmax", ["X"], ["Y"], axis=0)
+    >>> oc.run_node(node, [np.array([1.0, 5.0, 2.0], dtype=np.float32)], opset=13)[0]
+    array([0., 1., 0.], dtype=float32)
+    """
+    return prepare_node(node, opset)(inputs)
+
+
+def _single_input(op: str, fn: Callable[..., Any]) -> NodeRunner:
+    """Runner of an operator with one input X and attributes only."""
+    def call(inputs: list[Any], attrs: dict[str, Any], opset: int) -> Any:
+        if len(inputs) != 1:
+            raise ValueError(f"run_node: {op} takes 1 input, got {len(inputs)}")
+        return fn(inputs[0], opset=opset, **attrs)
+    return call
+
+
+def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int) -> Any:
+    """Resize-10 takes (X, scales); later versions (X, roi, scales, sizes), trailing optional."""
+    names = (("X", "scales") if opsets.version("Resize", opset) == 10
+             else ("X", "roi", "scales", "sizes"))
+    if not 1 <= len(inputs) <= len(names):
+        raise ValueError(f"run_node: Resize at opset {opset} takes 1 to {len(names)} inputs "
+                         f"({', '.join(names)}), got {len(inputs)}")
+    return resize(**dict(zip(names, inputs)), opset=opset, **attrs)
+
+
+# op_type -> runner(inputs, attributes, opset) -> output
+RUNNERS: dict[str, NodeRunner] = {
+    "AveragePool": _single_input("AveragePool", average_pool),
+    "LpPool": _single_input("LpPool", lp_pool),
+    "Hardmax": _single_input("Hardmax", hardmax),
+    "Resize": _resize,
+}

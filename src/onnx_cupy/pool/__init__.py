@@ -1,0 +1,2 @@
+"""AveragePool and LpPool: public functions (api), host plan (plan), kernel launch (kernel) and
+NumPy path (numpy); kernels in kernels/pool.cu."""

@@ -1,0 +1,117 @@
+"""The public AveragePool and LpPool functions: validate and plan on the host (plan.py), then run
+the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
+emulator (kernel.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import execution
+from . import kernel, plan
+from . import numpy as numpy_path
+
+
+def _pool(op: str, X: Any, opset: int, out: Any, **attrs: Any) -> Any:
+    X, backend = execution.select(X, op)
+    pl = plan.prepare(op, tuple(X.shape), X.dtype, opset, **attrs)
+    return numpy_path.run(pl, X, out) if backend == "numpy" else kernel.run(pl, X, out, backend)
+
+
+_POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
+
+    {formula}
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
+        Input of shape (N, C, D1, ..., Dk), 1 <= k <= 8; float16, float32, float64, and bfloat16
+        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32.
+    kernel_shape : sequence of int
+        Window size per spatial axis (required).
+    {own}
+    auto_pad : {{"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}}, default "NOTSET"
+        "" counts as "NOTSET". SAME: output length ceil(D / s), the pad total
+        max(0, (out - 1) * s + dk - D) split evenly, the odd one at the end (UPPER) or at the
+        start (LOWER). VALID: no pads, output length floor((D - dk) / s) + 1.
+    ceil_mode : {{0, 1}}, default 0
+        Round the output length up instead of down (from opset {ceil_from}); a last window that
+        would start in the right padding is dropped.
+    dilations : sequence of int, optional
+        Tap spacing per axis (default 1; from opset {dilations_from}).
+    pads : sequence of int, optional
+        [x1_begin, x2_begin, ..., x1_end, x2_end, ...] (default 0); ignored next to an auto_pad
+        other than NOTSET (as onnxruntime and onnx.reference do).
+    strides : sequence of int, optional
+        Step per spatial axis (default 1).
+    opset : int
+        The ONNX opset the call follows; the operator version in force at it decides the rules
+        and the attributes allowed (e.g. opset 21 runs {op}-{at_21}).
+    out : array, optional
+        C-contiguous output of the result's shape and dtype, on X's device, not overlapping X.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        (N, C, O1, ..., Ok) of X's dtype, on X's device, where with explicit pads
+        Oi = floor_or_ceil((Di + begin_i + end_i - dk_i) / s_i) + 1 and dk_i = (k_i - 1) * d_i + 1.
+
+    Raises
+    ------
+    ValueError
+        An attribute out of range, of the wrong length, or not defined at the opset version in
+        force (the message names the attribute, the value and the opset); an output length < 0
+        (a length of 0 gives an empty output).
+    TypeError
+        An unsupported dtype or array type, or an attribute of the wrong type.
+
+    Examples
+    --------
+    {example}
+    """
+
+
+def _pool_doc(**parts: str) -> Any:
+    """Give a pooling function the shared docstring, filled with its own parts."""
+    def apply(fn: Any) -> Any:
+        fn.__doc__ = _POOL_DOC.format(**parts)
+        return fn
+    return apply
+
+
+@_pool_doc(
+    op="AveragePool", versions="1, 7, 10, 11, 19, 22", ceil_from="10", dilations_from="19",
+    at_21="19",
+    formula="""Y[n, c, o] = sum over the taps w of window o inside X of X[n, c, w] / count(o), where window
+    o along axis i holds positions o_i * s_i - begin_i + j * d_i (0 <= j < k_i) and count(o) is
+    the number of its positions inside X (count_include_pad=0) or inside X plus its pads
+    (count_include_pad=1; a ceil_mode overhang past the end pad never counts).""",
+    own="""count_include_pad : {0, 1}, default 0 (from opset 7)
+        Whether pad positions count in the divisor.""",
+    example=""">>> import numpy as np, onnx_cupy as oc
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> oc.average_pool(x, kernel_shape=[2, 2], strides=[2, 2])[0, 0]
+    array([[ 2.5,  4.5],
+           [10.5, 12.5]], dtype=float32)""")
+def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
+                 ceil_mode: int = 0, count_include_pad: int = 0, dilations: Any = None,
+                 pads: Any = None, strides: Any = None, opset: int = 22, out: Any = None) -> Any:
+    return _pool("AveragePool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
+                 ceil_mode=ceil_mode, count_include_pad=count_include_pad, dilations=dilations,
+                 pads=pads, strides=strides)
+
+
+@_pool_doc(
+    op="LpPool", versions="1, 2, 11, 18, 22", ceil_from="18", dilations_from="18", at_21="18",
+    formula="""Y[n, c, o] = (sum over the taps w of window o inside X of |X[n, c, w]|^p)^(1/p); pads
+    contribute 0. Window o along axis i holds positions o_i * s_i - begin_i + j * d_i
+    (0 <= j < k_i).""",
+    own="""p : int or float, default 2
+        The norm's order, > 0; an integer from opset 2 (LpPool-1 takes any float).""",
+    example=""">>> import numpy as np, onnx_cupy as oc
+    >>> x = np.array([[[3.0, 4.0, 0.0, 1.0]]], dtype=np.float32)
+    >>> oc.lp_pool(x, kernel_shape=[2], strides=[2], p=2)
+    array([[[5., 1.]]], dtype=float32)""")
+def lp_pool(X: Any, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
+            ceil_mode: int = 0, dilations: Any = None, pads: Any = None, strides: Any = None,
+            opset: int = 22, out: Any = None) -> Any:
+    return _pool("LpPool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
+                 ceil_mode=ceil_mode, dilations=dilations, pads=pads, strides=strides, p=p)

@@ -1,0 +1,138 @@
+"""The NumPy path of AveragePool/LpPool: separable window sums: one pass per spatial axis (outermost
+first, so every pass but the last adds contiguous rows), each pass one strided slice-add per
+kernel tap, over blocks of N*C rows so that temporaries stay cache-sized.
+
+  S = sum over taps j_1 (axis 1) of ... sum over taps j_m (axis m) of x[..., w_1(j_1), ..., w_m(j_m)]
+  AveragePool: Y = S / count,  LpPool: Y = S^(1/p) with x replaced by |x|^p
+
+The accumulation type is the kernels' (float32 for 16- and 32-bit floats); summing axis by axis
+rounds differently from the kernels' row-major order over each window (by about one ulp).
+"""
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core import arrays, dtypes
+
+if TYPE_CHECKING:
+    from .plan import PoolPlan
+
+BLOCK_BYTES = 1 << 21  # input block, in the accumulation type
+
+Tap = tuple[slice, slice]
+
+
+def _taps(n: int, out: int, k: int, s: int, d: int, b: int) -> list[Tap]:
+    """(output slice, input slice) for each tap j whose positions o*s - b + j*d fall inside [0, n)."""
+    taps = []
+    for j in range(k):
+        shift = j * d - b
+        lo = max(0, -(shift // s))           # first o with o*s + shift >= 0
+        hi = min(out, -((shift - n) // s))   # first o with o*s + shift >= n
+        if hi > lo:
+            start = lo * s + shift
+            taps.append((slice(lo, hi), slice(start, start + (hi - lo - 1) * s + 1, s)))
+    return taps
+
+
+def counts(n_out: int, k: int, s: int, d: int, b: int, lo: int, hi: int) -> np.ndarray:
+    """Per output index: number of taps whose position lies in [lo, hi)."""
+    start = np.arange(n_out, dtype=np.int64) * s - b
+    j0 = np.maximum(0, -((start - lo) // d))
+    j1 = np.minimum(k, -((start - hi) // d))
+    return np.maximum(j1 - j0, 0)
+
+
+def divisor(pl: PoolPlan, acc: np.dtype) -> np.ndarray:
+    """Product over axes of the per-axis counted-window sizes, shaped like the output's spatial dims."""
+    total = np.ones((), dtype=acc)
+    for i, args in enumerate(zip(pl.out_shape[2:], pl.kernel, pl.strides, pl.dilations,
+                                 pl.pads_begin, pl.cnt_lo, pl.cnt_hi)):
+        c = counts(*args).astype(acc)
+        total = np.multiply.outer(total, c) if i else c
+    return total
+
+
+@functools.cache
+def _half_table() -> np.ndarray:
+    """Every float16 bit pattern converted to float32 by NumPy (exact; 256 KiB)."""
+    return np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+def widen(src: np.ndarray, acc: np.dtype) -> np.ndarray:
+    """A copy of `src` in the accumulation type: float16 by table look-up (the same bits as
+    `astype`, about twice as fast), others by `astype`."""
+    if src.dtype == np.float16 and acc == np.float32 and src.flags.c_contiguous:
+        return np.take(_half_table(), src.view(np.uint16))
+    return src.astype(acc)
+
+
+def _window_sum(src: np.ndarray, axis: int, taps: list[Tap], dst: np.ndarray) -> None:
+    """dst = sum over `taps` of src's slices along `axis` (0 where no tap lands). Taps covering
+    the whole output go first, so the first two need no zero fill."""
+    def at(s: slice) -> tuple[slice, ...]:
+        return (slice(None),) * axis + (s,)
+
+    n = dst.shape[axis]
+    full = [t for t in taps if (t[0].start, t[0].stop) == (0, n)]
+    rest = [t for t in taps if t not in full]
+    if len(full) >= 2:
+        np.add(src[at(full[0][1])], src[at(full[1][1])], out=dst)
+        full = full[2:]
+    elif full:
+        np.copyto(dst, src[at(full.pop()[1])])
+    else:
+        dst.fill(0)
+    for o, i in full + rest:
+        dst[at(o)] += src[at(i)]
+
+
+def run(pl: PoolPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """pool(x) per plan `pl`, into `out` when given (C-contiguous) or a new array."""
+    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
+    if y.size:
+        _pool(pl, x, y)
+    return y
+
+
+def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
+    acc_t = dtypes.accumulate_dtype(x.dtype)
+    in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
+    rows = pl.in_shape[0] * pl.in_shape[1]
+    xs = x.reshape(rows, *in_sp)
+    ys = y.reshape(rows, *out_sp)
+    block = max(1, BLOCK_BYTES // (max(1, int(np.prod(in_sp))) * acc_t.itemsize))
+    taps = [_taps(*a) for a in zip(in_sp, out_sp, pl.kernel, pl.strides, pl.dilations,
+                                   pl.pads_begin)]
+    div = None if pl.lp else divisor(pl, acc_t)
+    convert = x.dtype != acc_t
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for r in range(0, rows, block):
+            src = xs[r:r + block]
+            if convert:
+                src = widen(src, acc_t)
+            if pl.lp:
+                src = np.abs(src, out=src) if convert else np.abs(src)
+                if pl.p == 2:
+                    np.square(src, out=src)
+                elif pl.p != 1:
+                    np.power(src, acc_t.type(pl.p), out=src)
+            # axis by axis, outermost first: (b, O1, I2, ..., Im), ..., (b, O1, ..., Om)
+            for i, axis_taps in enumerate(taps):
+                last = i == len(taps) - 1
+                shape = (src.shape[0], *out_sp[:i + 1], *in_sp[i + 1:])
+                dst = ys[r:r + block] if last and not convert else np.empty(shape, acc_t)
+                _window_sum(src, i + 1, axis_taps, dst)
+                src = dst
+            if pl.lp:
+                if pl.p == 2:
+                    np.sqrt(src, out=src)
+                elif pl.p != 1:
+                    np.power(src, acc_t.type(1.0 / pl.p), out=src)
+            else:
+                src /= div
+            if convert:
+                ys[r:r + block] = src

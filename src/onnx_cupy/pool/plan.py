@@ -1,0 +1,146 @@
+"""AveragePool and LpPool, every opset version.
+
+  AveragePool: Y[n,c,o] = sum_{w in W(o), w inside X} X[n,c,w] / |W(o) ∩ counted region|
+  LpPool:      Y[n,c,o] = (sum_{w in W(o), w inside X} |X[n,c,w]|^p)^(1/p)
+with W(o)_i = {o_i*strides_i - pads_begin_i + j*dilations_i : 0 <= j < kernel_shape_i}. The counted
+region is X itself (count_include_pad=0, and always at AveragePool-1) or X plus its explicit/auto
+pads (count_include_pad=1); positions past the padded end (ceil_mode overhang) never count. A
+window with nothing counted gives NaN (0/0); an LpPool window with no element of X gives 0.
+
+Output length per spatial axis, every version (dk = (kernel - 1) * dilation + 1, s = stride):
+  NOTSET ("" too)  floor((n + b + e - dk) / s) + 1, or ceil(...) + 1 with ceil_mode; with
+                   ceil_mode a last window that would start in the right padding is dropped
+  VALID            floor((n - dk) / s) + 1, no pads
+  SAME_UPPER/LOWER ceil(n / s), pad total max(0, (out - 1) * s + dk - n), the odd one at the
+                   end (UPPER) or the beginning (LOWER)
+`pads` given next to an auto_pad other than NOTSET are ignored, and ceil_mode does not change
+auto_pad lengths (its ceil forms equal the floor forms above). A length of 0 gives an empty
+output. onnxruntime and onnx.reference give these shapes and values wherever they agree; the
+README's semantics table lists where they and the version texts differ.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..core import attributes, dtypes, opsets
+
+OPS = ("AveragePool", "LpPool")
+MAX_SPATIAL = 8  # most spatial axes (the kernels' parameter blocks hold this many: POOL_MAXD)
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "")  # "" means NOTSET
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """Everything both execution paths need, computed once on the host."""
+
+    op: str
+    version: int
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    cnt_lo: tuple[int, ...]
+    cnt_hi: tuple[int, ...]
+    lp: bool
+    p: float
+
+    @property
+    def nd(self) -> int:
+        return len(self.kernel)
+
+
+def _p_value(op: str, opset: int, p: Any) -> float:
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: attribute 'p' must be a number, got {p!r}")
+    if opsets.version(op, opset) >= 2 and not float(p).is_integer():
+        raise ValueError(f"{op}: attribute 'p' must be an integer at {opsets.in_force(op, opset)} "
+                         f"(a float p exists only in LpPool-1), got {p!r}")
+    if not math.isfinite(float(p)) or p <= 0:
+        raise ValueError(f"{op}: attribute 'p' must be > 0, got {p!r}")
+    return float(p)
+
+
+def _axis(n: int, k: int, s: int, d: int, b: int, e: int, auto_pad: str, ceil: int
+          ) -> tuple[int, int, int]:
+    """(output length, begin pad, end pad) of one spatial axis; see the module docstring."""
+    dk = (k - 1) * d + 1
+    if auto_pad == "VALID":
+        return (n - dk) // s + 1, 0, 0
+    if auto_pad != "NOTSET":
+        length = -(-n // s)
+        total = max(0, (length - 1) * s + dk - n)
+        b = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        return length, b, total - b
+    span = n + b + e - dk
+    length = (-(-span // s) if ceil else span // s) + 1
+    if ceil and (length - 1) * s >= n + b:   # the last window would start in the right padding
+        length -= 1
+    return length, b, e
+
+
+@functools.lru_cache(maxsize=512, typed=True)  # typed: 1.0 must not hit 1's plan
+def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_shape: Any,
+         auto_pad: Any, ceil_mode: Any, count_include_pad: Any, dilations: Any, pads: Any,
+         strides: Any, p: Any) -> PoolPlan:
+    """Validate attributes for the opset version in force and compute the pooling plan."""
+    version = opsets.version(op, opset)
+    opsets.check_given(op, opset, {
+        "count_include_pad": count_include_pad not in (0, None),
+        "ceil_mode": ceil_mode not in (0, None),
+        "dilations": dilations is not None,
+    })
+    if len(shape) < 3:
+        raise ValueError(f"{op}: X must have rank >= 3 ([N, C, D1, ...]), got shape {shape}")
+    nd = len(shape) - 2
+    if nd > MAX_SPATIAL:
+        raise ValueError(f"{op}: at most {MAX_SPATIAL} spatial dimensions are supported, got {nd}")
+    dtypes.check_float(dtype, op, version, bf16_from=22)
+    if kernel_shape is None:
+        raise ValueError(f"{op}: attribute 'kernel_shape' is required")
+    per = f"for an input with {nd} spatial dimensions"
+    kernel = attributes.ints(op, "kernel_shape", kernel_shape, nd, 1, per)
+    steps = attributes.ints(op, "strides", strides, nd, 1, per) if strides is not None else (1,) * nd
+    dil = attributes.ints(op, "dilations", dilations, nd, 1, per) if dilations is not None \
+        else (1,) * nd
+    if not isinstance(auto_pad, str) or auto_pad not in AUTO_PADS:
+        raise ValueError(f"{op}: attribute 'auto_pad' must be one of {AUTO_PADS}, got {auto_pad!r}")
+    pad = attributes.ints(op, "pads", pads, 2 * nd, 0, per) if pads is not None \
+        else (0,) * (2 * nd)
+    auto_pad = auto_pad or "NOTSET"
+    ceil = attributes.flag(op, "ceil_mode", ceil_mode)
+    include = attributes.flag(op, "count_include_pad", count_include_pad)
+    lp = op == "LpPool"
+    p_value = _p_value(op, opset, p) if lp else 1.0
+
+    out, begin, end = [], [], []
+    for i, (n, k, s, d) in enumerate(zip(shape[2:], kernel, steps, dil)):
+        length, b, e = _axis(n, k, s, d, pad[i], pad[nd + i], auto_pad, ceil)
+        if length < 0:
+            raise ValueError(
+                f"{op}: output spatial size {length} < 0 along spatial axis {i} (input {n}, "
+                f"kernel {k}, dilation {d}, stride {s}, pads {b}+{e}, auto_pad {auto_pad})"
+            )
+        out.append(length)
+        begin.append(b)
+        end.append(e)
+    cnt_lo = tuple(-b if include else 0 for b in begin)
+    cnt_hi = tuple(n + e if include else n for n, e in zip(shape[2:], end))
+    return PoolPlan(op, version, shape, (*shape[:2], *out), kernel, steps, dil, tuple(begin),
+                    tuple(end), cnt_lo, cnt_hi, lp, p_value)
+
+
+def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_shape: Any = None,
+            auto_pad: Any = "NOTSET", ceil_mode: Any = 0, count_include_pad: Any = 0,
+            dilations: Any = None, pads: Any = None, strides: Any = None, p: Any = None) -> PoolPlan:
+    """The plan of `op` (AveragePool or LpPool) for an input of `shape` and `dtype`."""
+    return plan(op, opset, shape, np.dtype(dtype), *(attributes.hashable(v) for v in (
+        kernel_shape, auto_pad, ceil_mode, count_include_pad, dilations, pads, strides, p)))
+

@@ -1,0 +1,96 @@
+"""The public Resize function: validate and plan on the host (plan.py), then run the plan on the
+path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU emulator
+(kernel.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import execution
+from . import kernel, plan
+from . import numpy as numpy_path
+
+
+def resize(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None, *, antialias: int = 0,
+           axes: Any = None, coordinate_transformation_mode: str = "half_pixel",
+           cubic_coeff_a: float = -0.75, exclude_outside: int = 0,
+           extrapolation_value: float = 0.0, keep_aspect_ratio_policy: str = "stretch",
+           mode: str = "nearest", nearest_mode: str = "round_prefer_floor", opset: int = 19,
+           out: Any = None) -> Any:
+    """ONNX Resize (versions 10, 11, 13, 18, 19) on a NumPy or CuPy array.
+
+    Each resized axis (input length n, scale s) maps output coordinate y to an input coordinate
+    x by `coordinate_transformation_mode`, e.g. half_pixel x = (y + 0.5) / s - 0.5, asymmetric
+    x = y / s, align_corners x = y * (n - 1) / (m - 1); X is sampled at the taps around x (1 for
+    nearest, 2 for linear, 4 for cubic, more with antialias), indices clamped into [0, n), and
+    Y is the tensor product of the per-axis weights applied to X (onnx_cupy.resize.plan gives
+    every formula).
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
+        Any rank >= 1. Nearest takes every fixed-size dtype (and strings on NumPy); linear and
+        cubic take float16, bfloat16 (from opset 13), float32, float64 and the integer types.
+    roi : array or sequence of float, optional
+        [start..., end...] per resized axis, normalized; used by tf_crop_and_resize (omitted:
+        the whole axis, 0..1).
+    scales : array or sequence of float, optional
+        Per resized axis; the output length is floor(n * scale). Give scales or sizes.
+    sizes : array or sequence of int, optional
+        Output length per resized axis (not at opset 10).
+    antialias : {0, 1}, default 0 (from opset 18)
+        Linear/cubic downsampling with the filter stretched by 1 / scale.
+    axes : sequence of int, optional (from opset 18)
+        The axes roi, scales and sizes refer to (negative counts from the end); default all.
+    coordinate_transformation_mode : str, default "half_pixel"
+        half_pixel, half_pixel_symmetric (19), pytorch_half_pixel, align_corners, asymmetric,
+        tf_half_pixel_for_nn (11), tf_crop_and_resize (from opset 11).
+    cubic_coeff_a : float, default -0.75
+        The Keys cubic kernel's a (-0.5: TensorFlow, -0.75: PyTorch).
+    exclude_outside : {0, 1}, default 0
+        Give taps outside X weight 0 and renormalize (linear, cubic).
+    extrapolation_value : float, default 0.0
+        The value of tf_crop_and_resize samples outside X.
+    keep_aspect_ratio_policy : {"stretch", "not_larger", "not_smaller"}, default "stretch"
+        With sizes (from opset 18): one scale for every axis in `axes`.
+    mode : {"nearest", "linear", "cubic"}, default "nearest"
+    nearest_mode : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
+        Rounding of x for mode nearest (default round_prefer_floor; from opset 11; Resize-10
+        rounds down when upsampling and up when downsampling).
+    opset : int, default 19
+        The ONNX opset the call follows.
+    out : array, optional
+        C-contiguous output of the result's shape and dtype, on X's device, not overlapping X.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        X resized, X's dtype, on X's device. Integer results are rounded half to even and
+        saturated to the dtype's range.
+
+    Raises
+    ------
+    ValueError
+        Both or neither of scales and sizes; lengths that do not match the axes; an attribute
+        value not defined at the opset in force (named with the opset).
+    TypeError
+        An unsupported dtype for the mode, or an array or attribute of the wrong type.
+
+    Examples
+    --------
+    >>> import numpy as np, onnx_cupy as oc
+    >>> x = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    >>> oc.resize(x, scales=[2.0, 2.0], mode="nearest")
+    array([[1., 1., 2., 2.],
+           [1., 1., 2., 2.],
+           [3., 3., 4., 4.],
+           [3., 3., 4., 4.]], dtype=float32)
+    """
+    X, backend = execution.select(X, plan.OP)
+    pl, _, _ = plan.prepare(tuple(X.shape), X.dtype, roi, scales, sizes, opset,
+                            antialias=antialias, axes=axes,
+                            coordinate_transformation_mode=coordinate_transformation_mode,
+                            cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside,
+                            extrapolation_value=extrapolation_value,
+                            keep_aspect_ratio_policy=keep_aspect_ratio_policy, mode=mode,
+                            nearest_mode=nearest_mode)
+    return numpy_path.run(pl, X, out) if backend == "numpy" else kernel.run(pl, X, out, backend)

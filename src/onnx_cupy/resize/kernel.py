@@ -1,0 +1,304 @@
+"""The kernel path of Resize: a plan's (onnx_cupy.resize.plan) per-axis tables concatenated and
+uploaded once per device, the parameter block, instantiation and grid of kernels/resize.cu,
+launched on the GPU or the emulator. Where 1-3 resized axes are the trailing ones or are followed only by
+unresized axes that merge into one (NHWC resized along H and W), and every offset fits 32 bits,
+the fast kernels run, over a grid of their own; the generic ones take every other case."""
+from __future__ import annotations
+
+import collections
+import functools
+import math
+import threading
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..core import arrays, dtypes, execution, launcher, loader
+from ..core.arrays import readonly
+from .plan import MAX_DIMS, OP, ResizePlan
+
+FAMILY = "resize"
+POD_BYTES = (1, 2, 4, 8, 16)
+DEVICE_TABLE_PLANS = 64    # plans whose tables stay cached on each device
+
+_GEOM = np.dtype(
+    [("nd", "<i8"), ("total", "<i8")]
+    + [(f, "<i8", (MAX_DIMS,)) for f in ("out_shape", "in_stride", "taps", "table")]
+    + [("fill", "u1", (16,))]
+)
+_FAST_GEOM = np.dtype([("fill", "u1", (16,)), ("out", "<i4", (3,)), ("table", "<i4", (3,))]
+                      + [(f, "<i4") for f in ("batch_stride", "rows", "batch_rows", "walk",
+                                              "walk_stride")], align=True)
+# walked dim of the fast kernels (rsz::walked): the last resized dim, or the unresized dims after
+# the resized ones, merged into one
+RESIZED, KEPT = "rsz::RESIZED", "rsz::KEPT"
+FAST_RANKS = (1, 2, 3)      # resized dims of the fast kernels
+FAST_TAPS = (1, 2, 4)       # taps per dim: nearest, linear, cubic
+TABLE_ALIGN = 16           # bytes: a record of the fast tables is read with 16-byte loads
+OUTSIDE = -2**31           # the first offset of an extrapolated coordinate (no 32-bit offset is)
+
+
+def _outputs(dtype: np.dtype, taps: int) -> int:
+    """Outputs per thread and loop iteration of a fast kernel (fewer for the double ones)."""
+    return 4 if taps == 1 or dtype.name in ("float16", "bfloat16", "float32") else 2
+
+
+def _nearest_expression(itemsize: int, bits: int) -> str:
+    return f"resize_nearest<rsz::pod<{itemsize}>, {dtypes.INDEX_TYPES[bits]}>"
+
+
+def _storage(dtype_name: str) -> tuple[str, str]:
+    """(storage type, accumulate type) of a linear/cubic input dtype."""
+    if dtype_name in dtypes.FLOAT_TYPES:
+        return dtypes.FLOAT_TYPES[dtype_name][0], dtypes.FLOAT_TYPES[dtype_name][1]
+    return dtypes.INT_TYPES[dtype_name], "double"
+
+
+def _weighted_expression(dtype_name: str, bits: int) -> str:
+    storage, acc = _storage(dtype_name)
+    return f"resize_weighted<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
+
+
+def _weight_dtype(dtype: np.dtype) -> np.dtype:
+    """Fast tables' weight type: float32 where the kernel accumulates in float, else float64."""
+    return np.dtype(np.float32 if _storage(dtype.name)[1] == "float" else np.float64)
+
+
+def _fast_shape(walk: str, dtype: np.dtype, ranks: int, taps: int) -> bool:
+    """Whether a fast kernel serves `ranks` resized dims of `taps` taps each, walking `walk`: a
+    thread holds the taps^(resized dims before the walked one) tap combinations of its row in
+    registers, at most 4 for RESIZED (each output reads taps more), 8 for KEPT, 16 for KEPT
+    summing in float (more exceed 64 registers)."""
+    if ranks not in FAST_RANKS or taps not in FAST_TAPS:
+        return False
+    limit = 4 if walk == RESIZED else 16 if taps > 1 and _storage(dtype.name)[1] == "float" else 8
+    return taps ** (ranks - (walk == RESIZED)) <= limit
+
+
+def _fast_expression(dtype: np.dtype, ranks: int, taps: int, walk: str) -> str:
+    """The fast kernel for `ranks` resized dims of `taps` taps each (1: nearest) and the walked
+    dim `walk`."""
+    v = _outputs(dtype, taps)
+    if taps == 1:
+        return f"resize_nearest_fast<rsz::pod<{dtype.itemsize}>, {ranks}, {v}, {walk}>"
+    storage, acc = _storage(dtype.name)
+    weight = "float" if acc == "float" else "double"
+    return f"resize_weighted_fast<{storage}, {acc}, {weight}, {ranks}, {taps}, {v}, {walk}>"
+
+
+_WEIGHTED_DTYPES = [np.dtype(t) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
+                    if t != "bfloat16"] + ([dtypes.BFLOAT16] if dtypes.BFLOAT16 else [])
+# nearest: one instantiation per element size (a void dtype of that size stands for them all)
+_FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1, walk): 4 for walk in (RESIZED, KEPT)
+         for n in POD_BYTES for r in FAST_RANKS}
+_FAST.update({_fast_expression(d, r, taps, walk): _outputs(d, taps) for walk in (RESIZED, KEPT)
+              for d in _WEIGHTED_DTYPES for r in FAST_RANKS for taps in FAST_TAPS[1:]
+              if _fast_shape(walk, d, r, taps)})
+
+loader.register(FAMILY, [_nearest_expression(n, b) for n in POD_BYTES for b in dtypes.INDEX_TYPES]
+                + [_weighted_expression(t, b) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
+                   for b in dtypes.INDEX_TYPES],
+                {"ResizeGeom": _GEOM, "ResizeFastGeom": _FAST_GEOM}, fast=_FAST,
+                defines={"RESIZE_MAXD": MAX_DIMS, "RESIZE_TABLE_ALIGN": TABLE_ALIGN,
+                         "RESIZE_OUTSIDE": f"({OUTSIDE + 1}-1)"})
+
+
+@functools.lru_cache(maxsize=DEVICE_TABLE_PLANS)
+def kernel_tables(pl: ResizePlan) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """The tables of every resized axis, concatenated: (index with -1 as the first index of an
+    extrapolated row, weight, first entry of each axis)."""
+    index, weight, first, pos = [], [], [], 0
+    for t in pl.tables:
+        idx = t.index.copy()
+        idx[t.outside, 0] = -1
+        index.append(idx.ravel())
+        weight.append(t.weight.ravel())
+        first.append(pos)
+        pos += idx.size
+    return readonly(np.concatenate(index)), readonly(np.concatenate(weight)), tuple(first)
+
+
+@functools.lru_cache(maxsize=DEVICE_TABLE_PLANS)
+def fast_table(pl: ResizePlan, weight: np.dtype | None, strides: tuple[int, ...]
+               ) -> tuple[np.ndarray, tuple[int, ...], int]:
+    """The fast kernels' tables of every resized axis (input element `strides`, one per table),
+    concatenated, as bytes aligned to TABLE_ALIGN: one record per output coordinate
+    (rsz::record: its `taps` weights of type `weight`, none for nearest, then its int32 input
+    offsets, index times stride, the first OUTSIDE where the coordinate is extrapolated), the
+    first record of each axis, and the record size."""
+    taps = pl.tables[0].taps
+    fields = [] if weight is None else [("w", weight, (taps,))]
+    record = np.dtype(fields + [("i", "<i4", (taps,))], align=True)
+    rows = sum(t.index.shape[0] for t in pl.tables)
+    raw = np.zeros(rows * record.itemsize + TABLE_ALIGN, np.uint8)
+    skip = -raw.ctypes.data % TABLE_ALIGN
+    table = raw[skip:skip + rows * record.itemsize].view(record)
+    first, pos = [], 0
+    for t, stride in zip(pl.tables, strides):
+        part = table[pos:pos + t.index.shape[0]]
+        offsets = t.index * stride
+        offsets[t.outside, 0] = OUTSIDE
+        part["i"] = offsets
+        if weight is not None:
+            part["w"] = t.weight  # float64 -> float32: round to nearest even, as the kernels do
+        first.append(pos)
+        pos += t.index.shape[0]
+    return readonly(table.view(np.uint8)), tuple(first), record.itemsize
+
+
+_device_tables: collections.OrderedDict[tuple, tuple[Any, ...]] = collections.OrderedDict()
+_device_lock = threading.Lock()
+
+
+def _uploaded(key: tuple, host: tuple[np.ndarray, ...], backend: str) -> tuple[Any, ...]:
+    """`host` arrays where the kernel reads them: uploaded once per `key` and device; a launch
+    on any stream waits for the upload's event, not the host."""
+    if backend != "cupy":
+        return host
+    cp = execution.cupy_module()
+    key = (*key, cp.cuda.runtime.getDevice())
+    with _device_lock:
+        hit = _device_tables.get(key)
+        if hit is not None:
+            _device_tables.move_to_end(key)
+    if hit is None:
+        hit = (*(cp.asarray(a) for a in host), cp.cuda.Event(disable_timing=True))
+        hit[-1].record()
+        with _device_lock:
+            _device_tables[key] = hit
+            while len(_device_tables) > DEVICE_TABLE_PLANS:
+                _device_tables.popitem(last=False)
+    cp.cuda.get_current_stream().wait_event(hit[-1])
+    return hit[:-1]
+
+
+@functools.lru_cache(maxsize=256)
+def geometry(pl: ResizePlan, x_strides: tuple[int, ...]) -> np.ndarray | None:
+    """The kernels' ResizeGeom block for an input with these element strides (adjacent unresized
+    dims merged where the strides allow), or None if more than MAX_DIMS dims remain."""
+    first = dict(zip((t.axis for t in pl.tables), zip(pl.tables, kernel_tables(pl)[2])))
+    dims = [(n, s, *((first[d][0].taps, first[d][1]) if d is not None else (0, 0)))
+            for n, s, d in arrays.merge_axes(pl.out_shape, x_strides, frozenset(first))]
+    if len(dims) > MAX_DIMS:
+        return None
+    columns = dict(zip(("out_shape", "in_stride", "taps", "table"), zip(*dims)))
+    return launcher.parameter_block(_GEOM, nd=len(dims), total=math.prod(pl.out_shape),
+                                    fill=_fill(pl), **columns)
+
+
+def _fill(pl: ResizePlan) -> np.ndarray:
+    """The bytes of the extrapolation value in the storage type (none without one), as the
+    parameter blocks' `fill` holds them."""
+    return np.frombuffer(b"" if pl.fill is None else pl.fill.tobytes(), dtype=np.uint8)
+
+
+def run(pl: ResizePlan, X: Any, out: Any, backend: str) -> Any:
+    """resize(X) per plan `pl` into `out` (or a new array) on the kernel path `backend` ('cupy' or
+    'emulated'): the fast kernels where they apply, else the generic ones; a plan that maps every
+    axis onto itself copies X."""
+    if X.dtype.kind in "OUS":
+        raise TypeError(f"{OP}: string tensors run on the NumPy backend only "
+                        f"(got dtype {X.dtype} on backend {backend!r})")
+    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, OP)
+    if not Y.size:
+        return Y
+    with arrays.on_device(X, backend):
+        if not pl.tables:
+            Y[...] = X
+        else:
+            _launch(pl, X, Y, backend)
+    return Y
+
+
+def _launch(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
+    align = min(X.dtype.itemsize, 8)  # the storage type's alignment
+    if arrays.address(Y) % align:
+        raise ValueError(f"{OP}: out must be aligned to {align} bytes for the kernel path")
+    if arrays.address(X) % align:
+        X = X.copy()
+    X, strides = arrays.element_strides(X)
+    fast = fast_args(pl, X.dtype, strides)
+    if fast is not None:
+        key = (fast.weight, fast.strides)
+        (table,) = _uploaded((pl, *key), fast_table(pl, *key)[:1], backend)
+        launcher.launch(backend, FAMILY, fast.expression, Y.size,
+                        (X, Y, table, table[fast.inner:], fast.geom), fast.shape)
+        return
+    args = kernel_args(pl, X.dtype, strides)
+    if args is None:
+        X, strides = arrays.element_strides(arrays.module_of(backend).ascontiguousarray(X))
+        args = kernel_args(pl, X.dtype, strides)
+    expression, g = args
+    index, weight = _uploaded((pl,), kernel_tables(pl)[:2], backend)
+    if pl.mode == "nearest":
+        launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, index, g))
+    else:
+        launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, index, weight, g))
+
+
+class FastLaunch(NamedTuple):
+    expression: str
+    geom: np.ndarray              # ResizeFastGeom block
+    shape: launcher.Shape           # (grid, block)
+    weight: np.dtype | None       # fast_table's weight type and input strides
+    strides: tuple[int, ...]
+    inner: int                    # byte offset of the innermost axis' records in the table
+
+
+@functools.lru_cache(maxsize=256)
+def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> FastLaunch | None:
+    """The fast path's launch for an input of `dtype` with these element strides, or None
+    where it does not apply: 1-3 resized axes with the taps `_fast_shape` allows, no unresized axis
+    between them (length-1 axes aside), the leading axes merging into one batch axis and the
+    trailing unresized ones into one walked axis (where there is none, the last resized axis is
+    walked), the grid must fit, and every offset 32 bits. Blocks of launcher.BLOCK threads: as many
+    along a row as its outputs need (a power of two), the rest on further rows; the rows of all
+    batch items on grid y, then z."""
+    ranks, taps = len(pl.tables), pl.tables[0].taps
+    lead, last = pl.tables[0].axis, pl.tables[-1].axis
+    if any(t.taps != taps for t in pl.tables) or any(
+            pl.out_shape[d] != 1 for d in range(lead, last) if d not in {t.axis for t in pl.tables}):
+        return None
+    batch = arrays.merged_stride(pl.in_shape[:lead], x_strides[:lead])
+    kept = arrays.merged_stride(pl.in_shape[last + 1:], x_strides[last + 1:])
+    if batch is None or kept is None:
+        return None
+    walk = KEPT if kept[0] > 1 else RESIZED
+    if not _fast_shape(walk, dtype, ranks, taps):
+        return None
+    out = [pl.out_shape[t.axis] for t in pl.tables]
+    rows, n = (math.prod(out), kept[0]) if walk == KEPT else (math.prod(out[:-1]), out[-1])
+    v = _outputs(dtype, taps)
+    bx, by = launcher.block_rows(launcher.cdiv(n, v))
+    grid = (min(launcher.MAX_BLOCKS, launcher.cdiv(n, bx * v)),
+            *launcher.grid_yz(launcher.cdiv(batch[0] * rows, by)))
+    records = sum(t.index.shape[0] for t in pl.tables)
+    if grid[2] > launcher.MAX_GRID_YZ or dtypes.index_bits(
+            math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
+            n + grid[0] * bx * v, grid[1] * grid[2] * by, records) > 32:
+        return None
+    weight = None if taps == 1 else _weight_dtype(dtype)
+    strides = tuple(x_strides[t.axis] for t in pl.tables)
+    _, first, record = fast_table(pl, weight, strides)
+    g = launcher.parameter_block(_FAST_GEOM, fill=_fill(pl), out=out, table=first,
+                               batch_stride=batch[1], rows=rows, batch_rows=batch[0] * rows,
+                               walk=n, walk_stride=kept[1])
+    return FastLaunch(_fast_expression(dtype, ranks, taps, walk), g, (grid, (bx, by, 1)), weight,
+                      strides, first[-1] * record)
+
+
+@functools.lru_cache(maxsize=256)
+def kernel_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
+                ) -> tuple[str, np.ndarray] | None:
+    """(instantiation, ResizeGeom block) for an input of `dtype` with these element strides, or
+    None if more than MAX_DIMS dims remain after merging."""
+    g = geometry(pl, x_strides)
+    if g is None:
+        return None
+    bits = launcher.index_bits(math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
+                             kernel_tables(pl)[0].size)
+    if pl.mode == "nearest":
+        return _nearest_expression(dtype.itemsize, bits), g
+    return _weighted_expression(dtype.name, bits), g
+
+

@@ -1,0 +1,481 @@
+"""Resize, opset versions 10, 11, 13, 18 and 19.
+
+Each resized axis (input length n, output length m, scale s, target width w) maps output
+coordinate y to the input coordinate x, computed in float64:
+  half_pixel            (y + 0.5) / s - 0.5
+  half_pixel_symmetric  n / 2 * (1 - m / w) + (y + 0.5) / s - 0.5                 (from 19)
+                        = (n - 1) / 2 + (2y + 1 - m) / (2s), as computed (w = n * s)
+  pytorch_half_pixel    m > 1 ? (y + 0.5) / s - 0.5 : 0
+  align_corners         w > 1 ? y * (n - 1) / (w - 1) : 0  (w, not m: ONNX's node tests)
+  asymmetric            y / s                                       (the only mode of Resize-10)
+  tf_half_pixel_for_nn  (y + 0.5) / s                                              (11 only)
+  tf_crop_and_resize    m > 1 ? r0 * (n - 1) + y * (r1 - r0) * (n - 1) / (m - 1)
+                              : 0.5 * (r0 + r1) * (n - 1),
+                        in float32 (as TensorFlow's CropAndResize and onnxruntime), with
+                        roi = (r0, r1) (omitted: (0, 1)); x outside [0, n - 1] gives
+                        extrapolation_value
+and samples X at taps around x, indices clamped into [0, n) (edge padding):
+  nearest  1 tap at x rounded by nearest_mode (round_prefer_floor, round_prefer_ceil, floor,
+           ceil); Resize-10: floor where s >= 1, ceil where s < 1 (as onnxruntime and ONNX's
+           opset-10 node test)
+  linear   2 taps, weights (1 - t, t), t = x - floor(x)
+  cubic    4 taps, the Keys kernel with a = cubic_coeff_a
+  antialias=1 (linear, cubic): the kernel stretched by max(1, 1 / s), weights normalized to sum 1
+  exclude_outside=1 (linear, cubic): taps outside [0, n) get weight 0, the rest renormalized.
+Y is the tensor product of the per-axis weights applied to X. An axis with scale 1 and unchanged
+length is left as is (as onnxruntime and onnx.reference do), also under tf_half_pixel_for_nn,
+whose formula would otherwise shift it by half a pixel, and under tf_crop_and_resize with the
+roi (0, 1).
+
+Lengths: scales give m = floor(w) with w = n * s in float64 (also under tf_crop_and_resize: the
+roi moves the samples only; as onnxruntime, onnx.reference and shape inference); sizes give
+m = sizes, s = m / n, w = m; keep_aspect_ratio_policy not_larger / not_smaller take s = min / max
+over the resized axes of sizes / n, m = floor(s * n + 0.5), w = s * n. `scales` are ONNX floats
+and float attributes ONNX FLOATs: both are rounded to float32 first, as in a model.
+
+dtypes: nearest gathers every ONNX dtype unchanged (strings on the NumPy path only). Linear and
+cubic take float16, bfloat16 (from opset 13), float32 and float64 (16-bit types accumulate in
+float32), and the integer types, computed in float64 and rounded half to even with saturation to
+the dtype's range (as onnx.reference; onnxruntime truncates); a sum within 2^-40 relative of
+k + 0.5 counts as the tie, so that every path rounds an exact tie alike whatever the order of its
+terms (onnx_cupy.core.numerics). The extrapolation value converts to integers the same way.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..core import arrays, dtypes, execution, numerics, opsets
+from ..core.attributes import flag, float32, ints
+
+OP = "Resize"
+MAX_DIMS = 16              # most axes left after merging unresized neighbours (RESIZE_MAXD)
+MAX_ELEMENTS = 2**62
+
+VERSIONS = (10, 11, 13, 18, 19)
+MODES = {v: ("nearest", "linear") if v == 10 else ("nearest", "linear", "cubic") for v in VERSIONS}
+_COMMON = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize")
+COORDINATE_MODES = {10: ("asymmetric",), 11: _COMMON + ("tf_half_pixel_for_nn",), 13: _COMMON,
+                    18: _COMMON, 19: _COMMON + ("half_pixel_symmetric",)}
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+RESIZE10_NEAREST = "floor_or_ceil"  # Resize-10: floor on growing axes, ceil on shrinking ones
+POLICIES = ("stretch", "not_larger", "not_smaller")
+DEFAULTS: dict[str, Any] = {
+    "antialias": 0, "axes": None, "coordinate_transformation_mode": "half_pixel",
+    "cubic_coeff_a": -0.75, "exclude_outside": 0, "extrapolation_value": 0.0,
+    "keep_aspect_ratio_policy": "stretch", "mode": "nearest", "nearest_mode": "round_prefer_floor",
+}
+
+@dataclass(frozen=True)
+class Attributes:
+    """Validated attributes; at version 10 the fixed asymmetric/floor behaviour."""
+
+    mode: str
+    coordinate_transformation_mode: str
+    nearest_mode: str
+    cubic_coeff_a: float
+    exclude_outside: bool
+    extrapolation_value: float
+    antialias: bool
+    axes: tuple[int, ...] | None
+    keep_aspect_ratio_policy: str
+
+
+@dataclass(frozen=True, eq=False)
+class AxisTable:
+    """One resized axis: per output coordinate, `taps` input indices (clamped into [0, n)) and
+    their weights; `outside` marks the coordinates tf_crop_and_resize extrapolates."""
+
+    axis: int
+    index: np.ndarray    # int64 [m, taps]
+    weight: np.ndarray   # float64 [m, taps]
+    outside: np.ndarray  # bool [m]
+
+    @property
+    def taps(self) -> int:
+        return self.index.shape[1]
+
+
+@dataclass(frozen=True, eq=False)
+class ResizePlan:
+    """Everything both execution paths need, computed once on the host (hashed by identity:
+    the key of the per-device table cache)."""
+
+    version: int
+    mode: str
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    tables: tuple[AxisTable, ...]  # resized axes, ascending (none for axes mapped onto themselves)
+    fill: np.ndarray | None        # extrapolation_value as a 0-d array of X's dtype (None: strings)
+
+
+class _Axis(NamedTuple):
+    axis: int
+    n: int        # input length
+    m: int        # output length
+    s: float      # scale
+    w: float      # target width (m before flooring/rounding)
+    r0: float     # roi start and end
+    r1: float
+
+
+# ---------------------------------------------------------------- attributes and inputs
+
+def _differs(value: Any, default: Any) -> bool:
+    """Whether an attribute counts as given: its value differs from the default."""
+    if default is None:
+        return value is not None
+    try:
+        return bool(value != default)
+    except (TypeError, ValueError):
+        return True
+
+
+def _choice(name: str, value: Any, table: dict[int, tuple[str, ...]], opset: int) -> str:
+    version = opsets.version(OP, opset)
+    if not isinstance(value, str):
+        raise TypeError(f"{OP}: attribute '{name}' must be a string, got {value!r}")
+    allowed = table[version]
+    if value in allowed:
+        return value
+    defined = [v for v in VERSIONS if value in table[v]]
+    note = ""
+    if defined and min(defined) > version:
+        note = f"; it came with Resize-{min(defined)}"
+    elif defined:
+        removed = VERSIONS[VERSIONS.index(max(defined)) + 1]
+        note = f"; it exists only up to Resize-{max(defined)} (removed in opset {removed})"
+    raise ValueError(f"{OP}: attribute '{name}' = {value!r} is not defined at "
+                     f"{opsets.in_force(OP, opset)} (expected one of {', '.join(allowed)}){note}")
+
+
+_ATTRIBUTES_SEEN: dict[tuple, Attributes] = {}
+_SCALARS = (str, int, float, np.generic, type(None))
+
+
+def attributes(opset: int, **given: Any) -> Attributes:
+    """Validate the attributes for the Resize version in force at `opset` (names as in ONNX,
+    defaults in DEFAULTS)."""
+    if not all(isinstance(v, _SCALARS) for v in given.values()):  # axes given as a sequence
+        return _attributes(opset, given)
+    try:  # scalars of the same type, value and sign validate the same: remember valid sets
+        key = (opset, tuple(given.items()), tuple(map(type, given.values())),
+               tuple(math.copysign(1.0, given[k]) for k in ("cubic_coeff_a", "extrapolation_value")
+                     if k in given))
+        hit = _ATTRIBUTES_SEEN.get(key)
+    except TypeError:  # a value that is no number where one belongs: let validation say so
+        return _attributes(opset, given)
+    if hit is None:
+        hit = _attributes(opset, given)
+        if len(_ATTRIBUTES_SEEN) < 512:
+            _ATTRIBUTES_SEEN[key] = hit
+    return hit
+
+
+def _attributes(opset: int, given: dict[str, Any]) -> Attributes:
+    version = opsets.version(OP, opset)
+    opsets.check_given(OP, opset, {k: _differs(v, DEFAULTS[k]) for k, v in given.items()})
+    mode = _choice("mode", given["mode"], MODES, opset)
+    if version == 10:
+        return Attributes(mode, "asymmetric", RESIZE10_NEAREST, -0.75, False, 0.0, False, None,
+                          "stretch")
+    antialias = bool(flag(OP, "antialias", given["antialias"]))
+    if antialias and mode == "nearest":
+        raise ValueError(f"{OP}: attribute 'antialias' = 1 applies to modes 'linear' and 'cubic', "
+                         f"not to mode 'nearest'")
+    cubic_a = float32(OP, "cubic_coeff_a", given["cubic_coeff_a"])
+    if not math.isfinite(cubic_a):
+        raise ValueError(f"{OP}: attribute 'cubic_coeff_a' must be finite, got {cubic_a!r}")
+    axes = given["axes"]
+    return Attributes(
+        mode,
+        _choice("coordinate_transformation_mode", given["coordinate_transformation_mode"],
+                COORDINATE_MODES, opset),
+        _choice("nearest_mode", given["nearest_mode"], dict.fromkeys(VERSIONS, NEAREST_MODES),
+                opset),
+        cubic_a,
+        bool(flag(OP, "exclude_outside", given["exclude_outside"])),
+        float32(OP, "extrapolation_value", given["extrapolation_value"]),
+        antialias,
+        None if axes is None else ints(OP, "axes", axes),
+        _choice("keep_aspect_ratio_policy", given["keep_aspect_ratio_policy"],
+                dict.fromkeys(VERSIONS, POLICIES), opset),
+    )
+
+
+def _vector(name: str, value: Any) -> tuple | None:
+    """A 1-D roi/scales/sizes input read on the host as a tuple (() when empty: not given).
+    scales are rounded to float32 (tensor(float)), sizes must be integers."""
+    if value is None:
+        return None
+    if execution.is_cupy_array(value):
+        value = value.get()
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{OP}: input '{name}' must be a 1-D array or sequence of numbers, "
+                        f"got {value!r}") from exc
+    if a.ndim != 1:
+        raise ValueError(f"{OP}: input '{name}' must be 1-D, got shape {a.shape}")
+    if a.size == 0:
+        return ()
+    kinds = "iu" if name == "sizes" else "iuf"
+    if a.dtype.kind not in kinds:
+        expected = "integers (int64)" if name == "sizes" else "real numbers"
+        raise TypeError(f"{OP}: input '{name}' must hold {expected}, got dtype {a.dtype}")
+    if name == "sizes":
+        return tuple(a.tolist())
+    wanted = np.float32 if name == "scales" else np.float64
+    if a.dtype != wanted:
+        with np.errstate(over="ignore"):
+            a = a.astype(wanted)
+    return tuple(a.tolist())
+
+
+# ---------------------------------------------------------------- plan
+
+def _check_dtype(dtype: np.dtype, mode: str, version: int) -> None:
+    name = dtype.name
+    numeric = name in dtypes.FLOAT_TYPES or name in dtypes.INT_TYPES
+    if not (numeric or dtype.kind in "OUS" or name in ("bool", "complex64", "complex128")):
+        raise TypeError(f"{OP}: input dtype {dtype} is not supported (expected an integer, float, "
+                        f"bool, complex or string dtype)")
+    dtypes.check_bfloat16(dtype, OP, version, since=13)
+    if mode != "nearest" and not numeric:
+        raise TypeError(f"{OP}: mode '{mode}' interpolates integer and float inputs; input dtype "
+                        f"{dtype} supports mode 'nearest' only")
+
+
+def resized_axes(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
+    if axes is None:
+        return tuple(range(rank))
+    bad = [a for a in axes if not -rank <= a < rank]
+    if bad:
+        raise ValueError(f"{OP}: attribute 'axes' = {list(axes)} has values out of range "
+                         f"[{-rank}, {rank - 1}] for an input of rank {rank}")
+    norm = tuple(a % rank for a in axes)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"{OP}: attribute 'axes' = {list(axes)} repeats an axis")
+    return norm
+
+
+def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple | None,
+             scales: tuple | None, sizes: tuple | None, at: Attributes) -> list[_Axis]:
+    """Per resized axis: lengths, scale and target width, from scales or sizes."""
+    given = [name for name, v in (("scales", scales), ("sizes", sizes)) if v]
+    if len(given) != 1:
+        raise ValueError(f"{OP}: exactly one of the inputs 'scales' and 'sizes' must be given "
+                         f"(non-empty), got {'both' if given else 'neither'}")
+    name, values = given[0], scales or sizes
+    k = len(axes)
+    what = "the length of 'axes'" if at.axes is not None else "the rank of X"
+    if len(values) != k:
+        raise ValueError(f"{OP}: input '{name}' has {len(values)} values, expected {k} ({what})")
+    if roi:
+        if len(roi) != 2 * k:
+            raise ValueError(f"{OP}: input 'roi' has {len(roi)} values, expected {2 * k} "
+                             f"(twice {what})")
+        if not all(math.isfinite(v) for v in roi):
+            raise ValueError(f"{OP}: input 'roi' values must be finite, got {list(roi)}")
+    starts, ends = (roi[:k], roi[k:]) if roi else ((0.0,) * k, (1.0,) * k)
+    ns = [shape[a] for a in axes]
+    if scales:
+        if not all(math.isfinite(s) and s > 0 for s in scales):
+            raise ValueError(f"{OP}: input 'scales' values must be finite and > 0, "
+                             f"got {list(scales)}")
+        widths = [n * s for n, s in zip(ns, scales)]
+        outs = [math.floor(w) for w in widths]
+        result = [_Axis(a, n, m, s, w, r0, r1) for a, n, m, s, w, r0, r1 in zip(
+            axes, ns, outs, scales, widths, starts, ends)]
+    else:
+        if any(m < 0 for m in sizes):
+            raise ValueError(f"{OP}: input 'sizes' values must be >= 0, got {list(sizes)}")
+        result = _sized(axes, ns, sizes, starts, ends, at.keep_aspect_ratio_policy)
+    for a in result:
+        if a.n == 0 and a.m > 0:
+            raise ValueError(f"{OP}: axis {a.axis} of X is empty and cannot be resized to "
+                             f"length {a.m}")
+    return result
+
+
+def _sized(axes: tuple[int, ...], ns: list[int], sizes: tuple, starts: tuple, ends: tuple,
+           policy: str) -> list[_Axis]:
+    if policy == "stretch":
+        return [_Axis(a, n, m, m / n if n else 1.0, float(m), r0, r1)
+                for a, n, m, r0, r1 in zip(axes, ns, sizes, starts, ends)]
+    if 0 in ns:
+        raise ValueError(f"{OP}: keep_aspect_ratio_policy {policy!r} needs non-empty resized axes, "
+                         f"got lengths {ns}")
+    ratios = [m / n for m, n in zip(sizes, ns)]
+    s = min(ratios) if policy == "not_larger" else max(ratios)
+    return [_Axis(a, n, math.floor(s * n + 0.5), s, s * n, r0, r1)
+            for a, n, r0, r1 in zip(axes, ns, starts, ends)]
+
+
+def _source(ctm: str, a: _Axis) -> tuple[np.ndarray, np.ndarray]:
+    """Input coordinate of every output coordinate, and the tf_crop_and_resize outside mask."""
+    y = np.arange(a.m, dtype=np.float64)
+    n, s, w = a.n, a.s, a.w
+    outside = np.zeros(a.m, dtype=bool)
+    if ctm == "half_pixel":
+        x = (y + 0.5) / s - 0.5
+    elif ctm == "half_pixel_symmetric":  # the formula with w = n * s: one rounding, not five
+        x = (n - 1) / 2 + (2 * y + 1 - a.m) / (2 * s)
+    elif ctm == "pytorch_half_pixel":
+        x = (y + 0.5) / s - 0.5 if a.m > 1 else np.zeros(a.m)
+    elif ctm == "align_corners":
+        x = y * (n - 1) / (w - 1) if w > 1 else np.zeros(a.m)
+    elif ctm == "asymmetric":
+        x = y / s
+    elif ctm == "tf_half_pixel_for_nn":
+        x = (y + 0.5) / s
+    else:  # tf_crop_and_resize, in float32 (as TensorFlow's CropAndResize and onnxruntime)
+        f = np.float32
+        r0, r1, last = f(a.r0), f(a.r1), f(n - 1)
+        if a.m > 1:
+            x = r0 * last + y.astype(f) * (r1 - r0) * last / f(a.m - 1)
+        else:
+            x = np.full(a.m, f(0.5 * float(r0 + r1) * (n - 1)))
+        x = x.astype(np.float64)
+        outside = (x < 0) | (x > n - 1)
+    return x, outside
+
+
+def _cubic(r: np.ndarray, a: float) -> np.ndarray:
+    """Keys cubic weights of the taps at floor-offsets -1, 0, 1, 2 for fraction r."""
+    p, q = r + 1, 1 - r
+    q1 = q + 1
+    return np.stack([((a * p - 5 * a) * p + 8 * a) * p - 4 * a,
+                     ((a + 2) * r - (a + 3)) * r * r + 1,
+                     ((a + 2) * q - (a + 3)) * q * q + 1,
+                     ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a], axis=1)
+
+
+def _antialias(mode: str, r: np.ndarray, s: float, a: float) -> tuple[int, np.ndarray]:
+    """First tap offset and normalized weights of the filter stretched by 1 / min(s, 1)."""
+    s = min(s, 1.0)
+    support = 1 if mode == "linear" else 2
+    start = int(np.floor(-support / s) + 1)
+    t = s * (np.arange(start, 2 - start) - r[:, None])
+    if mode == "linear":
+        w = np.clip(1 - np.abs(t), 0, 1)
+    else:
+        t = np.abs(t)
+        t2 = t * t
+        t3 = t * t2
+        w = np.where(t <= 1, (a + 2) * t3 - (a + 3) * t2 + 1,
+                     np.where(t < 2, a * t3 - 5 * a * t2 + 8 * a * t - 4 * a, 0.0))
+    return start, w / w.sum(axis=1, keepdims=True)
+
+
+def _taps(at: Attributes, x: np.ndarray, s: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indices clamped into [0, n), weights), [m, taps] each."""
+    x = np.clip(x, -2.0**53, 2.0**53)       # beyond, every double is an integer
+    xi = np.floor(x)
+    whole = x == xi
+    r = np.where(whole, 1.0, x - xi)        # in (0, 1]: an integral x ends the interval [x-1, x]
+    left = xi.astype(np.int64) - whole
+    if at.mode == "nearest":
+        rounding = at.nearest_mode
+        if rounding == RESIZE10_NEAREST:
+            rounding = "ceil" if s < 1 else "floor"
+        up = {"round_prefer_floor": r > 0.5, "round_prefer_ceil": r >= 0.5,
+              "floor": whole, "ceil": np.ones_like(whole)}[rounding] | whole
+        return np.clip(left + up, 0, n - 1)[:, None], np.ones((x.size, 1))
+    if at.antialias:
+        start, weight = _antialias(at.mode, r, s, at.cubic_coeff_a)
+    elif at.mode == "linear":
+        start, weight = 0, np.stack([1 - r, r], axis=1)
+    else:
+        start, weight = -1, _cubic(r, at.cubic_coeff_a)
+    index = left[:, None] + start + np.arange(weight.shape[1])
+    if at.exclude_outside:
+        weight = np.where((index < 0) | (index >= n), 0.0, weight)
+        total = weight.sum(axis=1, keepdims=True)
+        weight = weight / np.where(total == 0, 1.0, total)
+    return np.clip(index, 0, n - 1), weight
+
+
+def _is_identity(index: np.ndarray, weight: np.ndarray, outside: np.ndarray, n: int) -> bool:
+    """Every output coordinate o takes input o with total weight exactly 1 and nothing else."""
+    if index.shape[0] != n or outside.any():
+        return False
+    hit = index == np.arange(n)[:, None]
+    return bool(np.all(np.where(hit, 0.0, weight) == 0)
+                and np.all(np.where(hit, weight, 0.0).sum(axis=1) == 1))
+
+
+def _table(a: _Axis, at: Attributes) -> AxisTable | None:
+    ctm = at.coordinate_transformation_mode
+    if a.s == 1 and a.m == a.n and (ctm != "tf_crop_and_resize" or (a.r0, a.r1) == (0, 1)):
+        return None
+    x, outside = _source(ctm, a)
+    index, weight = _taps(at, x, a.s, a.n)
+    if _is_identity(index, weight, outside, a.n):
+        return None
+    return AxisTable(a.axis, *map(arrays.readonly, (index, weight, outside)))
+
+
+def _fill(value: float, dtype: np.dtype) -> np.ndarray | None:
+    if dtype.kind in "OUS":
+        return None
+    if dtype.name in dtypes.INT_TYPES:
+        fill = numerics.round_saturate(np.array([0.0 if math.isnan(value) else value]),
+                                       dtype).reshape(())
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            fill = np.array(value).astype(dtype)
+    return arrays.readonly(fill)
+
+
+@functools.lru_cache(maxsize=128)
+def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple | None,
+         scales: tuple | None, sizes: tuple | None, at: Attributes) -> ResizePlan:
+    """Validate inputs against the attributes `at` of Resize-`version`; output shape and
+    per-axis tables."""
+    rank = len(shape)
+    if rank == 0:
+        raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
+    _check_dtype(dtype, at.mode, version)
+    axes = resized_axes(at.axes, rank)
+    lengths = _lengths(shape, axes, roi, scales, sizes, at)
+    out_shape = list(shape)
+    for a in lengths:
+        out_shape[a.axis] = a.m
+    if math.prod(out_shape) > MAX_ELEMENTS:
+        raise ValueError(f"{OP}: output shape {tuple(out_shape)} has more than 2^62 elements")
+    tables: tuple[AxisTable, ...] = ()
+    if math.prod(out_shape):
+        tables = tuple(t for t in (_table(a, at) for a in sorted(lengths)) if t is not None)
+    dims = len(arrays.merge_axes(shape, arrays.c_strides(shape),
+                                 frozenset(t.axis for t in tables)))
+    if dims > MAX_DIMS:
+        raise ValueError(f"{OP}: {dims} dimensions remain after merging adjacent unresized axes; "
+                         f"at most {MAX_DIMS} are supported")
+    fill = _fill(at.extrapolation_value, dtype)
+    if fill is None and any(t.outside.any() for t in tables):
+        raise TypeError(f"{OP}: tf_crop_and_resize extrapolates outside the roi, which has no "
+                        f"value for input dtype {dtype}")
+    return ResizePlan(version, at.mode, shape, tuple(out_shape), tables, fill)
+
+
+def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: Any, opset: int,
+            **attrs: Any) -> tuple[ResizePlan, Attributes, tuple[tuple | None, ...]]:
+    """Validate inputs and attributes for the version in force at `opset`: (plan, attributes,
+    (roi, scales, sizes) as read on the host)."""
+    version = opsets.version(OP, opset)
+    at = attributes(opset, **attrs)
+    if version == 10:
+        for name, value in (("roi", roi), ("sizes", sizes)):
+            if value is not None:
+                raise ValueError(f"{OP}: input '{name}' is not defined at "
+                                 f"{opsets.in_force(OP, opset)} "
+                                 f"(Resize-10 takes X and scales)")
+    inputs = (_vector("roi", roi), _vector("scales", scales), _vector("sizes", sizes))
+    return plan(version, shape, np.dtype(dtype), *inputs, at), at, inputs
+
+

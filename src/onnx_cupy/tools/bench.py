@@ -1,0 +1,817 @@
+"""`onnx-cupy bench`: throughput of one backend on canonical cases against the peers installed
+in the same run (onnxruntime CPU with 1 thread, its CUDA provider, PyTorch, onnx.reference), with
+each row's correctness against onnxruntime, the NumPy fallback's peak additional memory and, on a
+GPU, the bandwidth achieved against a device-to-device copy.
+
+Peers run as their users run them: onnxruntime gets the model an exporter writes (input and output
+shapes declared, Resize scales as initializers) with every graph optimization on, so that it picks
+its shape-specialized kernels (NCHWc pooling). Ours and the peers are timed in turns (ours, peer,
+..., ours, peer, ...) after warm-ups, and each one's median is taken, so that a change in machine
+load affects all alike. Throughput counts the elements of X and Y per second. A peer's ratio is
+our throughput over the peer's; a peer counts for a case only when its output matches ours within
+the dtype's tolerance in the same run ("n/a" otherwise, with the reason in the JSON report).
+"""
+from __future__ import annotations
+
+import datetime
+import importlib
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__, average_pool, hardmax, lp_pool, resize
+from ..core import execution
+
+OPSET = 22                 # model opset: AveragePool/LpPool-22, Hardmax-13, Resize-19 in force
+DTYPES = ("float32", "float16")
+TOLERANCE = {"float32": 1e-4, "float16": 1e-2}   # agreement: max |a - b| <= tol * max(1, max |b|)
+MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X and Y
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "AveragePool": average_pool, "LpPool": lp_pool, "Hardmax": hardmax, "Resize": resize}
+# (warm-up calls, timed calls) per clock and mode
+REPEATS = {("cpu", False): (3, 25), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
+           ("gpu", True): (2, 10)}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark: an ONNX node (attributes, inputs after X) and its input shapes."""
+
+    name: str
+    op: str
+    attrs: dict[str, Any]
+    shape: tuple[int, ...]       # canonical input shape
+    reduced: tuple[int, ...]     # input shape for slow peers (onnx.reference)
+    quick: tuple[int, ...]       # input shape under --quick, for every peer
+    onnxruntime_target: float    # NumPy fallback's minimum ratio to onnxruntime CPU (float32)
+    torch: Callable[[Any, Any], Any] | None = None   # (torch module, X tensor) -> equivalent
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)  # by ONNX input name
+    reference_target: float | None = None  # minimum throughput ratio to onnx.reference (float32)
+
+    def targets(self, dtype: str) -> dict[str, float]:
+        """The required ratios per peer; targets are set for float32, the canonical dtype."""
+        if dtype != "float32":
+            return {}
+        found = {"onnxruntime": self.onnxruntime_target, "onnx.reference": self.reference_target}
+        return {k: v for k, v in found.items() if v is not None}
+
+
+def _scales(s: float) -> dict[str, np.ndarray]:
+    return {"scales": np.array([1, 1, s, s], dtype=np.float32)}
+
+
+def _torch_hardmax(axis: int) -> Callable[[Any, Any], Any]:
+    return lambda torch, x: torch.zeros_like(x).scatter_(axis, x.argmax(axis, keepdim=True), 1)
+
+
+_P3 = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+_P2 = {"kernel_shape": [2, 2], "strides": [2, 2]}
+_POOL = {"shape": (8, 64, 112, 112), "reduced": (1, 16, 112, 112), "quick": (1, 4, 16, 16),
+         "reference_target": 100.0}
+_UP = {"shape": (8, 64, 56, 56), "reduced": (1, 64, 56, 56), "quick": (1, 4, 8, 8)}
+
+# PyTorch equivalents: count_include_pad=0 is ONNX's default; lp_pool2d has no padding, so the
+# zeros are padded in (p=2 is even, so x^p = |x|^p); bilinear with align_corners=False is
+# half_pixel; for 2x, half_pixel + round_prefer_floor picks the same pixels as nearest-exact.
+CASES: tuple[Case, ...] = (
+    Case("AveragePool 3x3 s2 p1", "AveragePool", _P3, **_POOL, onnxruntime_target=0.5,
+         torch=lambda t, x: t.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False)),
+    Case("AveragePool 2x2 s2", "AveragePool", _P2, **_POOL, onnxruntime_target=0.5,
+         torch=lambda t, x: t.nn.functional.avg_pool2d(x, 2, 2)),
+    Case("LpPool p=2 3x3 s2 p1", "LpPool", {**_P3, "p": 2}, **_POOL, onnxruntime_target=1.0,
+         torch=lambda t, x: t.nn.functional.lp_pool2d(t.nn.functional.pad(x, (1, 1, 1, 1)),
+                                                      2, 3, 2)),
+    Case("LpPool p=2 2x2 s2", "LpPool", {**_P2, "p": 2}, **_POOL, onnxruntime_target=1.0,
+         torch=lambda t, x: t.nn.functional.lp_pool2d(x, 2, 2, 2)),
+    Case("Hardmax axis=-1", "Hardmax", {"axis": -1}, (4096, 1000), (512, 1000), (64, 100),
+         onnxruntime_target=1.0, torch=_torch_hardmax(-1)),
+    Case("Hardmax axis=1 (middle)", "Hardmax", {"axis": 1}, (32, 1000, 128), (4, 1000, 128),
+         (4, 100, 8), onnxruntime_target=1.0, torch=_torch_hardmax(1)),
+    Case("Resize linear 2x half_pixel", "Resize", {"mode": "linear"}, **_UP,
+         onnxruntime_target=0.5, inputs=_scales(2.0),
+         torch=lambda t, x: t.nn.functional.interpolate(x, scale_factor=2.0, mode="bilinear",
+                                                        align_corners=False, antialias=False)),
+    Case("Resize nearest 2x", "Resize", {"mode": "nearest"}, **_UP, onnxruntime_target=0.5,
+         inputs=_scales(2.0),
+         torch=lambda t, x: t.nn.functional.interpolate(x, scale_factor=2.0, mode="nearest-exact")),
+    Case("Resize cubic antialias 0.5x", "Resize", {"mode": "cubic", "antialias": 1},
+         (8, 3, 512, 512), (1, 3, 512, 512), (1, 3, 32, 32), onnxruntime_target=0.5,
+         inputs=_scales(0.5),
+         torch=lambda t, x: t.nn.functional.interpolate(x, scale_factor=0.5, mode="bicubic",
+                                                        align_corners=False, antialias=True)),
+)
+OPS = tuple(dict.fromkeys(c.op for c in CASES))
+
+
+class NotApplicable(Exception):
+    """The peer has no equivalent of this case."""
+
+
+Runner = Callable[[Any], Any]
+# (case, dtype, input shape, output shape) -> (run(X) -> Y, details for the report row)
+Setup = Callable[[Case, str, tuple[int, ...], tuple[int, ...]], tuple[Runner, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A library to compare against, and how it is configured (for the report)."""
+
+    name: str
+    setup: Setup
+    settings: dict[str, Any]
+    on_device: bool = False   # takes the backend's (CuPy) arrays; else host NumPy arrays
+    slow: bool = False        # timed once on the reduced shape, compared by throughput
+
+
+# ---------------------------------------------------------------- peers
+
+MODEL = ("one node at opset 22, X and Y declared with their shapes as exporters write them, "
+         "Resize scales as an initializer, NCHW in and out")
+
+
+def _module(name: str) -> Any | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _model(case: Case, dtype: str, shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Any:
+    """A one-node model as an exporter writes it: graph input X and output Y with their shapes,
+    the case's other inputs as initializers (optional inputs not given are left empty, "", up to
+    the last given one)."""
+    from onnx import defs, helper, numpy_helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    formal = [i.name for i in defs.get_schema(case.op, OPSET).inputs]   # the first is X
+    used = max((formal.index(n) for n in case.inputs), default=0) + 1
+    names = ["X"] + [n if n in case.inputs else "" for n in formal[1:used]]
+    node = helper.make_node(case.op, names, ["Y"], **case.attrs)
+    graph = helper.make_graph(
+        [node], "bench", [helper.make_tensor_value_info("X", elem, list(shape))],
+        [helper.make_tensor_value_info("Y", elem, list(out_shape))],
+        initializer=[numpy_helper.from_array(v, n) for n, v in case.inputs.items()])
+    return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+def _ort_options() -> Any:
+    """onnxruntime configured for a 1-thread comparison, every graph optimization on."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3   # the optimized-model dump warns that NCHWc nodes are host-specific
+    return opts
+
+
+def _ort_settings(provider: str) -> dict[str, Any]:
+    import onnxruntime as ort
+
+    opts = _ort_options()
+    found = {k: getattr(opts, k) for k in ("intra_op_num_threads", "inter_op_num_threads",
+                                             "execution_mode", "graph_optimization_level")}
+    return {"version": ort.__version__, "provider": provider,
+            **{k: getattr(v, "name", v) for k, v in found.items()}, "model": MODEL}
+
+
+def _session(case: Case, dtype: str, shape: tuple[int, ...], out_shape: tuple[int, ...],
+             provider: str, **config: str) -> tuple[Any, dict[str, Any]]:
+    """The session, and the nodes of the graph it runs after optimization (domain:op)."""
+    import onnx
+    import onnxruntime as ort
+
+    opts = _ort_options()
+    for key, value in config.items():
+        opts.add_session_config_entry(key, value)
+    with tempfile.TemporaryDirectory() as tmp:
+        opts.optimized_model_filepath = str(Path(tmp) / "optimized.onnx")
+        sess = ort.InferenceSession(_model(case, dtype, shape, out_shape).SerializeToString(),
+                                    opts, providers=[provider])
+        nodes = onnx.load(opts.optimized_model_filepath).graph.node
+    return sess, {"graph": [f"{n.domain}:{n.op_type}" if n.domain else n.op_type for n in nodes]}
+
+
+def _onnxruntime(case: Case, dtype: str, shape: tuple[int, ...],
+                 out_shape: tuple[int, ...]) -> tuple[Runner, dict[str, Any]]:
+    sess, details = _session(case, dtype, shape, out_shape, "CPUExecutionProvider")
+    return lambda x: sess.run(None, {"X": x})[0], details
+
+
+def _onnxruntime_cuda(case: Case, dtype: str, shape: tuple[int, ...],
+                      out_shape: tuple[int, ...]) -> tuple[Runner, dict[str, Any]]:
+    # no CPU fallback: an operator without a CUDA kernel makes the session fail (n/a)
+    sess, details = _session(case, dtype, shape, out_shape, "CUDAExecutionProvider",
+                             **{"session.disable_cpu_ep_fallback": "1"})
+
+    def run(x: Any) -> Any:
+        binding = sess.io_binding()
+        binding.bind_input("X", "cuda", x.device.id, x.dtype.type, x.shape, x.data.ptr)
+        binding.bind_output("Y", "cuda", x.device.id)
+        sess.run_with_iobinding(binding)
+        return binding.get_outputs()[0]
+    return run, details
+
+
+def _torch(device: str) -> Setup:
+    import torch
+
+    wrap = torch.from_dlpack if device == "cuda" else torch.from_numpy
+
+    def setup(case: Case, dtype: str, shape: tuple[int, ...],
+              out_shape: tuple[int, ...]) -> tuple[Runner, dict[str, Any]]:
+        if case.torch is None:
+            raise NotApplicable("no PyTorch equivalent")
+        return lambda x: case.torch(torch, wrap(x)), {}
+    return setup
+
+
+def _reference(case: Case, dtype: str, shape: tuple[int, ...],
+               out_shape: tuple[int, ...]) -> tuple[Runner, dict[str, Any]]:
+    from onnx.reference import ReferenceEvaluator
+
+    ev = ReferenceEvaluator(_model(case, dtype, shape, out_shape))
+    return lambda x: ev.run(None, {"X": x})[0], {}
+
+
+def peers(backend: str) -> tuple[list[Peer], list[str]]:
+    """The peers installed for `backend`, and a note for each one left out (PyTorch on the CPU
+    is set to 1 thread)."""
+    found: list[Peer] = []
+    notes: list[str] = []
+    ort, onnx, torch = _module("onnxruntime"), _module("onnx"), _module("torch")
+    if ort is None or onnx is None:
+        notes.append("onnxruntime: not installed (needs onnx and onnxruntime)")
+    else:
+        found.append(Peer("onnxruntime", _onnxruntime, _ort_settings("CPUExecutionProvider")))
+        if backend == "cupy":
+            if "CUDAExecutionProvider" in ort.get_available_providers():
+                found.append(Peer("onnxruntime-cuda", _onnxruntime_cuda,
+                                  _ort_settings("CUDAExecutionProvider"), on_device=True))
+            else:
+                notes.append("onnxruntime-cuda: the CUDA execution provider is not available")
+    if torch is None:
+        notes.append("torch: not installed")
+    elif backend == "cupy":
+        if torch.cuda.is_available():
+            found.append(Peer("torch-cuda", _torch("cuda"),
+                              {"version": torch.__version__, "device": "cuda"}, on_device=True))
+        else:
+            notes.append("torch-cuda: this PyTorch build sees no GPU")
+    else:
+        torch.set_num_threads(1)
+        found.append(Peer("torch", _torch("cpu"), {"version": torch.__version__, "device": "cpu",
+                                                   "num_threads": torch.get_num_threads()}))
+    if onnx is None:
+        notes.append("onnx.reference: onnx is not installed")
+    else:
+        found.append(Peer("onnx.reference", _reference,
+                          {"version": onnx.__version__, "model": MODEL,
+                           "timing": "one call on the reduced shape"}, slow=True))
+    return found, notes
+
+
+# ---------------------------------------------------------------- measurement
+
+class _CpuClock:
+    def start(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def stop(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+class _GpuClock:
+    """CUDA events on CuPy's current stream."""
+
+    def __init__(self) -> None:
+        self.cp = execution.cupy_module()
+        self.begin, self.end = self.cp.cuda.Event(), self.cp.cuda.Event()
+
+    def start(self) -> None:
+        self.begin.record()
+
+    def stop(self) -> float:
+        self.end.record()
+        self.end.synchronize()
+        return self.cp.cuda.get_elapsed_time(self.begin, self.end) * 1e-3
+
+
+@dataclass
+class _Timed:
+    """One contender of a row: its function, the inputs it cycles through and its clock; collects
+    the times and last output of its calls, or the exception that stopped it."""
+
+    fn: Runner
+    xs: Sequence[Any]
+    clock: Any
+    warmup: int
+    repeats: int
+    times: list[float] = field(default_factory=list)
+    y: Any = None
+    error: Exception | None = None
+
+    def call(self, i: int) -> None:
+        """Call number i: a warm-up below `warmup`, then timed; none past the last."""
+        if self.error is not None or i >= self.warmup + self.repeats:
+            return
+        try:
+            self.clock.start()
+            self.y = self.fn(self.xs[i % len(self.xs)])
+            seconds = self.clock.stop()
+        except Exception as e:  # noqa: BLE001 - a peer lacking this operator, attribute or dtype
+            self.error = e
+            return
+        if i >= self.warmup:
+            self.times.append(seconds)
+
+    @property
+    def seconds(self) -> float:
+        """Median time of the timed calls."""
+        return statistics.median(self.times)
+
+    def spread(self) -> dict[str, float]:
+        """The interquartile range of the times in ms (a noise gauge), where there are several."""
+        if len(self.times) < 2:
+            return {}
+        q1, _, q3 = statistics.quantiles(self.times, n=4)
+        return {"ms_iqr": (q3 - q1) * 1e3}
+
+
+def _in_turns(timed: Sequence[_Timed]) -> None:
+    """Call the contenders in turns (a, b, a, b, ...) until each has had its warm-ups and timed
+    calls, so that a change in machine load affects all alike."""
+    for i in range(max(t.warmup + t.repeats for t in timed)):
+        for t in timed:
+            t.call(i)
+
+
+def _rotating(x: Any) -> Any:
+    """Copies of the device array `x` stacked along a new first axis, more than twice the GPU's
+    L2 cache in total, so that an input is no longer cached when its turn comes again."""
+    cp = execution.cupy_module()
+    rt = cp.cuda.runtime
+    l2 = rt.deviceGetAttribute(rt.cudaDevAttrL2CacheSize, x.device.id)
+    pool = cp.empty((2 * l2 // max(x.nbytes, 1) + 2, *x.shape), dtype=x.dtype)
+    pool[...] = x
+    return pool
+
+
+def _host(y: Any) -> np.ndarray:
+    """A NumPy copy of an output: NumPy, CuPy, torch.Tensor or onnxruntime OrtValue."""
+    if isinstance(y, np.ndarray) or execution.is_cupy_array(y):
+        return execution.to_host(y)
+    if hasattr(y, "detach"):
+        return y.detach().cpu().numpy()
+    return y.numpy()
+
+
+def _max_abs_diff(got: np.ndarray, expected: np.ndarray) -> float:
+    if got.shape != expected.shape:
+        return math.inf
+    return float(np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)), initial=0.0))
+
+
+def _agrees(diff: float, expected: np.ndarray, dtype: str) -> bool:
+    return diff <= TOLERANCE[dtype] * max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+
+
+def _elements_per_second(x: Any, y: Any, seconds: float) -> float:
+    return (x.size + y.size) / seconds
+
+
+def _peak_ratio(fn: Callable[[Any], Any], x: np.ndarray) -> float:
+    """Peak bytes allocated during one call (the output included) over the bytes of X and Y."""
+    tracemalloc.start()
+    try:
+        y = fn(x)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak / (x.nbytes + y.nbytes)
+
+
+@dataclass
+class _Run:
+    backend: str
+    quick: bool
+    peers: list[Peer]
+
+    @property
+    def gpu(self) -> bool:
+        return self.backend == "cupy"
+
+    @property
+    def judged(self) -> bool:
+        """Targets apply to the NumPy fallback at the canonical shapes."""
+        return self.backend == "numpy" and not self.quick
+
+    def timed(self, fn: Runner, xs: Sequence[Any], on_device: bool) -> _Timed:
+        """`fn` as a contender: CUDA events for device calls on the GPU, else perf_counter."""
+        kind = "gpu" if self.gpu and on_device else "cpu"
+        return _Timed(fn, xs, _GpuClock() if kind == "gpu" else _CpuClock(),
+                      *REPEATS[kind, self.quick])
+
+    def ours(self, case: Case) -> Callable[[Any], Any]:
+        fn = FUNCTIONS[case.op]
+
+        def run(x: Any) -> Any:
+            with execution.backend(self.backend):
+                return fn(x, **case.inputs, **case.attrs, opset=OPSET)
+        return run
+
+    def device(self, x: np.ndarray) -> Any:
+        return execution.cupy_module().asarray(x) if self.gpu else x
+
+
+def _na(e: Exception) -> dict[str, Any]:
+    """Why a peer is n/a: its own reason, or the first line of the error it raised."""
+    if isinstance(e, NotApplicable):
+        return {"na": str(e)}
+    first = (str(e).strip().splitlines() or [""])[0][:200]
+    return {"na": f"{type(e).__name__}: {first}"}
+
+
+def _result(peer: Peer, t: _Timed, x: np.ndarray, expected: np.ndarray, case: Case, dtype: str,
+            run: _Run, ours_rate: float) -> dict[str, Any]:
+    """A peer's entry in a row: its time, ratio and agreement with `expected` (our output for
+    `x`), or why it is n/a."""
+    if t.error is not None:
+        return _na(t.error)
+    y = _host(t.y)
+    diff = _max_abs_diff(y, expected)
+    if not _agrees(diff, expected, dtype):
+        return {"na": f"outputs differ from ours (max abs diff {diff:.3g})", "max_abs_diff": diff}
+    rate = _elements_per_second(x, y, t.seconds)
+    result: dict[str, Any] = {"shape": list(x.shape), "ms": t.seconds * 1e3, **t.spread(),
+                              "melem_s": rate / 1e6, "ratio": ours_rate / rate,
+                              "max_abs_diff": diff}
+    if run.judged and peer.name in case.targets(dtype):
+        result["target"] = case.targets(dtype)[peer.name]
+        result["met"] = result["ratio"] >= result["target"]
+    return result
+
+
+def _copy_seconds(nbytes: int, run: _Run) -> float:
+    """Median time of a device-to-device copy moving `nbytes` (read + write), from rotating
+    sources."""
+    cp = execution.cupy_module()
+    half = max(nbytes // 2, 1)
+    dst = cp.empty(half, dtype=cp.uint8)
+    t = run.timed(lambda src: dst.data.copy_from_device_async(src.data, half),
+                  _rotating(cp.empty(half, dtype=cp.uint8)), True)
+    _in_turns([t])
+    return t.seconds
+
+
+def _contender(peer: Peer, case: Case, dtype: str, x: np.ndarray, xs: Sequence[Any],
+               y: np.ndarray, run: _Run) -> tuple[_Timed | None, dict[str, Any]]:
+    """The peer set up for input `x` (`xs` on the device) and output `y`, with the details it
+    reports; or None and why it is n/a."""
+    try:
+        fn, details = peer.setup(case, dtype, x.shape, y.shape)
+    except Exception as e:  # noqa: BLE001 - the peer lacks this operator, attribute or dtype
+        return None, _na(e)
+    if peer.slow:
+        return _Timed(fn, [x], _CpuClock(), 0, 1), details
+    return run.timed(fn, xs if peer.on_device else [x], peer.on_device), details
+
+
+def measure(case: Case, dtype: str, run: _Run) -> dict[str, Any]:
+    """One report row: `case` at `dtype` on the run's backend and each peer, timed in turns
+    (onnx.reference: once, on the reduced shape)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(case.quick if run.quick else case.shape).astype(dtype)
+    ours = run.ours(case)
+    xs = _rotating(run.device(x)) if run.gpu else [x]
+    y = _host(ours(xs[0]))
+    mine = run.timed(ours, xs, True)
+    fast = {p.name: _contender(p, case, dtype, x, xs, y, run) for p in run.peers if not p.slow}
+    _in_turns([mine, *(t for t, _ in fast.values() if t is not None)])
+    if mine.error is not None:
+        raise mine.error
+    seconds = mine.seconds
+    rate = _elements_per_second(x, y, seconds)
+    results: dict[str, dict[str, Any]] = {}
+    for peer in run.peers:
+        if peer.slow:
+            xp = rng.standard_normal(case.quick if run.quick else case.reduced).astype(dtype)
+            expected = _host(ours(run.device(xp)))
+            t, details = _contender(peer, case, dtype, xp, [], expected, run)
+            if t is not None:
+                _in_turns([t])
+        else:
+            (t, details), xp, expected = fast[peer.name], x, y
+        results[peer.name] = details if t is None else {
+            **_result(peer, t, xp, expected, case, dtype, run, rate), **details}
+    row: dict[str, Any] = {
+        "case": case.name, "op": case.op, "attrs": case.attrs,
+        "inputs": {k: v.tolist() for k, v in case.inputs.items()}, "dtype": dtype,
+        "shape": list(x.shape), "out_shape": list(y.shape), "ms": seconds * 1e3,
+        **mine.spread(), "melem_s": rate / 1e6, "peers": results,
+    }
+    ort = row["peers"].get("onnxruntime", {})
+    row["max_abs_diff_vs_onnxruntime"] = ort.get("max_abs_diff")
+    row["correct"] = None if "max_abs_diff" not in ort else "na" not in ort
+    if run.backend == "numpy":
+        row["peak_memory_ratio"] = _peak_ratio(ours, x)
+        if run.judged:
+            row["peak_memory_met"] = row["peak_memory_ratio"] <= MEMORY_TARGET
+    if run.gpu:
+        moved = x.nbytes + y.nbytes
+        row["gb_s"] = moved / seconds / 1e9
+        row["copy_gb_s"] = moved / _copy_seconds(moved, run) / 1e9
+        row["share_of_copy"] = row["gb_s"] / row["copy_gb_s"]
+    return row
+
+
+# ---------------------------------------------------------------- progress, header, report
+
+class _Counter:
+    """Minimal stand-in for tqdm: `[i/n] description` on one stderr line."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.desc, self.width = total, 0, "", 0
+
+    def set_description(self, desc: str) -> None:
+        self.desc = desc
+        self._show()
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        self._show()
+
+    def _show(self) -> None:
+        line = f"[{self.done}/{self.total}] {self.desc}"
+        sys.stderr.write("\r" + line.ljust(self.width))
+        sys.stderr.flush()
+        self.width = len(line)
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+
+
+def _progress(total: int) -> Any:
+    tqdm = _module("tqdm")
+    if tqdm is None:
+        return _Counter(total)
+    return tqdm.tqdm(total=total, unit="row", file=sys.stderr, leave=False)
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu_header() -> dict[str, Any]:
+    cp = execution.cupy_module()
+    rt = cp.cuda.runtime
+    dev = rt.getDevice()
+    props = rt.getDeviceProperties(dev)
+    return {"device": props["name"].decode(),
+            "compute_capability": f"{props['major']}.{props['minor']}", "cupy": cp.__version__,
+            "cuda_runtime": rt.runtimeGetVersion(), "driver": rt.driverGetVersion(),
+            "l2_bytes": rt.deviceGetAttribute(rt.cudaDevAttrL2CacheSize, dev)}
+
+
+def _load() -> float | None:
+    """The 1-minute load average, where the OS reports one (other processes' share of the CPU)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def _header(backend: str, quick: bool, load: tuple[float | None, float | None]) -> dict[str, Any]:
+    versions = {"onnx-cupy": __version__, "python": platform.python_version()}
+    for name in ("numpy", "onnx", "onnxruntime", "torch"):   # those this run imported
+        module = sys.modules.get(name)
+        versions[name] = getattr(module, "__version__", None) if module else None
+    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(), "cpu": _cpu_name(), "cpu_count": os.cpu_count(),
+            "backend": backend, "quick": quick, "opset": OPSET, "versions": versions,
+            "load_average": {"start": load[0], "end": load[1]},
+            "gpu": _gpu_header() if backend == "cupy" else None}
+
+
+def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False) -> dict[str, Any]:
+    """Measure every case of `ops` (all when empty) at each dtype on `backend` ('numpy',
+    'emulated' or 'cupy'); returns the report (header, peers, notes, rows)."""
+    found, notes = peers(backend)
+    state = _Run(backend, quick, found)
+    tasks = [(c, d) for c in CASES if not ops or c.op in ops for d in DTYPES]
+    bar = _progress(len(tasks))
+    rows = []
+    start = _load()
+    try:
+        for case, dtype in tasks:
+            bar.set_description(f"{case.name} {dtype}")
+            rows.append(measure(case, dtype, state))
+            bar.update(1)
+    finally:
+        bar.close()
+    return {"header": _header(backend, quick, (start, _load())), "peers": [p.name for p in found],
+            "peer_settings": {p.name: p.settings for p in found}, "notes": notes,
+            "targets": _targets(rows), "rows": rows}
+
+
+def _targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many targets the rows met, and each one missed (peer ratios and peak memory)."""
+    checked, missed = 0, []
+    for r in rows:
+        for name, res in r["peers"].items():
+            if "target" in res:
+                checked += 1
+                if not res["met"]:
+                    missed.append(f"{r['case']} {r['dtype']}: x {name} {_number(res['ratio'])} "
+                                  f"< {_number(res['target'])}")
+        if "peak_memory_met" in r:
+            checked += 1
+            if not r["peak_memory_met"]:
+                missed.append(f"{r['case']} {r['dtype']}: peak memory "
+                              f"{r['peak_memory_ratio']:.2f} > {MEMORY_TARGET:g}")
+    return {"checked": checked, "met": checked - len(missed), "missed": missed}
+
+
+def _number(v: float) -> str:
+    return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
+def _peer_cell(result: dict[str, Any]) -> str:
+    if "ratio" not in result:
+        return "n/a"
+    cell = _number(result["ratio"])
+    if "target" in result:
+        cell += f" >={_number(result['target'])} {'ok' if result['met'] else 'MISS'}"
+    return cell
+
+
+def _columns(report: dict[str, Any]) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
+    backend = report["header"]["backend"]
+    cols: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("case", lambda r: r["case"]), ("dtype", lambda r: r["dtype"]),
+        ("shape", lambda r: "x".join(map(str, r["shape"]))), ("ms", lambda r: _number(r["ms"])),
+        ("Melem/s", lambda r: _number(r["melem_s"]))]
+    cols += [(f"x {name}", lambda r, name=name: _peer_cell(r["peers"][name]))
+             for name in report["peers"]]
+    cols.append(("max abs diff vs onnxruntime", lambda r: "-" if r["correct"] is None else
+                 f"{r['max_abs_diff_vs_onnxruntime']:.1e}{'' if r['correct'] else ' WRONG'}"))
+    if backend == "numpy":
+        cols.append(("peak mem / (X+Y)", lambda r: f"{r['peak_memory_ratio']:.2f}" + (
+            f" <={MEMORY_TARGET:g} {'ok' if r['peak_memory_met'] else 'MISS'}"
+            if "peak_memory_met" in r else "")))
+    if backend == "cupy":
+        cols += [("GB/s", lambda r: _number(r["gb_s"])),
+                 ("copy GB/s", lambda r: _number(r["copy_gb_s"])),
+                 ("share of copy", lambda r: f"{r['share_of_copy']:.0%}")]
+    return cols
+
+
+def table(report: dict[str, Any]) -> str:
+    """The rows as a Markdown table, padded to line up in a terminal."""
+    cols = _columns(report)
+    cells = [[name for name, _ in cols]] + [[fmt(r) for _, fmt in cols] for r in report["rows"]]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(cols))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths)) + " |" for line in cells]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def markdown(report: dict[str, Any], drawn: str | None = None) -> str:
+    """The report as Markdown: header, table, notes, and the plot: `drawn` is its file name or
+    why it was skipped."""
+    h = report["header"]
+    versions = ", ".join(f"{k} {v}" for k, v in h["versions"].items() if v)
+    quick = " (--quick: reduced shapes and repeats)" if h["quick"] else ""
+    lines = ["# onnx-cupy benchmark", "",
+             f"- date: {h['date']}",
+             f"- host: {h['host']}, CPU: {h['cpu']} ({h['cpu_count']} logical cores)",
+             f"- backend: {h['backend']}{quick}, ONNX opset {h['opset']}",
+             (f"- 1-minute load average at start / end: {_loads(h['load_average'])} on "
+              f"{h['cpu_count']} logical cores (this run counts about 1; more means other "
+              "processes shared the CPU)"),
+             f"- versions: {versions}"]
+    if h["gpu"]:
+        g = h["gpu"]
+        lines.append(f"- GPU: {g['device']} (compute capability {g['compute_capability']}, "
+                     f"L2 {g['l2_bytes'] // 2**20} MiB), CuPy {g['cupy']}, CUDA runtime "
+                     f"{g['cuda_runtime']}, driver {g['driver']}")
+    warmup, repeats = REPEATS["cpu", h["quick"]]
+    lines += ["", table(report), "", _target_line(report["targets"]), "",
+              ("Throughput: elements of X and Y per second. Ours and the peers are called in turns "
+               f"(ours, peer, ..., ours, peer, ...), {warmup} warm-up and {repeats} timed calls "
+               "each on the CPU, and each one's median time is taken (on the GPU: CUDA events, "
+               f"{' and '.join(map(str, REPEATS['gpu', h['quick']]))} calls, inputs rotated "
+               "through more than the L2 cache). `x PEER`: our throughput over the peer's. "
+               "onnx.reference is timed once on the reduced shapes (see JSON). Targets (float32) "
+               "are checked for the NumPy backend at the canonical shapes (not under --quick)."),
+              "", "Peers:", *_peer_lines(report)]
+    na = [f"{r['case']} {r['dtype']}, {name}: {res['na']}" for r in report["rows"]
+          for name, res in r["peers"].items() if "na" in res]
+    notes = report["notes"] + [f"n/a: {line}" for line in na]
+    if drawn:
+        notes.append(f"plot: {drawn}")
+    if notes:
+        lines += ["", *[f"- {n}" for n in notes]]
+    if drawn and not drawn.startswith("skipped"):
+        lines += ["", f"![ratios]({drawn})"]
+    return "\n".join(lines) + "\n"
+
+
+def _loads(load: dict[str, float | None]) -> str:
+    return " / ".join("n/a" if v is None else f"{v:.2f}" for v in (load["start"], load["end"]))
+
+
+def _target_line(targets: dict[str, Any]) -> str:
+    if not targets["checked"]:
+        return "Targets: none checked in this run."
+    missed = "".join(f"\n- MISSED: {m}" for m in targets["missed"])
+    return f"Targets: {targets['met']} of {targets['checked']} met.{missed}"
+
+
+def _peer_lines(report: dict[str, Any]) -> list[str]:
+    """Each peer's settings, and the graphs onnxruntime ran after optimization with their rows."""
+    lines = [f"- {name}: " + "; ".join(f"{k}: {v}" for k, v in settings.items())
+             for name, settings in report["peer_settings"].items()]
+    for name in report["peers"]:
+        graphs: dict[str, list[str]] = {}
+        for r in report["rows"]:
+            if "graph" in r["peers"][name]:
+                graph = " > ".join(r["peers"][name]["graph"])
+                graphs.setdefault(graph, []).append(f"{r['case']} {r['dtype']}")
+        lines += [f"- {name} ran `{g}` for: {', '.join(rows)}" for g, rows in graphs.items()]
+    return lines
+
+
+def plot(report: dict[str, Any], path: Path) -> str:
+    """Draw the peer ratios (and on a GPU the share of copy bandwidth) to `path`; returns the file
+    name, or why no plot was drawn."""
+    figure = _module("matplotlib.figure")
+    if figure is None:
+        return "skipped (matplotlib is not installed)"
+    rows, names, h = report["rows"], report["peers"], report["header"]
+    gpu = h["backend"] == "cupy"
+    fig = figure.Figure(figsize=(11 if gpu else 8, 1.5 + 0.2 * len(rows) * max(1, len(names))))
+    ax = fig.add_subplot(1, 2 if gpu else 1, 1)
+    ypos = np.arange(len(rows))
+    height = 0.8 / max(1, len(names))
+    marks: dict[bool, list[tuple[float, float]]] = {True: [], False: []}   # met -> (target, y)
+    for k, name in enumerate(names):
+        shift = (k - (len(names) - 1) / 2) * height
+        pts = [(i, r["peers"][name]["ratio"]) for i, r in enumerate(rows)
+               if "ratio" in r["peers"][name]]
+        if pts:
+            i, v = zip(*pts)
+            ax.barh(np.array(i) + shift, v, height, label=name)
+        for i, r in enumerate(rows):
+            if "target" in r["peers"][name]:
+                marks[r["peers"][name]["met"]].append((r["peers"][name]["target"], i + shift))
+    for met, style in ((True, "k|"), (False, "rx")):
+        if marks[met]:
+            t, y = zip(*marks[met])
+            ax.plot(t, y, style, markersize=9, label="target " + ("met" if met else "MISSED"))
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_yticks(ypos, [f"{r['case']} {r['dtype']}" for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{h['backend']} throughput / peer's (log)")
+    if names:
+        ax.legend(fontsize=8)
+    if gpu:
+        ax2 = fig.add_subplot(1, 2, 2, sharey=ax)
+        ax2.barh(ypos, [r["share_of_copy"] for r in rows])
+        ax2.set_xlabel("share of device-to-device copy bandwidth")
+        ax2.tick_params(labelleft=False)
+    fig.suptitle(f"onnx-cupy {h['backend']} - {h['date']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path.name
+
+
+def write(report: dict[str, Any], out: Path) -> tuple[str, list[Path]]:
+    """Write <backend>[-quick].json, .md and .png to `out`; returns the Markdown and the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    stem = report["header"]["backend"] + ("-quick" if report["header"]["quick"] else "")
+    png = out / f"{stem}.png"
+    drawn = plot(report, png)
+    text = markdown(report, drawn)
+    paths = [out / f"{stem}.json", out / f"{stem}.md"]
+    paths[0].write_text(json.dumps(report, indent=1) + "\n")
+    paths[1].write_text(text, encoding="utf-8")
+    return text, paths + ([png] if drawn == png.name else [])

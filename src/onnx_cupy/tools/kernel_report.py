@@ -1,0 +1,468 @@
+"""Static cost of every kernel instantiation, without a GPU: NVRTC (the compiler CuPy uses, with
+its options) compiles each family once per architecture to CUBIN with ptxas' verbose report
+(registers, stack frame, spills, shared memory), and the CUDA disassembler, where its wheel
+`nvidia-cuda-nvdisasm` is installed, gives the SASS counts.
+
+Counting rules (the fast paths are held to them, see `check`):
+- per-output instructions = SASS instructions of the grid-stride loop body (from the target of the
+  kernel's longest backward branch to that branch, inclusive) / outputs one thread writes per
+  iteration; without a backward branch, all the kernel's instructions / outputs. Loops left inside
+  that body (`inner_loops`) count once, at their static size.
+- an integer division by a runtime value is counted at its quotient estimate, IMAD.HI.U32 q, rcp,
+  x, RZ (the reciprocal setup I2F.RP + MUFU.RCP may be hoisted out of the loop, the estimate and
+  its corrections stay), or at a call to a routine holding one (a 64-bit division compiles to
+  both: a 32-bit fast path and the call); a division by a constant multiplies by an immediate;
+  local-memory ops are LDL/STL; FP64 is any D* arithmetic or a conversion to/from F64; global
+  loads are LDG, counted per width in bits. Calls count what the called routine holds.
+- theoretical occupancy at the launch block size: 65536 registers, 64 warps and 32 blocks per SM,
+  registers allocated per warp in units of 256, 1 KiB of shared memory reserved per block.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core import extras, launcher, loader
+
+ARCHS = ("sm_80", "sm_90")
+BUDGETS = {"pool": 150, "resize": 40, "hardmax": 30}  # fast-path instructions per output
+MIN_OCCUPANCY = 0.5
+SM_LIMITS = {  # registers, warps, blocks, shared memory bytes per SM
+    "sm_80": (65536, 64, 32, 164 * 1024),
+    "sm_90": (65536, 64, 32, 228 * 1024),
+}
+# storage types of float16/bfloat16/float32 elements (Resize nearest moves them as pod<2>/pod<4>)
+SMALL_FLOAT_STORAGE = {"oc::half_t", "oc::bf16_t", "float", "rsz::pod<2>", "rsz::pod<4>"}
+NVDISASM_WHEEL = "nvidia-cuda-nvdisasm"
+
+
+@dataclasses.dataclass(frozen=True)
+class Sass:
+    """SASS counts of one kernel (its own code; calls count what the called routine holds)."""
+    instructions: int          # kernel body, without the routines it calls and the padding
+    loop: int | None           # instructions in the grid-stride loop body; None: no loop
+    inner_loops: int           # backward branches inside that body (loops not unrolled)
+    loop_stores: int           # global stores (STG) in that body
+    local: int                 # LDL/STL
+    divisions: int             # integer-division sequences
+    loop_divisions: int        # ... of them inside the grid-stride loop body
+    fp64: int
+    loads: tuple[tuple[int, int], ...]  # (LDG width in bits, count), widths ascending
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """ptxas' report and the SASS counts of one instantiation on one architecture."""
+    family: str
+    expression: str
+    arch: str
+    name: str                  # lowered (mangled) name
+    registers: int
+    stack: int                 # stack frame bytes
+    spill_stores: int
+    spill_loads: int
+    shared: int                # static shared memory bytes
+    block: int                 # threads per block of its launch
+    outputs: int               # outputs one thread writes per loop iteration
+    fast: bool
+    sass: Sass | None          # None where the disassembler is not installed
+
+    @property
+    def occupancy(self) -> float:
+        return occupancy(self.registers, self.block, self.shared, self.arch)
+
+    @property
+    def per_output(self) -> float | None:
+        if self.sass is None:
+            return None
+        body = self.sass.instructions if self.sass.loop is None else self.sass.loop
+        return body / self.outputs
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        if self.sass is not None:
+            d["sass"]["loads"] = {str(w): n for w, n in self.sass.loads}
+        return {**d, "occupancy": self.occupancy, "per_output": self.per_output}
+
+
+def occupancy(registers: int, threads: int, shared: int, arch: str) -> float:
+    """Theoretical occupancy: resident warps / most warps per SM, for `threads` per block."""
+    regs_sm, warps_sm, blocks_sm, shared_sm = SM_LIMITS[arch]
+    warps = -(-threads // 32)
+    per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    blocks = min(blocks_sm, warps_sm // warps, (regs_sm // per_warp) // warps,
+                 shared_sm // (shared + 1024))
+    return blocks * warps / warps_sm
+
+
+# ---------------------------------------------------------------------------------- compiling
+
+def _nvrtc() -> Any:
+    try:
+        from cuda.bindings import nvrtc
+        nvrtc.nvrtcVersion()
+    except ImportError as exc:
+        raise extras.missing("onnx-cupy kernels", "test", exc) from exc
+    except RuntimeError as exc:  # cuda.bindings without the NVRTC library
+        raise ModuleNotFoundError(
+            f"onnx-cupy kernels needs NVRTC ({exc}); install it with: "
+            'pip install nvidia-cuda-nvrtc-cu12 (or pip install "onnx-cupy[test]")',
+            name="nvidia-cuda-nvrtc-cu12") from exc
+    return nvrtc
+
+
+def nvdisasm() -> str | None:
+    """Path of the CUDA disassembler: the pip wheel's, else one on PATH or under CUDA_PATH."""
+    roots = [Path(p) / "nvidia" for p in sys.path if p]
+    for root in roots:
+        found = sorted(glob.glob(str(root / "*" / "bin" / "nvdisasm")))
+        if found:
+            return found[-1]
+    found = shutil.which("nvdisasm")
+    if found is None and os.environ.get("CUDA_PATH"):
+        found = shutil.which("nvdisasm", path=str(Path(os.environ["CUDA_PATH"]) / "bin"))
+    return found
+
+
+def _check(nvrtc: Any, result: tuple, prog: Any, what: str) -> tuple:
+    if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"{what}: {result[0]}\n{_log(nvrtc, prog)}")
+    return result[1:]
+
+
+def _log(nvrtc: Any, prog: Any) -> str:
+    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    return log.decode(errors="replace").rstrip("\x00 \n")
+
+
+@functools.cache
+def _compile(source: str, expressions: tuple[str, ...], arch: str, filename: str,
+             options: tuple[str, ...]) -> tuple[dict[str, str], str, bytes]:
+    """(expression -> lowered name, ptxas log, CUBIN) of one NVRTC program compiled with
+    `options` and CuPy's -ftz=true."""
+    nvrtc = _nvrtc()
+    (prog,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [],
+                                                      []), None, filename)
+    try:
+        for e in expressions:
+            _check(nvrtc, nvrtc.nvrtcAddNameExpression(prog, e.encode()), prog, e)
+        flags = [o.encode() for o in (*options, "-ftz=true", f"--gpu-architecture={arch}",
+                                      "--ptxas-options=-v")]
+        _check(nvrtc, nvrtc.nvrtcCompileProgram(prog, len(flags), flags), prog,
+               f"{filename} ({arch})")
+        names = {e: _check(nvrtc, nvrtc.nvrtcGetLoweredName(prog, e.encode()), prog, e)[0]
+                 .decode() for e in expressions}
+        (size,) = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog), prog, "CUBIN size")
+        cubin = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin), prog, "CUBIN")
+        return names, _log(nvrtc, prog), cubin
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+
+def compile_family(family: str, arch: str) -> tuple[dict[str, str], str, bytes]:
+    """(expression -> lowered name, ptxas log, CUBIN) of every registered instantiation of
+    `family`, compiled once per process for `arch` with CuPy's options."""
+    return _compile(loader.source(family), loader.instantiations(family), arch, f"{family}.cu",
+                    loader.options(family))
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPERTIES = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def _ptxas(log: str) -> dict[str, dict[str, int]]:
+    """Per entry function: registers, stack, spill stores and loads, shared memory."""
+    out: dict[str, dict[str, int]] = {}
+    entry = subject = None
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            entry = m.group(1)
+            out[entry] = {"registers": 0, "stack": 0, "spill_stores": 0, "spill_loads": 0,
+                          "shared": 0}
+        elif m := _PROPERTIES.search(line):
+            subject = m.group(1)
+        elif (m := _FRAME.search(line)) and entry is not None and subject == entry:
+            out[entry].update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
+        elif (m := _USED.search(line)) and entry is not None:
+            out[entry]["registers"] = int(m[1])
+            if s := _SMEM.search(line):
+                out[entry]["shared"] = int(s[1])
+    return out
+
+
+# ------------------------------------------------------------------------------- SASS counting
+
+_SYMBOL = re.compile(r"^([^\s.][^\s]*):\s*$")
+_LABEL = re.compile(r"^(\.L\w+):\s*$")
+_INSTRUCTION = re.compile(r"/\*([0-9a-f]+)\*/\s+(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+_TARGET = re.compile(r"`\(([^)]+)\)")
+_REGISTER = re.compile(r"^R\d+(\.reuse)?$")
+_D_OPS = {"DADD", "DMUL", "DFMA", "DSETP", "DSET", "DMNMX", "DMMA"}
+_CONVERSIONS = {"F2F", "I2F", "F2I", "FRND"}
+
+
+@dataclasses.dataclass
+class _Instruction:
+    address: int
+    opcode: str                # with modifiers, e.g. LDG.E.128.CONSTANT
+    target: str | None         # branch or call target
+    operands: list[str]
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".")[0]
+
+
+def _symbols(sass: str) -> tuple[dict[str, list[_Instruction]], dict[str, int]]:
+    """Instructions under each symbol (entry functions and the routines they call), and the
+    address of each branch label."""
+    code: dict[str, list[_Instruction]] = {}
+    labels: dict[str, int] = {}
+    pending: list[str] = []
+    current: list[_Instruction] | None = None
+    for line in sass.splitlines():
+        if m := _SYMBOL.match(line.strip()):
+            current = code.setdefault(m.group(1), [])
+        elif m := _LABEL.match(line.strip()):
+            pending.append(m.group(1))
+        elif (m := _INSTRUCTION.search(line)) and current is not None:
+            t = _TARGET.search(m.group(3))
+            ins = _Instruction(int(m.group(1), 16), m.group(2), t.group(1) if t else None,
+                               [o.strip() for o in m.group(3).split(",")])
+            current.append(ins)
+            for label in pending:
+                labels[label] = ins.address
+            pending.clear()
+    return code, labels
+
+
+def _strip_padding(body: list[_Instruction], labels: dict[str, int]) -> list[_Instruction]:
+    """Without the trailing NOPs and the branch-to-self that closes the code."""
+    body = list(body)
+    while body and (body[-1].base == "NOP" or
+                    (body[-1].base == "BRA" and labels.get(body[-1].target) == body[-1].address)):
+        body.pop()
+    return body
+
+
+def _is_division(i: _Instruction) -> bool:
+    """The quotient estimate of a division by a runtime divisor: hi(reciprocal * x), no addend."""
+    return (i.base == "IMAD" and "HI" in i.opcode.split(".")[1:] and len(i.operands) == 4
+            and i.operands[3] == "RZ" and all(map(_REGISTER.match, i.operands[1:3])))
+
+
+def _is_fp64(i: _Instruction) -> bool:
+    mods = i.opcode.split(".")[1:]
+    return (i.base in _D_OPS or (i.base in _CONVERSIONS and "F64" in mods)
+            or (i.base == "MUFU" and any(m.endswith("64H") for m in mods)))
+
+
+def _load_width(i: _Instruction) -> int | None:
+    if i.base != "LDG":
+        return None
+    mods = set(i.opcode.split(".")[1:])
+    for width, names in ((8, {"U8", "S8"}), (16, {"U16", "S16"}), (64, {"64"}), (128, {"128"})):
+        if mods & names:
+            return width
+    return 32
+
+
+def _tally(body: list[_Instruction], code: dict[str, list[_Instruction]],
+           seen: frozenset[str] = frozenset()) -> collections.Counter:
+    """Local ops, divisions, FP64 and load widths of `body`, calls counting their callees."""
+    c: collections.Counter = collections.Counter()
+    for i in body:
+        c["local"] += i.base in ("LDL", "STL")
+        c["divisions"] += _is_division(i)
+        c["fp64"] += _is_fp64(i)
+        if (w := _load_width(i)) is not None:
+            c[("load", w)] += 1
+        if i.base == "CALL" and i.target in code and i.target not in seen:
+            callee = _tally(code[i.target], code, seen | {i.target})
+            callee["divisions"] = min(callee["divisions"], 1)
+            c.update(callee)
+    return c
+
+
+def _sass_counts(body: list[_Instruction], labels: dict[str, int],
+                 code: dict[str, list[_Instruction]]) -> Sass:
+    body = _strip_padding(body, labels)
+    where = {i.address: n for n, i in enumerate(body)}
+    backward = [(n, where[labels[i.target]]) for n, i in enumerate(body)
+                if i.base == "BRA" and labels.get(i.target, i.address) < i.address
+                and labels[i.target] in where]
+    loop = None
+    inner = 0
+    loop_body: list[_Instruction] = []
+    if backward:
+        end, start = max(backward, key=lambda b: b[0] - b[1])
+        loop_body = body[start:end + 1]
+        loop = len(loop_body)
+        inner = sum(1 for n, t in backward if start <= t and n <= end) - 1
+    whole, in_loop = _tally(body, code), _tally(loop_body, code)
+    return Sass(instructions=len(body), loop=loop, inner_loops=inner,
+                loop_stores=sum(i.base == "STG" for i in loop_body), local=whole["local"],
+                divisions=whole["divisions"], loop_divisions=in_loop["divisions"],
+                fp64=whole["fp64"],
+                loads=tuple(sorted((k[1], n) for k, n in whole.items() if isinstance(k, tuple))))
+
+
+@functools.cache
+def _disassemble(cubin: bytes, tool: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernels.cubin"
+        path.write_bytes(cubin)
+        done = subprocess.run([tool, "-c", str(path)], capture_output=True, text=True,
+                              check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{tool} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+# ------------------------------------------------------------------------------------ reports
+
+def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90", *,
+                    family: str = "", filename: str = "kernels.cu",
+                    blocks: Mapping[str, int] | None = None,
+                    outputs: Mapping[str, int] | None = None,
+                    options: Sequence[str] | None = None) -> list[Kernel]:
+    """Compile `source` once for `arch` with every name expression and `options` (default: the
+    loader's, with the common defines) and report each kernel: launched with `blocks[e]` threads
+    per block (default launcher.BLOCK), writing `outputs[e]` outputs per thread and loop
+    iteration (default 1; listed ones are fast paths)."""
+    if arch not in SM_LIMITS:
+        raise ValueError(f"kernel report: arch {arch!r} is not one of {', '.join(SM_LIMITS)}")
+    options = loader.options() if options is None else options
+    names, log, cubin = _compile(source, tuple(expressions), arch, filename, tuple(options))
+    ptxas = _ptxas(log)
+    tool = nvdisasm()
+    code, labels = _symbols(_disassemble(cubin, tool)) if tool else ({}, {})
+    outputs = outputs or {}
+    return [Kernel(family=family, expression=e, arch=arch, name=names[e], **ptxas[names[e]],
+                   block=(blocks or {}).get(e, launcher.BLOCK), outputs=outputs.get(e, 1),
+                   fast=e in outputs,
+                   sass=_sass_counts(code[names[e]], labels, code) if tool else None)
+            for e in expressions]
+
+
+@functools.cache
+def family_report(family: str, arch: str = "sm_90") -> tuple[Kernel, ...]:
+    """Every registered instantiation of `family` on `arch` (compiled once per process)."""
+    expressions = loader.instantiations(family)
+    return tuple(compile_kernels(
+        loader.source(family), expressions, arch, family=family, filename=f"{family}.cu",
+        blocks={e: loader.block_size(family, e) for e in expressions},
+        outputs=loader.fast_paths(family), options=loader.options(family)))
+
+
+def template_arguments(expression: str) -> list[str]:
+    """Top-level template arguments of a name expression: 'k<float, rsz::pod<4>, int>' ->
+    ['float', 'rsz::pod<4>', 'int']; [] for a plain function name."""
+    if "<" not in expression:
+        return []
+    inner = expression[expression.index("<") + 1:expression.rindex(">")]
+    args, depth, start = [], 0, 0
+    for n, ch in enumerate(inner):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            args.append(inner[start:n].strip())
+            start = n + 1
+    return [*args, inner[start:].strip()]
+
+
+def held_to_targets(expression: str) -> bool:
+    """Whether a fast path is held to the static targets: float16/bfloat16/float32 storage
+    and 32-bit offsets (no `long long` index parameter)."""
+    args = template_arguments(expression)
+    return bool(args) and args[0] in SMALL_FLOAT_STORAGE and "long long" not in args
+
+
+def budget(family: str, expression: str) -> float | None:
+    """Instructions per output a fast path may spend, or None where no budget is set: the
+    family's budget, which for Resize holds nearest and linear on 1-2 axes, whichever dim they
+    walk (cubic and 3-D linear gather 4-16x the taps and are reported, not budgeted)."""
+    if family == "resize" and expression.startswith("resize_weighted_fast"):
+        ranks, taps = template_arguments(expression)[3:5]
+        if int(taps) != 2 or int(ranks) > 2:
+            return None
+    return BUDGETS[family]
+
+
+def check(kernel: Kernel, budget: float | None) -> list[str]:
+    """The static targets a fast path misses (empty: all met): no stack frame, no spills, no
+    local-memory ops, no integer division in the loop body, no FP64, occupancy >= 50 %, at most
+    `budget` instructions per output (None: not counted)."""
+    k, s = kernel, kernel.sass
+    misses = [f"{what}: {value}" for what, value, bad in [
+        ("stack frame bytes", k.stack, k.stack > 0),
+        ("spill bytes", k.spill_stores + k.spill_loads, k.spill_stores + k.spill_loads > 0),
+        ("occupancy", f"{k.occupancy:.0%} < {MIN_OCCUPANCY:.0%}", k.occupancy < MIN_OCCUPANCY),
+    ] if bad]
+    if s is None:
+        return [*misses, f"no SASS counts: install {NVDISASM_WHEEL}"]
+    per_output = k.per_output
+    misses += [f"{what}: {value}" for what, value, bad in [
+        ("local-memory ops (LDL/STL)", s.local, s.local > 0),
+        ("integer divisions in the loop body", s.loop_divisions, s.loop_divisions > 0),
+        ("FP64 instructions", s.fp64, s.fp64 > 0),
+        ("instructions per output", f"{per_output:g} > {budget}",
+         budget is not None and per_output > budget),
+    ] if bad]
+    return misses
+
+
+# ------------------------------------------------------------------------------------- output
+
+COLUMNS = ("kernel", "regs", "stack", "spill", "occ", "LDL/STL", "div", "loop div", "FP64",
+           "loads", "instr", "loop STG", "per out")
+
+
+def _row(k: Kernel) -> tuple[str, ...]:
+    s = k.sass
+    head = (k.expression + (f" [fast x{k.outputs}]" if k.fast else ""), str(k.registers),
+            str(k.stack), f"{k.spill_stores}/{k.spill_loads}", f"{k.occupancy:.0%}")
+    if s is None:
+        return (*head, *["-"] * (len(COLUMNS) - len(head)))
+    loads = " ".join(f"{n}x{w}" for w, n in s.loads) or "-"
+    per_output = f"{k.per_output:.4g}" + ("*" if s.inner_loops else "")
+    return (*head, str(s.local), str(s.divisions), str(s.loop_divisions), str(s.fp64), loads,
+            str(s.instructions), str(s.loop_stores), per_output)
+
+
+def table(kernels: Sequence[Kernel]) -> str:
+    """One row per kernel, grouped by family and architecture."""
+    lines = []
+    groups: dict[tuple[str, str], list[Kernel]] = {}
+    for k in kernels:
+        groups.setdefault((k.family, k.arch), []).append(k)
+    for (family, arch), ks in groups.items():
+        rows = [COLUMNS, *map(_row, ks)]
+        widths = [max(len(r[c]) for r in rows) for c in range(len(COLUMNS))]
+        lines.append(f"{family} ({arch}, block {', '.join(sorted({str(k.block) for k in ks}))})")
+        lines += ["  ".join(v.ljust(w) if c == 0 else v.rjust(w)
+                            for c, (v, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+        lines.append("")
+    if any(k.sass and k.sass.inner_loops for k in kernels):
+        lines.append("* the loop body holds loops that are not unrolled: counted once")
+    lines.append("loads: count x width in bits; loop STG: global stores in the grid-stride loop "
+                 "body; per out: its instructions / registered outputs per iteration")
+    return "\n".join(lines)
+
