@@ -8,9 +8,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers.hardmax_cases import rule_rows, sample
+from helpers.util import FLOAT_DTYPES
 from numpy.lib.stride_tricks import as_strided
-from test_hardmax import _rule_rows, sample
-from util import FLOAT_DTYPES
 
 from onnx_cupy import hardmax
 from onnx_cupy.core import dtypes, emulator, execution, launcher, loader
@@ -52,7 +52,7 @@ def test_rows(dtype, n, rng, launches):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("n", [3, 33, 1000, 4096])
 def test_rows_tie_nan_inf_subnormal_rules(dtype, n, launches):
-    rows, idx = _rule_rows(n, float(ml_dtypes.finfo(dtype).smallest_subnormal))
+    rows, idx = rule_rows(n, float(ml_dtypes.finfo(dtype).smallest_subnormal))
     x = rows.astype(dtype)
     expected = np.zeros_like(x)
     expected[np.arange(len(idx)), idx] = 1

@@ -12,7 +12,7 @@ import collections
 
 import numpy as np
 import onnx
-from util import BF16, inferred_shape, node_model, onnxruntime, reference
+from helpers.util import BF16, inferred_shape, node_model, onnxruntime, reference
 
 from onnx_cupy import hardmax
 from onnx_cupy.core import execution

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from util import FLOAT_DTYPES, assert_close, random, to_backend, to_numpy
+from helpers.util import FLOAT_DTYPES, assert_close, random, to_backend, to_numpy
 
 import onnx_cupy
 from onnx_cupy import average_pool, lp_pool

@@ -9,9 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
-from onnx.reference.ops.op_pool_common import pool
-from pool_oracle import geometry
-from util import (
+from helpers.pool_oracle import geometry
+from helpers.util import (
     BF16,
     FLOAT_DTYPES,
     assert_close,
@@ -21,6 +20,7 @@ from util import (
     reference,
     to_backend,
 )
+from onnx.reference.ops.op_pool_common import pool
 
 from onnx_cupy import average_pool, lp_pool
 

@@ -13,7 +13,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from util import BF16, FLOAT_DTYPES, TOL, node_model, reference, to_backend, to_numpy
+from helpers.util import (
+    BF16,
+    FLOAT_DTYPES,
+    TOL,
+    node_model,
+    reference,
+    to_backend,
+    to_numpy,
+)
 
 from onnx_cupy import resize
 from onnx_cupy.core import execution

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from util import assert_close, random, to_numpy
+from helpers.util import assert_close, random, to_numpy
 
 import onnx_cupy as oc
 from onnx_cupy.core import emulator, execution

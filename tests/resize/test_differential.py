@@ -7,7 +7,7 @@ the NumPy path on every tenth configuration."""
 from __future__ import annotations
 
 import pytest
-import resize_differential as diff
+from helpers import resize_differential as diff
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::DeprecationWarning")
 

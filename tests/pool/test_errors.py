@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.util import BF16
 from onnx import helper
-from util import BF16
 
 import onnx_cupy
 from onnx_cupy import average_pool, lp_pool

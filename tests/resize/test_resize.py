@@ -9,8 +9,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from helpers.util import node_model, onnxruntime, reference, to_backend, to_numpy
 from onnx import helper
-from util import node_model, onnxruntime, reference, to_backend, to_numpy
 
 import onnx_cupy
 from onnx_cupy import resize, run_node

@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 import ml_dtypes
 import numpy as np
 import onnx
-from util import inferred_shape, node_model, onnxruntime, reference
 
+from helpers.util import inferred_shape, node_model, onnxruntime, reference
 from onnx_cupy import resize
 from onnx_cupy.core import execution
 

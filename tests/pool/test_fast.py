@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from util import FLOAT_DTYPES, assert_close, random
+from helpers.util import FLOAT_DTYPES, assert_close, random
 
 import onnx_cupy
 from onnx_cupy import average_pool, lp_pool

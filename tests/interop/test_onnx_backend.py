@@ -11,9 +11,9 @@ from collections import Counter
 import numpy as np
 import onnx
 import pytest
+from helpers.util import assert_close, node_model
 from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.test import BackendTest
-from util import assert_close, node_model
 
 import onnx_cupy
 from onnx_cupy import onnx_backend

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from util import BF16, TOL
+from helpers.util import BF16, TOL
 
 from onnx_cupy import resize
 from onnx_cupy.core import execution, launcher

@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import onnx
 import pytest
-from pool_oracle import geometry, output_shape
-from pool_oracle import pool as oracle
-from util import (
+from helpers.pool_oracle import geometry, output_shape
+from helpers.pool_oracle import pool as oracle
+from helpers.util import (
     BF16,
     FLOAT_DTYPES,
     TOL,

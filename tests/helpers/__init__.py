@@ -1,0 +1,1 @@
+"""Test helpers: arrays and tolerances, one-node ONNX models and the runtimes, oracles."""
