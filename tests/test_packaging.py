@@ -25,7 +25,7 @@ def wheel(tmp_path_factory) -> Path:
     working tree gets no build/ or egg-info."""
     project = tmp_path_factory.mktemp("project")
     shutil.copytree(ROOT, project, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
-        ".git", "build", "dist", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis"))
+        ".git", "build", "dist", "__pycache__", "*.egg-info", ".pytest_cache"))
     assert (project / "src" / "onnx_cupy" / "kernels").is_symlink()
     out = tmp_path_factory.mktemp("dist")
     res = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out),

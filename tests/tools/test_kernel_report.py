@@ -147,9 +147,11 @@ def test_template_arguments():
         "rsz::pod<4>", "long long", "3"]
     assert kernel_report.template_arguments("plain") == []
     assert kernel_report.held_to_targets("pool_fast<oc::bf16_t, float, int, 2>")
-    assert not kernel_report.held_to_targets("pool_fast<float, float, long long, 2>")
+    assert kernel_report.held_to_targets("pool_fast<float, float, long long, 2>")
     assert not kernel_report.held_to_targets("pool_fast<double, double, int, 2>")
     assert not kernel_report.held_to_targets("plain")
+    assert kernel_report.budget("pool", "pool_fast<float, float, int, 2>") == 150
+    assert kernel_report.budget("pool", "pool_fast<float, float, long long, 2>") == 225
 
 
 def test_unknown_arch():

@@ -37,6 +37,7 @@ from ..core import extras, launcher, loader
 
 ARCHS = ("sm_80", "sm_90")
 BUDGETS = {"pool": 150, "resize": 40, "hardmax": 30}  # fast-path instructions per output
+WIDE_INDEX_BUDGET = 1.5    # a fast path with 64-bit offsets may spend this times the budget
 MIN_OCCUPANCY = 0.5
 SM_LIMITS = {  # registers, warps, blocks, shared memory bytes per SM
     "sm_80": (65536, 64, 32, 164 * 1024),
@@ -389,21 +390,29 @@ def template_arguments(expression: str) -> list[str]:
 
 
 def held_to_targets(expression: str) -> bool:
-    """Whether a fast path is held to the static targets: float16/bfloat16/float32 storage
-    and 32-bit offsets (no `long long` index parameter)."""
+    """Whether a fast path is held to the static targets: float16/bfloat16/float32 storage,
+    32-bit or 64-bit offsets."""
     args = template_arguments(expression)
-    return bool(args) and args[0] in SMALL_FLOAT_STORAGE and "long long" not in args
+    return bool(args) and args[0] in SMALL_FLOAT_STORAGE
 
 
 def budget(family: str, expression: str) -> float | None:
     """Instructions per output a fast path may spend, or None where no budget is set: the
-    family's budget, which for Resize holds nearest and linear on 1-2 axes, whichever dim they
-    walk (cubic and 3-D linear gather 4-16x the taps and are reported, not budgeted)."""
+    family's budget (WIDE_INDEX_BUDGET times it with 64-bit offsets, a `long long` template
+    argument), which for Resize holds nearest and linear on 1-2 axes, whichever dim they walk
+    (cubic and 3-D linear gather 4-16x the taps and are reported, not budgeted)."""
+    args = template_arguments(expression)
     if family == "resize" and expression.startswith("resize_weighted_fast"):
-        ranks, taps = template_arguments(expression)[3:5]
+        ranks, taps = args[3:5]
         if int(taps) != 2 or int(ranks) > 2:
             return None
-    return BUDGETS[family]
+    return BUDGETS[family] * (WIDE_INDEX_BUDGET if "long long" in args else 1)
+
+
+def uses_local_memory(kernel: Kernel) -> bool:
+    """A stack frame, spills or local-memory instructions (LDL/STL)."""
+    return bool(kernel.stack or kernel.spill_stores or kernel.spill_loads
+                or (kernel.sass is not None and kernel.sass.local))
 
 
 def check(kernel: Kernel, budget: float | None) -> list[str]:
@@ -460,6 +469,9 @@ def table(kernels: Sequence[Kernel]) -> str:
         lines += ["  ".join(v.ljust(w) if c == 0 else v.rjust(w)
                             for c, (v, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
         lines.append("")
+    local = sum(map(uses_local_memory, kernels))
+    lines.append(f"{local} of {len(kernels)} instantiations use local memory (stack frame, spills "
+                 f"or LDL/STL)")
     if any(k.sass and k.sass.inner_loops for k in kernels):
         lines.append("* the loop body holds loops that are not unrolled: counted once")
     lines.append("loads: count x width in bits; loop STG: global stores in the grid-stride loop "
