@@ -5,7 +5,7 @@ row, NaN the maximum, the first NaN winning), onnxruntime, onnx.reference and ON
 Per configuration: onnx-cupy equals the oracle (numpy always, emulated on every fourth); its shape
 equals onnxruntime's and onnx.reference's where those two agree and shape inference's where it infers
 a static shape they agree with; its values equal the runtimes' where they agree. Where they disagree
-the case is classified (README semantics table) and counted. The counts are asserted."""
+the case is classified (docs/semantics.md) and counted. The counts are asserted."""
 from __future__ import annotations
 
 import collections

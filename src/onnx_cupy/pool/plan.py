@@ -16,7 +16,7 @@ Output length per spatial axis, every version (dk = (kernel - 1) * dilation + 1,
 `pads` given next to an auto_pad other than NOTSET are ignored, and ceil_mode does not change
 auto_pad lengths (its ceil forms equal the floor forms above). A length of 0 gives an empty
 output. onnxruntime and onnx.reference give these shapes and values wherever they agree; the
-README's semantics table lists where they and the version texts differ.
+docs/semantics.md lists where they and the version texts differ.
 """
 from __future__ import annotations
 
