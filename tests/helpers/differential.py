@@ -1,0 +1,55 @@
+"""What a differential test keeps of one configuration: the checks it reached and the failures
+among them, as text only (no arrays), so that a cache can hold thousands. A family's
+`evaluate(index)` fills a `Record` once per configuration (functools.cache); the per-configuration
+test asserts that it has no failures and the coverage tests count what all of them reached."""
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Record:
+    """One configuration's evaluation. `reached` counts checks and events by name; `failures`
+    holds, per failed check, what was seen; `tolerated` the failures of checks a family allows to
+    fail rarely (counted against a budget by a coverage test, listed here so they show)."""
+
+    where: str
+    reached: collections.Counter[str] = field(default_factory=collections.Counter)
+    failures: dict[str, str] = field(default_factory=dict)
+    tolerated: dict[str, str] = field(default_factory=dict)
+
+    def count(self, name: str) -> None:
+        self.reached[name] += 1
+
+    def check(self, name: str, passed: bool, detail: str = "", tolerate: bool = False) -> bool:
+        """Count `name` as reached and, unless `passed`, record `detail` as its failure (or as a
+        tolerated one). Returns `passed`."""
+        self.count(name)
+        if not passed:
+            (self.tolerated if tolerate else self.failures)[name] = detail
+        return passed
+
+    def check_raises_nothing(self, name: str, fn, *args) -> bool:
+        """`check` that calling `fn(*args)` raises no AssertionError (its message is the detail)."""
+        try:
+            fn(*args)
+        except AssertionError as exc:
+            return self.check(name, False, str(exc).strip())
+        return self.check(name, True)
+
+    def report(self) -> str:
+        lines = [self.where] + [f"  {name}: {detail}" for name, detail in self.failures.items()]
+        return "\n".join(lines)
+
+
+def totals(records: Iterable[Record]) -> collections.Counter[str]:
+    """How many configurations reached each check or event, and `failed:<check>` /
+    `tolerated:<check>` how many failed it."""
+    counts: collections.Counter[str] = collections.Counter()
+    for r in records:
+        counts.update(r.reached)
+        counts.update(f"failed:{name}" for name in r.failures)
+        counts.update(f"tolerated:{name}" for name in r.tolerated)
+    return counts
