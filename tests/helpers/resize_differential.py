@@ -6,11 +6,14 @@ nearest mode, antialias, cubic_coeff_a, exclude_outside, extrapolation_value, ro
 negative values, keep_aspect_ratio_policy, scales and sizes, float and integer dtypes), mostly of
 the shapes onnxruntime's CPU kernels accept (linear: ranks 2-5 resizing inner axes; cubic: ranks
 2 and 4). `compare` runs it everywhere and returns an `Outcome`; `KNOWN` lists, as predicates on
-the configuration, every case where the runtimes disagree and which side onnx-cupy follows.
+the configuration, every case where the runtimes disagree and which side onnx-cupy follows;
+`evaluate(index)` draws configuration `index` from its own seeded generator, compares it and keeps
+(cached) what each check found.
 onnxruntime runs dtypes it lacks (bfloat16, float64; 16-, 64- and unsigned 32-bit integers)
 through a carrier dtype holding the same values (float32, int32)."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +23,7 @@ import ml_dtypes
 import numpy as np
 import onnx
 
+from helpers.differential import Record
 from helpers.util import inferred_shape, node_model, onnxruntime, reference
 from onnx_cupy import resize
 from onnx_cupy.core import execution
@@ -487,73 +491,6 @@ def known(config: Config) -> list[Known]:
     return [k for k in KNOWN if k.applies(config)]
 
 
-# ---------------------------------------------------------------- tally
-
-@dataclass
-class Tally:
-    """Per check, how many configurations reached it (`counts`) and the outcomes that failed
-    it (`failures`)."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    failures: dict[str, list[Outcome]] = field(default_factory=dict)
-
-    def count(self, name: str) -> None:
-        self.counts[name] = self.counts.get(name, 0) + 1
-
-    def check(self, name: str, passed: bool, outcome: Outcome) -> None:
-        self.count(name)
-        if not passed:
-            self.failures.setdefault(name, []).append(outcome)
-
-
-def _follow(tally: Tally, o: Outcome, kinds: list[Known], side: str, check: str) -> None:
-    """Where every known case applying follows `side`, onnx-cupy must give that side's result."""
-    sides = {k.follows for k in kinds}
-    if sides == {"exact"}:
-        tally.count("exact_side")
-        return
-    if kinds and sides != {side}:
-        tally.count("mixed_sides")
-        return
-    tally.check(check, o.ok("ours") and close(o.config, o.ours, getattr(o, side), 1), o)
-
-
-def tally(outcomes: list[Outcome]) -> Tally:
-    """Every check over the outcomes (see tests/test_resize_differential.py)."""
-    t = Tally()
-    for o in outcomes:
-        t.count("configurations")
-        for name in ("ours", "ort", "ref"):
-            if o.ok(name):
-                t.count(f"{name}_ran")
-        if o.emulated is not None:
-            same = o.ok("ours") and o.ok("emulated") and close(o.config, o.ours, o.emulated)
-            t.check("emulated_equals_numpy", same, o)
-        inferred = o.inferred if isinstance(o.inferred, tuple) else None
-        if inferred is not None:
-            t.count("inferred_static")
-        if o.runtimes_agree_on_shape():
-            t.check("shape", o.ok("ours") and o.ours.shape == o.ort.shape, o)
-            if inferred is not None and inferred != o.ort.shape:
-                t.count("inference_differs_from_runtimes")
-        if inferred is not None and o.runtimes_agree_on_shape() and o.ort.shape == inferred:
-            t.check("shape_inference", o.ok("ours") and o.ours.shape == inferred, o)
-        if o.runtimes_agree():
-            t.check("values", o.ok("ours") and (close(o.config, o.ours, o.ref, 1)
-                                                or close(o.config, o.ours, o.ort, 1)), o)
-        elif o.ok("ort") and o.ok("ref"):
-            kinds = known(o.config)
-            t.check("disagreement_listed", bool(kinds), o)
-            for k in kinds:
-                t.count(f"known:{k.name}")
-            if kinds:
-                _follow(t, o, kinds, kinds[0].follows, "follows_listed_side")
-        elif o.ok("ort") != o.ok("ref"):
-            side = "ort" if o.ok("ort") else "ref"
-            _follow(t, o, known(o.config), side, f"only_{side}")
-    return t
-
-
 # rare cases the draw seldom reaches, run after the drawn configurations
 EXTRAS = (
     # 7 -> 17 half_pixel: output 8 at x = 3.0000000000000004 (reference_window_shift)
@@ -568,10 +505,92 @@ EXTRAS = (
 )
 
 
-def run_all(count: int, seed: int, emulated_every: int) -> list[Outcome]:
-    """`count` seeded configurations and EXTRAS; every `emulated_every`-th also on the emulated
-    path."""
-    rng = np.random.default_rng(seed)
-    configs = [draw(rng) for _ in range(count)] + list(EXTRAS)
-    return [compare(config, sample(rng, config), emulated=i % emulated_every == 0)
-            for i, config in enumerate(configs)]
+COUNT = 2400
+SEED = 20261123
+EMULATED_EVERY = 10
+
+
+# ---------------------------------------------------------------- one configuration
+
+def _generator(index: int, stream: int) -> np.random.Generator:
+    """The generator of configuration `index`: stream 0 draws it, stream 1 its input."""
+    return np.random.default_rng([SEED, index, stream])
+
+
+@functools.cache
+def configuration(index: int) -> Config:
+    """Drawn configuration `index` (0 <= index < COUNT), then EXTRAS."""
+    return draw(_generator(index, 0)) if index < COUNT else EXTRAS[index - COUNT]
+
+
+def name(index: int) -> str:
+    """The test id: index (or extra), opset, mode, coordinate transformation mode, dtype."""
+    c = configuration(index)
+    at = f"{index:04d}" if index < COUNT else f"extra{index - COUNT}"
+    return f"{at}-opset{c.opset}-{c.mode}-{c.ctm}-{c.dtype.name}"
+
+
+def _follow(record: Record, o: Outcome, kinds: list[Known], side: str, check: str) -> None:
+    """Where every known case applying follows `side`, onnx-cupy must give that side's result."""
+    sides = {k.follows for k in kinds}
+    if sides == {"exact"}:
+        record.count("exact_side")
+    elif kinds and sides != {side}:
+        record.count("mixed_sides")
+    else:
+        record.check(check, o.ok("ours") and close(o.config, o.ours, getattr(o, side), 1),
+                     f"ours {_shape(o.ours)}, {side} {_shape(getattr(o, side))}")
+
+
+def _shape(result: Any) -> Any:
+    return result.shape if isinstance(result, np.ndarray) else repr(result)
+
+
+@functools.cache
+def evaluate(index: int) -> Record:
+    """Configuration `index` on onnx-cupy (numpy; emulated on every EMULATED_EVERY-th), the
+    runtimes and shape inference. Checks: `ours_ran`, `emulated_equals_numpy`, `shape` (where
+    the runtimes agree on it), `shape_inference` (where it is static and equals theirs),
+    `values` (where the runtimes agree; a failure inside a listed case is tolerated: the runtimes
+    can agree by coincidence there), `disagreement_listed`, `follows_listed_side`, `only_ort` /
+    `only_ref` (where one runtime rejects the configuration). Events: `ort_ran`, `ref_ran`,
+    `inferred_static`, `inference_differs_from_runtimes`, `known:<name>`, `exact_side`,
+    `mixed_sides`."""
+    config = configuration(index)
+    o = compare(config, sample(_generator(index, 1), config), index % EMULATED_EVERY == 0)
+    record = Record(str(config))
+    record.check("ours_ran", o.ok("ours"), repr(o.ours))
+    for runtime in ("ort", "ref"):
+        if o.ok(runtime):
+            record.count(f"{runtime}_ran")
+    if o.emulated is not None:
+        record.check("emulated_equals_numpy", o.ok("ours") and o.ok("emulated")
+                     and close(config, o.ours, o.emulated), f"emulated {_shape(o.emulated)}")
+    inferred = o.inferred if isinstance(o.inferred, tuple) else None
+    if inferred is not None:
+        record.count("inferred_static")
+    if o.runtimes_agree_on_shape():
+        record.check("shape", o.ok("ours") and o.ours.shape == o.ort.shape,
+                     f"runtimes {o.ort.shape}, ours {_shape(o.ours)}")
+        if inferred is not None and inferred != o.ort.shape:
+            record.count("inference_differs_from_runtimes")
+        elif inferred is not None:
+            record.check("shape_inference", o.ok("ours") and o.ours.shape == inferred,
+                         f"shape inference {inferred}, ours {_shape(o.ours)}")
+    if o.runtimes_agree():
+        record.check("values", o.ok("ours") and (close(config, o.ours, o.ref, 1)
+                                                 or close(config, o.ours, o.ort, 1)),
+                     "the runtimes agree, ours differs", tolerate=bool(known(config)))
+    elif o.ok("ort") and o.ok("ref"):
+        kinds = known(config)
+        record.check("disagreement_listed", bool(kinds),
+                     f"the runtimes disagree (onnxruntime {o.ort.shape}, onnx.reference "
+                     f"{o.ref.shape}) and no listed case applies")
+        for k in kinds:
+            record.count(f"known:{k.name}")
+        if kinds:
+            _follow(record, o, kinds, kinds[0].follows, "follows_listed_side")
+    elif o.ok("ort") != o.ok("ref"):
+        side = "ort" if o.ok("ort") else "ref"
+        _follow(record, o, known(config), side, f"only_{side}")
+    return record
