@@ -33,7 +33,8 @@ MAX_ELEMENTS = 1 << 20  # of an input: the oracle loops over rows in Python
 
 def oracle(x: np.ndarray, axis: int, opset: int) -> np.ndarray:
     """The one-hot of the first maximum (NaN above everything, first NaN wins) per row: rows along
-    `axis` (opset >= 13) or of the 2-D [prod(shape[:axis]), prod(shape[axis:])] view (below 13)."""
+    `axis` (opset >= 13) or of the 2-D [prod(shape[:axis]), prod(shape[axis:])] view (below 13).
+    The winners of a row are its NaNs if it has any, else the elements equal to its maximum."""
     rank = x.ndim
     axis %= rank
     if opset >= 13:
@@ -41,17 +42,12 @@ def oracle(x: np.ndarray, axis: int, opset: int) -> np.ndarray:
     else:
         v = x.astype(np.float64).reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)
     rows = v.reshape(-1, v.shape[-1])
+    nan = np.isnan(rows)
+    with np.errstate(invalid="ignore"):
+        winners = np.where(nan.any(axis=1, keepdims=True), nan,
+                           rows == rows.max(axis=1, keepdims=True))
     y = np.zeros(rows.shape)
-    for r, row in enumerate(rows):
-        if row.size == 0:
-            continue
-        best = 0
-        for j in range(1, row.size):
-            if np.isnan(row[best]):
-                break
-            if np.isnan(row[j]) or row[j] > row[best]:
-                best = j
-        y[r, best] = 1
+    y[np.arange(len(rows)), winners.argmax(axis=1)] = 1  # the first winner of each row
     y = y.reshape(v.shape)
     return (np.moveaxis(y, -1, axis) if opset >= 13 else y.reshape(x.shape)).astype(x.dtype)
 
