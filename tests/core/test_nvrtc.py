@@ -8,6 +8,8 @@ import onnx_cupy  # noqa: F401  (importing the package registers every kernel fa
 from onnx_cupy.core import loader
 from onnx_cupy.tools import kernel_report
 
+pytestmark = pytest.mark.slow  # NVRTC compiles of every kernel instantiation
+
 nvrtc = pytest.importorskip("cuda.bindings.nvrtc",
                             reason="cuda.bindings (cuda-python) is not installed")
 

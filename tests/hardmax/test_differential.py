@@ -4,17 +4,20 @@ shape inference (helpers/hardmax_differential.py draws, runs and judges them).
 
 Each configuration is a test of its own (`-k 0042-` reruns one): it must pass every check it
 reaches. The coverage test counts, over the same cached evaluations, how many configurations
-reached each check and each class of disagreement between the runtimes."""
+reached each check and each class of disagreement between the runtimes. All but the
+configurations that also run the emulated kernels (every 4th) are marked slow, and so is the
+coverage test."""
 from __future__ import annotations
 
 import pytest
 from helpers import hardmax_differential as diff
-from helpers.differential import totals
+from helpers.differential import parameters, totals
 
 CONFIGS = [diff.configuration(i) for i in range(diff.CONFIGS)]
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("config", parameters(
+    CONFIGS, lambda c: c.name, lambda c: c.index % diff.EMULATED_EVERY == 0))
 def test_configuration(config):
     """Oracle (and emulated = oracle where it runs), the runtimes' shape where they agree on it,
     shape inference's where it agrees with them, their values where they agree, onnxruntime's
@@ -23,6 +26,7 @@ def test_configuration(config):
     assert not record.failures, record.report()
 
 
+@pytest.mark.slow
 def test_checks_reached():
     """How many configurations reached each check (printed with -s), none failing."""
     n = totals(diff.evaluate(i) for i in range(diff.CONFIGS))

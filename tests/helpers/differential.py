@@ -1,12 +1,17 @@
 """What a differential test keeps of one configuration: the checks it reached and the failures
 among them, as text only (no arrays), so that a cache can hold thousands. A family's
 `evaluate(index)` fills a `Record` once per configuration (functools.cache); the per-configuration
-test asserts that it has no failures and the coverage tests count what all of them reached."""
+test asserts that it has no failures and the coverage tests count what all of them reached.
+`parameters` marks all but the configurations that also run the emulated kernels `slow`, so that
+`pytest -m "not slow"` keeps a tenth or so of them."""
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
 
 
 @dataclass
@@ -53,3 +58,10 @@ def totals(records: Iterable[Record]) -> collections.Counter[str]:
         counts.update(f"failed:{name}" for name in r.failures)
         counts.update(f"tolerated:{name}" for name in r.tolerated)
     return counts
+
+
+def parameters(configs: Sequence[Any], name: Callable[[Any], str],
+               quick: Callable[[Any], bool]) -> list[Any]:
+    """pytest parameters of `configs`, with the ids `name` gives; those not `quick` marked slow."""
+    return [pytest.param(c, id=name(c), marks=() if quick(c) else pytest.mark.slow)
+            for c in configs]

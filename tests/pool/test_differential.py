@@ -4,13 +4,15 @@ dtype, against the loop oracle, onnxruntime, onnx.reference and ONNX shape infer
 
 Each configuration is a test of its own (`-k AveragePool-0042` reruns one): it must pass every
 check it reaches. The coverage tests count, over the same cached evaluations, how many
-configurations reached each check, so that the suite cannot pass by skipping.
+configurations reached each check, so that the suite cannot pass by skipping. All but the
+configurations that also run the emulated kernels (every 10th) are marked slow, and so are the
+coverage tests.
 """
 from __future__ import annotations
 
 import pytest
 from helpers import pool_differential as diff
-from helpers.differential import totals
+from helpers.differential import parameters, totals
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -20,7 +22,8 @@ ONLY = {"ref_lp_pool_padding": "LpPool", "ref_average_pool_1_counts_pads": "Aver
         "ort_empty_window": "AveragePool"}
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("config", parameters(
+    CONFIGS, lambda c: c.name, lambda c: c.index % diff.EMULATED_EVERY == 0))
 def test_configuration(config):
     """Oracle (or the rejection of a negative length), emulated = numpy where it runs, the
     runtimes' shape where they agree, shape inference's where they agree with it, each runtime's
@@ -34,6 +37,7 @@ def counts(request):
     return request.param, totals(diff.evaluate(request.param, i) for i in range(diff.CONFIGS))
 
 
+@pytest.mark.slow
 def test_every_listed_case_occurs(counts):
     op, n = counts
     for case in diff.CASES:
@@ -41,6 +45,7 @@ def test_every_listed_case_occurs(counts):
             assert n[f"case:{case.name}"] >= 5, (op, case.name)
 
 
+@pytest.mark.slow
 def test_checks_reached(counts):
     """How many configurations reached each check (printed with -s), none failing."""
     op, n = counts

@@ -6,12 +6,14 @@ runtimes is a listed case (resize_differential.KNOWN) and onnx-cupy gives the si
 names; the emulated path equals the NumPy path on every tenth configuration.
 
 Each configuration is a test of its own (`-k 0042-` reruns one). The coverage tests count, over
-the same cached evaluations, how many configurations reached each check."""
+the same cached evaluations, how many configurations reached each check. All but the
+configurations that also run the emulated kernels (every 10th) are marked slow, and so are the
+coverage tests."""
 from __future__ import annotations
 
 import pytest
 from helpers import resize_differential as diff
-from helpers.differential import totals
+from helpers.differential import parameters, totals
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::DeprecationWarning")
 
@@ -23,7 +25,8 @@ AT_LEAST = {"shape": 1500, "shape_inference": 1500, "values": 1150, "disagreemen
             "emulated_equals_numpy": diff.COUNT // diff.EMULATED_EVERY}
 
 
-@pytest.mark.parametrize("index", INDICES, ids=[diff.name(i) for i in INDICES])
+@pytest.mark.parametrize("index", parameters(
+    INDICES, diff.name, lambda i: i % diff.EMULATED_EVERY == 0))
 def test_configuration(index):
     """onnx-cupy runs it; every check it reaches passes (values where the runtimes agree may
     differ only inside a listed case: the runtimes can agree there by coincidence)."""
@@ -37,6 +40,7 @@ def counts():
     return totals(diff.evaluate(i) for i in INDICES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check", ["shape", "shape_inference", "disagreement_listed",
                                    "follows_listed_side", "only_ort", "only_ref",
                                    "emulated_equals_numpy"])
@@ -48,6 +52,7 @@ def test_check_reached(counts, check):
     assert not counts[f"failed:{check}"], dict(counts)
 
 
+@pytest.mark.slow
 def test_values_where_the_runtimes_agree(counts):
     """At least 99.9 %: the rest are runtimes agreeing by coincidence inside a listed case
     (onnxruntime copying X where onnx.reference happens to sample the same element)."""
@@ -56,12 +61,14 @@ def test_values_where_the_runtimes_agree(counts):
     assert not counts["failed:values"], dict(counts)
 
 
+@pytest.mark.slow
 def test_every_listed_case_occurs(counts):
     """Each documented disagreement shows up among the configurations."""
     seen = {name.removeprefix("known:") for name in counts if name.startswith("known:")}
     assert seen == {k.name for k in diff.KNOWN}, seen
 
 
+@pytest.mark.slow
 def test_every_configuration_runs(counts):
     """onnx-cupy runs every configuration (the runtimes reject some: onnxruntime's rank and
     dtype limits, onnx.reference's Resize-10)."""

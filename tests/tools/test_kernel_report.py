@@ -12,6 +12,8 @@ import pytest
 from onnx_cupy.core import launcher, loader
 from onnx_cupy.tools import cli, kernel_report
 
+pytestmark = pytest.mark.slow  # NVRTC compiles and disassembles every instantiation
+
 pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings (cuda-python) is not installed")
 needs_nvdisasm = pytest.mark.skipif(kernel_report.nvdisasm() is None,
                                     reason=f"{kernel_report.NVDISASM_WHEEL} is not installed")
