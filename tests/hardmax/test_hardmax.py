@@ -7,6 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from helpers.hardmax_cases import rule_rows, sample
+from helpers.node_tests import names_using
 from helpers.util import (
     BF16,
     FLOAT_DTYPES,
@@ -59,10 +60,19 @@ def test_exported():
     assert onnx_cupy.hardmax is hardmax and "hardmax" in onnx_cupy.__all__
 
 
-def test_onnx_node_tests(backend):
-    results = conformance.run(backend, ["Hardmax"])
-    assert len(results) == 7
-    assert all(r.passed for r in results), [(r.name, r.detail) for r in results if not r.passed]
+NODE_CASES = conformance.node_cases(["Hardmax"])
+
+
+def test_every_node_test_of_hardmax_runs():
+    """The cases run below are all of ONNX's node tests that use Hardmax."""
+    names = {case.name for case in NODE_CASES}
+    assert names == names_using("Hardmax") and names, sorted(names ^ names_using("Hardmax"))
+
+
+@pytest.mark.parametrize("case", NODE_CASES, ids=lambda c: c.name)
+def test_onnx_node_test(case, backend):
+    result = conformance.run_case(case, backend)
+    assert result.passed, f"{result.name} on {backend}: {result.detail}"
 
 
 @pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
