@@ -71,6 +71,7 @@ def test_every_listed_case_occurs(counts):
 @pytest.mark.slow
 def test_every_configuration_runs(counts):
     """onnx-cupy runs every configuration (the runtimes reject some: onnxruntime's rank and
-    dtype limits, onnx.reference's Resize-10)."""
+    dtype limits, onnx.reference's Resize-10). Prints what each check reached (with -s)."""
+    print(f"\nResize: {dict(sorted(counts.items()))}")
     assert counts["ours_ran"] == len(INDICES) and not counts["failed:ours_ran"]
     assert counts["ort_ran"] >= diff.COUNT * 0.7 and counts["ref_ran"] >= diff.COUNT * 0.7
