@@ -1,5 +1,5 @@
 """What a differential test keeps of one configuration: the checks it reached and the failures
-among them, as text only (no arrays), so that a cache can hold thousands. A family's
+among them, as text (no result arrays), so that a cache can hold thousands. A family's
 `evaluate(index)` fills a `Record` once per configuration (functools.cache); the per-configuration
 test asserts that it has no failures and the coverage tests count what all of them reached.
 `parameters` marks all but the configurations that also run the emulated kernels `slow`, so that
@@ -20,7 +20,7 @@ class Record:
     holds, per failed check, what was seen; `tolerated` the failures of checks a family allows to
     fail rarely (counted against a budget by a coverage test, listed here so they show)."""
 
-    where: str
+    where: Any  # the configuration, formatted only in a report
     reached: collections.Counter[str] = field(default_factory=collections.Counter)
     failures: dict[str, str] = field(default_factory=dict)
     tolerated: dict[str, str] = field(default_factory=dict)
@@ -45,7 +45,7 @@ class Record:
         return self.check(name, True)
 
     def report(self) -> str:
-        lines = [self.where] + [f"  {name}: {detail}" for name, detail in self.failures.items()]
+        lines = [str(self.where)] + [f"  {name}: {detail}" for name, detail in self.failures.items()]
         return "\n".join(lines)
 
 

@@ -129,7 +129,7 @@ def evaluate(index: int) -> Record:
     `values = onnxruntime below 13` (where they differ there); events: `ort ran`,
     `reference ran`, `runtimes agree` and the `differ: ...` classes."""
     c = configuration(index)
-    record = Record(str(c))
+    record = Record(c)
     x = sample(_generator(index, 1), c.shape, c.dtype, c.nan)
     m = model(c.shape, c.dtype, c.axis, c.opset)
     default = -1 if c.opset >= 13 else 1

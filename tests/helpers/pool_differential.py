@@ -286,7 +286,7 @@ def evaluate(op: str, index: int) -> Record:
     `agree_ref` (each counted as `judged_by_*` too), `inference`; events: `case:<name>`,
     `runtimes_shape_coincide`, `all_reject`, `inference_differs`."""
     c = configuration(op, index)
-    record = Record(str(c))
+    record = Record(c)
     x = _generator(op, index, 1).uniform(-2, 3, c.shape).astype(c.dtype)
 
     # the oracle

@@ -558,8 +558,8 @@ def evaluate(index: int) -> Record:
     `mixed_sides`."""
     config = configuration(index)
     o = compare(config, sample(_generator(index, 1), config), index % EMULATED_EVERY == 0)
-    record = Record(str(config))
-    record.check("ours_ran", o.ok("ours"), repr(o.ours))
+    record = Record(config)
+    record.check("ours_ran", o.ok("ours"), _shape(o.ours))
     for runtime in ("ort", "ref"):
         if o.ok(runtime):
             record.count(f"{runtime}_ran")
