@@ -2,8 +2,8 @@
 among them, as text (no result arrays), so that a cache can hold thousands. A family's
 `evaluate(index)` fills a `Record` once per configuration (functools.cache); the per-configuration
 test asserts that it has no failures and the coverage tests count what all of them reached.
-`parameters` marks all but the configurations that also run the emulated kernels `slow`, so that
-`pytest -m "not slow"` keeps a tenth or so of them."""
+`parameters` makes the configurations test parameters, all but a quick share of them marked
+`slow` (for the differential tests: the configurations that also run the emulated kernels)."""
 from __future__ import annotations
 
 import collections

@@ -1,14 +1,19 @@
 """Differential tests on random seeded configurations: AveragePool against onnx.reference's
 ReferenceEvaluator (opset-specific models), LpPool against onnxruntime; both against a float64
 oracle, onnx.reference's `pool` core evaluated on tests/pool_oracle.py's geometry. Where onnx-cupy
-deliberately differs from onnx.reference, hand-computed cases pin it down."""
+deliberately differs from onnx.reference, hand-computed cases pin it down.
+
+Each random configuration is its own test on every backend (`-k AveragePool-opset19-007`), drawn
+from a generator seeded by (operator, opset, index); the odd-numbered ones are marked slow."""
 from __future__ import annotations
 
 import math
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pytest
+from helpers.differential import parameters
 from helpers.pool_oracle import geometry
 from helpers.util import (
     BF16,
@@ -26,13 +31,15 @@ from onnx_cupy import average_pool, lp_pool
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # oracles average empty windows
 
-CONFIGS = 60
+CONFIGS = 120  # per operator and opset, each run on every backend; half of them slow
+SEED = 20261124
 AVG_VERSIONS = (1, 7, 10, 11, 19, 22)
 LP_VERSIONS = (1, 2, 11, 18, 22)
 # opset at which each attribute appears
 SINCE = {"AveragePool": {"count_include_pad": 7, "ceil_mode": 10, "dilations": 19},
          "LpPool": {"ceil_mode": 18, "dilations": 18}}
 RUN = {"AveragePool": average_pool, "LpPool": lp_pool}
+RUN_ORDER = tuple(RUN)
 
 
 def version_of(op: str, opset: int) -> int:
@@ -141,42 +148,92 @@ def ort_exact(shape, attrs):
     return True
 
 
-@pytest.mark.parametrize("opset", [1, 7, 10, 11, 19, 21, 22])
-def test_average_pool(opset, backend, rng):
-    version = version_of("AveragePool", opset)
-    exact = 0
-    for i in range(CONFIGS):
-        shape, attrs, dtype, geometry = draw(rng, "AveragePool", opset, i)
-        x = random(rng, shape, dtype)
-        x64 = x.astype(np.float64)
-        expected = spec_oracle("AveragePool", x64, attrs, geometry)
-        if reference_exact(version, shape, attrs, geometry):
-            model = node_model("AveragePool", [("X", np.float64)], attrs, opset)
-            ref = reference(model, {"X": x64})[0]
-            np.testing.assert_allclose(ref, expected, rtol=1e-12, atol=0, equal_nan=True,
-                                       err_msg=f"oracle vs ReferenceEvaluator: {shape} {attrs}")
-            expected = ref
-            exact += 1
-        check(average_pool(to_backend(x, backend), opset=opset, **attrs), expected, dtype, attrs)
-    assert exact >= CONFIGS // 8
+class Config(NamedTuple):
+    """Configuration `index` of `op` at `opset`: a valid shape, attributes, dtype and the spec
+    geometry, drawn from a generator seeded by (op, opset, index)."""
+
+    op: str
+    opset: int
+    index: int
+    shape: tuple[int, ...]
+    attrs: dict
+    dtype: np.dtype
+    geometry: list
+
+    @property
+    def name(self) -> str:
+        return (f"{self.op}-opset{self.opset}-{self.index:03d}-{self.dtype.name}-"
+                f"{len(self.shape) - 2}d")
+
+    def input(self) -> np.ndarray:
+        rng = np.random.default_rng([SEED, RUN_ORDER.index(self.op), self.opset, self.index, 1])
+        return random(rng, self.shape, self.dtype)
 
 
-@pytest.mark.parametrize("opset", [1, 2, 11, 18, 22])
-def test_lp_pool(opset, backend, rng):
-    ort_checked = 0
-    for i in range(CONFIGS):
-        shape, attrs, dtype, geometry = draw(rng, "LpPool", opset, i)
-        x = random(rng, shape, dtype)
-        expected = spec_oracle("LpPool", x.astype(np.float64), attrs, geometry)
-        if opset >= 2 and ort_exact(shape, attrs):
-            x32 = x.astype(np.float32)  # onnxruntime's LpPool takes float32 and float16 only
-            # onnx has no opset 2-4 models; LpPool-2 is in force up to opset 10
-            model = node_model("LpPool", [("X", np.float32)], attrs, max(opset, 5))
-            assert_close(onnxruntime(model, {"X": x32})[0],
-                         spec_oracle("LpPool", x32.astype(np.float64), attrs, geometry), np.float32)
-            ort_checked += 1
-        check(lp_pool(to_backend(x, backend), opset=opset, **attrs), expected, dtype, attrs)
-    assert opset == 1 or ort_checked >= CONFIGS // 8  # onnxruntime has no LpPool-1
+def configurations(op: str, opsets: tuple[int, ...]) -> list[Config]:
+    configs = []
+    for opset in opsets:
+        for i in range(CONFIGS):
+            rng = np.random.default_rng([SEED, RUN_ORDER.index(op), opset, i, 0])
+            configs.append(Config(op, opset, i, *draw(rng, op, opset, i)))
+    return configs
+
+
+AVG_CONFIGS = configurations("AveragePool", (1, 7, 10, 11, 19, 21, 22))
+LP_CONFIGS = configurations("LpPool", (1, 2, 11, 18, 22))
+
+
+def quick(c: Config) -> bool:
+    """Whether configuration `c` stays in the quick subset (pytest -m "not slow")."""
+    return c.index % 2 == 0
+
+
+def reference_checked(c: Config) -> bool:
+    """Whether configuration `c` compares onnx.reference's AveragePool with the oracle."""
+    return reference_exact(version_of(c.op, c.opset), c.shape, c.attrs, c.geometry)
+
+
+def ort_checked(c: Config) -> bool:
+    """Whether configuration `c` compares onnxruntime's LpPool with the oracle (no LpPool-1)."""
+    return c.opset >= 2 and ort_exact(c.shape, c.attrs)
+
+
+@pytest.mark.parametrize("c", parameters(AVG_CONFIGS, lambda c: c.name, quick))
+def test_average_pool(c, backend):
+    x = c.input()
+    x64 = x.astype(np.float64)
+    expected = spec_oracle("AveragePool", x64, c.attrs, c.geometry)
+    if reference_checked(c):
+        model = node_model("AveragePool", [("X", np.float64)], c.attrs, c.opset)
+        ref = reference(model, {"X": x64})[0]
+        np.testing.assert_allclose(ref, expected, rtol=1e-12, atol=0, equal_nan=True,
+                                   err_msg=f"oracle vs ReferenceEvaluator: {c.shape} {c.attrs}")
+        expected = ref
+    check(average_pool(to_backend(x, backend), opset=c.opset, **c.attrs), expected, c.dtype,
+          c.attrs)
+
+
+@pytest.mark.parametrize("c", parameters(LP_CONFIGS, lambda c: c.name, quick))
+def test_lp_pool(c, backend):
+    x = c.input()
+    expected = spec_oracle("LpPool", x.astype(np.float64), c.attrs, c.geometry)
+    if ort_checked(c):
+        x32 = x.astype(np.float32)  # onnxruntime's LpPool takes float32 and float16 only
+        # onnx has no opset 2-4 models; LpPool-2 is in force up to opset 10
+        model = node_model("LpPool", [("X", np.float32)], c.attrs, max(c.opset, 5))
+        assert_close(onnxruntime(model, {"X": x32})[0],
+                     spec_oracle("LpPool", x32.astype(np.float64), c.attrs, c.geometry),
+                     np.float32)
+    check(lp_pool(to_backend(x, backend), opset=c.opset, **c.attrs), expected, c.dtype, c.attrs)
+
+
+@pytest.mark.parametrize("op, configs, checked", [
+    ("AveragePool", AVG_CONFIGS, reference_checked), ("LpPool", LP_CONFIGS, ort_checked)])
+def test_runtime_compared_often_enough(op, configs, checked):
+    """At every opset a runtime has, at least 1/8 of the configurations compare it with the
+    oracle (onnx.reference for AveragePool, onnxruntime for LpPool)."""
+    for opset in sorted({c.opset for c in configs} - ({1} if op == "LpPool" else set())):
+        assert sum(checked(c) for c in configs if c.opset == opset) >= CONFIGS // 8, (op, opset)
 
 
 def check(got, expected, dtype, attrs):
