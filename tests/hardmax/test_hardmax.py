@@ -75,35 +75,40 @@ def test_onnx_node_test(case, backend):
     assert result.passed, f"{result.name} on {backend}: {result.detail}"
 
 
-@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
+def rank_axes(ranks: range, axes=lambda rank: range(-rank, rank)) -> list:
+    """(rank, axis) parameters, `axes(rank)` for each rank, with ids like rank3-axis-1."""
+    return [pytest.param(rank, axis, id=f"rank{rank}-axis{'default' if axis is None else axis}")
+            for rank in ranks for axis in axes(rank)]
+
+
+@pytest.mark.parametrize("rank,axis", rank_axes(range(1, 6), lambda r: [None, *range(-r, r)]))
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=DTYPE_IDS)
-def test_v13_matches_reference(backend, dtype, rank, rng):
-    for axis in [None, *range(-rank, rank)]:
-        shape = random_shape(rng, rank, -1 if axis is None else axis)
-        x = sample(rng, shape, dtype)
-        attrs = {} if axis is None else {"axis": axis}
-        (expected,) = reference(node_model("Hardmax", [("X", dtype)], attrs, 13), {"X": x})
-        assert_same(run(backend, x, axis=axis), expected)
+def test_v13_matches_reference(backend, dtype, rank, axis, rng):
+    shape = random_shape(rng, rank, -1 if axis is None else axis)
+    x = sample(rng, shape, dtype)
+    attrs = {} if axis is None else {"axis": axis}
+    (expected,) = reference(node_model("Hardmax", [("X", dtype)], attrs, 13), {"X": x})
+    assert_same(run(backend, x, axis=axis), expected)
 
 
-@pytest.mark.parametrize("opset,dtype", [(1, F32), (11, F16), (11, F32)], ids=str)
-@pytest.mark.parametrize("rank", [1, 2, 3, 4])
-def test_v1_v11_match_onnxruntime(backend, opset, dtype, rank, rng):
-    axes = range(0 if opset == 1 else -rank, rank)
-    for axis in [*axes, *([None] if rank > 1 else [])]:
-        x = sample(rng, random_shape(rng, rank, 0 if axis is None else axis), dtype, special=False)
-        attrs = {} if axis is None else {"axis": axis}
-        (expected,) = onnxruntime(node_model("Hardmax", [("X", dtype)], attrs, opset), {"X": x})
-        assert_same(run(backend, x, axis=axis, opset=opset), expected)
+@pytest.mark.parametrize("opset,dtype,rank,axis", [
+    pytest.param(opset, dtype, *p.values, id=f"{opset}-{dtype}-{p.id}")
+    for opset, dtype in [(1, F32), (11, F16), (11, F32)]
+    for p in rank_axes(range(1, 5), lambda r, o=opset: [*range(0 if o == 1 else -r, r),
+                                                         *([None] if r > 1 else [])])])
+def test_v1_v11_match_onnxruntime(backend, opset, dtype, rank, axis, rng):
+    x = sample(rng, random_shape(rng, rank, 0 if axis is None else axis), dtype, special=False)
+    attrs = {} if axis is None else {"axis": axis}
+    (expected,) = onnxruntime(node_model("Hardmax", [("X", dtype)], attrs, opset), {"X": x})
+    assert_same(run(backend, x, axis=axis, opset=opset), expected)
 
 
+@pytest.mark.parametrize("rank,axis", rank_axes(range(1, 5)))
 @pytest.mark.parametrize("opset", [1, 11, 12])
 @pytest.mark.parametrize("dtype", [F16, F32, F64], ids=str)
-def test_v1_v11_coerced_rows(backend, opset, dtype, rng):
-    for rank in range(1, 5):
-        for axis in range(-rank, rank):
-            x = sample(rng, random_shape(rng, rank, axis), dtype)
-            assert_same(run(backend, x, axis=axis, opset=opset), coerced_one_hot(x, axis % rank))
+def test_v1_v11_coerced_rows(backend, opset, dtype, rank, axis, rng):
+    x = sample(rng, random_shape(rng, rank, axis), dtype)
+    assert_same(run(backend, x, axis=axis, opset=opset), coerced_one_hot(x, axis % rank))
 
 
 def test_versions_by_hand(backend):
