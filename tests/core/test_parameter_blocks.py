@@ -13,6 +13,8 @@ import pytest
 import onnx_cupy
 from onnx_cupy.core import emulator, launcher, loader
 
+pytestmark = pytest.mark.slow  # NVRTC and host compiles of every parameter block
+
 # NumPy scalar type -> the C type a field of that dtype must have
 C_TYPES = {
     ("i", 1): "signed char", ("u", 1): "unsigned char", ("i", 2): "short",

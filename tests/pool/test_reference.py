@@ -4,7 +4,7 @@ oracle, onnx.reference's `pool` core evaluated on tests/pool_oracle.py's geometr
 deliberately differs from onnx.reference, hand-computed cases pin it down.
 
 Each random configuration is its own test on every backend (`-k AveragePool-opset19-007`), drawn
-from a generator seeded by (operator, opset, index); the odd-numbered ones are marked slow."""
+from a generator seeded by (operator, opset, index); all but every 4th are marked slow."""
 from __future__ import annotations
 
 import math
@@ -31,7 +31,7 @@ from onnx_cupy import average_pool, lp_pool
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # oracles average empty windows
 
-CONFIGS = 120  # per operator and opset, each run on every backend; half of them slow
+CONFIGS = 120  # per operator and opset, each run on every backend; 3 in 4 of them slow
 SEED = 20261124
 AVG_VERSIONS = (1, 7, 10, 11, 19, 22)
 LP_VERSIONS = (1, 2, 11, 18, 22)
@@ -185,7 +185,7 @@ LP_CONFIGS = configurations("LpPool", (1, 2, 11, 18, 22))
 
 def quick(c: Config) -> bool:
     """Whether configuration `c` stays in the quick subset (pytest -m "not slow")."""
-    return c.index % 2 == 0
+    return c.index % 4 == 0
 
 
 def reference_checked(c: Config) -> bool:
