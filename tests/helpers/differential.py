@@ -36,7 +36,7 @@ class Record:
             (self.tolerated if tolerate else self.failures)[name] = detail
         return passed
 
-    def check_raises_nothing(self, name: str, fn, *args) -> bool:
+    def check_raises_nothing(self, name: str, fn: Callable[..., object], *args: Any) -> bool:
         """`check` that calling `fn(*args)` raises no AssertionError (its message is the detail)."""
         try:
             fn(*args)
