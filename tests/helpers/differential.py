@@ -45,7 +45,9 @@ class Record:
         return self.check(name, True)
 
     def report(self) -> str:
-        lines = [str(self.where)] + [f"  {name}: {detail}" for name, detail in self.failures.items()]
+        lines = [str(self.where)]
+        lines += [f"  {name}: {detail}" for name, detail in self.failures.items()]
+        lines += [f"  {name} (tolerated): {detail}" for name, detail in self.tolerated.items()]
         return "\n".join(lines)
 
 
