@@ -282,8 +282,11 @@ def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple | None,
     that replace 1 / scale, if given)."""
     given = [name for name, v in (("scales", scales), ("sizes", sizes)) if v]
     if len(given) != 1:
+        hint = (f"; the roi {list(roi)} was given: the second positional argument of resize() is "
+                f"'roi' (ONNX's input order X, roi, scales, sizes), so pass scales= or sizes= by "
+                f"keyword" if roi and not given else "")
         raise ValueError(f"{OP}: exactly one of the inputs 'scales' and 'sizes' must be given "
-                         f"(non-empty), got {'both' if given else 'neither'}")
+                         f"(non-empty), got {'both' if given else 'neither'}{hint}")
     name, values = given[0], scales or sizes
     k = len(axes)
     what = "the length of 'axes'" if at.axes is not None else "the rank of X"
