@@ -12,6 +12,7 @@ import pytest
 from helpers import torch_cases
 from helpers.util import BF16, random
 
+import onnx_cupy
 from onnx_cupy.core import execution
 from onnx_cupy.nn import functional as F
 
@@ -289,3 +290,34 @@ def test_docstring_examples_run_and_sections_exist():
     for name in functional.__all__:
         doc = getattr(F, name).__doc__
         assert all(s in doc for s in ("Parameters\n", "Returns\n", "Raises\n", "Examples\n")), name
+
+
+# ---------------------------------------------------------------- docs/pytorch.md's examples
+
+def test_exported_nearest_differs_at_a_boundary(cpu_backend):
+    """17 elements, nearest-exact, scale_factor 0.3: PyTorch's (4 + 0.5) * float32(1 / 0.3)
+    rounds to 15.0 (element 15); Resize's (4.5f / 0.3f) - 0.5f is 14.499999 (element 14)."""
+    x = np.arange(17, dtype=np.float32).reshape(1, 1, 17)
+    with execution.backend(cpu_backend):
+        torch_style = F.interpolate(x, scale_factor=0.3, mode="nearest-exact")
+        exported = onnx_cupy.resize(x, scales=[1, 1, 0.3], nearest_mode="round_prefer_ceil")
+    np.testing.assert_array_equal(torch_style[0, 0], [1, 5, 8, 11, 15])
+    np.testing.assert_array_equal(exported[0, 0], [1, 5, 8, 11, 14])
+
+
+def test_exported_nearest_resamples_a_kept_length(cpu_backend):
+    x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    with execution.backend(cpu_backend):
+        exported = onnx_cupy.resize(x, scales=[1, 1, 1.1], nearest_mode="floor",
+                                    coordinate_transformation_mode="asymmetric")
+        torch_style = F.interpolate(x, scale_factor=1.1)
+    np.testing.assert_array_equal(exported[0, 0], [0, 0, 1, 2, 3])
+    np.testing.assert_array_equal(torch_style, x)
+
+
+def test_length_from_the_float64_scale_factor(cpu_backend):
+    """5 x 1.4: floor(7.0) = 7 in float64 (PyTorch); Resize's float32 scale gives 6."""
+    x = np.ones((1, 1, 5), np.float32)
+    with execution.backend(cpu_backend):
+        assert F.interpolate(x, scale_factor=1.4).shape == (1, 1, 7)
+        assert onnx_cupy.resize(x, scales=[1, 1, 1.4]).shape == (1, 1, 6)
