@@ -111,6 +111,17 @@ def test_lp_pool1d_ceil_mode_scales_the_overhang(cpu_backend, rng, norm_type):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32, np.float64])
+def test_lp_pool2d_dtypes(cpu_backend, rng, dtype):
+    x = random(rng, (2, 3, 5, 4), dtype, 0.0, 2.0)
+    with execution.backend(cpu_backend):
+        got = F.lp_pool2d(x, 3, (2, 2), 1, ceil_mode=True)
+    expected = F.lp_pool2d(x.astype(np.float64), 3, (2, 2), 1, ceil_mode=True)
+    assert got.dtype == x.dtype and got.shape == expected.shape == (2, 3, 4, 3)
+    tol = {"float16": 4e-3, "bfloat16": 3e-2}.get(np.dtype(dtype).name, 1e-6)
+    np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tol)
+
+
 def test_lp_pool_takes_no_absolute_value(cpu_backend):
     """x ** p without abs: norm 2 squares negatives alike, norm 3 of a negative sum is NaN."""
     x = np.array([[[-3.0, -4.0, 1.0, 2.0]]])

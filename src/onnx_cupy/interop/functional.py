@@ -202,12 +202,12 @@ def _lp_pool(name: str, k: int, input: Any, norm_type: float, kernel_size: Any, 
         raise TypeError(f"{name}: norm_type must be a number, got {norm_type!r}")
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     p = float(norm_type)
-    powered = x ** x.dtype.type(p) if x.dtype.kind == "f" else x ** p
-    mean = _avg_pool(name, k, powered, kernel, stride, 0, ceil_mode, True, None)
-    xp = _xp(mean)
-    with np.errstate(invalid="ignore"):
+    xp = _xp(x)
+    with np.errstate(invalid="ignore", over="ignore"):  # x ** p: NaN and inf as PyTorch's
+        powered = xp.power(x, p).astype(x.dtype, copy=False)
+        mean = _avg_pool(name, k, powered, kernel, stride, 0, ceil_mode, True, None)
         total = mean * mean.dtype.type(math.prod(kernel))
-        return xp.power(total, total.dtype.type(1.0 / p))
+        return xp.power(total, 1.0 / p).astype(x.dtype, copy=False)
 
 
 _LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy array.
