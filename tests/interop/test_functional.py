@@ -156,14 +156,42 @@ def test_linear_output_length_one_from_scale_factor(cpu_backend):
     np.testing.assert_allclose(by_size, [[[3.0]]], rtol=1e-12)
 
 
-def test_nearest_keeps_an_axis_whose_length_stays(cpu_backend, rng):
-    """scale_factor 1.1 on 5 elements gives 5: nearest copies (PyTorch's special case), linear
-    resamples with 1 / 1.1."""
-    x = random(rng, (1, 2, 5), np.float32)
+@pytest.mark.parametrize("mode,antialias,rank", [("linear", False, 3), ("bilinear", False, 4),
+                                                  ("bilinear", True, 4), ("bicubic", True, 4),
+                                                  ("trilinear", False, 5), ("nearest", False, 4)])
+def test_an_axis_whose_length_stays_is_copied(cpu_backend, rng, mode, antialias, rank):
+    """scale_factor 1.1 on 5 elements gives 5: PyTorch's linear and antialiased kernels and its
+    2-D nearest copy that axis."""
+    x = random(rng, (1, 2, 3, 5, 4)[:rank - 1] + (5,), np.float64)
+    factor = (1.0,) * (rank - 3) + (1.1,)
     with execution.backend(cpu_backend):
-        np.testing.assert_array_equal(F.interpolate(x, scale_factor=1.1), x)
-        linear = F.interpolate(x, scale_factor=1.1, mode="linear")
-    assert linear.shape == x.shape and not np.allclose(linear, x)
+        got = F.interpolate(x, scale_factor=factor, mode=mode, antialias=antialias)
+    np.testing.assert_array_equal(got, x)
+
+
+@pytest.mark.parametrize("rank,expected", [
+    (4, [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9]),   # y // 2
+    (3, [0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9]),   # y * float32(1 / 2.05)
+])
+def test_nearest_2d_halves_a_doubled_length(cpu_backend, rank, expected):
+    x = np.arange(10, dtype=np.float32).reshape((1,) * (rank - 1) + (10,))
+    factor = (1.0, 2.05)[4 - rank:]
+    with execution.backend(cpu_backend):
+        got = F.interpolate(x, scale_factor=factor)
+    np.testing.assert_array_equal(got.reshape(-1), expected)
+
+
+@pytest.mark.parametrize("mode,rank", [("nearest", 3), ("nearest", 5), ("nearest-exact", 4),
+                                       ("bicubic", 4)])
+def test_an_axis_whose_length_stays_is_resampled(cpu_backend, rng, mode, rank):
+    """1-D and 3-D nearest, nearest-exact and plain bicubic resample it with 1 / scale."""
+    x = random(rng, (1, 2, 3, 5, 4)[:rank - 1] + (5,), np.float64)
+    factor = (1.0,) * (rank - 3) + (1.15,)
+    with execution.backend(cpu_backend):
+        got = F.interpolate(x, scale_factor=factor, mode=mode)
+    assert got.shape == x.shape and not np.array_equal(got, x)
+    if mode != "bicubic":   # (4 + 0.5) / 1.15 = 3.9 and 4 / 1.15 = 3.5: element 3
+        np.testing.assert_array_equal(got[..., 4], x[..., 3])
 
 
 def test_nearest_multiplies_by_the_float32_reciprocal(cpu_backend):
@@ -316,14 +344,15 @@ def test_exported_nearest_differs_at_a_boundary(cpu_backend):
     np.testing.assert_array_equal(exported[0, 0], [1, 5, 8, 11, 14])
 
 
-def test_exported_nearest_resamples_a_kept_length(cpu_backend):
-    x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+def test_exported_linear_resamples_a_kept_length(cpu_backend, rng):
+    """5 elements at scale_factor 1.1 stay 5: PyTorch's linear copies them, Resize with
+    scales 1.1 resamples (x = (y + 0.5) / 1.1 - 0.5)."""
+    x = random(rng, (1, 1, 5), np.float64)
     with execution.backend(cpu_backend):
-        exported = onnx_cupy.resize(x, scales=[1, 1, 1.1], nearest_mode="floor",
-                                    coordinate_transformation_mode="asymmetric")
-        torch_style = F.interpolate(x, scale_factor=1.1)
-    np.testing.assert_array_equal(exported[0, 0], [0, 0, 1, 2, 3])
+        exported = onnx_cupy.resize(x, scales=[1, 1, 1.1], mode="linear")
+        torch_style = F.interpolate(x, scale_factor=1.1, mode="linear")
     np.testing.assert_array_equal(torch_style, x)
+    assert not np.allclose(exported, x)
 
 
 def test_length_from_the_float64_scale_factor(cpu_backend):

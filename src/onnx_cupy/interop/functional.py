@@ -385,7 +385,12 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     is computed from 1 / scale_factor (also for an output length of 1, where ONNX's
     pytorch_half_pixel takes x = 0), otherwise from n / size; nearest and nearest-exact compute
     it in float32, multiplying by float32(1 / scale_factor) (or float32(n) / float32(size)) as
-    PyTorch does, and nearest copies an axis whose length stays. The model an exporter writes
+    PyTorch does. An axis whose length stays is copied in the linear and antialiased modes and
+    in 2-D nearest, whatever the scale factor (1-D and 3-D nearest, nearest-exact and bicubic
+    resample it), and 2-D nearest takes element y // 2 where the length doubles (e.g. at
+    scale_factor 2.05), as PyTorch's CPU kernels do. Not reproduced: PyTorch 2.13's antialiased modes give every row the same values
+    when the output width is 1 and the height changes (a defect of its kernel); this function
+    gives the filtered rows. The model an exporter writes
     (scales = float32(scale_factor)) can differ from these at a float32 rounding boundary; see
     docs/pytorch.md.
 
@@ -467,15 +472,20 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         attrs.update(cubic_coeff_a=-0.5 if antialias else -0.75)
     if antialias:
         attrs.update(antialias=1, exclude_outside=1)
+    # PyTorch copies an axis whose length stays in the linear and antialiased modes and in 2-D
+    # nearest, whose kernel also takes y // 2 where the length doubles (1-D and 3-D resample)
+    copies = mode in ("linear", "bilinear", "trilinear") or antialias or (
+        mode == "nearest" and len(spatial) == 2)
+    halves = mode == "nearest" and len(spatial) == 2
     if align_corners:
         steps = None
     elif mode.startswith("nearest"):  # float32(1 / scale_factor) or float32(n) / float32(m)
         steps = tuple(
-            1.0 if mode == "nearest" and m == n else
+            1.0 if copies and m == n else 0.5 if halves and m == 2 * n else
             float(np.float32(1.0 / f)) if factors else float(np.float32(n) / np.float32(m))
             for n, m, f in zip(spatial, sizes, factors or sizes))
     else:
-        steps = tuple(1.0 / f if factors else n / m
+        steps = tuple(1.0 if copies and m == n else 1.0 / f if factors else n / m
                       for n, m, f in zip(spatial, sizes, factors or sizes))
     pl, _, _ = resize_plan.prepare(
         tuple(x.shape), x.dtype, None, None, [*x.shape[:2], *sizes], 19,
