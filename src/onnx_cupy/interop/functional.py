@@ -460,7 +460,8 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     if any(n < 1 for n in spatial) or any(m < 1 for m in sizes):
         raise ValueError(f"interpolate: input and output sizes should be greater than 0, but got "
                          f"input {spatial} and output {sizes}")
-    attrs = {"mode": _ONNX_MODE[mode], "coordinate_transformation_mode": "half_pixel"}
+    attrs: dict[str, Any] = {"mode": _ONNX_MODE[mode],
+                             "coordinate_transformation_mode": "half_pixel"}
     steps: tuple[float, ...] | None
     if mode == "nearest":
         attrs.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")

@@ -341,8 +341,8 @@ def _source(ctm: str, a: _Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
     """Input coordinate of every output coordinate, and the tf_crop_and_resize outside mask;
     for `nearest` every operation in float32, as onnxruntime (and PyTorch) compute it."""
     single = nearest and ctm != "half_pixel_symmetric" and max(a.n, a.m) <= FLOAT32_EXACT
-    f = np.float32 if single else np.float64
-    y = np.arange(a.m, dtype=f)
+    f: Any = np.float32 if single else np.float64
+    y: Any = np.arange(a.m, dtype=f)
     n, w, half, one = f(a.n), f(a.w), f(0.5), f(1)
 
     def per_scale(v: np.ndarray) -> np.ndarray:  # v / s, or v * step where a step is given
