@@ -1,7 +1,8 @@
 """onnx_cupy.nn.functional against PyTorch's recorded results (every case of ../shared/torch/ on
-the numpy and emulated paths: float32 within 1e-5 relative, float64 within 1e-9, plus an
-absolute margin of 1e-6 / 1e-12 of the largest magnitude for outputs that cancel to near zero,
-since PyTorch computes float32 coordinates and weights in float32), and PyTorch's argument
+the numpy and emulated paths: float64 within 1e-9 relative, float32 within 1e-5 relative plus
+1e-6 of the largest magnitude, for outputs that cancel to near zero: PyTorch computes float32
+coordinates, weights and sums in float32, 17 of its float32 results are off by about one unit
+there), and PyTorch's argument
 handling: errors, defaults, numbers vs sequences, unbatched inputs, quirks against oracles."""
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def test_recorded_pytorch_result(cpu_backend, case):
         got = fn(x, *args, **kw)
     np.testing.assert_array_equal(x, before)
     assert got.shape == y.shape and got.dtype == y.dtype, (got.shape, got.dtype)
-    rtol, margin = (1e-5, 1e-6) if y.dtype == np.float32 else (1e-9, 1e-12)
+    rtol, margin = (1e-5, 1e-6) if y.dtype == np.float32 else (1e-9, 0.0)
     atol = margin * float(np.max(np.abs(y), initial=1.0))
     np.testing.assert_allclose(got, y, rtol=rtol, atol=atol, equal_nan=True)
 
