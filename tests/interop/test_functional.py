@@ -356,6 +356,15 @@ def test_exported_linear_resamples_a_kept_length(cpu_backend, rng):
     assert not np.allclose(exported, x)
 
 
+def test_exported_nearest_2d_at_a_doubled_length(cpu_backend):
+    x = np.arange(10, dtype=np.float32).reshape(1, 1, 1, 10)
+    with execution.backend(cpu_backend):
+        exported = onnx_cupy.resize(x, scales=[1, 1, 1, 2.05], nearest_mode="floor",
+                                    coordinate_transformation_mode="asymmetric")
+        torch_style = F.interpolate(x, scale_factor=(1, 2.05))
+    assert exported[0, 0, 0, 2] == 0 and torch_style[0, 0, 0, 2] == 1
+
+
 def test_length_from_the_float64_scale_factor(cpu_backend):
     """5 x 1.4: floor(7.0) = 7 in float64 (PyTorch); Resize's float32 scale gives 6."""
     x = np.ones((1, 1, 5), np.float32)
