@@ -282,3 +282,22 @@ def test_resize_second_positional_argument_is_roi():
         onnx_cupy.resize(x, [1, 1, 2, 2])
     with pytest.raises(ValueError, match=r"got neither$"):
         onnx_cupy.resize(x)
+
+
+def test_a_graph_input_with_an_initializer_may_be_fed(cpu_backend, rng):
+    """As onnxruntime: the initializer is the default, a feed of that name overrides it (and is
+    checked against the declared type); names that are no graph input stay unknown."""
+    node = helper.make_node("Resize", ["X", "", "scales"], ["Y"], mode="nearest")
+    scales = helper.make_tensor_value_info("scales", TensorProto.FLOAT, [4])
+    m = model([node], [value_info("X"), scales], [value_info("Y")],
+              [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+    x = rng.uniform(size=(1, 1, 2, 3)).astype(np.float32)
+    with onnx_cupy.backend(cpu_backend):
+        rep = onnx_backend.prepare(m)
+    assert rep.input_names == ["X"]
+    assert rep.run({"X": x}).Y.shape == (1, 1, 4, 6)
+    assert rep.run({"X": x, "scales": np.array([1, 1, 1, 3], np.float32)}).Y.shape == (1, 1, 2, 9)
+    with pytest.raises(TypeError, match=r"input 'scales' has dtype float64"):
+        rep.run({"X": x, "scales": np.array([1, 1, 1, 3], np.float64)})
+    with pytest.raises(ValueError, match=r"unknown input name\(s\) 'sizes'"):
+        rep.run({"X": x, "sizes": np.array([1, 1, 2, 2], np.int64)})

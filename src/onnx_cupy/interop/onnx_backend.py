@@ -180,7 +180,7 @@ class OnnxCupyRep(BackendRep):
         array); returns the outputs as NumPy arrays, also addressable by output name."""
         if isinstance(inputs, Mapping):
             feeds = dict(inputs)
-            unknown = [n for n in feeds if n not in self.input_names]
+            unknown = [n for n in feeds if n not in self.input_names and n not in self._declared]
             if unknown:
                 raise ValueError(f"unknown input name(s) {', '.join(map(repr, unknown))}; the "
                                  f"graph's inputs are {', '.join(self.input_names)}")
@@ -256,9 +256,10 @@ class OnnxCupyBackend(Backend):
         graph = model.graph
         constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
         inputs = [i for i in graph.input if i.name not in constants]
+        # graph inputs with an initializer are optional feeds that override it (as onnxruntime)
         return OnnxCupyRep(graph.node, [i.name for i in inputs], [o.name for o in graph.output],
                            constants, default_opset(model), device,
-                           {i.name: _declared(i) for i in inputs})
+                           {i.name: _declared(i) for i in graph.input})
 
     @classmethod
     def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:
