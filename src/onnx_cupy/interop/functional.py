@@ -24,7 +24,8 @@ from ..resize import plan as resize_plan
 __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "lp_pool1d", "lp_pool2d",
            "lp_pool3d", "one_hot_argmax"]
 
-_OPSET = 22  # AveragePool-22 and Resize-19 (the newest versions)
+_POOL_OPSET = 22    # the newest AveragePool
+_RESIZE_OPSET = 19  # the newest Resize
 _DIMS = {1: "one int", 2: "a tuple of two ints", 3: "a tuple of three ints"}
 
 
@@ -60,11 +61,10 @@ def _batched(x: Any, name: str, k: int) -> tuple[Any, bool]:
     return (x[None], True) if x.ndim == k + 1 else (x, False)
 
 
-def _pool_lengths(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
-                  stride: tuple[int, ...], padding: tuple[int, ...], ceil_mode: bool
-                  ) -> list[int]:
-    """PyTorch's checks and output lengths: floor_or_ceil((n + 2p - k) / s) + 1, the last window
-    dropped where ceil_mode starts it in the right padding."""
+def _check_pool(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
+                stride: tuple[int, ...], padding: tuple[int, ...], ceil_mode: bool) -> None:
+    """PyTorch's checks, including output lengths >= 1: floor_or_ceil((n + 2p - k) / s) + 1,
+    the last window dropped where ceil_mode starts it in the right padding."""
     if any(k <= 0 for k in kernel):
         raise ValueError(f"{name}: kernel size should be greater than zero, got {list(kernel)}")
     if any(s <= 0 for s in stride):
@@ -83,7 +83,6 @@ def _pool_lengths(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
         raise ValueError(f"{name}: given input size {list(spatial)}, the calculated output size "
                          f"{out} is too small (kernel_size {list(kernel)}, stride {list(stride)}, "
                          f"padding {list(padding)})")
-    return out
 
 
 def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
@@ -95,9 +94,9 @@ def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padd
     pads = _tuple(name, "padding", padding, k)
     if divisor_override is not None and divisor_override == 0:
         raise ValueError(f"{name}: divisor_override must be not zero")
-    _pool_lengths(name, tuple(x.shape), kernel, strides, pads, ceil_mode)
+    _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode)
     y = average_pool(x, kernel_shape=list(kernel), strides=list(strides), pads=list(pads) * 2,
-                     ceil_mode=int(bool(ceil_mode)), opset=_OPSET,
+                     ceil_mode=int(bool(ceil_mode)), opset=_POOL_OPSET,
                      count_include_pad=int(bool(count_include_pad) and divisor_override is None))
     if divisor_override is not None:  # sum / divisor = mean over the real elements * their count
         counts = _window_counts(tuple(x.shape[2:]), tuple(y.shape[2:]), kernel, strides, pads)
@@ -489,7 +488,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         steps = tuple(1.0 if copies and m == n else 1.0 / f if factors else n / m
                       for n, m, f in zip(spatial, sizes, factors or sizes))
     pl, _, _ = resize_plan.prepare(
-        tuple(x.shape), x.dtype, None, None, [*x.shape[:2], *sizes], 19,
+        tuple(x.shape), x.dtype, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
         steps=None if steps is None else (1.0, 1.0, *steps), **{**resize_plan.DEFAULTS, **attrs})
     if backend == "numpy":
         return resize_numpy.run(pl, x, None)
