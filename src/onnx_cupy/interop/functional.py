@@ -387,11 +387,10 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     PyTorch does. An axis whose length stays is copied in the linear and antialiased modes and
     in 2-D nearest, whatever the scale factor (1-D and 3-D nearest, nearest-exact and bicubic
     resample it), and 2-D nearest takes element y // 2 where the length doubles (e.g. at
-    scale_factor 2.05), as PyTorch's CPU kernels do. Not reproduced: PyTorch 2.13's antialiased modes give every row the same values
-    when the output width is 1 and the height changes (a defect of its kernel); this function
-    gives the filtered rows. The model an exporter writes
-    (scales = float32(scale_factor)) can differ from these at a float32 rounding boundary; see
-    docs/pytorch.md.
+    scale_factor 2.05), as PyTorch's CPU kernels do. Not reproduced: PyTorch 2.13's antialiased
+    modes give every row the same values when the output width is 1 and the height changes (a
+    defect of its kernel); this function gives the filtered rows. The model an exporter writes
+    (scales = float32(scale_factor)) can differ from these results; see docs/pytorch.md.
 
     Parameters
     ----------
