@@ -454,11 +454,12 @@ KNOWN = (
                                                            for a in axes_of(c)),
           "antialias on an axis whose length stays while its scale differs from 1: onnxruntime "
           "leaves the axis as is; the text and onnx.reference resample it"),
-    Known("coordinates_float32", "ref",
+    Known("coordinates_float32", "ort",
           lambda c: c.ctm not in ("tf_crop_and_resize", "half_pixel_symmetric")
           and _runtimes_decide_differently(c),
-          "nearest at a rounding boundary: onnxruntime computes the coordinate in float32 and "
-          "lands on the other side than onnx.reference's float64 value"),
+          "nearest at a rounding boundary: onnxruntime computes the coordinate in float32 (as "
+          "PyTorch) and lands on the other side than onnx.reference's float64 value; onnx-cupy "
+          "computes it as onnxruntime (test_nearest_rounding.py)"),
     Known("half_pixel_symmetric_boundary", "exact",
           lambda c: c.ctm == "half_pixel_symmetric" and (_runtimes_decide_differently(c)
                                                           or _reference_loses_fraction(c)),

@@ -188,3 +188,116 @@ def test_run_node_omitted_inputs(cpu_backend, rng):
         assert y.shape == (1, 2, 6, 2)
         with pytest.raises(ValueError, match=r"Resize input 1 is omitted in the node"):
             onnx_cupy.run_node(helper.make_node("Resize", ["X", "", "scales"], ["Y"]), [x, scales])
+
+
+# ---------------------------------------------------------------- strict inputs, compatibility
+
+def _pool_model(shape) -> onnx.ModelProto:
+    """AveragePool over X declared float32 of `shape` (ints static, strings symbolic)."""
+    node = helper.make_node("AveragePool", ["X"], ["Y"], kernel_shape=[2])
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, shape)
+    return model([node], [x], [value_info("Y")])
+
+
+@pytest.mark.parametrize("feed,error,match", [
+    (np.ones((1, 2, 5), np.float64), TypeError,
+     r"input 'X' has dtype float64, but the graph declares float32"),
+    (np.ones((1, 3, 5), np.float32), ValueError,
+     r"input 'X' has shape \(1, 3, 5\), but the graph declares \('\?', 2, 5\) \(dimensions 1"),
+    (np.ones((2, 5), np.float32), ValueError, r"input 'X' has rank 2"),
+    ({"X": np.ones((1, 2, 5), np.float32), "Z": np.ones(1)}, ValueError,
+     r"unknown input name\(s\) 'Z'"),
+])
+def test_run_checks_inputs_as_onnxruntime(cpu_backend, feed, error, match):
+    with onnx_cupy.backend(cpu_backend):
+        rep = onnx_backend.prepare(_pool_model(["N", 2, 5]))
+    with pytest.raises(error, match=match):
+        rep.run(feed)
+
+
+def test_symbolic_and_undeclared_dimensions_are_free(cpu_backend, rng):
+    x = rng.uniform(-1, 1, (3, 2, 5)).astype(np.float32)
+    with onnx_cupy.backend(cpu_backend):
+        for shape in (["N", 2, 5], [None, None, None], None):
+            y = onnx_backend.prepare(_pool_model(shape)).run(x)[0]
+            assert_close(y, onnx_cupy.average_pool(x, kernel_shape=[2]))
+
+
+def test_onnxruntime_rejects_the_same_inputs():
+    """The checks mirror onnxruntime's: it refuses float64 and a wrong static dimension too."""
+    from helpers.util import onnxruntime
+
+    m = _pool_model(["N", 2, 5])
+    for bad in (np.ones((1, 2, 5), np.float64), np.ones((1, 3, 5), np.float32)):
+        with pytest.raises(Exception, match="(data type|dimensions)"):
+            onnxruntime(m, {"X": bad})
+
+
+def test_is_compatible():
+    assert onnx_backend.is_compatible == OnnxCupyBackend.is_compatible
+    assert onnx_backend.is_compatible(_pool_model(["N", 2, 5]))
+    relu = model([helper.make_node("Relu", ["X"], ["Y"])], [value_info("X")], [value_info("Y")])
+    assert not onnx_backend.is_compatible(relu)
+    dilated = node_model("AveragePool", [("X", np.float32)], DILATED, 18)
+    assert not onnx_backend.is_compatible(dilated)
+    assert not onnx_backend.is_compatible(_pool_model(["N", 2, 5]), "TPU")
+
+
+def test_resize_parameters_stay_on_the_host(monkeypatch, rng):
+    """Initializers and Constants read only as Resize's roi/scales/sizes are kept as NumPy
+    arrays (never moved to the execution path, so a GPU run does not copy them back each
+    call); a constant that is also pooled data is loaded."""
+    moved = []
+    real = execution.to_path
+    monkeypatch.setattr(execution, "to_path", lambda a, path: (moved.append(a), real(a, path))[1])
+    nodes = [
+        helper.make_node("Constant", [], ["roi"], value_floats=[0, 0, 0, 0, 1, 1, 1, 1]),
+        helper.make_node("Resize", ["X", "roi", "scales"], ["A"], mode="nearest"),
+        helper.make_node("Resize", ["A", "", "", "sizes"], ["B"], mode="nearest"),
+        helper.make_node("Identity", ["shared"], ["C"]),
+        helper.make_node("Resize", ["X", "", "shared"], ["Y"], mode="nearest"),
+    ]
+    inits = {"scales": np.array([1, 1, 2, 2], np.float32),
+             "sizes": np.array([1, 1, 3, 3], np.int64),
+             "shared": np.array([1, 1, 1, 2], np.float32)}
+    m = model(nodes, [value_info("X")], [value_info("B"), value_info("Y"), value_info("C")],
+              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    rep = onnx_backend.prepare(m, "CPU")
+    x = rng.uniform(size=(1, 1, 2, 2)).astype(np.float32)
+    got = rep.run([x])
+    kept = {"roi", "scales", "sizes"}
+    assert kept <= rep._host and "shared" not in rep._host
+    assert not any(a.shape == (8,) or a is rep._values["scales"] for a in moved)
+    assert all(isinstance(rep._values[k], np.ndarray) for k in ("scales", "sizes"))
+    assert any(np.array_equal(a, inits["shared"]) for a in moved)
+    assert got.B.shape == (1, 1, 3, 3) and got.Y.shape == (1, 1, 2, 4)
+
+
+def test_resize_second_positional_argument_is_roi():
+    """oc.resize(x, [1, 1, 2, 2]) passes the list as roi (ONNX's input order): the error says
+    so instead of only 'got neither'."""
+    x = np.ones((1, 1, 2, 2), np.float32)
+    with pytest.raises(ValueError, match=r"got neither; the roi \[1.0, 1.0, 2.0, 2.0\] was given: "
+                                         r"the second positional argument of resize\(\) is 'roi'"):
+        onnx_cupy.resize(x, [1, 1, 2, 2])
+    with pytest.raises(ValueError, match=r"got neither$"):
+        onnx_cupy.resize(x)
+
+
+def test_a_graph_input_with_an_initializer_may_be_fed(cpu_backend, rng):
+    """As onnxruntime: the initializer is the default, a feed of that name overrides it (and is
+    checked against the declared type); names that are no graph input stay unknown."""
+    node = helper.make_node("Resize", ["X", "", "scales"], ["Y"], mode="nearest")
+    scales = helper.make_tensor_value_info("scales", TensorProto.FLOAT, [4])
+    m = model([node], [value_info("X"), scales], [value_info("Y")],
+              [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+    x = rng.uniform(size=(1, 1, 2, 3)).astype(np.float32)
+    with onnx_cupy.backend(cpu_backend):
+        rep = onnx_backend.prepare(m)
+    assert rep.input_names == ["X"]
+    assert rep.run({"X": x}).Y.shape == (1, 1, 4, 6)
+    assert rep.run({"X": x, "scales": np.array([1, 1, 1, 3], np.float32)}).Y.shape == (1, 1, 2, 9)
+    with pytest.raises(TypeError, match=r"input 'scales' has dtype float64"):
+        rep.run({"X": x, "scales": np.array([1, 1, 1, 3], np.float64)})
+    with pytest.raises(ValueError, match=r"unknown input name\(s\) 'sizes'"):
+        rep.run({"X": x, "sizes": np.array([1, 1, 2, 2], np.int64)})

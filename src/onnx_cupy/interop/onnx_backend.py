@@ -6,6 +6,11 @@ The execution path is fixed at prepare: device "CPU" runs on NumPy arrays (the `
 `emulated` when forced with `onnx_cupy.backend`), "CUDA[:i]" on CuPy arrays on GPU i, and no
 device means the forced backend or else the default one (the GPU when one is visible). Inputs
 may be NumPy or CuPy arrays; outputs come back as NumPy arrays.
+
+`run` checks its inputs as onnxruntime does: every name known, each input's dtype and static
+dimensions as the graph declares them (symbolic and unknown dimensions are free). Constants that
+only feed Resize's roi, scales and sizes stay NumPy arrays on the host, so a run on the GPU does
+not read them back from the device each time.
 """
 from __future__ import annotations
 
@@ -34,6 +39,53 @@ from .nodes import DEFAULT_DOMAINS, RUNNERS, default_opset, prepare_node
 SUPPORTED = (*sorted(RUNNERS), "Constant", "Identity")
 _CONSTANT_DTYPES = {"value_float": np.float32, "value_floats": np.float32,
                     "value_int": np.int64, "value_ints": np.int64}
+# (dtype or None: any, shape with None for free dimensions, or None: any rank)
+Declared = tuple[np.dtype | None, tuple[int | None, ...] | None]
+
+
+def _declared(value_info: onnx.ValueInfoProto) -> Declared:
+    """A graph input's declared element type and shape."""
+    t = value_info.type.tensor_type if value_info.type.HasField("tensor_type") else None
+    if t is None:
+        return None, None
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t.elem_type)) if t.elem_type else None
+    shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim) \
+        if t.HasField("shape") else None
+    return dtype, shape
+
+
+def _check_input(name: str, value: Any, declared: Declared) -> None:
+    """onnxruntime's checks of a fed input: dtype, rank and static dimensions."""
+    dtype, shape = declared
+    got_dtype, got_shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+    if got_dtype is None or got_shape is None:
+        raise TypeError(f"input {name!r} must be an array, got {type(value).__name__}")
+    if dtype is not None and np.dtype(got_dtype) != dtype and not (
+            dtype.kind == "O" and np.dtype(got_dtype).kind in "OUS"):
+        raise TypeError(f"input {name!r} has dtype {np.dtype(got_dtype)}, but the graph declares "
+                        f"{dtype}")
+    if shape is None:
+        return
+    if len(got_shape) != len(shape):
+        raise ValueError(f"input {name!r} has rank {len(got_shape)} (shape {tuple(got_shape)}), "
+                         f"but the graph declares rank {len(shape)} (shape "
+                         f"{tuple('?' if d is None else d for d in shape)})")
+    bad = [i for i, (g, d) in enumerate(zip(got_shape, shape)) if d is not None and g != d]
+    if bad:
+        raise ValueError(f"input {name!r} has shape {tuple(got_shape)}, but the graph declares "
+                         f"{tuple('?' if d is None else d for d in shape)} (dimensions "
+                         f"{', '.join(map(str, bad))} differ)")
+
+
+def _host_parameters(nodes: Sequence[onnx.NodeProto]) -> set[str]:
+    """Names whose every reader takes them as Resize's roi, scales or sizes (inputs 1-3)."""
+    readers: dict[str, set[bool]] = {}
+    for node in nodes:
+        parameter = node.op_type == "Resize" and node.domain in DEFAULT_DOMAINS
+        for i, name in enumerate(node.input):
+            if name:
+                readers.setdefault(name, set()).add(parameter and i > 0)
+    return {name for name, kinds in readers.items() if kinds == {True}}
 
 
 def _constant(node: onnx.NodeProto) -> np.ndarray:
@@ -70,13 +122,16 @@ class OnnxCupyRep(BackendRep):
 
     def __init__(self, nodes: Sequence[onnx.NodeProto], inputs: Sequence[str],
                  outputs: Sequence[str], constants: Mapping[str, np.ndarray],
-                 opset: int | None, device: str | None) -> None:
+                 opset: int | None, device: str | None,
+                 declared: Mapping[str, Declared] | None = None) -> None:
         self._path, self._gpu = _path(device)
         self.input_names, self.output_names = list(inputs), list(outputs)
+        self._declared = dict(declared or {})
+        self._host = _host_parameters(nodes)
         defined = {*self.input_names, *constants}
         self._steps: list[tuple[Callable[[list[Any]], list[Any]], list[str], list[str]]] = []
         with self._context():
-            self._values = {name: self._load(v) for name, v in constants.items()}
+            self._values = {name: self._constant(name, v) for name, v in constants.items()}
             for node in nodes:
                 undefined = [n for n in node.input if n and n not in defined]
                 if undefined:
@@ -97,13 +152,17 @@ class OnnxCupyRep(BackendRep):
         """`a` as an array of this path (strings stay on the host)."""
         return execution.to_path(a, self._path)
 
+    def _constant(self, name: str, a: np.ndarray) -> Any:
+        """A constant: on the host where only Resize's roi/scales/sizes read it, else loaded."""
+        return a if name in self._host else self._load(a)
+
     def _step(self, node: onnx.NodeProto, opset: int | None) -> Callable[[list[Any]], list[Any]]:
         """Runner of one node on the list of its inputs (None where omitted)."""
         default_domain = node.domain in DEFAULT_DOMAINS
         if default_domain and node.op_type == "Identity":
             return lambda args: args[:1]
         if default_domain and node.op_type == "Constant":
-            value = self._load(_constant(node))
+            value = self._constant(node.output[0], _constant(node))
             return lambda args: [value]
         if not default_domain or node.op_type not in RUNNERS:
             raise ValueError(f"onnx_cupy: unsupported operator {node.op_type!r} of domain "
@@ -121,6 +180,10 @@ class OnnxCupyRep(BackendRep):
         array); returns the outputs as NumPy arrays, also addressable by output name."""
         if isinstance(inputs, Mapping):
             feeds = dict(inputs)
+            unknown = [n for n in feeds if n not in self.input_names and n not in self._declared]
+            if unknown:
+                raise ValueError(f"unknown input name(s) {', '.join(map(repr, unknown))}; the "
+                                 f"graph's inputs are {', '.join(self.input_names)}")
         else:
             inputs = [inputs] if hasattr(inputs, "shape") else list(inputs)
             if len(inputs) != len(self.input_names):
@@ -130,6 +193,9 @@ class OnnxCupyRep(BackendRep):
         missing = [n for n in self.input_names if n not in feeds]
         if missing:
             raise ValueError(f"missing inputs: {', '.join(missing)}")
+        for name, value in feeds.items():
+            if name in self._declared:
+                _check_input(name, value, self._declared[name])
         with self._context():
             values = {**self._values, **{k: self._load(v) for k, v in feeds.items()}}
             for step, names, outputs in self._steps:
@@ -170,6 +236,9 @@ class OnnxCupyBackend(Backend):
         ------
         ValueError
             An unsupported operator, domain, attribute or opset, named in the message.
+            `rep.run` raises ValueError for an unknown or missing input name or a shape that
+            differs from a static dimension the graph declares, TypeError for a dtype that
+            differs from the declared one (as onnxruntime).
 
         Examples
         --------
@@ -186,8 +255,21 @@ class OnnxCupyBackend(Backend):
         """
         graph = model.graph
         constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-        return OnnxCupyRep(graph.node, [i.name for i in graph.input if i.name not in constants],
-                           [o.name for o in graph.output], constants, default_opset(model), device)
+        inputs = [i for i in graph.input if i.name not in constants]
+        # graph inputs with an initializer are optional feeds that override it (as onnxruntime)
+        return OnnxCupyRep(graph.node, [i.name for i in inputs], [o.name for o in graph.output],
+                           constants, default_opset(model), device,
+                           {i.name: _declared(i) for i in graph.input})
+
+    @classmethod
+    def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:
+        """Whether `prepare(model, device)` accepts `model` (operators, domains, attributes,
+        opset, the device)."""
+        try:
+            cls.prepare(model, device, **kwargs)
+        except (ValueError, TypeError, NotImplementedError):
+            return False
+        return True
 
     @classmethod
     def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str | None = None,
@@ -245,6 +327,7 @@ class OnnxCupyBackend(Backend):
             dev.device_id < execution.cupy_module().cuda.runtime.getDeviceCount()
 
 
+is_compatible = OnnxCupyBackend.is_compatible
 prepare = OnnxCupyBackend.prepare
 run_model = OnnxCupyBackend.run_model
 run_node = OnnxCupyBackend.run_node

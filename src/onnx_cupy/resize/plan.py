@@ -1,7 +1,7 @@
 """Resize, opset versions 10, 11, 13, 18 and 19.
 
 Each resized axis (input length n, output length m, scale s, target width w) maps output
-coordinate y to the input coordinate x, computed in float64:
+coordinate y to the input coordinate x, computed in float64 for linear and cubic:
   half_pixel            (y + 0.5) / s - 0.5
   half_pixel_symmetric  n / 2 * (1 - m / w) + (y + 0.5) / s - 0.5                 (from 19)
                         = (n - 1) / 2 + (2y + 1 - m) / (2s), as computed (w = n * s)
@@ -14,7 +14,17 @@ coordinate y to the input coordinate x, computed in float64:
                         in float32 (as TensorFlow's CropAndResize and onnxruntime), with
                         roi = (r0, r1) (omitted: (0, 1)); x outside [0, n - 1] gives
                         extrapolation_value
-and samples X at taps around x, indices clamped into [0, n) (edge padding):
+For nearest, x is computed as onnxruntime computes it, every operation in float32 on float32 s
+(from sizes: float32(m / n)) in the order written above (e.g. half_pixel: ((y + 0.5f) / s) - 0.5f),
+since which input element is nearest depends on the last bit of x: PyTorch also computes it in
+float32, so an exported model's nearest picks what the PyTorch model picked (the semantics
+table's "nearest at a rounding boundary"); half_pixel_symmetric keeps its one-rounding form and
+tf_crop_and_resize is float32 in every mode. An axis longer than 2^24 (where float32 cannot
+name every index) is computed in float64. A caller may give per-axis `steps` (the input
+distance between output samples, PyTorch's `1 / scale_factor` or `n / m`) in place of 1 / s:
+the coordinate transforms then multiply by the step instead of dividing by s (in float32 for
+nearest, as PyTorch does), s = 1 / step stretches antialias filters; ONNX never gives steps.
+X is sampled at taps around x, indices clamped into [0, n) (edge padding):
   nearest  1 tap at x rounded by nearest_mode (round_prefer_floor, round_prefer_ceil, floor,
            ceil); Resize-10: floor where s >= 1, ceil where s < 1 (as onnxruntime and ONNX's
            opset-10 node test)
@@ -55,6 +65,7 @@ from ..core.attributes import flag, float32, ints
 OP = "Resize"
 MAX_DIMS = 16              # most axes left after merging unresized neighbours (RESIZE_MAXD)
 MAX_ELEMENTS = 2**62
+FLOAT32_EXACT = 2**24      # longest axis whose every index float32 holds (nearest in float32)
 
 VERSIONS = (10, 11, 13, 18, 19)
 MODES = {v: ("nearest", "linear") if v == 10 else ("nearest", "linear", "cubic") for v in VERSIONS}
@@ -121,6 +132,7 @@ class _Axis(NamedTuple):
     w: float      # target width (m before flooring/rounding)
     r0: float     # roi start and end
     r1: float
+    step: float | None = None  # input distance per output sample, in place of 1 / s (PyTorch)
 
 
 # ---------------------------------------------------------------- attributes and inputs
@@ -264,12 +276,17 @@ def resized_axes(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
 
 
 def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple | None,
-             scales: tuple | None, sizes: tuple | None, at: Attributes) -> list[_Axis]:
-    """Per resized axis: lengths, scale and target width, from scales or sizes."""
+             scales: tuple | None, sizes: tuple | None, at: Attributes,
+             steps: tuple[float, ...] | None = None) -> list[_Axis]:
+    """Per resized axis: lengths, scale and target width, from scales or sizes (and the steps
+    that replace 1 / scale, if given)."""
     given = [name for name, v in (("scales", scales), ("sizes", sizes)) if v]
     if len(given) != 1:
+        hint = (f"; the roi {list(roi)} was given: the second positional argument of resize() is "
+                f"'roi' (ONNX's input order X, roi, scales, sizes), so pass scales= or sizes= by "
+                f"keyword" if roi and not given else "")
         raise ValueError(f"{OP}: exactly one of the inputs 'scales' and 'sizes' must be given "
-                         f"(non-empty), got {'both' if given else 'neither'}")
+                         f"(non-empty), got {'both' if given else 'neither'}{hint}")
     name, values = given[0], scales or sizes
     k = len(axes)
     what = "the length of 'axes'" if at.axes is not None else "the rank of X"
@@ -295,6 +312,10 @@ def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple | None,
         if any(m < 0 for m in sizes):
             raise ValueError(f"{OP}: input 'sizes' values must be >= 0, got {list(sizes)}")
         result = _sized(axes, ns, sizes, starts, ends, at.keep_aspect_ratio_policy)
+    if steps is not None:
+        if len(steps) != k or not all(math.isfinite(t) and t > 0 for t in steps):
+            raise ValueError(f"{OP}: steps must be {k} finite values > 0, got {list(steps)}")
+        result = [a._replace(s=1 / t, w=float(a.m), step=t) for a, t in zip(result, steps)]
     for a in result:
         if a.n == 0 and a.m > 0:
             raise ValueError(f"{OP}: axis {a.axis} of X is empty and cannot be resized to "
@@ -316,33 +337,40 @@ def _sized(axes: tuple[int, ...], ns: list[int], sizes: tuple, starts: tuple, en
             for a, n, r0, r1 in zip(axes, ns, starts, ends)]
 
 
-def _source(ctm: str, a: _Axis) -> tuple[np.ndarray, np.ndarray]:
-    """Input coordinate of every output coordinate, and the tf_crop_and_resize outside mask."""
-    y = np.arange(a.m, dtype=np.float64)
-    n, s, w = a.n, a.s, a.w
+def _source(ctm: str, a: _Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Input coordinate of every output coordinate, and the tf_crop_and_resize outside mask;
+    for `nearest` every operation in float32, as onnxruntime (and PyTorch) compute it."""
+    single = nearest and ctm != "half_pixel_symmetric" and max(a.n, a.m) <= FLOAT32_EXACT
+    f: Any = np.float32 if single else np.float64
+    y: Any = np.arange(a.m, dtype=f)
+    n, w, half, one = f(a.n), f(a.w), f(0.5), f(1)
+
+    def per_scale(v: np.ndarray) -> np.ndarray:  # v / s, or v * step where a step is given
+        return v * f(a.step) if a.step is not None else v / f(a.s)
+
     outside = np.zeros(a.m, dtype=bool)
     if ctm == "half_pixel":
-        x = (y + 0.5) / s - 0.5
+        x = per_scale(y + half) - half
     elif ctm == "half_pixel_symmetric":  # the formula with w = n * s: one rounding, not five
-        x = (n - 1) / 2 + (2 * y + 1 - a.m) / (2 * s)
+        x = (n - 1) / 2 + per_scale(2 * y + 1 - a.m) / 2
     elif ctm == "pytorch_half_pixel":
-        x = (y + 0.5) / s - 0.5 if a.m > 1 else np.zeros(a.m)
+        x = per_scale(y + half) - half if a.m > 1 else np.zeros(a.m)
     elif ctm == "align_corners":
-        x = y * (n - 1) / (w - 1) if w > 1 else np.zeros(a.m)
+        x = y * (n - one) / (w - one) if a.w > 1 else np.zeros(a.m)
     elif ctm == "asymmetric":
-        x = y / s
+        x = per_scale(y)
     elif ctm == "tf_half_pixel_for_nn":
-        x = (y + 0.5) / s
+        x = per_scale(y + half)
     else:  # tf_crop_and_resize, in float32 (as TensorFlow's CropAndResize and onnxruntime)
         f = np.float32
-        r0, r1, last = f(a.r0), f(a.r1), f(n - 1)
+        r0, r1, last = f(a.r0), f(a.r1), f(a.n - 1)
         if a.m > 1:
             x = r0 * last + y.astype(f) * (r1 - r0) * last / f(a.m - 1)
         else:
-            x = np.full(a.m, f(0.5 * float(r0 + r1) * (n - 1)))
+            x = np.full(a.m, f(0.5 * float(r0 + r1) * (a.n - 1)))
         x = x.astype(np.float64)
-        outside = (x < 0) | (x > n - 1)
-    return x, outside
+        outside = (x < 0) | (x > a.n - 1)
+    return np.asarray(x, dtype=np.float64), outside
 
 
 def _cubic(r: np.ndarray, a: float) -> np.ndarray:
@@ -413,7 +441,7 @@ def _table(a: _Axis, at: Attributes) -> AxisTable | None:
     ctm = at.coordinate_transformation_mode
     if a.s == 1 and a.m == a.n and (ctm != "tf_crop_and_resize" or (a.r0, a.r1) == (0, 1)):
         return None
-    x, outside = _source(ctm, a)
+    x, outside = _source(ctm, a, at.mode == "nearest")
     index, weight = _taps(at, x, a.s, a.n)
     if _is_identity(index, weight, outside, a.n):
         return None
@@ -434,15 +462,16 @@ def _fill(value: float, dtype: np.dtype) -> np.ndarray | None:
 
 @functools.lru_cache(maxsize=128)
 def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple | None,
-         scales: tuple | None, sizes: tuple | None, at: Attributes) -> ResizePlan:
+         scales: tuple | None, sizes: tuple | None, at: Attributes,
+         steps: tuple[float, ...] | None = None) -> ResizePlan:
     """Validate inputs against the attributes `at` of Resize-`version`; output shape and
-    per-axis tables."""
+    per-axis tables (`steps`: see the module docstring)."""
     rank = len(shape)
     if rank == 0:
         raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
     _check_dtype(dtype, at.mode, version)
     axes = resized_axes(at.axes, rank)
-    lengths = _lengths(shape, axes, roi, scales, sizes, at)
+    lengths = _lengths(shape, axes, roi, scales, sizes, at, steps)
     out_shape = list(shape)
     for a in lengths:
         out_shape[a.axis] = a.m
@@ -464,9 +493,10 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple | Non
 
 
 def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: Any, opset: int,
+            steps: tuple[float, ...] | None = None,
             **attrs: Any) -> tuple[ResizePlan, Attributes, tuple[tuple | None, ...]]:
     """Validate inputs and attributes for the version in force at `opset`: (plan, attributes,
-    (roi, scales, sizes) as read on the host)."""
+    (roi, scales, sizes) as read on the host); `steps` as in `plan`."""
     version = opsets.version(OP, opset)
     at = attributes(opset, **attrs)
     if version == 10:
@@ -476,6 +506,6 @@ def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: An
                                  f"{opsets.in_force(OP, opset)} "
                                  f"(Resize-10 takes X and scales)")
     inputs = (_vector("roi", roi), _vector("scales", scales), _vector("sizes", sizes))
-    return plan(version, shape, np.dtype(dtype), *inputs, at), at, inputs
+    return plan(version, shape, np.dtype(dtype), *inputs, at, steps), at, inputs
 
 
