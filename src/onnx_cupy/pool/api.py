@@ -101,8 +101,8 @@ def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
 
 @_pool_doc(
     op="LpPool", versions="1, 2, 11, 18, 22", ceil_from="18", dilations_from="18", at_21="18",
-    formula="""Y[n, c, o] = (sum over the taps w of window o inside X of |X[n, c, w]|^p)^(1/p); pads
-    contribute 0. Window o along axis i holds positions o_i * s_i - begin_i + j * d_i
+    formula="""Y[n, c, o] = (sum over the taps w of window o inside X of abs(X[n, c, w])^p)^(1/p);
+    pads contribute 0. Window o along axis i holds positions o_i * s_i - begin_i + j * d_i
     (0 <= j < k_i).""",
     own="""p : int or float, default 2
         The norm's order, > 0; an integer from opset 2 (LpPool-1 takes any float).""",
