@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,11 +114,11 @@ def _nvrtc() -> Any:
         from cuda.bindings import nvrtc
         nvrtc.nvrtcVersion()
     except ImportError as exc:
-        raise extras.missing("onnx-cupy kernels", "test", exc) from exc
+        raise extras.missing("onnx-cupy kernels", "kernels", exc) from exc
     except RuntimeError as exc:  # cuda.bindings without the NVRTC library
         raise ModuleNotFoundError(
             f"onnx-cupy kernels needs NVRTC ({exc}); install it with: "
-            'pip install nvidia-cuda-nvrtc-cu12 (or pip install "onnx-cupy[test]")',
+            'pip install "onnx-cupy[kernels]"',
             name="nvidia-cuda-nvrtc-cu12") from exc
     return nvrtc
 
@@ -374,6 +374,19 @@ def family_report(family: str, arch: str = "sm_90") -> tuple[Kernel, ...]:
         outputs=loader.fast_paths(family), options=loader.options(family)))
 
 
+def report(families: Sequence[str] | None = None, archs: Sequence[str] | None = None,
+           step: Callable[[str], None] | None = None) -> list[Kernel]:
+    """Every registered instantiation of `families` (default: all) on `archs` (default: ARCHS),
+    architecture by architecture; `step` hears which family compiles next."""
+    kernels: list[Kernel] = []
+    for arch in archs or ARCHS:
+        for family in families or loader.families():
+            if step is not None:
+                step(f"compiling {family}.cu for {arch} (NVRTC)")
+            kernels += family_report(family, arch)
+    return kernels
+
+
 def template_arguments(expression: str) -> list[str]:
     """Top-level template arguments of a name expression: 'k<float, rsz::pod<4>, int>' ->
     ['float', 'rsz::pod<4>', 'int']; [] for a plain function name."""
@@ -478,3 +491,60 @@ def table(kernels: Sequence[Kernel]) -> str:
                  "body; per out: its instructions / registered outputs per iteration")
     return "\n".join(lines)
 
+
+def _markdown_table(rows: Sequence[Sequence[str]]) -> list[str]:
+    head, *body = rows
+    return ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|",
+            *("| " + " | ".join(r) + " |" for r in body)]
+
+
+def _versions() -> str:
+    """Versions of what the report depends on: NVRTC, the disassembler, onnx-cupy, Python."""
+    from .. import __version__
+
+    found = [f"onnx-cupy {__version__}", f"Python {sys.version.split()[0]}"]
+    major, minor = _nvrtc().nvrtcVersion()[1:]
+    found.append(f"NVRTC {major}.{minor}")
+    tool = nvdisasm()
+    if tool:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, check=False)
+        release = re.search(r"release ([\d.]+)|V([\d.]+)", out.stdout)
+        found.append(f"nvdisasm {next(g for g in release.groups() if g) if release else '?'}")
+    return ", ".join(found)
+
+
+def markdown(kernels: Sequence[Kernel]) -> str:
+    """The report as Markdown for the documentation: when, where and with what it was made
+    (lines starting with "- "), then one table per family and architecture, and what the suite
+    holds the fast paths to. Everything but the "- " lines is a function of the kernel sources
+    and the compiler alone."""
+    import datetime
+    import platform
+
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    lines = [f"- date: {date}", f"- host: {platform.node()} ({platform.machine()})",
+             f"- versions: {_versions()}",
+             (f"- NVRTC options (each family adds its defines): {' '.join(loader.options())} "
+              "-ftz=true"), ""]
+    groups: dict[tuple[str, str], list[Kernel]] = {}
+    for k in kernels:
+        groups.setdefault((k.family, k.arch), []).append(k)
+    for (family, arch), ks in groups.items():
+        blocks = ", ".join(sorted({str(k.block) for k in ks}))
+        rows = [COLUMNS, *(((f"`{r[0]}`"), *r[1:]) for r in map(_row, ks))]
+        lines += [f"**{family}** ({arch}, block {blocks})", "", *_markdown_table(rows), ""]
+    local = sum(map(uses_local_memory, kernels))
+    lines.append(f"{local} of {len(kernels)} instantiations use local memory (stack frame, spills "
+                 "or LDL/STL).")
+    if any(k.sass and k.sass.inner_loops for k in kernels):
+        lines.append("`*`: the loop body holds loops that are not unrolled, counted once.")
+    budgets = ", ".join(f"{family} {n}" for family, n in BUDGETS.items())
+    lines += ["", ("loads: count x width in bits; loop STG: global stores in the grid-stride loop "
+                   "body; per out: its instructions / registered outputs per iteration. Fast "
+                   "paths (`[fast xN]`: N outputs per thread and iteration) with float16, "
+                   "bfloat16 or float32 storage are held, on sm_90, to: no stack frame, spills or "
+                   "LDL/STL, no integer division in the loop body, no FP64, occupancy >= "
+                   f"{MIN_OCCUPANCY:.0%}, and instructions per output within the family's budget "
+                   f"({budgets}; {WIDE_INDEX_BUDGET:g}x with 64-bit offsets; Resize: nearest, "
+                   "and linear on 1-2 axes).")]
+    return "\n".join(lines) + "\n"
