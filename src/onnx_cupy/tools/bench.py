@@ -683,7 +683,8 @@ def _columns(report: dict[str, Any]) -> list[tuple[str, Callable[[dict[str, Any]
     backend = report["header"]["backend"]
     cols: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("case", lambda r: r["case"]), ("dtype", lambda r: r["dtype"]),
-        ("shape", lambda r: "x".join(map(str, r["shape"]))), ("ms", lambda r: _with_range(r["ms"], r.get("ms_range"))),
+        ("shape", lambda r: "x".join(map(str, r["shape"]))),
+        ("ms", lambda r: _with_range(r["ms"], r.get("ms_range"))),
         ("Melem/s", lambda r: _number(r["melem_s"]))]
     cols += [(f"x {name}", lambda r, name=name: _peer_cell(r["peers"][name]))
              for name in report["peers"]]
