@@ -77,11 +77,11 @@ def _torch_hardmax(axis: int) -> Callable[[Any, Any], Any]:
     return lambda torch, x: torch.zeros_like(x).scatter_(axis, x.argmax(axis, keepdim=True), 1)
 
 
-_P3 = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
-_P2 = {"kernel_shape": [2, 2], "strides": [2, 2]}
-_POOL = {"shape": (8, 64, 112, 112), "reduced": (1, 16, 112, 112), "quick": (1, 4, 16, 16),
-         "reference_target": 100.0}
-_UP = {"shape": (8, 64, 56, 56), "reduced": (1, 64, 56, 56), "quick": (1, 4, 8, 8)}
+_P3: dict[str, Any] = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+_P2: dict[str, Any] = {"kernel_shape": [2, 2], "strides": [2, 2]}
+_POOL: dict[str, Any] = {"shape": (8, 64, 112, 112), "reduced": (1, 16, 112, 112),
+                         "quick": (1, 4, 16, 16), "reference_target": 100.0}
+_UP: dict[str, Any] = {"shape": (8, 64, 56, 56), "reduced": (1, 64, 56, 56), "quick": (1, 4, 8, 8)}
 
 # PyTorch equivalents: count_include_pad=0 is ONNX's default; lp_pool2d has no padding, so the
 # zeros are padded in (p=2 is even, so x^p = |x|^p); bilinear with align_corners=False is
@@ -246,7 +246,7 @@ def _reference(case: Case, dtype: str, shape: tuple[int, ...],
     from onnx.reference import ReferenceEvaluator
 
     ev = ReferenceEvaluator(_model(case, dtype, shape, out_shape))
-    return lambda x: ev.run(None, {"X": x})[0], {}
+    return lambda x: next(iter(ev.run(None, {"X": x}))), {}
 
 
 def peers(backend: str) -> tuple[list[Peer], list[str]]:
@@ -309,7 +309,7 @@ class _GpuClock:
     def stop(self) -> float:
         self.end.record()
         self.end.synchronize()
-        return self.cp.cuda.get_elapsed_time(self.begin, self.end) * 1e-3
+        return float(self.cp.cuda.get_elapsed_time(self.begin, self.end)) * 1e-3
 
 
 @dataclass
@@ -375,10 +375,10 @@ def _rotating(x: Any) -> Any:
 def _host(y: Any) -> np.ndarray:
     """A NumPy copy of an output: NumPy, CuPy, torch.Tensor or onnxruntime OrtValue."""
     if isinstance(y, np.ndarray) or execution.is_cupy_array(y):
-        return execution.to_host(y)
+        return np.asarray(execution.to_host(y))
     if hasattr(y, "detach"):
-        return y.detach().cpu().numpy()
-    return y.numpy()
+        return np.asarray(y.detach().cpu().numpy())
+    return np.asarray(y.numpy())
 
 
 def _max_abs_diff(got: np.ndarray, expected: np.ndarray) -> float:
@@ -392,7 +392,7 @@ def _agrees(diff: float, expected: np.ndarray, dtype: str) -> bool:
 
 
 def _elements_per_second(x: Any, y: Any, seconds: float) -> float:
-    return (x.size + y.size) / seconds
+    return float(x.size + y.size) / seconds
 
 
 def _peak_ratio(fn: Callable[[Any], Any], x: np.ndarray) -> float:
@@ -403,7 +403,7 @@ def _peak_ratio(fn: Callable[[Any], Any], x: np.ndarray) -> float:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    return peak / (x.nbytes + y.nbytes)
+    return float(peak / (x.nbytes + y.nbytes))
 
 
 @dataclass
@@ -569,7 +569,8 @@ def _load() -> float | None:
 
 
 def _header(backend: str, quick: bool, load: tuple[float | None, float | None]) -> dict[str, Any]:
-    versions = {"onnx-cupy": __version__, "python": platform.python_version()}
+    versions: dict[str, str | None] = {"onnx-cupy": __version__,
+                                       "python": platform.python_version()}
     for name in ("numpy", "onnx", "onnxruntime", "torch"):   # those this run imported
         module = sys.modules.get(name)
         versions[name] = getattr(module, "__version__", None) if module else None
@@ -679,6 +680,10 @@ def _peer_cell(result: dict[str, Any]) -> str:
     return cell
 
 
+def _peer_column(name: str) -> Callable[[dict[str, Any]], str]:
+    return lambda r: _peer_cell(r["peers"][name])
+
+
 def _columns(report: dict[str, Any]) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
     backend = report["header"]["backend"]
     cols: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
@@ -686,8 +691,7 @@ def _columns(report: dict[str, Any]) -> list[tuple[str, Callable[[dict[str, Any]
         ("shape", lambda r: "x".join(map(str, r["shape"]))),
         ("ms", lambda r: _with_range(r["ms"], r.get("ms_range"))),
         ("Melem/s", lambda r: _number(r["melem_s"]))]
-    cols += [(f"x {name}", lambda r, name=name: _peer_cell(r["peers"][name]))
-             for name in report["peers"]]
+    cols += [(f"x {name}", _peer_column(name)) for name in report["peers"]]
     cols.append(("max abs diff vs onnxruntime", lambda r: "-" if r["correct"] is None else
                  f"{r['max_abs_diff_vs_onnxruntime']:.1e}{'' if r['correct'] else ' WRONG'}"))
     if backend == "numpy":
@@ -807,9 +811,9 @@ def plot(report: dict[str, Any], path: Path) -> str:
         pts = [(i, r["peers"][name]["ratio"], r["peers"][name].get("ratio_range"))
                for i, r in enumerate(rows) if "ratio" in r["peers"][name]]
         if pts:
-            i, v, spread = zip(*pts)
+            at, v, spread = zip(*pts)
             low, high = zip(*(s or (m, m) for m, s in zip(v, spread)))
-            ax.barh(np.array(i) + shift, v, height, label=name,
+            ax.barh(np.array(at) + shift, v, height, label=name,
                     xerr=[np.subtract(v, low), np.subtract(high, v)], capsize=2)
         for i, r in enumerate(rows):
             if "target" in r["peers"][name]:

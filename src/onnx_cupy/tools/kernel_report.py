@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import extras, launcher, loader
+from ..core import extras, loader
 
 ARCHS = ("sm_80", "sm_90")
 BUDGETS = {"pool": 150, "resize": 40, "hardmax": 30}  # fast-path instructions per output
@@ -127,16 +127,16 @@ def nvdisasm() -> str | None:
     """Path of the CUDA disassembler: the pip wheel's, else one on PATH or under CUDA_PATH."""
     roots = [Path(p) / "nvidia" for p in sys.path if p]
     for root in roots:
-        found = sorted(glob.glob(str(root / "*" / "bin" / "nvdisasm")))
-        if found:
-            return found[-1]
+        wheels = sorted(glob.glob(str(root / "*" / "bin" / "nvdisasm")))
+        if wheels:
+            return wheels[-1]
     found = shutil.which("nvdisasm")
     if found is None and os.environ.get("CUDA_PATH"):
         found = shutil.which("nvdisasm", path=str(Path(os.environ["CUDA_PATH"]) / "bin"))
     return found
 
 
-def _check(nvrtc: Any, result: tuple, prog: Any, what: str) -> tuple:
+def _check(nvrtc: Any, result: tuple[Any, ...], prog: Any, what: str) -> tuple[Any, ...]:
     if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RuntimeError(f"{what}: {result[0]}\n{_log(nvrtc, prog)}")
     return result[1:]
@@ -146,7 +146,7 @@ def _log(nvrtc: Any, prog: Any) -> str:
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     log = b" " * size
     nvrtc.nvrtcGetProgramLog(prog, log)
-    return log.decode(errors="replace").rstrip("\x00 \n")
+    return str(log.decode(errors="replace")).rstrip("\x00 \n")
 
 
 @functools.cache
@@ -259,7 +259,8 @@ def _strip_padding(body: list[_Instruction], labels: dict[str, int]) -> list[_In
     """Without the trailing NOPs and the branch-to-self that closes the code."""
     body = list(body)
     while body and (body[-1].base == "NOP" or
-                    (body[-1].base == "BRA" and labels.get(body[-1].target) == body[-1].address)):
+                    (body[-1].base == "BRA"
+                     and labels.get(body[-1].target or "") == body[-1].address)):
         body.pop()
     return body
 
@@ -287,9 +288,9 @@ def _load_width(i: _Instruction) -> int | None:
 
 
 def _tally(body: list[_Instruction], code: dict[str, list[_Instruction]],
-           seen: frozenset[str] = frozenset()) -> collections.Counter:
+           seen: frozenset[str] = frozenset()) -> collections.Counter[str | tuple[str, int]]:
     """Local ops, divisions, FP64 and load widths of `body`, calls counting their callees."""
-    c: collections.Counter = collections.Counter()
+    c: collections.Counter[str | tuple[str, int]] = collections.Counter()
     for i in body:
         c["local"] += i.base in ("LDL", "STL")
         c["divisions"] += _is_division(i)
@@ -308,8 +309,8 @@ def _sass_counts(body: list[_Instruction], labels: dict[str, int],
     body = _strip_padding(body, labels)
     where = {i.address: n for n, i in enumerate(body)}
     backward = [(n, where[labels[i.target]]) for n, i in enumerate(body)
-                if i.base == "BRA" and labels.get(i.target, i.address) < i.address
-                and labels[i.target] in where]
+                if i.base == "BRA" and i.target is not None
+                and labels.get(i.target, i.address) < i.address and labels[i.target] in where]
     loop = None
     inner = 0
     loop_body: list[_Instruction] = []
@@ -347,7 +348,7 @@ def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90"
                     options: Sequence[str] | None = None) -> list[Kernel]:
     """Compile `source` once for `arch` with every name expression and `options` (default: the
     loader's, with the common defines) and report each kernel: launched with `blocks[e]` threads
-    per block (default launcher.BLOCK), writing `outputs[e]` outputs per thread and loop
+    per block (default loader.BLOCK), writing `outputs[e]` outputs per thread and loop
     iteration (default 1; listed ones are fast paths)."""
     if arch not in SM_LIMITS:
         raise ValueError(f"kernel report: arch {arch!r} is not one of {', '.join(SM_LIMITS)}")
@@ -358,7 +359,7 @@ def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90"
     code, labels = _symbols(_disassemble(cubin, tool)) if tool else ({}, {})
     outputs = outputs or {}
     return [Kernel(family=family, expression=e, arch=arch, name=names[e], **ptxas[names[e]],
-                   block=(blocks or {}).get(e, launcher.BLOCK), outputs=outputs.get(e, 1),
+                   block=(blocks or {}).get(e, loader.BLOCK), outputs=outputs.get(e, 1),
                    fast=e in outputs,
                    sass=_sass_counts(code[names[e]], labels, code) if tool else None)
             for e in expressions]
@@ -446,7 +447,7 @@ def check(kernel: Kernel, budget: float | None) -> list[str]:
         ("integer divisions in the loop body", s.loop_divisions, s.loop_divisions > 0),
         ("FP64 instructions", s.fp64, s.fp64 > 0),
         ("instructions per output", f"{per_output:g} > {budget}",
-         budget is not None and per_output > budget),
+         budget is not None and per_output is not None and per_output > budget),
     ] if bad]
     return misses
 
