@@ -4,7 +4,7 @@ FROM nvidia/cuda:12.9.1-base-ubuntu24.04
 RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv g++ \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/onnx-cupy
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
 COPY kernels ./kernels
 RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir ".[cuda12,onnx]"

@@ -1,13 +1,26 @@
-"""Public functions carry NumPy-style docstrings whose examples run."""
+"""Public functions carry NumPy-style docstrings whose examples run; the generated tables the
+documentation includes match what their commands produce."""
 from __future__ import annotations
 
 import doctest
 import importlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 import onnx_cupy
 from onnx_cupy import onnx_backend
+from onnx_cupy.core import dtypes, opsets
+from onnx_cupy.tools import kernel_report
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 MODULES = ["onnx_cupy.pool.api", "onnx_cupy.hardmax.api", "onnx_cupy.resize.api",
            "onnx_cupy.interop.dask", "onnx_cupy.interop.onnx_backend", "onnx_cupy.interop.nodes",
@@ -30,3 +43,108 @@ def test_examples_run(module):
 def test_numpy_style_sections(fn):
     doc = fn.__doc__ or ""
     assert all(s in doc for s in SECTIONS), [s.strip() for s in SECTIONS if s not in doc]
+
+
+def _without_run_details(markdown: str) -> list[str]:
+    """A generated page's lines but its header ("- date: ...", host, versions): the tables and
+    the lines below them."""
+    return [line for line in markdown.splitlines() if not line.startswith("- ")]
+
+
+def test_generated_kernel_report_is_current():
+    """docs/_generated/kernels.md is what `onnx-cupy kernels --markdown` writes now (the families
+    compiled once per process: the kernel report tests' compilations are reused)."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings is not installed")
+    if kernel_report.nvdisasm() is None:
+        pytest.skip(f"{kernel_report.NVDISASM_WHEEL} is not installed: no SASS counts")
+    committed = (DOCS / "_generated" / "kernels.md").read_text(encoding="utf-8")
+    fresh = kernel_report.markdown(kernel_report.report())
+    assert "| kernel | regs |" in fresh and fresh.count("\n|") > 100
+    assert _without_run_details(committed) == _without_run_details(fresh), (
+        "docs/_generated/kernels.md is stale: run "
+        "onnx-cupy kernels --markdown docs/_generated/kernels.md")
+
+
+# ------------------------------------------------------------------------------ the README
+
+def test_readme_is_a_front_page():
+    """Short, and every link absolute: the README is also PyPI's page, where relative links
+    and images do not resolve."""
+    assert len(README.splitlines()) <= 200
+    targets = re.findall(r"\]\(([^)]*)\)", README) + re.findall(r"<img[^>]+src=\"([^\"]*)", README)
+    assert all(t.startswith(("https://", "http://")) for t in targets), targets
+
+
+def test_readme_test_command_is_what_ci_runs():
+    (command,) = [line for line in README.splitlines() if '".[test]"' in line]
+    ci = (ROOT / ".ci" / "run").read_text().replace(" --quiet", "")
+    steps = [step.strip() for step in command.split("&&")]
+    assert steps == ["python3 -m venv .venv", '.venv/bin/pip install ".[test]"',
+                     ".venv/bin/python -m pytest -q"]
+    at = [ci.index(step + "\n") for step in steps]
+    assert at == sorted(at), "CI runs the README's test command, in its order"
+
+
+def test_readme_cpu_example_runs_as_pasted(tmp_path):
+    (block,) = re.findall(r"## Use it on the CPU\n.*?```python\n(.*?)```", README, re.DOTALL)
+    assert "import cupy" not in block
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    res = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=300, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["(1, 3, 30, 30) (1, 3, 16, 16) 1.0 (1, 3, 16, 16)",
+                                       "(1, 3, 32, 32) float16"]
+
+
+def _support_matrix() -> dict[str, dict[str, str]]:
+    lines = README[README.index("## Support"):].splitlines()
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines
+            if line.startswith("|")]
+    header, body = rows[0], rows[2:]
+    return {row[0]: dict(zip(header, row)) for row in body}
+
+
+FLOATS = ("float16", "float32", "float64")
+MODES = ("nearest", "linear", "cubic")
+
+
+def _accepts(op: str, version: int, dtype: str, backend: str) -> bool:
+    """Whether `op` at opset `version` takes an input of `dtype` (False: a TypeError)."""
+    rng = np.random.default_rng(version)
+    x = rng.standard_normal((1, 1, 5)) * 4
+    x = x.astype(np.dtype(dtypes.BFLOAT16) if dtype == "bfloat16" else dtype) if dtype != "str" \
+        else x.astype(str)
+    call = {"AveragePool": lambda: onnx_cupy.average_pool(x, kernel_shape=[2], opset=version),
+            "LpPool": lambda: onnx_cupy.lp_pool(x, kernel_shape=[2], opset=version),
+            "Hardmax": lambda: onnx_cupy.hardmax(x, axis=2, opset=version),
+            "Resize": lambda: [onnx_cupy.resize(x, scales=np.array([1, 1, 2], np.float32),
+                                                mode=mode, opset=version)
+                               for mode in MODES[:2 if version == 10 else 3]   # cubic: 11+
+                               if mode == "nearest" or dtype not in ("bool", "complex64", "str")]}
+    try:
+        with onnx_cupy.backend(backend):
+            call[op]()
+    except TypeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("op", sorted(opsets.ATTRIBUTES))
+def test_readme_support_matrix(op, cpu_backend):
+    """Each row of the README's support table, against the versions table and what the
+    operator accepts on the NumPy and emulated paths."""
+    row = _support_matrix()[op]
+    versions = sorted(opsets.ATTRIBUTES[op])
+    assert row["versions (opset)"] == ", ".join(map(str, versions))
+    assert row["paths"] == "cupy, numpy, emulated"
+    assert row["float16, float32, float64"] == "every version"
+    bf16_from = int(row["bfloat16"].removeprefix("from "))
+    assert bf16_from in versions
+    for v in versions:
+        assert all(_accepts(op, v, d, cpu_backend) for d in FLOATS), (op, v)
+        assert _accepts(op, v, "bfloat16", cpu_backend) == (v >= bf16_from), (op, v)
+        ints = all(_accepts(op, v, d, cpu_backend) for d in dtypes.INT_TYPES)
+        assert ints == (row["integer types"] == "every mode"), (op, v)
+        others = ["bool", "complex64"] + (["str"] if cpu_backend == "numpy" else [])
+        assert all(_accepts(op, v, d, cpu_backend) for d in others) == (
+            row["bool, complex, string"] == "nearest"), (op, v)

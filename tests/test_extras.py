@@ -1,4 +1,5 @@
-"""A missing optional dependency names the extra that installs it."""
+"""A missing optional dependency names the extra that installs it; the command line gives its
+version."""
 from __future__ import annotations
 
 import importlib
@@ -6,6 +7,7 @@ import sys
 
 import pytest
 
+import onnx_cupy
 from onnx_cupy.tools import cli
 
 
@@ -35,3 +37,10 @@ def test_conformance_without_onnx(monkeypatch, capsys):
     assert cli.main(["conformance", "--backend", "numpy"]) == 2
     err = capsys.readouterr().err
     assert 'pip install "onnx-cupy[onnx]"' in err and "Traceback" not in err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"onnx-cupy {onnx_cupy.__version__}"

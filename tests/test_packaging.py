@@ -1,5 +1,6 @@
-"""The wheel ships the kernel sources as real files under onnx_cupy/kernels/, and the installed
-package finds them."""
+"""The sdist and the wheel ship the kernel sources as real files under onnx_cupy/kernels/, the
+license and the typing marker; the build warns of nothing deprecated; the installed package
+finds its kernels."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -22,19 +24,55 @@ KERNEL_FILES = sorted(p.name for p in (ROOT / "kernels").iterdir()
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """A wheel built (`python -m build --wheel`, isolated) from a copy of the project, so the
-    working tree gets no build/ or egg-info."""
+def built(tmp_path_factory) -> tuple[Path, Path, str]:
+    """(sdist, wheel built from that sdist, the build's output): `python -m build`, isolated, on
+    a copy of the project, so the working tree gets no build/ or egg-info."""
     project = tmp_path_factory.mktemp("project")
     shutil.copytree(ROOT, project, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
-        ".git", "build", "dist", "__pycache__", "*.egg-info", ".pytest_cache"))
+        ".git", "build", "dist", "__pycache__", "*.egg-info", ".pytest_cache", ".venv"))
     assert (project / "src" / "onnx_cupy" / "kernels").is_symlink()
     out = tmp_path_factory.mktemp("dist")
-    res = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out),
-                          str(project)], capture_output=True, text=True, timeout=300, check=False)
-    assert res.returncode == 0, f"wheel build failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
-    (built,) = out.glob("*.whl")
-    return built
+    res = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(project)],
+                         capture_output=True, text=True, timeout=600, check=False)
+    log = res.stdout + res.stderr
+    assert res.returncode == 0, f"build failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+    (sdist,) = out.glob("*.tar.gz")
+    (wheel,) = out.glob("*.whl")
+    return sdist, wheel, log
+
+
+@pytest.fixture(scope="module")
+def wheel(built) -> Path:
+    return built[1]
+
+
+def test_build_warns_of_nothing_deprecated(built):
+    log = built[2]
+    assert not [line for line in log.splitlines() if "deprecat" in line.lower()], log[-4000:]
+
+
+def test_wheel_has_license_and_typing_marker(wheel):
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        assert "onnx_cupy/py.typed" in names
+        (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert zf.read(license_file) == (ROOT / "LICENSE").read_bytes()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        text = zf.read(metadata).decode()
+    assert "License-Expression: Apache-2.0" in text and "License-File: LICENSE" in text
+
+
+def test_sdist_has_license_and_typing_marker(built):
+    with tarfile.open(built[0]) as tf:
+        names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
+    assert {"LICENSE", "src/onnx_cupy/py.typed", "README.md", "pyproject.toml"} <= names
+
+
+def test_license_is_the_apache_2_text():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "END OF TERMS AND CONDITIONS" in text and "APPENDIX: How to apply" in text
+    assert len(text.splitlines()) == 202
 
 
 def test_kernel_dir_of_the_source_tree():

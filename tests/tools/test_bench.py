@@ -237,3 +237,74 @@ def test_target_summary_names_each_miss():
     assert bench._target_line(targets).splitlines() == [
         "Targets: 3 of 5 met.", "- MISSED: Hardmax axis=-1 float32: x onnxruntime 0.75 < 1",
         "- MISSED: Hardmax axis=1 (middle) float16: peak memory 2.50 > 2"]
+
+
+def test_repeated_runs_merge_to_median_and_range():
+    """Three runs of one row: ratios and times as median with [min, max], the target judged on
+    the median, the largest difference and peak memory kept, a peer n/a in one run n/a."""
+    def measured(ratio, ms, peak, torch):
+        return {"case": "Hardmax axis=-1", "dtype": "float32", "ms": ms, "melem_s": 1000 / ms,
+                "peak_memory_ratio": peak,
+                "peers": {"onnxruntime": {"ms": ms * ratio, "melem_s": 1000 / ms / ratio,
+                                          "ratio": ratio, "max_abs_diff": ratio / 10,
+                                          "target": 1.0, "met": ratio >= 1.0},
+                          "torch": torch}}
+    runs = [measured(0.9, 2.0, 0.5, {"ratio": 1.0, "ms": 1.0, "melem_s": 1.0,
+                                     "max_abs_diff": 0.0}),
+            measured(1.7, 1.0, 0.75, {"na": "outputs differ from ours"}),
+            measured(1.2, 3.0, 0.25, {"ratio": 1.0, "ms": 1.0, "melem_s": 1.0,
+                                      "max_abs_diff": 0.0})]
+    row = bench.merge(runs, bench._Run("numpy", False, []))
+    ort = row["peers"]["onnxruntime"]
+    assert (ort["ratio"], ort["ratio_range"], ort["met"]) == (1.2, [0.9, 1.7], True)
+    assert ort["max_abs_diff"] == pytest.approx(0.17) and row["correct"] is True
+    assert (row["ms"], row["ms_range"], row["runs"]) == (2.0, [1.0, 3.0], 3)
+    assert row["peak_memory_ratio"] == 0.75 and row["peak_memory_met"] is True
+    assert row["peers"]["torch"] == {"na": "outputs differ from ours"}
+    assert bench._peer_cell(ort) == "1.2 (0.9-1.7) >=1 ok"
+    assert bench._peer_cell({"ratio": 2.0, "ratio_range": [2.0, 2.0]}) == "2"
+
+
+def test_repeat_writes_the_markdown_summary(one_case, tmp_path):
+    page = tmp_path / "docs" / "bench.md"
+    stderr = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(stderr):
+        rc = cli.main(["bench", "--quick", "--backend", "numpy", "--out", str(tmp_path / "r"),
+                       "--repeat", "3", "--markdown", str(page), "--note", "a shared machine"])
+    assert rc == 0
+    assert stderr.getvalue() == ""             # no progress line where stderr is not a terminal
+    report = json.loads((tmp_path / "r" / "numpy-quick.json").read_text())
+    assert report["header"]["repeat"] == 3 and report["header"]["note"] == "a shared machine"
+    (row,) = report["rows"]
+    assert row["runs"] == 3
+    low, high = row["peers"]["onnxruntime"]["ratio_range"]
+    assert low <= row["peers"]["onnxruntime"]["ratio"] <= high
+    text = page.read_text()
+    assert not text.startswith("#") and "- note: a shared machine" in text
+    assert "- 3 runs of every row in one invocation" in text and "- date: " in text
+    assert _table(text) == _table(bench.table(report))
+
+
+def test_repeat_must_be_positive(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "--repeat", "0"])
+    assert "must be >= 1" in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_only_on_a_terminal():
+    from onnx_cupy.tools.progress import Progress
+
+    shown, piped = _Terminal(), io.StringIO()
+    for stream in (shown, piped):
+        with Progress(2, stream) as bar:
+            bar.step("Hardmax float32")
+            bar.step("Resize float16")
+    assert piped.getvalue() == ""
+    text = shown.getvalue()
+    assert "\r[1/2] Hardmax float32 (" in text and "\r[2/2] Resize float16 (" in text
+    assert text.endswith("\r")                 # the line is cleared at the end

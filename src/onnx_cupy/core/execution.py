@@ -8,17 +8,35 @@ import contextlib
 import contextvars
 import functools
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 BACKENDS = ("numpy", "emulated", "cupy")
+
+
+class NDArray(Protocol):
+    """What numpy.ndarray and cupy.ndarray share, for type checkers: an operator returns the
+    array type it is given (`ArrayT`). Other array objects (DLPack, __cuda_array_interface__)
+    are accepted at run time and give a cupy.ndarray; pass them through `cupy.asarray` for a
+    checker to follow the type."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+
+    def astype(self, dtype: Any, /) -> Any: ...
+
+
+ArrayT = TypeVar("ArrayT", bound=NDArray)
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_backend", default=None)
 
 
 @functools.cache
-def cupy_module() -> Any | None:
-    """The cupy module if importable, else None."""
+def cupy_module() -> Any:   # the module, or None
+    """The cupy module if importable, else None (typed Any: cupy has no type information)."""
     try:
         import cupy
     except Exception:  # noqa: BLE001 (ImportError, or a broken CUDA install)
@@ -31,7 +49,7 @@ def gpu_available() -> bool:
     if cp is None:
         return False
     try:
-        return cp.cuda.runtime.getDeviceCount() > 0
+        return bool(cp.cuda.runtime.getDeviceCount() > 0)
     except Exception:  # noqa: BLE001 (no driver, or a driver too old: no usable GPU)
         return False
 

@@ -3,14 +3,16 @@ path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
 (kernel.py)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..core import execution
+from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
 
 
-def hardmax(X: Any, *, axis: int | None = None, opset: int = 13, out: Any = None) -> Any:
+def hardmax(X: ArrayT, *, axis: int | None = None, opset: int = 13,
+            out: ArrayT | None = None) -> ArrayT:
     """ONNX Hardmax (versions 1, 11, 13) on a NumPy or CuPy array.
 
     Y = 1 at the first maximum of each row of X, 0 elsewhere. From opset 13 a row runs along
@@ -48,6 +50,8 @@ def hardmax(X: Any, *, axis: int | None = None, opset: int = 13, out: Any = None
     array([[0., 1., 0.],
            [1., 0., 0.]], dtype=float32)
     """
-    X, backend = execution.select(X, plan.OP)
-    pl = plan.prepare(tuple(X.shape), X.dtype, axis, opset)
-    return numpy_path.run(pl, X, out) if backend == "numpy" else kernel.run(pl, X, out, backend)
+    x, backend = execution.select(X, plan.OP)   # DLPack inputs become cupy.ndarray
+    pl = plan.prepare(tuple(x.shape), x.dtype, axis, opset)
+    o: Any = out   # of X's array type, as the path that runs takes it
+    y = numpy_path.run(pl, x, o) if backend == "numpy" else kernel.run(pl, x, o, backend)
+    return cast(ArrayT, y)   # the array type of X

@@ -3,17 +3,22 @@ the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels on th
 emulator (kernel.py)."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from ..core import execution
+from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-def _pool(op: str, X: Any, opset: int, out: Any, **attrs: Any) -> Any:
-    X, backend = execution.select(X, op)
-    pl = plan.prepare(op, tuple(X.shape), X.dtype, opset, **attrs)
-    return numpy_path.run(pl, X, out) if backend == "numpy" else kernel.run(pl, X, out, backend)
+
+def _pool(op: str, X: ArrayT, opset: int, out: Any, **attrs: Any) -> ArrayT:
+    x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
+    pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)
+    y = numpy_path.run(pl, x, out) if backend == "numpy" else kernel.run(pl, x, out, backend)
+    return cast(ArrayT, y)   # the array type of X
 
 
 _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
@@ -69,9 +74,9 @@ _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
     """
 
 
-def _pool_doc(**parts: str) -> Any:
+def _pool_doc(**parts: str) -> Callable[[_F], _F]:
     """Give a pooling function the shared docstring, filled with its own parts."""
-    def apply(fn: Any) -> Any:
+    def apply(fn: _F) -> _F:
         fn.__doc__ = _POOL_DOC.format(**parts)
         return fn
     return apply
@@ -91,9 +96,10 @@ def _pool_doc(**parts: str) -> Any:
     >>> oc.average_pool(x, kernel_shape=[2, 2], strides=[2, 2])[0, 0]
     array([[ 2.5,  4.5],
            [10.5, 12.5]], dtype=float32)""")
-def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
+def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
                  ceil_mode: int = 0, count_include_pad: int = 0, dilations: Any = None,
-                 pads: Any = None, strides: Any = None, opset: int = 22, out: Any = None) -> Any:
+                 pads: Any = None, strides: Any = None, opset: int = 22,
+                 out: ArrayT | None = None) -> ArrayT:
     return _pool("AveragePool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
                  ceil_mode=ceil_mode, count_include_pad=count_include_pad, dilations=dilations,
                  pads=pads, strides=strides)
@@ -101,8 +107,8 @@ def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
 
 @_pool_doc(
     op="LpPool", versions="1, 2, 11, 18, 22", ceil_from="18", dilations_from="18", at_21="18",
-    formula="""Y[n, c, o] = (sum over the taps w of window o inside X of |X[n, c, w]|^p)^(1/p); pads
-    contribute 0. Window o along axis i holds positions o_i * s_i - begin_i + j * d_i
+    formula="""Y[n, c, o] = (sum over the taps w of window o inside X of abs(X[n, c, w])^p)^(1/p);
+    pads contribute 0. Window o along axis i holds positions o_i * s_i - begin_i + j * d_i
     (0 <= j < k_i).""",
     own="""p : int or float, default 2
         The norm's order, > 0; an integer from opset 2 (LpPool-1 takes any float).""",
@@ -110,8 +116,8 @@ def average_pool(X: Any, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
     >>> x = np.array([[[3.0, 4.0, 0.0, 1.0]]], dtype=np.float32)
     >>> oc.lp_pool(x, kernel_shape=[2], strides=[2], p=2)
     array([[[5., 1.]]], dtype=float32)""")
-def lp_pool(X: Any, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
+def lp_pool(X: ArrayT, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
             ceil_mode: int = 0, dilations: Any = None, pads: Any = None, strides: Any = None,
-            opset: int = 22, out: Any = None) -> Any:
+            opset: int = 22, out: ArrayT | None = None) -> ArrayT:
     return _pool("LpPool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
                  ceil_mode=ceil_mode, dilations=dilations, pads=pads, strides=strides, p=p)

@@ -3,19 +3,21 @@ path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
 (kernel.py)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..core import execution
+from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
 
 
-def resize(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None, *, antialias: int = 0,
-           axes: Any = None, coordinate_transformation_mode: str = "half_pixel",
+def resize(X: ArrayT, roi: Any = None, scales: Any = None, sizes: Any = None, *,
+           antialias: int = 0, axes: Any = None,
+           coordinate_transformation_mode: str = "half_pixel",
            cubic_coeff_a: float = -0.75, exclude_outside: int = 0,
            extrapolation_value: float = 0.0, keep_aspect_ratio_policy: str = "stretch",
            mode: str = "nearest", nearest_mode: str = "round_prefer_floor", opset: int = 19,
-           out: Any = None) -> Any:
+           out: ArrayT | None = None) -> ArrayT:
     """ONNX Resize (versions 10, 11, 13, 18, 19) on a NumPy or CuPy array.
 
     Each resized axis (input length n, scale s) maps output coordinate y to an input coordinate
@@ -85,12 +87,14 @@ def resize(X: Any, roi: Any = None, scales: Any = None, sizes: Any = None, *, an
            [3., 3., 4., 4.],
            [3., 3., 4., 4.]], dtype=float32)
     """
-    X, backend = execution.select(X, plan.OP)
-    pl, _, _ = plan.prepare(tuple(X.shape), X.dtype, roi, scales, sizes, opset,
+    x, backend = execution.select(X, plan.OP)   # DLPack inputs become cupy.ndarray
+    pl, _, _ = plan.prepare(tuple(x.shape), x.dtype, roi, scales, sizes, opset,
                             antialias=antialias, axes=axes,
                             coordinate_transformation_mode=coordinate_transformation_mode,
                             cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside,
                             extrapolation_value=extrapolation_value,
                             keep_aspect_ratio_policy=keep_aspect_ratio_policy, mode=mode,
                             nearest_mode=nearest_mode)
-    return numpy_path.run(pl, X, out) if backend == "numpy" else kernel.run(pl, X, out, backend)
+    o: Any = out   # of X's array type, as the path that runs takes it
+    y = numpy_path.run(pl, x, o) if backend == "numpy" else kernel.run(pl, x, o, backend)
+    return cast(ArrayT, y)   # the array type of X

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import __version__, average_pool, hardmax, lp_pool, resize
 from ..core import execution
+from .progress import Progress
 
 OPSET = 22                 # model opset: AveragePool/LpPool-22, Hardmax-13, Resize-19 in force
 DTYPES = ("float32", "float16")
@@ -76,11 +77,11 @@ def _torch_hardmax(axis: int) -> Callable[[Any, Any], Any]:
     return lambda torch, x: torch.zeros_like(x).scatter_(axis, x.argmax(axis, keepdim=True), 1)
 
 
-_P3 = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
-_P2 = {"kernel_shape": [2, 2], "strides": [2, 2]}
-_POOL = {"shape": (8, 64, 112, 112), "reduced": (1, 16, 112, 112), "quick": (1, 4, 16, 16),
-         "reference_target": 100.0}
-_UP = {"shape": (8, 64, 56, 56), "reduced": (1, 64, 56, 56), "quick": (1, 4, 8, 8)}
+_P3: dict[str, Any] = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+_P2: dict[str, Any] = {"kernel_shape": [2, 2], "strides": [2, 2]}
+_POOL: dict[str, Any] = {"shape": (8, 64, 112, 112), "reduced": (1, 16, 112, 112),
+                         "quick": (1, 4, 16, 16), "reference_target": 100.0}
+_UP: dict[str, Any] = {"shape": (8, 64, 56, 56), "reduced": (1, 64, 56, 56), "quick": (1, 4, 8, 8)}
 
 # PyTorch equivalents: count_include_pad=0 is ONNX's default; lp_pool2d has no padding, so the
 # zeros are padded in (p=2 is even, so x^p = |x|^p); bilinear with align_corners=False is
@@ -245,7 +246,7 @@ def _reference(case: Case, dtype: str, shape: tuple[int, ...],
     from onnx.reference import ReferenceEvaluator
 
     ev = ReferenceEvaluator(_model(case, dtype, shape, out_shape))
-    return lambda x: ev.run(None, {"X": x})[0], {}
+    return lambda x: next(iter(ev.run(None, {"X": x}))), {}
 
 
 def peers(backend: str) -> tuple[list[Peer], list[str]]:
@@ -308,7 +309,7 @@ class _GpuClock:
     def stop(self) -> float:
         self.end.record()
         self.end.synchronize()
-        return self.cp.cuda.get_elapsed_time(self.begin, self.end) * 1e-3
+        return float(self.cp.cuda.get_elapsed_time(self.begin, self.end)) * 1e-3
 
 
 @dataclass
@@ -374,10 +375,10 @@ def _rotating(x: Any) -> Any:
 def _host(y: Any) -> np.ndarray:
     """A NumPy copy of an output: NumPy, CuPy, torch.Tensor or onnxruntime OrtValue."""
     if isinstance(y, np.ndarray) or execution.is_cupy_array(y):
-        return execution.to_host(y)
+        return np.asarray(execution.to_host(y))
     if hasattr(y, "detach"):
-        return y.detach().cpu().numpy()
-    return y.numpy()
+        return np.asarray(y.detach().cpu().numpy())
+    return np.asarray(y.numpy())
 
 
 def _max_abs_diff(got: np.ndarray, expected: np.ndarray) -> float:
@@ -391,7 +392,7 @@ def _agrees(diff: float, expected: np.ndarray, dtype: str) -> bool:
 
 
 def _elements_per_second(x: Any, y: Any, seconds: float) -> float:
-    return (x.size + y.size) / seconds
+    return float(x.size + y.size) / seconds
 
 
 def _peak_ratio(fn: Callable[[Any], Any], x: np.ndarray) -> float:
@@ -402,7 +403,7 @@ def _peak_ratio(fn: Callable[[Any], Any], x: np.ndarray) -> float:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    return peak / (x.nbytes + y.nbytes)
+    return float(peak / (x.nbytes + y.nbytes))
 
 
 @dataclass
@@ -541,37 +542,6 @@ def measure(case: Case, dtype: str, run: _Run) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- progress, header, report
 
-class _Counter:
-    """Minimal stand-in for tqdm: `[i/n] description` on one stderr line."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.desc, self.width = total, 0, "", 0
-
-    def set_description(self, desc: str) -> None:
-        self.desc = desc
-        self._show()
-
-    def update(self, n: int = 1) -> None:
-        self.done += n
-        self._show()
-
-    def _show(self) -> None:
-        line = f"[{self.done}/{self.total}] {self.desc}"
-        sys.stderr.write("\r" + line.ljust(self.width))
-        sys.stderr.flush()
-        self.width = len(line)
-
-    def close(self) -> None:
-        sys.stderr.write("\n")
-
-
-def _progress(total: int) -> Any:
-    tqdm = _module("tqdm")
-    if tqdm is None:
-        return _Counter(total)
-    return tqdm.tqdm(total=total, unit="row", file=sys.stderr, leave=False)
-
-
 def _cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -599,7 +569,8 @@ def _load() -> float | None:
 
 
 def _header(backend: str, quick: bool, load: tuple[float | None, float | None]) -> dict[str, Any]:
-    versions = {"onnx-cupy": __version__, "python": platform.python_version()}
+    versions: dict[str, str | None] = {"onnx-cupy": __version__,
+                                       "python": platform.python_version()}
     for name in ("numpy", "onnx", "onnxruntime", "torch"):   # those this run imported
         module = sys.modules.get(name)
         versions[name] = getattr(module, "__version__", None) if module else None
@@ -610,25 +581,65 @@ def _header(backend: str, quick: bool, load: tuple[float | None, float | None]) 
             "gpu": _gpu_header() if backend == "cupy" else None}
 
 
-def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False) -> dict[str, Any]:
+def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False,
+        repeat: int = 1) -> dict[str, Any]:
     """Measure every case of `ops` (all when empty) at each dtype on `backend` ('numpy',
-    'emulated' or 'cupy'); returns the report (header, peers, notes, rows)."""
+    'emulated' or 'cupy'), `repeat` times over (all rows, then all rows again, ...); returns the
+    report (header, peers, notes, rows), each row giving the median and range over the runs."""
+    if repeat < 1:
+        raise ValueError(f"bench: repeat must be >= 1, got {repeat}")
     found, notes = peers(backend)
     state = _Run(backend, quick, found)
     tasks = [(c, d) for c in CASES if not ops or c.op in ops for d in DTYPES]
-    bar = _progress(len(tasks))
-    rows = []
+    runs: list[list[dict[str, Any]]] = [[] for _ in tasks]
     start = _load()
-    try:
-        for case, dtype in tasks:
-            bar.set_description(f"{case.name} {dtype}")
-            rows.append(measure(case, dtype, state))
-            bar.update(1)
-    finally:
-        bar.close()
-    return {"header": _header(backend, quick, (start, _load())), "peers": [p.name for p in found],
+    with Progress(repeat * len(tasks)) as bar:
+        for n in range(repeat):
+            for (case, dtype), measured in zip(tasks, runs):
+                bar.step(f"run {n + 1}/{repeat}: {case.name} {dtype}")
+                measured.append(measure(case, dtype, state))
+    rows = [merge(measured, state) for measured in runs]
+    header = {**_header(backend, quick, (start, _load())), "repeat": repeat}
+    return {"header": header, "peers": [p.name for p in found],
             "peer_settings": {p.name: p.settings for p in found}, "notes": notes,
             "targets": _targets(rows), "rows": rows}
+
+
+def _median_and_range(values: Sequence[float]) -> tuple[float, list[float]]:
+    return statistics.median(values), [min(values), max(values)]
+
+
+def merge(measured: Sequence[dict[str, Any]], run: _Run) -> dict[str, Any]:
+    """One row from the rows of repeated runs of a case: times, throughputs and ratios as their
+    median with the range (`*_range`: [min, max]) over the runs, targets judged on the median;
+    the largest difference and peak memory; a peer n/a in any run is n/a."""
+    first = measured[0]
+    row = {**first, "runs": len(measured)}
+    for key in ("ms", "melem_s", "gb_s", "share_of_copy"):
+        if key in first:
+            row[key], row[f"{key}_range"] = _median_and_range([r[key] for r in measured])
+    row["peers"] = {}
+    for name, result in first["peers"].items():
+        results = [r["peers"][name] for r in measured]
+        na = next((res for res in results if "ratio" not in res), None)
+        if na is not None:
+            row["peers"][name] = na
+            continue
+        merged = {**result}
+        for key in ("ms", "melem_s", "ratio"):
+            merged[key], merged[f"{key}_range"] = _median_and_range([r[key] for r in results])
+        merged["max_abs_diff"] = max(r["max_abs_diff"] for r in results)
+        if "target" in merged:
+            merged["met"] = merged["ratio"] >= merged["target"]
+        row["peers"][name] = merged
+    ort = row["peers"].get("onnxruntime", {})
+    row["max_abs_diff_vs_onnxruntime"] = ort.get("max_abs_diff")
+    row["correct"] = None if "max_abs_diff" not in ort else "na" not in ort
+    if "peak_memory_ratio" in first:
+        row["peak_memory_ratio"] = max(r["peak_memory_ratio"] for r in measured)
+        if run.judged:
+            row["peak_memory_met"] = row["peak_memory_ratio"] <= MEMORY_TARGET
+    return row
 
 
 def _targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -653,23 +664,34 @@ def _number(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
 
+def _with_range(value: float, spread: Sequence[float] | None) -> str:
+    """`1.52 (1.48-1.7)`: a median with its range over repeated runs, where they differ."""
+    if not spread or spread[0] == spread[1]:
+        return _number(value)
+    return f"{_number(value)} ({_number(spread[0])}-{_number(spread[1])})"
+
+
 def _peer_cell(result: dict[str, Any]) -> str:
     if "ratio" not in result:
         return "n/a"
-    cell = _number(result["ratio"])
+    cell = _with_range(result["ratio"], result.get("ratio_range"))
     if "target" in result:
         cell += f" >={_number(result['target'])} {'ok' if result['met'] else 'MISS'}"
     return cell
+
+
+def _peer_column(name: str) -> Callable[[dict[str, Any]], str]:
+    return lambda r: _peer_cell(r["peers"][name])
 
 
 def _columns(report: dict[str, Any]) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
     backend = report["header"]["backend"]
     cols: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("case", lambda r: r["case"]), ("dtype", lambda r: r["dtype"]),
-        ("shape", lambda r: "x".join(map(str, r["shape"]))), ("ms", lambda r: _number(r["ms"])),
+        ("shape", lambda r: "x".join(map(str, r["shape"]))),
+        ("ms", lambda r: _with_range(r["ms"], r.get("ms_range"))),
         ("Melem/s", lambda r: _number(r["melem_s"]))]
-    cols += [(f"x {name}", lambda r, name=name: _peer_cell(r["peers"][name]))
-             for name in report["peers"]]
+    cols += [(f"x {name}", _peer_column(name)) for name in report["peers"]]
     cols.append(("max abs diff vs onnxruntime", lambda r: "-" if r["correct"] is None else
                  f"{r['max_abs_diff_vs_onnxruntime']:.1e}{'' if r['correct'] else ' WRONG'}"))
     if backend == "numpy":
@@ -693,25 +715,31 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def markdown(report: dict[str, Any], drawn: str | None = None) -> str:
-    """The report as Markdown: header, table, notes, and the plot: `drawn` is its file name or
-    why it was skipped."""
+def summary(report: dict[str, Any]) -> str:
+    """The Markdown a page includes: when, where and with what the run measured, the table, the
+    targets and how the figures were taken (the full report adds the peers' settings)."""
     h = report["header"]
     versions = ", ".join(f"{k} {v}" for k, v in h["versions"].items() if v)
     quick = " (--quick: reduced shapes and repeats)" if h["quick"] else ""
-    lines = ["# onnx-cupy benchmark", "",
-             f"- date: {h['date']}",
+    repeat = h.get("repeat", 1)
+    lines = [f"- date: {h['date']}",
              f"- host: {h['host']}, CPU: {h['cpu']} ({h['cpu_count']} logical cores)",
              f"- backend: {h['backend']}{quick}, ONNX opset {h['opset']}",
              (f"- 1-minute load average at start / end: {_loads(h['load_average'])} on "
               f"{h['cpu_count']} logical cores (this run counts about 1; more means other "
               "processes shared the CPU)"),
              f"- versions: {versions}"]
+    if h.get("note"):
+        lines.append(f"- note: {h['note']}")
     if h["gpu"]:
         g = h["gpu"]
         lines.append(f"- GPU: {g['device']} (compute capability {g['compute_capability']}, "
                      f"L2 {g['l2_bytes'] // 2**20} MiB), CuPy {g['cupy']}, CUDA runtime "
                      f"{g['cuda_runtime']}, driver {g['driver']}")
+    if repeat > 1:
+        lines.append(f"- {repeat} runs of every row in one invocation: each time, throughput and "
+                     "ratio is the median over the runs, with the range (lowest-highest) in "
+                     "parentheses where they differ; targets are judged on the median")
     warmup, repeats = REPEATS["cpu", h["quick"]]
     lines += ["", table(report), "", _target_line(report["targets"]), "",
               ("Throughput: elements of X and Y per second. Ours and the peers are called in turns "
@@ -720,8 +748,14 @@ def markdown(report: dict[str, Any], drawn: str | None = None) -> str:
                f"{' and '.join(map(str, REPEATS['gpu', h['quick']]))} calls, inputs rotated "
                "through more than the L2 cache). `x PEER`: our throughput over the peer's. "
                "onnx.reference is timed once on the reduced shapes (see JSON). Targets (float32) "
-               "are checked for the NumPy backend at the canonical shapes (not under --quick)."),
-              "", "Peers:", *_peer_lines(report)]
+               "are checked for the NumPy backend at the canonical shapes (not under --quick).")]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(report: dict[str, Any], drawn: str | None = None) -> str:
+    """The report as Markdown: title, summary, peers' settings, notes, and the plot: `drawn` is
+    its file name or why it was skipped."""
+    lines = ["# onnx-cupy benchmark", "", summary(report), "Peers:", *_peer_lines(report)]
     na = [f"{r['case']} {r['dtype']}, {name}: {res['na']}" for r in report["rows"]
           for name, res in r["peers"].items() if "na" in res]
     notes = report["notes"] + [f"n/a: {line}" for line in na]
@@ -774,11 +808,13 @@ def plot(report: dict[str, Any], path: Path) -> str:
     marks: dict[bool, list[tuple[float, float]]] = {True: [], False: []}   # met -> (target, y)
     for k, name in enumerate(names):
         shift = (k - (len(names) - 1) / 2) * height
-        pts = [(i, r["peers"][name]["ratio"]) for i, r in enumerate(rows)
-               if "ratio" in r["peers"][name]]
+        pts = [(i, r["peers"][name]["ratio"], r["peers"][name].get("ratio_range"))
+               for i, r in enumerate(rows) if "ratio" in r["peers"][name]]
         if pts:
-            i, v = zip(*pts)
-            ax.barh(np.array(i) + shift, v, height, label=name)
+            at, v, spread = zip(*pts)
+            low, high = zip(*(s or (m, m) for m, s in zip(v, spread)))
+            ax.barh(np.array(at) + shift, v, height, label=name,
+                    xerr=[np.subtract(v, low), np.subtract(high, v)], capsize=2)
         for i, r in enumerate(rows):
             if "target" in r["peers"][name]:
                 marks[r["peers"][name]["met"]].append((r["peers"][name]["target"], i + shift))

@@ -29,11 +29,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import extras, launcher, loader
+from ..core import extras, loader
 
 ARCHS = ("sm_80", "sm_90")
 BUDGETS = {"pool": 150, "resize": 40, "hardmax": 30}  # fast-path instructions per output
@@ -114,11 +114,11 @@ def _nvrtc() -> Any:
         from cuda.bindings import nvrtc
         nvrtc.nvrtcVersion()
     except ImportError as exc:
-        raise extras.missing("onnx-cupy kernels", "test", exc) from exc
+        raise extras.missing("onnx-cupy kernels", "kernels", exc) from exc
     except RuntimeError as exc:  # cuda.bindings without the NVRTC library
         raise ModuleNotFoundError(
             f"onnx-cupy kernels needs NVRTC ({exc}); install it with: "
-            'pip install nvidia-cuda-nvrtc-cu12 (or pip install "onnx-cupy[test]")',
+            'pip install "onnx-cupy[kernels]"',
             name="nvidia-cuda-nvrtc-cu12") from exc
     return nvrtc
 
@@ -127,16 +127,16 @@ def nvdisasm() -> str | None:
     """Path of the CUDA disassembler: the pip wheel's, else one on PATH or under CUDA_PATH."""
     roots = [Path(p) / "nvidia" for p in sys.path if p]
     for root in roots:
-        found = sorted(glob.glob(str(root / "*" / "bin" / "nvdisasm")))
-        if found:
-            return found[-1]
+        wheels = sorted(glob.glob(str(root / "*" / "bin" / "nvdisasm")))
+        if wheels:
+            return wheels[-1]
     found = shutil.which("nvdisasm")
     if found is None and os.environ.get("CUDA_PATH"):
         found = shutil.which("nvdisasm", path=str(Path(os.environ["CUDA_PATH"]) / "bin"))
     return found
 
 
-def _check(nvrtc: Any, result: tuple, prog: Any, what: str) -> tuple:
+def _check(nvrtc: Any, result: tuple[Any, ...], prog: Any, what: str) -> tuple[Any, ...]:
     if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RuntimeError(f"{what}: {result[0]}\n{_log(nvrtc, prog)}")
     return result[1:]
@@ -146,7 +146,7 @@ def _log(nvrtc: Any, prog: Any) -> str:
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     log = b" " * size
     nvrtc.nvrtcGetProgramLog(prog, log)
-    return log.decode(errors="replace").rstrip("\x00 \n")
+    return str(log.decode(errors="replace")).rstrip("\x00 \n")
 
 
 @functools.cache
@@ -259,7 +259,8 @@ def _strip_padding(body: list[_Instruction], labels: dict[str, int]) -> list[_In
     """Without the trailing NOPs and the branch-to-self that closes the code."""
     body = list(body)
     while body and (body[-1].base == "NOP" or
-                    (body[-1].base == "BRA" and labels.get(body[-1].target) == body[-1].address)):
+                    (body[-1].base == "BRA"
+                     and labels.get(body[-1].target or "") == body[-1].address)):
         body.pop()
     return body
 
@@ -287,9 +288,9 @@ def _load_width(i: _Instruction) -> int | None:
 
 
 def _tally(body: list[_Instruction], code: dict[str, list[_Instruction]],
-           seen: frozenset[str] = frozenset()) -> collections.Counter:
+           seen: frozenset[str] = frozenset()) -> collections.Counter[str | tuple[str, int]]:
     """Local ops, divisions, FP64 and load widths of `body`, calls counting their callees."""
-    c: collections.Counter = collections.Counter()
+    c: collections.Counter[str | tuple[str, int]] = collections.Counter()
     for i in body:
         c["local"] += i.base in ("LDL", "STL")
         c["divisions"] += _is_division(i)
@@ -308,8 +309,8 @@ def _sass_counts(body: list[_Instruction], labels: dict[str, int],
     body = _strip_padding(body, labels)
     where = {i.address: n for n, i in enumerate(body)}
     backward = [(n, where[labels[i.target]]) for n, i in enumerate(body)
-                if i.base == "BRA" and labels.get(i.target, i.address) < i.address
-                and labels[i.target] in where]
+                if i.base == "BRA" and i.target is not None
+                and labels.get(i.target, i.address) < i.address and labels[i.target] in where]
     loop = None
     inner = 0
     loop_body: list[_Instruction] = []
@@ -347,7 +348,7 @@ def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90"
                     options: Sequence[str] | None = None) -> list[Kernel]:
     """Compile `source` once for `arch` with every name expression and `options` (default: the
     loader's, with the common defines) and report each kernel: launched with `blocks[e]` threads
-    per block (default launcher.BLOCK), writing `outputs[e]` outputs per thread and loop
+    per block (default loader.BLOCK), writing `outputs[e]` outputs per thread and loop
     iteration (default 1; listed ones are fast paths)."""
     if arch not in SM_LIMITS:
         raise ValueError(f"kernel report: arch {arch!r} is not one of {', '.join(SM_LIMITS)}")
@@ -358,7 +359,7 @@ def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90"
     code, labels = _symbols(_disassemble(cubin, tool)) if tool else ({}, {})
     outputs = outputs or {}
     return [Kernel(family=family, expression=e, arch=arch, name=names[e], **ptxas[names[e]],
-                   block=(blocks or {}).get(e, launcher.BLOCK), outputs=outputs.get(e, 1),
+                   block=(blocks or {}).get(e, loader.BLOCK), outputs=outputs.get(e, 1),
                    fast=e in outputs,
                    sass=_sass_counts(code[names[e]], labels, code) if tool else None)
             for e in expressions]
@@ -372,6 +373,19 @@ def family_report(family: str, arch: str = "sm_90") -> tuple[Kernel, ...]:
         loader.source(family), expressions, arch, family=family, filename=f"{family}.cu",
         blocks={e: loader.block_size(family, e) for e in expressions},
         outputs=loader.fast_paths(family), options=loader.options(family)))
+
+
+def report(families: Sequence[str] | None = None, archs: Sequence[str] | None = None,
+           step: Callable[[str], None] | None = None) -> list[Kernel]:
+    """Every registered instantiation of `families` (default: all) on `archs` (default: ARCHS),
+    architecture by architecture; `step` hears which family compiles next."""
+    kernels: list[Kernel] = []
+    for arch in archs or ARCHS:
+        for family in families or loader.families():
+            if step is not None:
+                step(f"compiling {family}.cu for {arch} (NVRTC)")
+            kernels += family_report(family, arch)
+    return kernels
 
 
 def template_arguments(expression: str) -> list[str]:
@@ -433,7 +447,7 @@ def check(kernel: Kernel, budget: float | None) -> list[str]:
         ("integer divisions in the loop body", s.loop_divisions, s.loop_divisions > 0),
         ("FP64 instructions", s.fp64, s.fp64 > 0),
         ("instructions per output", f"{per_output:g} > {budget}",
-         budget is not None and per_output > budget),
+         budget is not None and per_output is not None and per_output > budget),
     ] if bad]
     return misses
 
@@ -478,3 +492,60 @@ def table(kernels: Sequence[Kernel]) -> str:
                  "body; per out: its instructions / registered outputs per iteration")
     return "\n".join(lines)
 
+
+def _markdown_table(rows: Sequence[Sequence[str]]) -> list[str]:
+    head, *body = rows
+    return ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|",
+            *("| " + " | ".join(r) + " |" for r in body)]
+
+
+def _versions() -> str:
+    """Versions of what the report depends on: NVRTC, the disassembler, onnx-cupy, Python."""
+    from .. import __version__
+
+    found = [f"onnx-cupy {__version__}", f"Python {sys.version.split()[0]}"]
+    major, minor = _nvrtc().nvrtcVersion()[1:]
+    found.append(f"NVRTC {major}.{minor}")
+    tool = nvdisasm()
+    if tool:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, check=False)
+        release = re.search(r"release ([\d.]+)|V([\d.]+)", out.stdout)
+        found.append(f"nvdisasm {next(g for g in release.groups() if g) if release else '?'}")
+    return ", ".join(found)
+
+
+def markdown(kernels: Sequence[Kernel]) -> str:
+    """The report as Markdown for the documentation: when, where and with what it was made
+    (lines starting with "- "), then one table per family and architecture, and what the suite
+    holds the fast paths to. Everything but the "- " lines is a function of the kernel sources
+    and the compiler alone."""
+    import datetime
+    import platform
+
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    lines = [f"- date: {date}", f"- host: {platform.node()} ({platform.machine()})",
+             f"- versions: {_versions()}",
+             (f"- NVRTC options (each family adds its defines): {' '.join(loader.options())} "
+              "-ftz=true"), ""]
+    groups: dict[tuple[str, str], list[Kernel]] = {}
+    for k in kernels:
+        groups.setdefault((k.family, k.arch), []).append(k)
+    for (family, arch), ks in groups.items():
+        blocks = ", ".join(sorted({str(k.block) for k in ks}))
+        rows = [COLUMNS, *(((f"`{r[0]}`"), *r[1:]) for r in map(_row, ks))]
+        lines += [f"**{family}** ({arch}, block {blocks})", "", *_markdown_table(rows), ""]
+    local = sum(map(uses_local_memory, kernels))
+    lines.append(f"{local} of {len(kernels)} instantiations use local memory (stack frame, spills "
+                 "or LDL/STL).")
+    if any(k.sass and k.sass.inner_loops for k in kernels):
+        lines.append("`*`: the loop body holds loops that are not unrolled, counted once.")
+    budgets = ", ".join(f"{family} {n}" for family, n in BUDGETS.items())
+    lines += ["", ("loads: count x width in bits; loop STG: global stores in the grid-stride loop "
+                   "body; per out: its instructions / registered outputs per iteration. Fast "
+                   "paths (`[fast xN]`: N outputs per thread and iteration) with float16, "
+                   "bfloat16 or float32 storage are held, on sm_90, to: no stack frame, spills or "
+                   "LDL/STL, no integer division in the loop body, no FP64, occupancy >= "
+                   f"{MIN_OCCUPANCY:.0%}, and instructions per output within the family's budget "
+                   f"({budgets}; {WIDE_INDEX_BUDGET:g}x with 64-bit offsets; Resize: nearest, "
+                   "and linear on 1-2 axes).")]
+    return "\n".join(lines) + "\n"

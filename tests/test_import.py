@@ -1,0 +1,45 @@
+"""`import onnx_cupy` loads the public functions and what they need, and nothing else: not the
+emulator (g++ builds), not the tools (bench, kernel report, command line), not the optional
+integrations, and none of their third-party modules."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ALLOWED = ("onnx_cupy.core.", "onnx_cupy.pool.", "onnx_cupy.resize.", "onnx_cupy.hardmax.",
+           "onnx_cupy.interop.nodes")
+NOT_LOADED = ("onnx_cupy.core.emulator", "onnx_cupy.tools", "onnx_cupy.interop.dask",
+              "onnx_cupy.interop.onnx_backend", "onnx_cupy.dask", "onnx_cupy.onnx_backend")
+THIRD_PARTY = ("onnx", "onnxruntime", "dask", "matplotlib", "torch", "cupy")
+
+
+def _modules_after(code: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    script = f"{code}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    res = subprocess.run([sys.executable, "-c", script],
+                         capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_import_loads_only_the_operators():
+    modules = _modules_after("import onnx_cupy")
+    ours = [m for m in modules if m.split(".")[0] == "onnx_cupy"]
+    assert {"onnx_cupy.pool.api", "onnx_cupy.resize.api", "onnx_cupy.hardmax.api",
+            "onnx_cupy.core.execution"} <= set(ours)
+    assert all(m == "onnx_cupy" or m.startswith(ALLOWED) or m.count(".") == 1 for m in ours), ours
+    assert not [m for m in ours if m.startswith(NOT_LOADED)], ours
+    assert not [m for m in modules if m.split(".")[0] in THIRD_PARTY]
+
+
+def test_emulated_path_loads_the_emulator_when_used():
+    modules = _modules_after(
+        "import numpy as np, onnx_cupy as oc\n"
+        "with oc.backend('emulated'):\n"
+        "    oc.hardmax(np.random.default_rng(1).standard_normal((3, 5)).astype(np.float32))")
+    assert "onnx_cupy.core.emulator" in modules
+    assert not [m for m in modules if m.startswith("onnx_cupy.tools")]
