@@ -205,7 +205,7 @@ def test_cli_without_nvdisasm(monkeypatch, capsys):
     assert cli.main(["kernels", "--family", "pool", "--arch", "sm_80"]) == 0
     captured = capsys.readouterr()
     assert f"pip install {kernel_report.NVDISASM_WHEEL}" in captured.err
-    assert "pool<float, float, int>" in captured.out
+    assert "pool<float, float, int, 2>" in captured.out
 
 
 def test_cli_without_nvrtc(monkeypatch, capsys):
