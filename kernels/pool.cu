@@ -25,7 +25,7 @@
 // POOL_MIN_BLOCKS, the blocks of OC_BLOCK threads pool_fast keeps resident per SM (its registers
 // are capped to allow them: the occupancy target), one fewer for float64 with 64-bit offsets.
 #if !defined(POOL_MAXD) || !defined(POOL_OUTPUTS) || !defined(POOL_MIN_BLOCKS)
-#error "compile through onnx_cupy.core.loader, which defines POOL_MAXD, POOL_OUTPUTS, POOL_MIN_BLOCKS"
+#error "compile through onnx_cupy.core.loader: it defines POOL_MAXD, POOL_OUTPUTS, POOL_MIN_BLOCKS"
 #endif
 
 // ------------------------------------------------------------------------- the generic kernel
@@ -90,37 +90,37 @@ __device__ __forceinline__ void for_each_tap(I offset, const I (&tap_count)[R],
 }  // namespace oc
 
 template <typename T, typename Acc, typename I, int R>
-__global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom g) {
+__global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom geom) {
   static_assert(1 <= R && R <= POOL_MAXD, "spatial rank out of range");
-  const Acc p = (Acc)g.p;
+  const Acc p = (Acc)geom.p;
 #pragma unroll 1  // grid-stride loop: no trip-count division
-  for (I idx = oc::first_index<I>(); idx < (I)g.total; idx += oc::grid_stride<I>()) {
+  for (I idx = oc::first_index<I>(); idx < (I)geom.total; idx += oc::grid_stride<I>()) {
     I out_pos[R];
-    const I plane = oc::unravel<R>(idx, g.out_shape, out_pos);  // n * C + c
-    const I n = plane / (I)g.channels;
-    I offset = n * (I)g.stride_n + (plane - n * (I)g.channels) * (I)g.stride_c;
+    const I plane = oc::unravel<R>(idx, geom.out_shape, out_pos);  // n * C + c
+    const I n = plane / (I)geom.channels;
+    I offset = n * (I)geom.stride_n + (plane - n * (I)geom.channels) * (I)geom.stride_c;
     I tap_count[R], tap_jump[R];
     Acc count = Acc(1);
 #pragma unroll
     for (int a = R - 1; a >= 0; --a) {  // the divisor's product order: last axis first
-      const I start = out_pos[a] * (I)g.step[a] - (I)g.pad_begin[a];
-      const I dilation = (I)g.dilation[a], taps = (I)g.kernel[a];
+      const I start = out_pos[a] * (I)geom.step[a] - (I)geom.pad_begin[a];
+      const I dilation = (I)geom.dilation[a], taps = (I)geom.kernel[a];
       I first_tap, end_tap;
-      oc::tap_range<I>(start, dilation, taps, (I)g.count_begin[a], (I)g.count_end[a],
+      oc::tap_range<I>(start, dilation, taps, (I)geom.count_begin[a], (I)geom.count_end[a],
                        first_tap, end_tap);
       count *= (Acc)(end_tap - first_tap);
-      oc::tap_range<I>(start, dilation, taps, (I)0, (I)g.in_shape[a], first_tap, end_tap);
+      oc::tap_range<I>(start, dilation, taps, (I)0, (I)geom.in_shape[a], first_tap, end_tap);
       tap_count[a] = end_tap - first_tap;
-      tap_jump[a] = dilation * (I)g.in_stride[a];
-      offset += (start + first_tap * dilation) * (I)g.in_stride[a];
+      tap_jump[a] = dilation * (I)geom.in_stride[a];
+      offset += (start + first_tap * dilation) * (I)geom.in_stride[a];
     }
     Acc acc = Acc(0);
     auto add = [&](I at) {
       const Acc v = oc::load<Acc>(x + at);
-      acc += g.lp ? oc::lp_term<Acc>(v, p) : v;
+      acc += geom.lp ? oc::lp_term<Acc>(v, p) : v;
     };
     oc::for_each_tap<0, R>(offset, tap_count, tap_jump, add);
-    oc::store<Acc>(y + idx, g.lp ? oc::lp_root<Acc>(acc, p) : acc / count);
+    oc::store<Acc>(y + idx, geom.lp ? oc::lp_root<Acc>(acc, p) : acc / count);
   }
 }
 
@@ -182,23 +182,24 @@ template <int Taps, int Step> struct FixedWindow {
 // start + tap * dilation lie in [begin, end) (0 <= first_tap <= end_tap <= taps): by min/max for
 // a fixed window, else by multiply-shift division.
 template <typename Window>
-__device__ __forceinline__ void tap_span(const PoolFastGeom& g, int a, int start, int begin,
+__device__ __forceinline__ void tap_span(const PoolFastGeom& fast, int a, int start, int begin,
                                          int end, int& first_tap, int& end_tap) {
   if constexpr (Window::fixed) {
     first_tap = imin(Window::taps, imax(begin - start, 0));
     end_tap = imax(first_tap, imin(Window::taps, end - start));
   } else {
-    const int dilation = g.dilation[a], taps = g.kernel[a];
-    first_tap = imin(taps, fast_div(imax(begin - start, 0) + dilation - 1, g.by_dilation[a]));
+    const int dilation = fast.dilation[a], taps = fast.kernel[a];
+    first_tap = imin(taps, fast_div(imax(begin - start, 0) + dilation - 1, fast.by_dilation[a]));
     end_tap = imax(first_tap,
-                   imin(taps, fast_div(imax(end - start, 0) + dilation - 1, g.by_dilation[a])));
+                   imin(taps, fast_div(imax(end - start, 0) + dilation - 1, fast.by_dilation[a])));
   }
 }
 
 // The ONNX stride of the last axis `a`: compiled in for a fixed window.
-template <typename Window> __device__ __forceinline__ int window_step(const PoolFastGeom& g, int a) {
+template <typename Window>
+__device__ __forceinline__ int window_step(const PoolFastGeom& fast, int a) {
   if constexpr (Window::fixed) return Window::step;
-  else return g.step[a];
+  else return fast.step[a];
 }
 
 // The generic kernel's term and result with p = Mode known at compile time (l1: p = 1, l2: p = 2),
@@ -207,7 +208,8 @@ template <PoolMode Mode, typename Acc> __device__ __forceinline__ Acc pool_term(
   return Mode == PoolMode::average ? v : lp_term<Acc>(v, Acc(Mode == PoolMode::l1 ? 1 : 2));
 }
 
-template <PoolMode Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc s, Acc count) {
+template <PoolMode Mode, typename Acc>
+__device__ __forceinline__ Acc pool_finish(Acc s, Acc count) {
   return Mode == PoolMode::average ? s / count : lp_root<Acc>(s, Acc(Mode == PoolMode::l1 ? 1 : 2));
 }
 
@@ -226,8 +228,9 @@ template <int Taps, int Step, typename U> struct LastAxisRow<FixedWindow<Taps, S
   U first_column;  // offset of column `start` from the plane's row
   bool inside;     // every column inside the input: no predicates
 
-  __device__ __forceinline__ LastAxisRow(const PoolFastGeom& g, int a, int first_out, U row_begin)
-      : start(first_out * Step - g.pad_begin[a]), in_len(g.in_len[a]),
+  __device__ __forceinline__ LastAxisRow(const PoolFastGeom& fast, int a, int first_out,
+                                         U row_begin)
+      : start(first_out * Step - fast.pad_begin[a]), in_len(fast.in_len[a]),
         first_column(row_begin + (U)start), inside(start >= 0 && start <= in_len - columns) {}
 
   template <PoolMode Mode, typename I, typename T, typename Acc>
@@ -262,23 +265,25 @@ template <typename U> struct LastAxisRow<RuntimeWindow, U> {
   U window_at[POOL_OUTPUTS];  // offset of output v's tap 0 from the plane's row
   bool inside = true;  // the group's outputs all exist and read every tap
 
-  __device__ __forceinline__ LastAxisRow(const PoolFastGeom& g, int a, int first_out, U row_begin)
-      : union_first(g.kernel[a]),
-        tap_jump((U)g.dilation[a] * (U)g.in_stride[a]) {
+  __device__ __forceinline__ LastAxisRow(const PoolFastGeom& fast, int a, int first_out,
+                                         U row_begin)
+      : union_first(fast.kernel[a]),
+        tap_jump((U)fast.dilation[a] * (U)fast.in_stride[a]) {
 #pragma unroll
     for (int v = 0; v < POOL_OUTPUTS; ++v) {
-      const int start = imin(first_out + v, g.out_len[a] - 1) * g.step[a] - g.pad_begin[a];
+      const int start =
+          imin(first_out + v, fast.out_len[a] - 1) * fast.step[a] - fast.pad_begin[a];
       int first, end;
-      tap_span<RuntimeWindow>(g, a, start, 0, g.in_len[a], first, end);
-      if (first_out + v >= g.out_len[a]) end = first;  // past the row's end: nothing to read
+      tap_span<RuntimeWindow>(fast, a, start, 0, fast.in_len[a], first, end);
+      if (first_out + v >= fast.out_len[a]) end = first;  // past the row's end: nothing to read
       first_tap[v] = first;
       tap_count[v] = end - first;
-      window_at[v] = row_begin + (U)start * (U)g.in_stride[a];
+      window_at[v] = row_begin + (U)start * (U)fast.in_stride[a];
       if (end > first) {
         union_first = imin(union_first, first);
         union_end = imax(union_end, end);
       }
-      inside &= tap_count[v] == g.kernel[a];
+      inside &= tap_count[v] == fast.kernel[a];
     }
   }
 
@@ -309,20 +314,20 @@ template <typename U> struct LastAxisRow<RuntimeWindow, U> {
 }  // namespace oc
 
 template <typename T, typename Acc, typename I, oc::PoolMode Mode, int R, typename Window>
-__global__ void __launch_bounds__(OC_BLOCK, oc::fast_min_blocks<Acc, I>) pool_fast(const T* __restrict__ x,
-                                                         T* __restrict__ y, const PoolFastGeom g) {
+__global__ void __launch_bounds__(OC_BLOCK, oc::fast_min_blocks<Acc, I>)
+pool_fast(const T* __restrict__ x, T* __restrict__ y, const PoolFastGeom fast) {
   static_assert(1 <= R && R <= 3, "pool_fast serves 1-3 spatial axes");
   using U = typename oc::offset_of<I>::type;
   constexpr int L = R - 1;  // the last spatial axis
   constexpr int V = POOL_OUTPUTS;
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= g.work) return;
-  const int row = oc::fast_div(t, g.by_groups);  // outer output position, row-major
-  const int first_out = (t - row * g.groups) * V;
+  const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+  if (thread >= fast.work) return;
+  const int row = oc::fast_div(thread, fast.by_groups);  // outer output position, row-major
+  const int first_out = (thread - row * fast.groups) * V;
   int out_pos[2] = {row, 0};
   if constexpr (R == 3) {
-    out_pos[0] = oc::fast_div(row, g.by_mid);
-    out_pos[1] = row - out_pos[0] * g.out_len[1];
+    out_pos[0] = oc::fast_div(row, fast.by_mid);
+    out_pos[1] = row - out_pos[0] * fast.out_len[1];
   }
   // Outer axes: their taps as (count, jump) pairs, absent axes one tap.
   int tap_count[2] = {1, 1}, counted[2] = {1, 1};
@@ -330,46 +335,48 @@ __global__ void __launch_bounds__(OC_BLOCK, oc::fast_min_blocks<Acc, I>) pool_fa
   U row_begin = 0;  // offset of the outer axes' first taps in a plane
 #pragma unroll
   for (int a = 0; a < L; ++a) {
-    const int start = out_pos[a] * g.step[a] - g.pad_begin[a];
+    const int start = out_pos[a] * fast.step[a] - fast.pad_begin[a];
     int first_tap, end_tap, first_counted, end_counted;
-    oc::tap_span<oc::RuntimeWindow>(g, a, start, 0, g.in_len[a], first_tap, end_tap);
-    oc::tap_span<oc::RuntimeWindow>(g, a, start, g.count_begin[a], g.count_end[a],
+    oc::tap_span<oc::RuntimeWindow>(fast, a, start, 0, fast.in_len[a], first_tap, end_tap);
+    oc::tap_span<oc::RuntimeWindow>(fast, a, start, fast.count_begin[a], fast.count_end[a],
                                     first_counted, end_counted);
     tap_count[a] = end_tap - first_tap;
     counted[a] = end_counted - first_counted;
-    tap_jump[a] = (U)g.dilation[a] * (U)g.in_stride[a];
-    row_begin += (U)(start + first_tap * g.dilation[a]) * (U)g.in_stride[a];
+    tap_jump[a] = (U)fast.dilation[a] * (U)fast.in_stride[a];
+    row_begin += (U)(start + first_tap * fast.dilation[a]) * (U)fast.in_stride[a];
   }
-  const oc::LastAxisRow<Window, U> last_axis(g, L, first_out, row_begin);
+  const oc::LastAxisRow<Window, U> last_axis(fast, L, first_out, row_begin);
   Acc count[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) {
-    const int start = oc::imin(first_out + v, g.out_len[L] - 1) * oc::window_step<Window>(g, L)
-                      - g.pad_begin[L];
+    const int start = oc::imin(first_out + v, fast.out_len[L] - 1)
+                      * oc::window_step<Window>(fast, L) - fast.pad_begin[L];
     int first_counted, end_counted;
-    oc::tap_span<Window>(g, L, start, g.count_begin[L], g.count_end[L], first_counted,
+    oc::tap_span<Window>(fast, L, start, fast.count_begin[L], fast.count_end[L], first_counted,
                          end_counted);
     count[v] = (Acc)(end_counted - first_counted);  // the generic kernel's order: last axis first
 #pragma unroll
     for (int a = L - 1; a >= 0; --a) count[v] *= (Acc)counted[a];
   }
-  const int y_row = row * g.out_len[L] + first_out;
+  const int y_row = row * fast.out_len[L] + first_out;
 #pragma unroll 1
-  for (int p = blockIdx.y * blockDim.y + threadIdx.y; p < g.planes; p += blockDim.y * gridDim.y) {
-    const int n = oc::fast_div(p, g.by_channels);
-    const U plane = (U)n * (U)g.stride_n + (U)(p - n * g.channels) * (U)g.stride_c;
+  for (int plane = blockIdx.y * blockDim.y + threadIdx.y; plane < fast.planes;
+       plane += blockDim.y * gridDim.y) {  // plane = n * C + c
+    const int n = oc::fast_div(plane, fast.by_channels);
+    const U plane_at = (U)n * (U)fast.stride_n + (U)(plane - n * fast.channels) * (U)fast.stride_c;
     Acc acc[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = Acc(0);
 #pragma unroll 1
-    for (int i0 = 0; i0 < tap_count[0]; ++i0)
+    for (int tap0 = 0; tap0 < tap_count[0]; ++tap0)
 #pragma unroll 1
-      for (int i1 = 0; i1 < tap_count[1]; ++i1)
-        last_axis.template add<Mode, I>(x, plane + (U)i0 * tap_jump[0] + (U)i1 * tap_jump[1],
-                                        acc);
-    T* out = y + ((I)p * (I)g.out_plane + (I)y_row);
+      for (int tap1 = 0; tap1 < tap_count[1]; ++tap1)
+        last_axis.template add<Mode, I>(
+            x, plane_at + (U)tap0 * tap_jump[0] + (U)tap1 * tap_jump[1], acc);
+    T* out = y + ((I)plane * (I)fast.out_plane + (I)y_row);
 #pragma unroll
     for (int v = 0; v < V; ++v)
-      if (first_out + v < g.out_len[L]) oc::store<Acc>(out + v, oc::pool_finish<Mode>(acc[v], count[v]));
+      if (first_out + v < fast.out_len[L])
+        oc::store<Acc>(out + v, oc::pool_finish<Mode>(acc[v], count[v]));
   }
 }
