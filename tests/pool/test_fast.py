@@ -344,16 +344,19 @@ def wide_input(rng, shape, dtype, axis):
     return x
 
 
-@pytest.mark.parametrize("layout", ["batch", "rows"])
+@pytest.mark.parametrize("layout", ["batch", "rows", "reversed"])
 @pytest.mark.parametrize("nd", WIDE_SPATIAL)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 def test_offsets_past_int32(dtype, nd, layout, monkeypatch, launches, rng):
-    """Inputs whose offsets pass 2**31 - 1, between batch items (N outermost) or along the first
-    spatial axis (outermost): the fast kernel's 64-bit instantiation for 1-3 spatial axes (a fixed
-    window where the last axis allows), the generic kernel's 64-bit one for 4-5, in every mode;
-    the fast kernel gives the generic kernel's bits, both within tolerance of the NumPy path."""
+    """Inputs whose offsets pass 2**31 - 1, between batch items (N outermost; `reversed`: N, C
+    and the last axis at negative strides) or along the first spatial axis (outermost): the fast
+    kernel's 64-bit instantiation for 1-3 spatial axes (a fixed window where the last axis
+    allows), the generic kernel's 64-bit one for 4-5, in every mode; the fast kernel gives the
+    generic kernel's bits, both within tolerance of the NumPy path."""
     spatial = WIDE_SPATIAL[nd]
-    x = wide_input(rng, (2, 3, *spatial), dtype, 0 if layout == "batch" else 2)
+    x = wide_input(rng, (2, 3, *spatial), dtype, 2 if layout == "rows" else 0)
+    if layout == "reversed":
+        x = x[::-1, ::-1, ..., ::-1]
     unit = x.strides[-1] == x.itemsize
     reached = Counter()
     for i, (op, extra, mode) in enumerate(MODES):
