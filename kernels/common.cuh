@@ -136,17 +136,17 @@ __device__ __forceinline__ double round_half_even(double v) {
 // (pool.cu's; the rank R is a template parameter so that loops over axes unroll and per-axis
 // values stay in registers)
 
-// Coordinates of the row-major flat index `flat` over axes 0 .. R - 1 of extents `shape`,
-// into coord[0 .. R - 1]; returns flat / (shape[0] * ... * shape[R - 1]), the index over the
-// axes before them.
-template <int R, typename I, typename E, int N>
-__device__ __forceinline__ I unravel(I flat, const E (&shape)[N], I (&coord)[R]) {
-  static_assert(R <= N, "unravel: more axes than extents");
+// Coordinates of the row-major flat index `flat` over R axes, into coord[0 .. R - 1]: axis a has
+// extent(a), and divide(a, v) returns v / extent(a) for v >= 0 (a division, or a multiply-shift
+// the host computed). Returns flat / (extent(0) * ... * extent(R - 1)), the index over the axes
+// before them.
+template <int R, typename I, typename Divide, typename Extent>
+__device__ __forceinline__ I unravel(I flat, I (&coord)[R], const Divide& divide,
+                                     const Extent& extent) {
 #pragma unroll
   for (int a = R - 1; a >= 0; --a) {
-    const I extent = (I)shape[a];
-    const I rest = flat / extent;
-    coord[a] = flat - rest * extent;
+    const I rest = divide(a, flat);
+    coord[a] = flat - rest * extent(a);
     flat = rest;
   }
   return flat;

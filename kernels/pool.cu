@@ -46,18 +46,32 @@ struct PoolGeom {
   long long count_begin[POOL_MAXD];  // the divisor counts window positions in
   long long count_end[POOL_MAXD];    // [count_begin, count_end)
   double p;
+  // oc::fast_div divisors of C, the output extents and the dilations (32-bit indices only)
+  unsigned int by_channels[2];
+  unsigned int by_out_shape[POOL_MAXD][2];
+  unsigned int by_dilation[POOL_MAXD][2];
 };
 
 namespace oc {
 
+// n / d for n >= 0, d >= 1: by the host's multiply-shift `by` with 32-bit indices (every value
+// below 2^31), by division with 64-bit ones.
+template <typename I>
+__device__ __forceinline__ I quotient(I n, I d, const unsigned int (&by)[2]) {
+  if constexpr (sizeof(I) == sizeof(int)) return fast_div(n, by);
+  else return n / d;
+}
+
 // Taps of a window starting at `start` with `dilation` and `taps` taps whose positions
 // start + tap * dilation lie in [begin, end): [first_tap, end_tap), first_tap <= end_tap (ceiling
-// divisions of non-negative distances: one division each).
+// divisions of non-negative distances; `by` divides by the dilation).
 template <typename I>
-__device__ __forceinline__ void tap_range(I start, I dilation, I taps, I begin, I end,
-                                          I& first_tap, I& end_tap) {
-  first_tap = (imax<I>(begin - start, 0) + dilation - 1) / dilation;
-  end_tap = imax<I>(first_tap, imin<I>(taps, (imax<I>(end - start, 0) + dilation - 1) / dilation));
+__device__ __forceinline__ void tap_range(I start, I dilation, const unsigned int (&by)[2],
+                                          I taps, I begin, I end, I& first_tap, I& end_tap) {
+  first_tap = quotient<I>(imax<I>(begin - start, 0) + dilation - 1, dilation, by);
+  end_tap = imax<I>(first_tap,
+                    imin<I>(taps, quotient<I>(imax<I>(end - start, 0) + dilation - 1, dilation,
+                                              by)));
 }
 
 template <typename Acc> __device__ __forceinline__ Acc lp_term(Acc v, Acc p) {
@@ -96,8 +110,10 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
 #pragma unroll 1  // grid-stride loop: no trip-count division
   for (I idx = oc::first_index<I>(); idx < (I)geom.total; idx += oc::grid_stride<I>()) {
     I out_pos[R];
-    const I plane = oc::unravel<R>(idx, geom.out_shape, out_pos);  // n * C + c
-    const I n = plane / (I)geom.channels;
+    const I plane = oc::unravel<R>(idx, out_pos, [&](int a, I v) {  // n * C + c
+      return oc::quotient<I>(v, (I)geom.out_shape[a], geom.by_out_shape[a]);
+    }, [&](int a) { return (I)geom.out_shape[a]; });
+    const I n = oc::quotient<I>(plane, (I)geom.channels, geom.by_channels);
     I offset = n * (I)geom.stride_n + (plane - n * (I)geom.channels) * (I)geom.stride_c;
     I tap_count[R], tap_jump[R];
     Acc count = Acc(1);
@@ -106,10 +122,11 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
       const I start = out_pos[a] * (I)geom.step[a] - (I)geom.pad_begin[a];
       const I dilation = (I)geom.dilation[a], taps = (I)geom.kernel[a];
       I first_tap, end_tap;
-      oc::tap_range<I>(start, dilation, taps, (I)geom.count_begin[a], (I)geom.count_end[a],
-                       first_tap, end_tap);
+      oc::tap_range<I>(start, dilation, geom.by_dilation[a], taps, (I)geom.count_begin[a],
+                       (I)geom.count_end[a], first_tap, end_tap);
       count *= (Acc)(end_tap - first_tap);
-      oc::tap_range<I>(start, dilation, taps, (I)0, (I)geom.in_shape[a], first_tap, end_tap);
+      oc::tap_range<I>(start, dilation, geom.by_dilation[a], taps, (I)0, (I)geom.in_shape[a],
+                       first_tap, end_tap);
       tap_count[a] = end_tap - first_tap;
       tap_jump[a] = dilation * (I)geom.in_stride[a];
       offset += (start + first_tap * dilation) * (I)geom.in_stride[a];

@@ -28,7 +28,9 @@ _GEOM = np.dtype(
     [(f, "<i8") for f in ("total", "channels", "stride_n", "stride_c", "lp")]
     + [(f, "<i8", (MAX_SPATIAL,)) for f in ("in_shape", "in_stride", "out_shape", "kernel", "step",
                                              "dilation", "pad_begin", "count_begin", "count_end")]
-    + [("p", "<f8")]
+    + [("p", "<f8"), ("by_channels", "<u4", (2,))]
+    + [(f, "<u4", (MAX_SPATIAL, 2)) for f in ("by_out_shape", "by_dilation")],
+    align=True,
 )
 
 
@@ -107,14 +109,21 @@ def reach(pl: PoolPlan, strides: tuple[int, ...]) -> int:
 
 
 @functools.lru_cache(maxsize=512)
-def geometry(pl: PoolPlan, x_strides: tuple[int, ...]) -> np.ndarray:
-    """The kernel's PoolGeom parameter block for an input with these element strides."""
+def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int) -> np.ndarray:
+    """The generic kernel's PoolGeom parameter block for an input with these element strides and
+    `bits`-bit indices (the multiply-shift divisors serve 32-bit ones)."""
+    dividers = {}
+    if bits == 32:
+        unused = (1,) * (MAX_SPATIAL - pl.nd)
+        dividers = {"by_channels": launcher.divider(pl.in_shape[1]),
+                    "by_out_shape": [launcher.divider(n) for n in (*pl.out_shape[2:], *unused)],
+                    "by_dilation": [launcher.divider(d) for d in (*pl.dilations, *unused)]}
     return launcher.parameter_block(
         _GEOM, total=math.prod(pl.out_shape), channels=pl.in_shape[1],
         stride_n=x_strides[0], stride_c=x_strides[1], lp=pl.lp, p=pl.p,
         in_shape=pl.in_shape[2:], in_stride=x_strides[2:], out_shape=pl.out_shape[2:],
         kernel=pl.kernel, step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin,
-        count_begin=pl.cnt_lo, count_end=pl.cnt_hi)
+        count_begin=pl.cnt_lo, count_end=pl.cnt_hi, **dividers)
 
 
 @functools.lru_cache(maxsize=512)
@@ -123,7 +132,7 @@ def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     """(instantiation, PoolGeom block) of the generic kernel for an input of `dtype` with these
     element strides."""
     bits = launcher.index_bits(math.prod(pl.out_shape), reach(pl, x_strides))
-    return _expression(dtypes.float_name(dtype), bits, pl.nd), geometry(pl, x_strides)
+    return _expression(dtypes.float_name(dtype), bits, pl.nd), geometry(pl, x_strides, bits)
 
 
 def fast_mode(pl: PoolPlan) -> str | None:
