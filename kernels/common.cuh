@@ -131,4 +131,31 @@ __device__ __forceinline__ double round_half_even(double v) {
   return nearbyint(v);
 }
 
+
+// ---------------------------------------------------------------- rank-templated index helpers
+// (pool.cu's; the rank R is a template parameter so that loops over axes unroll and per-axis
+// values stay in registers)
+
+// Coordinates of the row-major flat index `flat` over R axes, into coord[0 .. R - 1]: axis a has
+// extent(a), and divide(a, v) returns v / extent(a) for v >= 0 (a division, or a multiply-shift
+// the host computed). Returns flat / (extent(0) * ... * extent(R - 1)), the index over the axes
+// before them.
+template <int R, typename I, typename Divide, typename Extent>
+__device__ __forceinline__ I unravel(I flat, I (&coord)[R], const Divide& divide,
+                                     const Extent& extent) {
+#pragma unroll
+  for (int a = R - 1; a >= 0; --a) {
+    const I rest = divide(a, flat);
+    coord[a] = flat - rest * extent(a);
+    flat = rest;
+  }
+  return flat;
+}
+
+// The unsigned word in which offsets of index type I are formed (wrapping where a window that
+// reads nothing steps outside the input), cast back to I to address memory.
+template <typename I> struct offset_of;
+template <> struct offset_of<int> { typedef unsigned int type; };
+template <> struct offset_of<long long> { typedef unsigned long long type; };
+
 }  // namespace oc

@@ -1,17 +1,36 @@
-// AveragePool and LpPool: one thread per output element, grid-stride.
-//   AveragePool: y = sum_{w in window, w inside X} x[w] / count(window positions in [cnt_lo, cnt_hi))
-//   LpPool:      y = (sum_{w in window, w inside X} |x[w]|^p)^(1/p)   (padding contributes 0)
-// The host plan supplies output shape, begin pads and the divisor bounds per spatial axis.
+// AveragePool and LpPool. Output y[n, c, o] reads the window W(o) of X,
+//   W(o)_a = {o_a * step_a - pad_begin_a + tap * dilation_a : 0 <= tap < kernel_a}   per axis a,
+//   AveragePool: y = sum_{w in W(o), w inside X} x[w] / |W(o) ∩ [count_begin, count_end)|
+//   LpPool:      y = (sum_{w in W(o), w inside X} |x[w]|^p)^(1/p)   (padding contributes 0)
+// The host plan (onnx_cupy.pool.plan) supplies the output shape, the begin pads and the divisor
+// bounds [count_begin, count_end) per spatial axis.
+//
+// Kernels, and when the host (onnx_cupy.pool.kernel) picks each:
+//   pool_fast<T, Acc, I, Mode, R, Window>  AveragePool, or LpPool with p = 1 or 2 (Mode), on
+//                 R = 1-3 spatial axes whose coordinates and per-plane sizes fit an int. A thread
+//                 owns POOL_OUTPUTS consecutive outputs along the last axis and loops over the
+//                 N*C planes on grid y. Window: oc::FixedWindow<taps, step> where a 2-D pool's
+//                 last axis is one of the compiled (kernel, stride) pairs with dilation 1 and unit
+//                 input stride, else oc::RuntimeWindow.
+//   pool<T, Acc, I, R>                     everything else (R = 1 .. POOL_MAXD spatial axes, any
+//                 p, any size): one thread per output, grid-stride.
+// I, the offset type, is int where every input offset and output index fits one, else long long.
+// The spatial rank R is a template parameter of both: loops over axes are unrolled, so per-axis
+// state lives in registers (no stack frame, no local memory). Both sum a window's taps in the same
+// order (axis 0 outermost, taps ascending) and divide by the same count: identical bits.
 #include "common.cuh"
 
 // Defined by the loader from onnx_cupy.pool: POOL_MAXD, the most spatial axes a parameter block
-// holds; POOL_OUTPUTS, the outputs one thread of pool_fast writes along the last axis.
-#if !defined(POOL_MAXD) || !defined(POOL_OUTPUTS)
-#error "compile through onnx_cupy.core.loader, which defines POOL_MAXD and POOL_OUTPUTS"
+// holds; POOL_OUTPUTS, the outputs one thread of pool_fast writes along the last axis;
+// POOL_MIN_BLOCKS, the blocks of OC_BLOCK threads pool_fast keeps resident per SM (its registers
+// are capped to allow them: the occupancy target), one fewer for float64 with 64-bit offsets.
+#if !defined(POOL_MAXD) || !defined(POOL_OUTPUTS) || !defined(POOL_MIN_BLOCKS)
+#error "compile through onnx_cupy.core.loader: it defines POOL_MAXD, POOL_OUTPUTS, POOL_MIN_BLOCKS"
 #endif
 
+// ------------------------------------------------------------------------- the generic kernel
+
 struct PoolGeom {
-  long long nd;        // spatial dimensions
   long long total;     // output elements
   long long channels;  // C
   long long stride_n;  // input element strides of N and C
@@ -21,22 +40,38 @@ struct PoolGeom {
   long long in_stride[POOL_MAXD];
   long long out_shape[POOL_MAXD];
   long long kernel[POOL_MAXD];
-  long long step[POOL_MAXD];      // ONNX strides
+  long long step[POOL_MAXD];         // ONNX strides
   long long dilation[POOL_MAXD];
   long long pad_begin[POOL_MAXD];
-  long long cnt_lo[POOL_MAXD];    // divisor counts window positions in [cnt_lo, cnt_hi)
-  long long cnt_hi[POOL_MAXD];
+  long long count_begin[POOL_MAXD];  // the divisor counts window positions in
+  long long count_end[POOL_MAXD];    // [count_begin, count_end)
   double p;
+  // oc::fast_div divisors of C, the output extents and the dilations (32-bit indices only)
+  unsigned int by_channels[2];
+  unsigned int by_out_shape[POOL_MAXD][2];
+  unsigned int by_dilation[POOL_MAXD][2];
 };
 
 namespace oc {
 
-// Taps j in [0, k) whose position start + j * d lies in [lo, hi): returns [j0, j1).
+// n / d for n >= 0, d >= 1: by the host's multiply-shift `by` with 32-bit indices (every value
+// below 2^31), by division with 64-bit ones.
 template <typename I>
-__device__ __forceinline__ void tap_range(I start, I d, I k, I lo, I hi, I& j0, I& j1) {
-  j0 = imax<I>(0, ceil_div<I>(lo - start, d));
-  j1 = imin<I>(k, ceil_div<I>(hi - start, d));
-  if (j1 < j0) j1 = j0;
+__device__ __forceinline__ I quotient(I n, I d, const unsigned int (&by)[2]) {
+  if constexpr (sizeof(I) == sizeof(int)) return fast_div(n, by);
+  else return n / d;
+}
+
+// Taps of a window starting at `start` with `dilation` and `taps` taps whose positions
+// start + tap * dilation lie in [begin, end): [first_tap, end_tap), first_tap <= end_tap (ceiling
+// divisions of non-negative distances; `by` divides by the dilation).
+template <typename I>
+__device__ __forceinline__ void tap_range(I start, I dilation, const unsigned int (&by)[2],
+                                          I taps, I begin, I end, I& first_tap, I& end_tap) {
+  first_tap = quotient<I>(imax<I>(begin - start, 0) + dilation - 1, dilation, by);
+  end_tap = imax<I>(first_tap,
+                    imin<I>(taps, quotient<I>(imax<I>(end - start, 0) + dilation - 1, dilation,
+                                              by)));
 }
 
 template <typename Acc> __device__ __forceinline__ Acc lp_term(Acc v, Acc p) {
@@ -52,208 +87,242 @@ template <typename Acc> __device__ __forceinline__ Acc lp_root(Acc s, Acc p) {
   return pow(s, Acc(1) / p);
 }
 
-}  // namespace oc
-
-template <typename T, typename Acc, typename I>
-__global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom g) {
-  const int nd = (int)g.nd;
-  const int last = nd - 1;
-  const Acc p = (Acc)g.p;
-#pragma unroll 1  // grid-stride loop: no trip-count division
-  for (I idx = oc::first_index<I>(); idx < (I)g.total; idx += oc::grid_stride<I>()) {
-    I rem = idx;
-    I j0[POOL_MAXD], j1[POOL_MAXD], jump[POOL_MAXD];
-    I base = 0;
-    Acc count = Acc(1);
-    bool empty = false;
-    for (int d = last; d >= 0; --d) {
-      const I o = rem % (I)g.out_shape[d];
-      rem /= (I)g.out_shape[d];
-      const I start = o * (I)g.step[d] - (I)g.pad_begin[d];
-      const I dil = (I)g.dilation[d], k = (I)g.kernel[d];
-      I c0, c1;
-      oc::tap_range<I>(start, dil, k, (I)g.cnt_lo[d], (I)g.cnt_hi[d], c0, c1);
-      count *= (Acc)(c1 - c0);
-      oc::tap_range<I>(start, dil, k, (I)0, (I)g.in_shape[d], j0[d], j1[d]);
-      empty |= j1[d] == j0[d];
-      jump[d] = dil * (I)g.in_stride[d];
-      base += (start + j0[d] * dil) * (I)g.in_stride[d];
-    }
-    base += (rem % (I)g.channels) * (I)g.stride_c + (rem / (I)g.channels) * (I)g.stride_n;
-    Acc acc = Acc(0);
-    if (!empty) {
-      I j[POOL_MAXD];
-      for (int d = 0; d < last; ++d) j[d] = j0[d];
-      I off = base;
-      for (;;) {
-        I o = off;
-        for (I t = j0[last]; t < j1[last]; ++t, o += jump[last]) {
-          const Acc v = oc::load<Acc>(x + o);
-          acc += g.lp ? oc::lp_term<Acc>(v, p) : v;
-        }
-        int d = last - 1;
-        for (; d >= 0; --d) {
-          off += jump[d];
-          if (++j[d] < j1[d]) break;
-          off -= jump[d] * (j1[d] - j0[d]);
-          j[d] = j0[d];
-        }
-        if (d < 0) break;
-      }
-    }
-    oc::store<Acc>(y + idx, g.lp ? oc::lp_root<Acc>(acc, p) : acc / count);
+// Visits the offsets of a window's taps inside X, axis A outermost of axes A .. R - 1, taps
+// ascending: `offset` is the first tap's, axis a has tap_count[a] taps tap_jump[a] apart.
+template <int A, int R, typename I, typename Visit>
+__device__ __forceinline__ void for_each_tap(I offset, const I (&tap_count)[R],
+                                             const I (&tap_jump)[R], Visit& visit) {
+  if constexpr (A == R) {
+    visit(offset);
+  } else {
+#pragma unroll 1
+    for (I tap = 0; tap < tap_count[A]; ++tap, offset += tap_jump[A])
+      for_each_tap<A + 1, R>(offset, tap_count, tap_jump, visit);
   }
 }
 
-// Fast path for 1-3 spatial axes and 32-bit offsets: AveragePool, LpPool p = 1 and p = 2.
-// Template parameters: spatial rank R, Mode (pool_avg, pool_l1, pool_l2) and the last axis's
-// window: K taps at stride S with dilation 1 and unit input stride, or K = S = 0 for a runtime
-// window. Each thread owns POOL_OUTPUTS consecutive outputs along the last axis at one outer position
-// (grid x: outer output positions x groups of POOL_OUTPUTS, no grid stride) and visits the N*C planes
-// in a grid-stride loop over grid y. Its window state (tap ranges, divisors, offsets) is computed
-// once, before that loop; the loop body only loads, accumulates in the generic kernel's order and
-// stores. Blocks of OC_BLOCK threads and at most 64 registers: occupancy >= 50 %
-// on sm_80/sm_90.
+}  // namespace oc
+
+template <typename T, typename Acc, typename I, int R>
+__global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom geom) {
+  static_assert(1 <= R && R <= POOL_MAXD, "spatial rank out of range");
+  const Acc p = (Acc)geom.p;
+#pragma unroll 1  // grid-stride loop: no trip-count division
+  for (I idx = oc::first_index<I>(); idx < (I)geom.total; idx += oc::grid_stride<I>()) {
+    I out_pos[R];
+    const I plane = oc::unravel<R>(idx, out_pos, [&](int a, I v) {  // n * C + c
+      return oc::quotient<I>(v, (I)geom.out_shape[a], geom.by_out_shape[a]);
+    }, [&](int a) { return (I)geom.out_shape[a]; });
+    const I n = oc::quotient<I>(plane, (I)geom.channels, geom.by_channels);
+    I offset = n * (I)geom.stride_n + (plane - n * (I)geom.channels) * (I)geom.stride_c;
+    I tap_count[R], tap_jump[R];
+    Acc count = Acc(1);
+#pragma unroll
+    for (int a = R - 1; a >= 0; --a) {  // the divisor's product order: last axis first
+      const I start = out_pos[a] * (I)geom.step[a] - (I)geom.pad_begin[a];
+      const I dilation = (I)geom.dilation[a], taps = (I)geom.kernel[a];
+      I first_tap, end_tap;
+      oc::tap_range<I>(start, dilation, geom.by_dilation[a], taps, (I)geom.count_begin[a],
+                       (I)geom.count_end[a], first_tap, end_tap);
+      count *= (Acc)(end_tap - first_tap);
+      oc::tap_range<I>(start, dilation, geom.by_dilation[a], taps, (I)0, (I)geom.in_shape[a],
+                       first_tap, end_tap);
+      tap_count[a] = end_tap - first_tap;
+      tap_jump[a] = dilation * (I)geom.in_stride[a];
+      offset += (start + first_tap * dilation) * (I)geom.in_stride[a];
+    }
+    Acc acc = Acc(0);
+    auto add = [&](I at) {
+      const Acc v = oc::load<Acc>(x + at);
+      acc += geom.lp ? oc::lp_term<Acc>(v, p) : v;
+    };
+    oc::for_each_tap<0, R>(offset, tap_count, tap_jump, add);
+    oc::store<Acc>(y + idx, geom.lp ? oc::lp_root<Acc>(acc, p) : acc / count);
+  }
+}
+
+// --------------------------------------------------------------------------- the fast kernel
+// Each thread owns POOL_OUTPUTS consecutive outputs along the last axis at one outer position
+// (grid x: outer output positions x groups of POOL_OUTPUTS, no grid stride) and visits the N*C
+// planes in a grid-stride loop over grid y. Its window state (tap ranges, divisors, offsets) is
+// computed once, before that loop; the loop body only loads, accumulates in the generic kernel's
+// order and stores. Coordinates are ints (the host checks they fit); offsets are unsigned
+// oc::offset_of<I> words (offsets of windows that read nothing may wrap), cast to I to address.
+// Blocks of OC_BLOCK threads, oc::fast_min_blocks of them resident per SM: POOL_MIN_BLOCKS (64
+// registers at most for 4 blocks of 256: occupancy >= 50 % on sm_80/sm_90), one fewer for float64
+// with 64-bit offsets (its FP64 division and 64-bit offsets need more registers).
 
 struct PoolFastGeom {
-  int planes;     // N * C
-  int channels;   // C
-  int stride_n;   // input element strides of N and C
-  int stride_c;
-  int work;       // threads per plane: outer output positions x groups
-  int groups;     // ceil(out_len[R - 1] / POOL_OUTPUTS)
-  int out_plane;  // output elements per plane
+  long long stride_n;      // input element strides of N and C
+  long long stride_c;
+  long long in_stride[3];  // input element strides of the spatial axes
+  int planes;              // N * C
+  int channels;            // C
+  int work;                // threads per plane: outer output positions x groups
+  int groups;              // ceil(out_len[R - 1] / POOL_OUTPUTS)
+  int out_plane;           // output elements per plane
   unsigned int by_channels[2];  // oc::fast_div divisors of C, groups and (R == 3) out_len[1]
   unsigned int by_groups[2];
   unsigned int by_mid[2];
   int in_len[3];
-  int in_stride[3];
   int out_len[3];
   int kernel[3];
-  int step[3];       // ONNX strides
+  int step[3];             // ONNX strides
   int dilation[3];
   int pad_begin[3];
-  int cnt_lo[3];     // divisor counts window positions in [cnt_lo, cnt_hi)
-  int cnt_hi[3];
+  int count_begin[3];      // the divisor counts window positions in [count_begin, count_end)
+  int count_end[3];
   unsigned int by_dilation[3][2];
 };
 
 namespace oc {
 
+// Blocks per SM that pool_fast<T, Acc, I, ...> is compiled for.
+template <typename Acc, typename I>
+constexpr int fast_min_blocks = sizeof(Acc) == 8 && sizeof(I) == 8 ? POOL_MIN_BLOCKS - 1
+                                                                   : POOL_MIN_BLOCKS;
+
 // What a pool_fast instantiation computes: AveragePool, or LpPool with p = 1 or p = 2.
 enum class PoolMode { average, l1, l2 };
 
-// Taps [j0, j1) of the window at `start` on axis `a` whose positions start + j * d lie in
-// [lo, hi) (0 <= j0 <= j1 <= k): by min/max for a compile-time window of K > 0 taps with
-// dilation 1, else by multiply-shift division.
-template <int K>
-__device__ __forceinline__ void tap_span(const PoolFastGeom& g, int a, int start, int lo, int hi,
-                                         int& j0, int& j1) {
-  if constexpr (K > 0) {
-    j0 = imin(K, imax(lo - start, 0));
-    j1 = imax(j0, imin(K, hi - start));
+// The last axis's window of a pool_fast instantiation: read from PoolFastGeom at run time, or
+// compiled in (Taps taps at stride Step, dilation 1, unit input stride).
+struct RuntimeWindow {
+  static constexpr bool fixed = false;
+};
+template <int Taps, int Step> struct FixedWindow {
+  static constexpr bool fixed = true;
+  static constexpr int taps = Taps, step = Step;
+};
+
+// Taps [first_tap, end_tap) of the window at `start` on axis `a` whose positions
+// start + tap * dilation lie in [begin, end) (0 <= first_tap <= end_tap <= taps): by min/max for
+// a fixed window, else by multiply-shift division.
+template <typename Window>
+__device__ __forceinline__ void tap_span(const PoolFastGeom& fast, int a, int start, int begin,
+                                         int end, int& first_tap, int& end_tap) {
+  if constexpr (Window::fixed) {
+    first_tap = imin(Window::taps, imax(begin - start, 0));
+    end_tap = imax(first_tap, imin(Window::taps, end - start));
   } else {
-    const int d = g.dilation[a], k = g.kernel[a];
-    j0 = imin(k, fast_div(imax(lo - start, 0) + d - 1, g.by_dilation[a]));
-    j1 = imax(j0, imin(k, fast_div(imax(hi - start, 0) + d - 1, g.by_dilation[a])));
+    const int dilation = fast.dilation[a], taps = fast.kernel[a];
+    first_tap = imin(taps, fast_div(imax(begin - start, 0) + dilation - 1, fast.by_dilation[a]));
+    end_tap = imax(first_tap,
+                   imin(taps, fast_div(imax(end - start, 0) + dilation - 1, fast.by_dilation[a])));
   }
 }
 
-// The generic kernel's term and result with p = Mode known at compile time (pool_l1: p = 1,
-// pool_l2: p = 2), so lp_term and lp_root fold to |v|, v * v and sqrt.
+// The ONNX stride of the last axis `a`: compiled in for a fixed window.
+template <typename Window>
+__device__ __forceinline__ int window_step(const PoolFastGeom& fast, int a) {
+  if constexpr (Window::fixed) return Window::step;
+  else return fast.step[a];
+}
+
+// The generic kernel's term and result with p = Mode known at compile time (l1: p = 1, l2: p = 2),
+// so lp_term and lp_root fold to |v|, v * v and sqrt.
 template <PoolMode Mode, typename Acc> __device__ __forceinline__ Acc pool_term(Acc v) {
   return Mode == PoolMode::average ? v : lp_term<Acc>(v, Acc(Mode == PoolMode::l1 ? 1 : 2));
 }
 
-template <PoolMode Mode, typename Acc> __device__ __forceinline__ Acc pool_finish(Acc s, Acc count) {
+template <PoolMode Mode, typename Acc>
+__device__ __forceinline__ Acc pool_finish(Acc s, Acc count) {
   return Mode == PoolMode::average ? s / count : lp_root<Acc>(s, Acc(Mode == PoolMode::l1 ? 1 : 2));
 }
 
-// The last-axis taps of a thread's POOL_OUTPUTS outputs (axis L, outputs o_last on); `add`
-// accumulates one row of them, the plane and the outer taps fixed (offset r), each output's taps
-// in ascending order.
-// Compile-time window (K taps at stride S, dilation 1, unit input stride): the V windows span
-// C = (V - 1) * S + K input columns from `start` on, each loaded once into a register (9 loads for
-// the 12 taps at K = 3, S = 2), a row's loads all in flight together (fully unrolled). A column
-// outside the input adds -0.0, the identity of IEEE addition (x + -0.0 == x, also for x = -0.0),
-// so the sums are the generic kernel's, bit for bit.
-template <int K, int S> struct PoolRow {
-  static constexpr int C = (POOL_OUTPUTS - 1) * S + K;
-  int start, len;
-  unsigned int at;
-  bool inside;  // every column inside the input: no predicates
+// The last-axis taps of a thread's POOL_OUTPUTS outputs (axis `a`, outputs from `first_out` on):
+// `add` accumulates one row of them, the plane and the outer taps fixed (row offset `row`), each
+// output's taps in ascending order. U: the unsigned offset word.
+template <typename Window, typename U> struct LastAxisRow;
 
-  __device__ __forceinline__ PoolRow(const PoolFastGeom& g, int L, int o_last, unsigned int begin)
-      : start(o_last * S - g.pad_begin[L]), len(g.in_len[L]),
-        at(begin + (unsigned int)start), inside(start >= 0 && start <= len - C) {}
+// Fixed window: the POOL_OUTPUTS windows span `columns` input columns from `start` on, each
+// loaded once into a register (9 loads for the 12 taps of 3 taps at stride 2), a row's loads all
+// in flight together (fully unrolled). A column outside the input adds -0.0, the identity of IEEE
+// addition (x + -0.0 == x, also for x = -0.0), so the sums are the generic kernel's, bit for bit.
+template <int Taps, int Step, typename U> struct LastAxisRow<FixedWindow<Taps, Step>, U> {
+  static constexpr int columns = (POOL_OUTPUTS - 1) * Step + Taps;
+  int start, in_len;
+  U first_column;  // offset of column `start` from the plane's row
+  bool inside;     // every column inside the input: no predicates
 
-  template <PoolMode Mode, typename T, typename Acc>
-  __device__ __forceinline__ void add(const T* __restrict__ x, unsigned int r,
+  __device__ __forceinline__ LastAxisRow(const PoolFastGeom& fast, int a, int first_out,
+                                         U row_begin)
+      : start(first_out * Step - fast.pad_begin[a]), in_len(fast.in_len[a]),
+        first_column(row_begin + (U)start), inside(start >= 0 && start <= in_len - columns) {}
+
+  template <PoolMode Mode, typename I, typename T, typename Acc>
+  __device__ __forceinline__ void add(const T* __restrict__ x, U row,
                                       Acc (&acc)[POOL_OUTPUTS]) const {
-    const int o = (int)(r + at);
-    Acc term[C];
+    const T* at = x + (I)(row + first_column);
+    Acc term[columns];
     if (inside) {
 #pragma unroll
-      for (int c = 0; c < C; ++c) term[c] = pool_term<Mode>(load<Acc>(x + (o + c)));
+      for (int c = 0; c < columns; ++c) term[c] = pool_term<Mode>(load<Acc>(at + c));
     } else {
 #pragma unroll
-      for (int c = 0; c < C; ++c)
-        term[c] = (unsigned int)(start + c) < (unsigned int)len
-                      ? pool_term<Mode>(load<Acc>(x + (o + c))) : Acc(-0.0);
+      for (int c = 0; c < columns; ++c)
+        term[c] = (unsigned int)(start + c) < (unsigned int)in_len
+                      ? pool_term<Mode>(load<Acc>(at + c)) : Acc(-0.0);
     }
 #pragma unroll
     for (int v = 0; v < POOL_OUTPUTS; ++v)
 #pragma unroll
-      for (int j = 0; j < K; ++j) acc[v] += term[v * S + j];
+      for (int tap = 0; tap < Taps; ++tap) acc[v] += term[v * Step + tap];
   }
 };
 
-// Runtime window: output v reads taps j in [lo[v], lo[v] + len[v]) at offset at[v] + j * jl. One
-// tap loop serves the V outputs (V independent loads per iteration), without predicates where
-// every output reads every tap.
-template <> struct PoolRow<0, 0> {
-  int lo[POOL_OUTPUTS], len[POOL_OUTPUTS], k, jl, jlo, jhi = 0;
-  unsigned int at[POOL_OUTPUTS];
+// Runtime window: output v reads taps [first_tap[v], first_tap[v] + tap_count[v]) at offsets
+// window_at[v] + tap * tap_jump. One tap loop serves the POOL_OUTPUTS outputs (independent
+// loads per iteration), without predicates where every output reads every tap.
+template <typename U> struct LastAxisRow<RuntimeWindow, U> {
+  int first_tap[POOL_OUTPUTS], tap_count[POOL_OUTPUTS];
+  int union_first;   // the outputs' taps together: [union_first, union_end), [0, kernel) where
+  int union_end = 0;  // every output reads every tap
+  U tap_jump;        // dilation * input stride
+  U window_at[POOL_OUTPUTS];  // offset of output v's tap 0 from the plane's row
   bool inside = true;  // the group's outputs all exist and read every tap
 
-  __device__ __forceinline__ PoolRow(const PoolFastGeom& g, int L, int o_last, unsigned int begin)
-      : k(g.kernel[L]), jl(g.dilation[L] * g.in_stride[L]), jlo(g.kernel[L]) {
+  __device__ __forceinline__ LastAxisRow(const PoolFastGeom& fast, int a, int first_out,
+                                         U row_begin)
+      : union_first(fast.kernel[a]),
+        tap_jump((U)fast.dilation[a] * (U)fast.in_stride[a]) {
 #pragma unroll
     for (int v = 0; v < POOL_OUTPUTS; ++v) {
-      const int start = imin(o_last + v, g.out_len[L] - 1) * g.step[L] - g.pad_begin[L];
-      int j0, j1;
-      tap_span<0>(g, L, start, 0, g.in_len[L], j0, j1);
-      if (o_last + v >= g.out_len[L]) j1 = j0;  // past the row's end: nothing to read or write
-      lo[v] = j0;
-      len[v] = j1 - j0;
-      at[v] = begin + (unsigned int)start * (unsigned int)g.in_stride[L];
-      if (j1 > j0) {
-        jlo = imin(jlo, j0);
-        jhi = imax(jhi, j1);
+      const int start =
+          imin(first_out + v, fast.out_len[a] - 1) * fast.step[a] - fast.pad_begin[a];
+      int first, end;
+      tap_span<RuntimeWindow>(fast, a, start, 0, fast.in_len[a], first, end);
+      if (first_out + v >= fast.out_len[a]) end = first;  // past the row's end: nothing to read
+      first_tap[v] = first;
+      tap_count[v] = end - first;
+      window_at[v] = row_begin + (U)start * (U)fast.in_stride[a];
+      if (end > first) {
+        union_first = imin(union_first, first);
+        union_end = imax(union_end, end);
       }
-      inside &= len[v] == k;
+      inside &= tap_count[v] == fast.kernel[a];
     }
   }
 
-  template <PoolMode Mode, typename T, typename Acc>
-  __device__ __forceinline__ void add(const T* __restrict__ x, unsigned int r,
+  template <PoolMode Mode, typename I, typename T, typename Acc>
+  __device__ __forceinline__ void add(const T* __restrict__ x, U row,
                                       Acc (&acc)[POOL_OUTPUTS]) const {
     if (inside) {
-      unsigned int tap = 0;
+      U tap_at = row;
 #pragma unroll 1
-      for (int j = 0; j < k; ++j, tap += jl) {
+      for (int tap = 0; tap < union_end; ++tap, tap_at += tap_jump) {
 #pragma unroll
         for (int v = 0; v < POOL_OUTPUTS; ++v)
-          acc[v] += pool_term<Mode>(load<Acc>(x + (int)(r + at[v] + tap)));
+          acc[v] += pool_term<Mode>(load<Acc>(x + (I)(tap_at + window_at[v])));
       }
     } else {
 #pragma unroll 1
-      for (int j = jlo; j < jhi; ++j) {
-        const unsigned int tap = (unsigned int)j * (unsigned int)jl;
+      for (int tap = union_first; tap < union_end; ++tap) {
+        const U tap_at = row + (U)tap * tap_jump;
 #pragma unroll
         for (int v = 0; v < POOL_OUTPUTS; ++v)
-          if ((unsigned int)(j - lo[v]) < (unsigned int)len[v])
-            acc[v] += pool_term<Mode>(load<Acc>(x + (int)(r + at[v] + tap)));
+          if ((unsigned int)(tap - first_tap[v]) < (unsigned int)tap_count[v])
+            acc[v] += pool_term<Mode>(load<Acc>(x + (I)(tap_at + window_at[v])));
       }
     }
   }
@@ -261,61 +330,70 @@ template <> struct PoolRow<0, 0> {
 
 }  // namespace oc
 
-template <typename T, typename Acc, oc::PoolMode Mode, int R, int K, int S>
-__global__ void __launch_bounds__(OC_BLOCK, 4) pool_fast(const T* __restrict__ x, T* __restrict__ y,
-                                                 const PoolFastGeom g) {
+template <typename T, typename Acc, typename I, oc::PoolMode Mode, int R, typename Window>
+__global__ void __launch_bounds__(OC_BLOCK, oc::fast_min_blocks<Acc, I>)
+pool_fast(const T* __restrict__ x, T* __restrict__ y, const PoolFastGeom fast) {
+  static_assert(1 <= R && R <= 3, "pool_fast serves 1-3 spatial axes");
+  using U = typename oc::offset_of<I>::type;
   constexpr int L = R - 1;  // the last spatial axis
   constexpr int V = POOL_OUTPUTS;
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= g.work) return;
-  const int row = oc::fast_div(t, g.by_groups);  // outer output position, row-major
-  const int o_last = (t - row * g.groups) * V;
-  int o[2] = {row, 0};
+  const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+  if (thread >= fast.work) return;
+  const int row = oc::fast_div(thread, fast.by_groups);  // outer output position, row-major
+  const int first_out = (thread - row * fast.groups) * V;
+  int out_pos[2] = {row, 0};
   if constexpr (R == 3) {
-    o[0] = oc::fast_div(row, g.by_mid);
-    o[1] = row - o[0] * g.out_len[1];
+    out_pos[0] = oc::fast_div(row, fast.by_mid);
+    out_pos[1] = row - out_pos[0] * fast.out_len[1];
   }
-  // Outer axes: their taps as (count, jump) pairs, absent axes one tap. Offsets of windows that
-  // read nothing may wrap: unsigned arithmetic.
-  int taps[2] = {1, 1}, jump[2] = {0, 0}, counted[2] = {1, 1};
-  unsigned int begin = 0;
+  // Outer axes: their taps as (count, jump) pairs, absent axes one tap.
+  int tap_count[2] = {1, 1}, counted[2] = {1, 1};
+  U tap_jump[2] = {0, 0};
+  U row_begin = 0;  // offset of the outer axes' first taps in a plane
 #pragma unroll
   for (int a = 0; a < L; ++a) {
-    const int start = o[a] * g.step[a] - g.pad_begin[a];
-    int j0, j1, c0, c1;
-    oc::tap_span<0>(g, a, start, 0, g.in_len[a], j0, j1);
-    oc::tap_span<0>(g, a, start, g.cnt_lo[a], g.cnt_hi[a], c0, c1);
-    taps[a] = j1 - j0;
-    counted[a] = c1 - c0;
-    jump[a] = g.dilation[a] * g.in_stride[a];
-    begin += (unsigned int)(start + j0 * g.dilation[a]) * (unsigned int)g.in_stride[a];
+    const int start = out_pos[a] * fast.step[a] - fast.pad_begin[a];
+    int first_tap, end_tap, first_counted, end_counted;
+    oc::tap_span<oc::RuntimeWindow>(fast, a, start, 0, fast.in_len[a], first_tap, end_tap);
+    oc::tap_span<oc::RuntimeWindow>(fast, a, start, fast.count_begin[a], fast.count_end[a],
+                                    first_counted, end_counted);
+    tap_count[a] = end_tap - first_tap;
+    counted[a] = end_counted - first_counted;
+    tap_jump[a] = (U)fast.dilation[a] * (U)fast.in_stride[a];
+    row_begin += (U)(start + first_tap * fast.dilation[a]) * (U)fast.in_stride[a];
   }
-  const oc::PoolRow<K, S> taps_last(g, L, o_last, begin);
+  const oc::LastAxisRow<Window, U> last_axis(fast, L, first_out, row_begin);
   Acc count[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) {
-    const int step = K > 0 ? S : g.step[L];
-    const int start = oc::imin(o_last + v, g.out_len[L] - 1) * step - g.pad_begin[L];
-    int c0, c1;
-    oc::tap_span<K>(g, L, start, g.cnt_lo[L], g.cnt_hi[L], c0, c1);
-    count[v] = (Acc)(c1 - c0);  // the generic kernel's product order: last axis first
+    const int start = oc::imin(first_out + v, fast.out_len[L] - 1)
+                      * oc::window_step<Window>(fast, L) - fast.pad_begin[L];
+    int first_counted, end_counted;
+    oc::tap_span<Window>(fast, L, start, fast.count_begin[L], fast.count_end[L], first_counted,
+                         end_counted);
+    count[v] = (Acc)(end_counted - first_counted);  // the generic kernel's order: last axis first
 #pragma unroll
     for (int a = L - 1; a >= 0; --a) count[v] *= (Acc)counted[a];
   }
-  const int y_row = row * g.out_len[L] + o_last;
+  const int y_row = row * fast.out_len[L] + first_out;
 #pragma unroll 1
-  for (int p = blockIdx.y * blockDim.y + threadIdx.y; p < g.planes; p += blockDim.y * gridDim.y) {
-    const int n = oc::fast_div(p, g.by_channels);
-    const unsigned int plane = (unsigned int)(n * g.stride_n + (p - n * g.channels) * g.stride_c);
+  for (int plane = blockIdx.y * blockDim.y + threadIdx.y; plane < fast.planes;
+       plane += blockDim.y * gridDim.y) {  // plane = n * C + c
+    const int n = oc::fast_div(plane, fast.by_channels);
+    const U plane_at = (U)n * (U)fast.stride_n + (U)(plane - n * fast.channels) * (U)fast.stride_c;
     Acc acc[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = Acc(0);
-    for (int i0 = 0; i0 < taps[0]; ++i0)
-      for (int i1 = 0; i1 < taps[1]; ++i1)
-        taps_last.template add<Mode>(x, plane + (unsigned int)(i0 * jump[0] + i1 * jump[1]), acc);
-    T* yp = y + (p * g.out_plane + y_row);
+#pragma unroll 1
+    for (int tap0 = 0; tap0 < tap_count[0]; ++tap0)
+#pragma unroll 1
+      for (int tap1 = 0; tap1 < tap_count[1]; ++tap1)
+        last_axis.template add<Mode, I>(
+            x, plane_at + (U)tap0 * tap_jump[0] + (U)tap1 * tap_jump[1], acc);
+    T* out = y + ((I)plane * (I)fast.out_plane + (I)y_row);
 #pragma unroll
     for (int v = 0; v < V; ++v)
-      if (o_last + v < g.out_len[L]) oc::store<Acc>(yp + v, oc::pool_finish<Mode>(acc[v], count[v]));
+      if (first_out + v < fast.out_len[L])
+        oc::store<Acc>(out + v, oc::pool_finish<Mode>(acc[v], count[v]));
   }
 }

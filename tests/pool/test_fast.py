@@ -1,8 +1,10 @@
-"""The pooling fast path (`pool_fast` in kernels/pool.cu, chosen in onnx_cupy.ops.pool): which
+"""The pooling fast path (`pool_fast` in kernels/pool.cu, chosen in onnx_cupy.pool.kernel): which
 plans take it, and that it gives exactly the generic kernel's values (the same taps summed in the
-same order, the same divisor), both within tolerance of the NumPy fallback, on the emulator."""
+same order, the same divisor), both within tolerance of the NumPy fallback, on the emulator; with
+32-bit offsets and, for inputs whose offsets pass 2**31 - 1, with 64-bit ones."""
 from __future__ import annotations
 
+import mmap
 from collections import Counter
 
 import numpy as np
@@ -42,9 +44,17 @@ def assert_same_bits(got, expected):
 ENUM = {0: "oc::PoolMode::average", 1: "oc::PoolMode::l1", 2: "oc::PoolMode::l2"}  # by p
 
 
-def fast_expression(dtype, mode, rank, window=(0, 0)):
+def fast_expression(dtype, mode, rank, window=None, bits=32):
+    """pool_fast's name expression; `window` (taps, step) for a fixed last-axis window."""
     storage, acc, _ = dtypes.FLOAT_TYPES[np.dtype(dtype).name]
-    return f"pool_fast<{storage}, {acc}, {ENUM[mode]}, {rank}, {window[0]}, {window[1]}>"
+    kind = "oc::RuntimeWindow" if window is None else f"oc::FixedWindow<{window[0]}, {window[1]}>"
+    return (f"pool_fast<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {ENUM[mode]}, {rank}, "
+            f"{kind}>")
+
+
+def generic_expression(dtype, rank, bits=32):
+    storage, acc, _ = dtypes.FLOAT_TYPES[np.dtype(dtype).name]
+    return f"pool<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {rank}>"
 
 
 COMPILED = {(2, 2), (3, 1), (3, 2)}  # last-axis (kernel size, stride) compiled in, 2-D only
@@ -52,10 +62,10 @@ COMPILED = {(2, 2), (3, 1), (3, 2)}  # last-axis (kernel size, stride) compiled 
 
 def compiled_window(attrs, nd=2):
     """The last-axis window compiled into the fast kernel for these attributes of a contiguous
-    input: for 2-D pooling, one of COMPILED with dilation 1; else the runtime window (0, 0)."""
+    input: for 2-D pooling, one of COMPILED with dilation 1; else None (the runtime window)."""
     window = (attrs["kernel_shape"][-1], attrs.get("strides", [1] * nd)[-1])
     dilation = attrs.get("dilations", [1] * nd)[-1]
-    return window if nd == 2 and window in COMPILED and dilation == 1 else (0, 0)
+    return window if nd == 2 and window in COMPILED and dilation == 1 else None
 
 
 def random_attrs(rng, op, spatial, reached):
@@ -83,8 +93,9 @@ def random_attrs(rng, op, spatial, reached):
 
 def test_fast_paths_registered():
     fast = loader.fast_paths("pool")
-    expected = {fast_expression(t, m, r, w) for t in dtypes.FLOAT_TYPES for m in range(3)
-                for r in (1, 2, 3) for w in [(0, 0), *(COMPILED if r == 2 else ())]}
+    expected = {fast_expression(t, m, r, w, b) for t in dtypes.FLOAT_TYPES for m in range(3)
+                for r in (1, 2, 3) for w in [None, *(COMPILED if r == 2 else ())]
+                for b in dtypes.INDEX_TYPES}
     assert set(fast) == expected
     assert set(fast.values()) == {kernel_pool.OUTPUTS}
     assert expected <= set(loader.instantiations("pool"))
@@ -175,8 +186,8 @@ def test_compiled_window_needs_2d_unit_stride_and_dilation(launches, rng):
     """The compiled windows serve 2-D pooling over unit-stride columns with dilation 1; other
     last axes and ranks take the runtime window."""
     x = random(rng, (2, 3, 7, 12), np.float32)
-    for view, dilation, window in ((x, 1, (3, 2)), (x, 2, (0, 0)), (x[..., ::-1], 1, (0, 0)),
-                                   (x[..., ::2], 1, (0, 0)), (x.transpose(1, 0, 2, 3), 1, (3, 2))):
+    for view, dilation, window in ((x, 1, (3, 2)), (x, 2, None), (x[..., ::-1], 1, None),
+                                   (x[..., ::2], 1, None), (x.transpose(1, 0, 2, 3), 1, (3, 2))):
         run("AveragePool", view, "emulated", kernel_shape=[3, 3], strides=[1, 2],
             dilations=[1, dilation])
         assert launches[-1][0] == fast_expression(np.float32, 0, 2, window)
@@ -221,7 +232,7 @@ def test_non_contiguous_inputs(op, view, kernel, strides, monkeypatch, launches,
         attrs["p"] = 2
     fast = run(op, x, "emulated", **attrs)
     unit = x.strides[-1] == x.itemsize
-    window = compiled_window(attrs) if unit else (0, 0)
+    window = compiled_window(attrs) if unit else None
     assert launches[-1][0] == fast_expression(np.float32, 2 if op == "LpPool" else 0, 2, window)
     assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
     assert_same_bits(fast, run(op, np.ascontiguousarray(x), "emulated", **attrs))
@@ -265,18 +276,32 @@ def test_launch_shape_for_small_and_large_planes():
 
 
 def test_generic_path_at_the_boundaries(launches, rng):
-    """Four spatial axes, LpPool with p = 3, and offsets past 2**31 - 1 take the generic kernel."""
+    """Four spatial axes and LpPool with p = 3 take the generic kernel; offsets past 2**31 - 1
+    the fast kernel's 64-bit instantiation, window coordinates past it the generic kernel."""
     x = random(rng, (1, 2, 4, 3, 5, 3), np.float64)
     run("AveragePool", x, "emulated", kernel_shape=[2, 2, 2, 2])
     run("LpPool", x[..., 0], "emulated", kernel_shape=[2, 2, 2], p=3)
-    assert [e for e, _ in launches] == ["pool<double, double, int>"] * 2
+    assert [e for e, _ in launches] == [generic_expression(np.float64, 4),
+                                        generic_expression(np.float64, 3)]
     assert all(shape is None for _, shape in launches)
     # reach (largest offset plus a dilation step) exactly at and just past 2**31 - 1
     pl = pool_plans.prepare("AveragePool", (2, 1, 5), np.float16, 22, kernel_shape=[2])
     limit = dtypes.INT32_LIMIT - 5
     assert kernel_pool.reach(pl, (limit, 5, 1)) == dtypes.INT32_LIMIT
-    assert kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), (limit, 5, 1)) is not None
-    assert kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), (limit + 1, 5, 1)) is None
+    for strides, bits in (((limit, 5, 1), 32), ((limit + 1, 5, 1), 64)):
+        expression, _, _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides)
+        assert expression == fast_expression(np.float16, 0, 1, bits=bits)
+    # a window coordinate (the tap-range division's numerator) just past 2**31 - 1
+    widest = (dtypes.INT32_LIMIT - 10) // 3
+    for dilation, fast in ((widest, True), (widest + 1, False)):
+        pl = pool_plans.prepare("AveragePool", (1, 1, 5), np.float16, 22, kernel_shape=[2],
+                                dilations=[dilation], pads=[0, dilation])
+        assert pl.out_shape == (1, 1, 5)
+        assert (kernel_pool.coordinate_reach(pl) <= dtypes.INT32_LIMIT) == fast
+        assert (kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), (5, 5, 1)) is not None) \
+            == fast
+        assert kernel_pool.kernel_args(pl, np.dtype(np.float16), (5, 5, 1))[0] == \
+            generic_expression(np.float16, 1, 32 if fast else 64)
 
 
 def test_divider_is_exact():
@@ -295,3 +320,69 @@ def test_divider_is_exact():
     for bad in (0, 2**31):
         with pytest.raises(ValueError, match=f"divisor {bad}"):
             launcher.divider(bad)
+
+
+WIDE = 2**31  # elements: an axis this long in memory puts offsets past 2**31 - 1
+NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)  # Linux's value (named in Python >= 3.13)
+WIDE_SPATIAL = {1: (29,), 2: (7, 13), 3: (4, 5, 9), 4: (3, 4, 3, 5), 5: (3, 2, 3, 4, 5)}
+
+
+def wide_input(rng, shape, dtype, axis):
+    """Random values of `shape` in a view of virtual memory (only the pages the values touch are
+    backed) in which `axis` is outermost, its last index WIDE elements or more in: offsets past
+    2**31 - 1. The other axes lie packed in C order within one step of `axis`."""
+    strides, step = [0] * len(shape), 1
+    for a in reversed([a for a in range(len(shape)) if a != axis]):
+        strides[a], step = step, step * shape[a]
+    strides[axis] = max(step, -(-WIDE // (shape[axis] - 1)))
+    itemsize = np.dtype(dtype).itemsize
+    size = (strides[axis] * (shape[axis] - 1) + step) * itemsize
+    memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | NORESERVE)
+    x = np.lib.stride_tricks.as_strided(np.frombuffer(memory, np.dtype(dtype)), shape,
+                                        [s * itemsize for s in strides])
+    x[...] = random(rng, shape, dtype)
+    return x
+
+
+@pytest.mark.parametrize("layout", ["batch", "rows", "reversed"])
+@pytest.mark.parametrize("nd", WIDE_SPATIAL)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_offsets_past_int32(dtype, nd, layout, monkeypatch, launches, rng):
+    """Inputs whose offsets pass 2**31 - 1, between batch items (N outermost; `reversed`: N, C
+    and the last axis at negative strides) or along the first spatial axis (outermost): the fast
+    kernel's 64-bit instantiation for 1-3 spatial axes (a fixed window where the last axis
+    allows), the generic kernel's 64-bit one for 4-5, in every mode; the fast kernel gives the
+    generic kernel's bits, both within tolerance of the NumPy path."""
+    spatial = WIDE_SPATIAL[nd]
+    x = wide_input(rng, (2, 3, *spatial), dtype, 2 if layout == "rows" else 0)
+    if layout == "reversed":
+        x = x[::-1, ::-1, ..., ::-1]
+    unit = x.strides[-1] == x.itemsize
+    reached = Counter()
+    for i, (op, extra, mode) in enumerate(MODES):
+        attrs = {**random_attrs(rng, op, spatial, reached), **extra}
+        if nd == 2 and i < len(COMPILED):  # a fixed last-axis window, where the stride allows
+            (attrs["kernel_shape"][-1], attrs["strides"][-1]), attrs["dilations"][-1] = \
+                sorted(COMPILED)[i], 1
+            attrs["pads"][nd - 1::nd] = [min(p, attrs["kernel_shape"][-1] - 1)
+                                         for p in attrs["pads"][nd - 1::nd]]
+        got = run(op, x, "emulated", **attrs)
+        if nd <= 3:
+            window = compiled_window(attrs, nd) if unit else None
+            assert launches[-1][0] == fast_expression(dtype, mode, nd, window, bits=64)
+            reached["fixed window"] += window is not None
+            assert_same_bits(got, run_generic(monkeypatch, op, x, **attrs))
+        assert launches[-1][0] == generic_expression(dtype, nd, 64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            expected = run(op, x, "numpy", **attrs)
+        assert_close(got, expected.astype(np.float64), dtype)
+    assert reached["fixed window"] >= (3 if nd == 2 and unit else 0)
+
+
+def test_outputs_past_int32_take_the_wide_fast_kernel():
+    """More than 2**31 - 1 outputs, each plane small: the fast kernel's 64-bit instantiation."""
+    for shape, bits in (((2**13, 2**9, 2**8), 32), ((2**15, 2**9, 2**8), 64)):
+        pl = pool_plans.prepare("AveragePool", shape, np.float16, 22, kernel_shape=[1])
+        strides = (shape[1] * shape[2], shape[2], 1)
+        expression, _, _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides)
+        assert expression == fast_expression(np.float16, 0, 1, bits=bits)

@@ -35,7 +35,8 @@ def random_attrs(rng, op, spatial):
     return attrs
 
 
-SPATIAL = {1: (37,), 2: (11, 9), 3: (7, 5, 9), 4: (5, 3, 7, 3)}
+SPATIAL = {1: (37,), 2: (11, 9), 3: (7, 5, 9), 4: (5, 3, 7, 3), 5: (3, 4, 3, 5, 3),
+           6: (3, 2, 4, 3, 2, 3), 7: (2, 3, 2, 3, 2, 2, 3), 8: (3, 2, 2, 3, 2, 2, 2, 3)}
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -180,7 +181,7 @@ def test_small_input_uses_32_bit_indices(expressions, rng):
     """The generic kernel (4 spatial axes: no fast path) with 32-bit indices."""
     run("AveragePool", random(rng, (2, 3, 5, 4, 3, 3), np.float16), "emulated",
         kernel_shape=[3, 2, 1, 3])
-    assert expressions == ["pool<oc::half_t, float, int>"]
+    assert expressions == ["pool<oc::half_t, float, int, 4>"]
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -201,7 +202,7 @@ def test_offsets_beyond_int32_use_64_bit_indices(expressions, reverse):
     pairs = np.array([[values[2 * o], values[2 * o + d]] for o in range(3)])
     assert_close(avg, pairs.mean(1)[None, None], np.float16)
     assert_close(lp, np.abs(pairs).sum(1)[None, None], np.float16)
-    assert expressions == ["pool<oc::half_t, float, long long>"] * 2
+    assert expressions == ["pool<oc::half_t, float, long long, 1>"] * 2
 
 
 def test_kernel_one_with_huge_dilation(cpu_backend, rng):
@@ -224,4 +225,4 @@ def test_huge_output_grid_stride_uses_64_bit_indices(monkeypatch):
         shape = (total, 1, 1, 1, 1, 1)
         y = run("AveragePool", np.empty(shape, np.float16), "emulated", kernel_shape=[1] * 4)
         assert y.shape == shape
-        assert seen.pop() == f"pool<oc::half_t, float, {bits}>"
+        assert seen.pop() == f"pool<oc::half_t, float, {bits}, 4>"

@@ -1,6 +1,7 @@
 """The kernel report: ptxas figures and SASS counts of every registered instantiation, its
-counting rules checked on purpose-written kernels, the CLI, and the static targets of every
-registered fast path (float16/bfloat16/float32 storage, 32-bit index, sm_90)."""
+counting rules checked on purpose-written kernels, the CLI, the static targets of every
+registered fast path (float16/bfloat16/float32 storage, 32-bit and 64-bit index, sm_90), and the
+families none of whose instantiations uses local memory."""
 from __future__ import annotations
 
 import dataclasses
@@ -185,6 +186,41 @@ def test_fast_path_targets(family, expression):
     assert kernel_report.check(k, kernel_report.budget(family, expression)) == [], k
 
 
+# Families none of whose instantiations (every dtype, index width, rank and window) may use local
+# memory: no stack frame, no spills, no LDL/STL.
+LOCAL_MEMORY_FREE = ["hardmax", "pool"]
+
+
+@pytest.mark.parametrize("arch", kernel_report.ARCHS)
+@pytest.mark.parametrize("family", LOCAL_MEMORY_FREE)
+def test_no_local_memory(family, arch):
+    kernels = kernel_report.family_report(family, arch)
+    assert kernels
+    using = [k.expression for k in kernels if kernel_report.uses_local_memory(k)]
+    assert using == [], using
+    if kernel_report.nvdisasm() is not None:
+        assert all(k.sass is not None and k.sass.local == 0 for k in kernels)
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize("family", ["pool"])
+def test_wide_fast_paths(family):
+    """Every fast path held to the targets with 32-bit offsets has a 64-bit twin, held to
+    WIDE_INDEX_BUDGET times the family's budget."""
+    held = [e for f, e in FAST_PATHS if f == family]
+    narrow = [e for e in held if "int" in kernel_report.template_arguments(e)]
+    assert narrow
+    report = {k.expression: k for k in kernel_report.family_report(family, "sm_90")}
+    for expression in narrow:
+        args = kernel_report.template_arguments(expression)
+        wide = expression.replace(", int,", ", long long,", 1)
+        assert wide in held and args.index("int") == kernel_report.template_arguments(wide).index(
+            "long long"), wide
+        budget = kernel_report.budget(family, wide)
+        assert budget == kernel_report.WIDE_INDEX_BUDGET * kernel_report.BUDGETS[family]
+        assert kernel_report.check(report[wide], budget) == [], report[wide]
+
+
 def test_cli_table(capsys):
     assert cli.main(["kernels", "--family", "hardmax", "--arch", "sm_90"]) == 0
     out = capsys.readouterr().out
@@ -207,7 +243,7 @@ def test_cli_without_nvdisasm(monkeypatch, capsys):
     assert cli.main(["kernels", "--family", "pool", "--arch", "sm_80"]) == 0
     captured = capsys.readouterr()
     assert f"pip install {kernel_report.NVDISASM_WHEEL}" in captured.err
-    assert "pool<float, float, int>" in captured.out
+    assert "pool<float, float, int, 2>" in captured.out
 
 
 def test_cli_without_nvrtc(monkeypatch, capsys):

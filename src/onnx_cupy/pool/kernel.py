@@ -1,13 +1,15 @@
 """The kernel path of AveragePool and LpPool: parameter blocks, instantiation and grid of
 kernels/pool.cu for a plan (onnx_cupy.pool.plan), launched on the GPU or the emulator.
 
-Plans with 1-3 spatial axes, 32-bit offsets and AveragePool or LpPool with p = 1 or 2 run the fast
-kernel `pool_fast` (rank and mode as template parameters, OUTPUTS outputs per thread along the last
-axis, the N*C planes on grid y, runtime divisions as host-computed multiply-shifts). 2-D plans whose
-last axis has one of the WINDOWS (kernel size, stride), dilation 1 and unit input stride take its
-compile-time instantiation: a row's loads unrolled and shared between overlapping windows. Every
-other plan runs the generic kernel `pool`. All sum a window's taps in the same order and divide by
-the same count, so they give identical results."""
+Plans with 1-3 spatial axes whose coordinates and per-plane sizes fit an int, AveragePool or
+LpPool with p = 1 or 2, run the fast kernel `pool_fast` (rank and mode as template parameters,
+OUTPUTS outputs per thread along the last axis, the N*C planes on grid y, runtime divisions as
+host-computed multiply-shifts). 2-D plans whose last axis has one of the WINDOWS (kernel size,
+stride), dilation 1 and unit input stride take its fixed-window instantiation: a row's loads
+unrolled and shared between overlapping windows. Every other plan runs the generic kernel `pool`,
+instantiated per spatial rank. Both take 32-bit offsets where every input offset and output index
+fits, else 64-bit ones. All sum a window's taps in the same order and divide by the same count, so
+they give identical results."""
 from __future__ import annotations
 
 import functools
@@ -20,84 +22,117 @@ from ..core import arrays, dtypes, launcher, loader
 from .plan import MAX_SPATIAL, PoolPlan
 
 FAMILY = "pool"
+RANKS = tuple(range(1, MAX_SPATIAL + 1))  # spatial ranks of the generic kernel
 
 _GEOM = np.dtype(
-    [(f, "<i8") for f in ("nd", "total", "channels", "stride_n", "stride_c", "lp")]
+    [(f, "<i8") for f in ("total", "channels", "stride_n", "stride_c", "lp")]
     + [(f, "<i8", (MAX_SPATIAL,)) for f in ("in_shape", "in_stride", "out_shape", "kernel", "step",
-                                             "dilation", "pad_begin", "cnt_lo", "cnt_hi")]
-    + [("p", "<f8")]
+                                             "dilation", "pad_begin", "count_begin", "count_end")]
+    + [("p", "<f8"), ("by_channels", "<u4", (2,))]
+    + [(f, "<u4", (MAX_SPATIAL, 2)) for f in ("by_out_shape", "by_dilation")],
+    align=True,
 )
 
 
-def _expression(dtype_name: str, bits: int) -> str:
+def _expression(dtype_name: str, bits: int, rank: int) -> str:
     storage, acc, _ = dtypes.FLOAT_TYPES[dtype_name]
-    return f"pool<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
+    return f"pool<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {rank}>"
 
 
 OUTPUTS = 4          # outputs per thread of pool_fast (POOL_OUTPUTS)
+MIN_BLOCKS = 4       # blocks of launcher.BLOCK threads resident per SM that pool_fast is compiled
+                     # for (POOL_MIN_BLOCKS, its __launch_bounds__): 50 % occupancy
 THREADS = 1 << 19    # beyond about this many threads (3 waves of an H100), planes loop: each
                      # thread's window set-up then serves several planes
 FAST_RANKS = (1, 2, 3)
 # Last-axis windows (kernel size, stride) compiled in, for 2-D pooling: the image models' 2x2 s2
-# and 3x3 s1/s2; any other window is read from PoolFastGeom (RUNTIME_WINDOW).
+# and 3x3 s1/s2; any other window is read from PoolFastGeom (oc::RuntimeWindow).
 WINDOWS = ((2, 2), (3, 1), (3, 2))
 WINDOW_RANKS = (2,)
-RUNTIME_WINDOW = (0, 0)
 # pool_fast's oc::PoolMode by the plan's p (None: AveragePool)
 MODES = {None: "oc::PoolMode::average", 1.0: "oc::PoolMode::l1", 2.0: "oc::PoolMode::l2"}
 
 _FAST_GEOM = np.dtype(
-    [(f, "<i4") for f in ("planes", "channels", "stride_n", "stride_c", "work", "groups",
-                          "out_plane")]
+    [(f, "<i8") for f in ("stride_n", "stride_c")] + [("in_stride", "<i8", (3,))]
+    + [(f, "<i4") for f in ("planes", "channels", "work", "groups", "out_plane")]
     + [(f, "<u4", (2,)) for f in ("by_channels", "by_groups", "by_mid")]
-    + [(f, "<i4", (3,)) for f in ("in_len", "in_stride", "out_len", "kernel", "step", "dilation",
-                                   "pad_begin", "cnt_lo", "cnt_hi")]
-    + [("by_dilation", "<u4", (3, 2))]
+    + [(f, "<i4", (3,)) for f in ("in_len", "out_len", "kernel", "step", "dilation", "pad_begin",
+                                   "count_begin", "count_end")]
+    + [("by_dilation", "<u4", (3, 2))],
+    align=True,  # as the C struct: padded to a multiple of its 8-byte fields
 )
 
 
-def _fast_expression(dtype_name: str, mode: str, rank: int, window: tuple[int, int]) -> str:
+def window_type(window: tuple[int, int] | None) -> str:
+    """pool_fast's Window argument: oc::FixedWindow<taps, step>, or oc::RuntimeWindow (None)."""
+    return "oc::RuntimeWindow" if window is None else f"oc::FixedWindow<{window[0]}, {window[1]}>"
+
+
+def _fast_expression(dtype_name: str, bits: int, mode: str, rank: int,
+                     window: tuple[int, int] | None) -> str:
     storage, acc, _ = dtypes.FLOAT_TYPES[dtype_name]
-    return f"pool_fast<{storage}, {acc}, {mode}, {rank}, {window[0]}, {window[1]}>"
+    return (f"pool_fast<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {mode}, {rank}, "
+            f"{window_type(window)}>")
 
 
 loader.register(FAMILY,
-                [_expression(t, b) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES],
+                [_expression(t, b, r) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES
+                 for r in RANKS],
                 {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM},
-                fast={_fast_expression(t, m, r, w): OUTPUTS
-                      for t in dtypes.FLOAT_TYPES for m in MODES.values() for r in FAST_RANKS
-                      for w in (RUNTIME_WINDOW, *(WINDOWS if r in WINDOW_RANKS else ()))},
-                defines={"POOL_MAXD": MAX_SPATIAL, "POOL_OUTPUTS": OUTPUTS})
+                fast={_fast_expression(t, b, m, r, w): OUTPUTS
+                      for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES
+                      for m in MODES.values() for r in FAST_RANKS
+                      for w in (None, *(WINDOWS if r in WINDOW_RANKS else ()))},
+                defines={"POOL_MAXD": MAX_SPATIAL, "POOL_OUTPUTS": OUTPUTS,
+                         "POOL_MIN_BLOCKS": MIN_BLOCKS})
+
+
+def coordinate_reach(pl: PoolPlan) -> int:
+    """Largest |value| the kernels' window coordinates reach (a tap range's ceiling division adds
+    dilation - 1 to a coordinate difference)."""
+    return max((o - 1) * s + k * d + b + e + n + 1 for o, s, k, d, b, e, n in zip(
+        pl.out_shape[2:], pl.strides, pl.kernel, pl.dilations, pl.pads_begin, pl.pads_end,
+        pl.in_shape[2:]))
+
+
+def offset_reach(pl: PoolPlan, strides: tuple[int, ...]) -> int:
+    """Largest |offset| the kernels form in an input with element `strides`, including the
+    one-dilation step past a window's last tap."""
+    past = sum(d * abs(st) for d, st in zip(pl.dilations, strides[2:]))
+    return arrays.max_offset(pl.in_shape, strides) + past
 
 
 def reach(pl: PoolPlan, strides: tuple[int, ...]) -> int:
     """Largest |value| the kernels' index math forms for an input with element `strides`:
-    window coordinates (a tap range's ceiling division adds dilation - 1 to a coordinate
-    difference) and input offsets, including the one-dilation step past a window's last tap."""
-    coords = max((o - 1) * s + k * d + b + e + n + 1 for o, s, k, d, b, e, n in zip(
-        pl.out_shape[2:], pl.strides, pl.kernel, pl.dilations, pl.pads_begin, pl.pads_end,
-        pl.in_shape[2:]))
-    past = sum(d * abs(st) for d, st in zip(pl.dilations, strides[2:]))
-    return max(coords, arrays.max_offset(pl.in_shape, strides) + past)
+    window coordinates and input offsets."""
+    return max(coordinate_reach(pl), offset_reach(pl, strides))
 
 
 @functools.lru_cache(maxsize=512)
-def geometry(pl: PoolPlan, x_strides: tuple[int, ...]) -> np.ndarray:
-    """The kernel's PoolGeom parameter block for an input with these element strides."""
+def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int) -> np.ndarray:
+    """The generic kernel's PoolGeom parameter block for an input with these element strides and
+    `bits`-bit indices (the multiply-shift divisors serve 32-bit ones)."""
+    dividers = {}
+    if bits == 32:
+        unused = (1,) * (MAX_SPATIAL - pl.nd)
+        dividers = {"by_channels": launcher.divider(pl.in_shape[1]),
+                    "by_out_shape": [launcher.divider(n) for n in (*pl.out_shape[2:], *unused)],
+                    "by_dilation": [launcher.divider(d) for d in (*pl.dilations, *unused)]}
     return launcher.parameter_block(
-        _GEOM, nd=pl.nd, total=math.prod(pl.out_shape), channels=pl.in_shape[1],
+        _GEOM, total=math.prod(pl.out_shape), channels=pl.in_shape[1],
         stride_n=x_strides[0], stride_c=x_strides[1], lp=pl.lp, p=pl.p,
         in_shape=pl.in_shape[2:], in_stride=x_strides[2:], out_shape=pl.out_shape[2:],
         kernel=pl.kernel, step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin,
-        cnt_lo=pl.cnt_lo, cnt_hi=pl.cnt_hi)
+        count_begin=pl.cnt_lo, count_end=pl.cnt_hi, **dividers)
 
 
 @functools.lru_cache(maxsize=512)
 def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
                 ) -> tuple[str, np.ndarray]:
-    """(instantiation, PoolGeom block) for an input of `dtype` with these element strides."""
+    """(instantiation, PoolGeom block) of the generic kernel for an input of `dtype` with these
+    element strides."""
     bits = launcher.index_bits(math.prod(pl.out_shape), reach(pl, x_strides))
-    return _expression(dtypes.float_name(dtype), bits), geometry(pl, x_strides)
+    return _expression(dtypes.float_name(dtype), bits, pl.nd), geometry(pl, x_strides, bits)
 
 
 def fast_mode(pl: PoolPlan) -> str | None:
@@ -105,23 +140,24 @@ def fast_mode(pl: PoolPlan) -> str | None:
     return MODES.get(pl.p if pl.lp else None)
 
 
-def fast_window(pl: PoolPlan, x_strides: tuple[int, ...]) -> tuple[int, int]:
-    """The fast kernel's compile-time last-axis window (kernel size, stride): one of WINDOWS
-    for a rank in WINDOW_RANKS whose last axis has dilation 1 and unit input stride, else
-    RUNTIME_WINDOW."""
+def fast_window(pl: PoolPlan, x_strides: tuple[int, ...]) -> tuple[int, int] | None:
+    """The fast kernel's fixed last-axis window (kernel size, stride): one of WINDOWS for a rank
+    in WINDOW_RANKS whose last axis has dilation 1 and unit input stride, else None (the runtime
+    window)."""
     window = (pl.kernel[-1], pl.strides[-1])
     if (window in WINDOWS and pl.nd in WINDOW_RANKS and pl.dilations[-1] == 1
             and x_strides[-1] == 1):
         return window
-    return RUNTIME_WINDOW
+    return None
 
 
 @functools.lru_cache(maxsize=512)
 def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
                      ) -> tuple[str, launcher.Shape, np.ndarray] | None:
     """(instantiation, (grid, block), PoolFastGeom block) of the fast kernel, or None where the
-    plan needs the generic one (rank > 3, LpPool p not in {1, 2}, or an offset, coordinate or
-    thread index past 2**31 - 1)."""
+    plan needs the generic one (rank > 3, LpPool p not in {1, 2}, or a coordinate, per-plane size
+    or thread index past 2**31 - 1). Offsets and output indices past 2**31 - 1 take its 64-bit
+    instantiation."""
     mode = fast_mode(pl)
     if mode is None or pl.nd not in FAST_RANKS:
         return None
@@ -132,9 +168,10 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     gx = launcher.cdiv(work, bx)
     grid = (gx, max(1, min(launcher.cdiv(planes, by), launcher.MAX_GRID_YZ,
                            THREADS // (gx * bx * by))), 1)
-    if dtypes.index_bits(math.prod(pl.out_shape), reach(pl, x_strides), grid[0] * bx,
+    if dtypes.index_bits(coordinate_reach(pl), math.prod(out), grid[0] * bx,
                          planes + grid[1] * by, out[-1] + OUTPUTS) != 32:
         return None
+    bits = dtypes.index_bits(math.prod(pl.out_shape), offset_reach(pl, x_strides))
     rank = pl.nd
     g = launcher.parameter_block(
         _FAST_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=x_strides[0],
@@ -142,12 +179,12 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
         by_channels=launcher.divider(pl.in_shape[1]), by_groups=launcher.divider(groups),
         by_mid=launcher.divider(out[1] if rank == 3 else 1),
         in_len=pl.in_shape[2:], in_stride=x_strides[2:], out_len=out, kernel=pl.kernel,
-        step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin, cnt_lo=pl.cnt_lo,
-        cnt_hi=pl.cnt_hi,
+        step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin, count_begin=pl.cnt_lo,
+        count_end=pl.cnt_hi,
         by_dilation=[launcher.divider(d) for d in (*pl.dilations, 1, 1)[:3]])
     shape = (grid, (bx, by, 1))
     window = fast_window(pl, x_strides)
-    return _fast_expression(dtypes.float_name(dtype), mode, rank, window), shape, g
+    return _fast_expression(dtypes.float_name(dtype), bits, mode, rank, window), shape, g
 
 
 def run(pl: PoolPlan, X: Any, out: Any, backend: str) -> Any:
