@@ -10,6 +10,7 @@ coverage test."""
 from __future__ import annotations
 
 import pytest
+from helpers import differential_report
 from helpers import hardmax_differential as diff
 from helpers.differential import parameters, totals
 
@@ -36,3 +37,10 @@ def test_checks_reached():
     assert n["shape = runtimes"] >= 300 and n["shape = inference"] >= 300
     assert n["runtimes agree"] >= 250 and n["values = runtimes"] == n["runtimes agree"]
     assert n["differ: coerced 2-D rows below 13 (reference applies v13)"] >= 50
+
+
+@pytest.mark.slow
+def test_documented_figures_are_current():
+    """docs/_generated/differential.md holds what these configurations reach now (written by
+    helpers/differential_report.py; regenerate it after a change to them)."""
+    differential_report.assert_current("Hardmax")

@@ -11,6 +11,7 @@ coverage tests.
 from __future__ import annotations
 
 import pytest
+from helpers import differential_report
 from helpers import pool_differential as diff
 from helpers.differential import parameters, totals
 
@@ -56,3 +57,11 @@ def test_checks_reached(counts):
     assert n["runtimes_shape"] >= diff.CONFIGS * 0.45
     assert n["judged_by_ort"] >= diff.CONFIGS * 0.4 and n["judged_by_ref"] >= diff.CONFIGS * 0.3
     assert n["inference"] >= diff.CONFIGS * 0.4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", diff.OPS)
+def test_documented_figures_are_current(op):
+    """docs/_generated/differential.md holds what these configurations reach now (written by
+    helpers/differential_report.py; regenerate it after a change to them)."""
+    differential_report.assert_current(op)

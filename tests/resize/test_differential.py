@@ -12,6 +12,7 @@ coverage tests."""
 from __future__ import annotations
 
 import pytest
+from helpers import differential_report
 from helpers import resize_differential as diff
 from helpers.differential import parameters, totals
 
@@ -75,3 +76,10 @@ def test_every_configuration_runs(counts):
     print(f"\nResize: {dict(sorted(counts.items()))}")
     assert counts["ours_ran"] == len(INDICES) and not counts["failed:ours_ran"]
     assert counts["ort_ran"] >= diff.COUNT * 0.7 and counts["ref_ran"] >= diff.COUNT * 0.7
+
+
+@pytest.mark.slow
+def test_documented_figures_are_current():
+    """docs/_generated/differential.md holds what these configurations reach now (written by
+    helpers/differential_report.py; regenerate it after a change to them)."""
+    differential_report.assert_current("Resize")
