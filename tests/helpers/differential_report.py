@@ -32,21 +32,74 @@ FOLLOWS = {"ort": "onnxruntime's", "ref": "onnx.reference's", "exact": "neither:
 
 class Family(NamedTuple):
     """A family's configurations (`records` evaluates them, cached), the test module running
-    them, the prefix of its listed-case counts and the cases in their listed order, each with
-    the cells of `columns` (no list: the cases counted, by name)."""
+    them, what its checks and events mean (in the order the table lists them), the prefix of
+    its listed-case counts and the cases in their listed order, each with the cells of
+    `columns` (no list: the cases counted, by name)."""
 
     test: str
     records: Callable[[], list[Record]]
+    checks: dict[str, str]
     prefix: str
     cases: dict[str, tuple[str, ...]] | None = None
     columns: tuple[str, ...] = ()
+
+
+POOL_CHECKS = {
+    "oracle": "onnx-cupy (NumPy path) equals the loop oracle",
+    "rejected": "an output length is negative: onnx-cupy rejects it (ValueError)",
+    "emulated": "the emulated kernels equal the NumPy path",
+    "runtimes_differ": "onnxruntime and onnx.reference disagree: a listed case applies",
+    "runtimes_shape": "both runtimes give one shape: ours equals it",
+    "runtimes_shape_coincide": "both give one shape, each put off by a listed case: not compared",
+    "inference": "shape inference's static shape equals the runtimes': ours equals it",
+    "inference_differs": "shape inference's static shape differs from ours (not compared)",
+    "judged_by_ort": "no listed case puts onnxruntime off: its result is compared",
+    "agree_ort": "... and ours equals it (values, or both reject)",
+    "judged_by_ref": "no listed case puts onnx.reference off: its result is compared",
+    "agree_ref": "... and ours equals it (values, or both reject)",
+    "all_reject": "onnx-cupy and both runtimes reject it",
+}
+HARDMAX_CHECKS = {
+    "oracle": "onnx-cupy (NumPy path) equals the oracle",
+    "emulated": "the emulated kernels equal the oracle",
+    "ort ran": "onnxruntime runs it (it has no float64 or bfloat16 kernel)",
+    "reference ran": "onnx.reference runs it",
+    "shape = runtimes": "both runtimes ran and give one shape: ours equals it",
+    "shape = inference": "shape inference's static shape equals theirs: ours equals it",
+    "runtimes agree": "the runtimes' values agree",
+    "values = runtimes": "... and ours equal theirs",
+    "values = onnxruntime below 13": "the runtimes disagree below opset 13: ours equal "
+                                     "onnxruntime's",
+}
+RESIZE_CHECKS = {
+    "ours_ran": "onnx-cupy runs it",
+    "emulated_equals_numpy": "the emulated kernels equal the NumPy path",
+    "ort_ran": "onnxruntime runs it",
+    "ref_ran": "onnx.reference runs it",
+    "inferred_static": "shape inference infers a static shape",
+    "shape": "both runtimes give one shape: ours equals it",
+    "shape_inference": "shape inference's static shape equals theirs: ours equals it",
+    "inference_differs_from_runtimes": "shape inference's static shape differs from theirs",
+    "values": "the runtimes' values agree: ours equal them (a miss inside a listed case is "
+              "tolerated)",
+    "disagreement_listed": "the runtimes disagree: a listed case applies",
+    "follows_listed_side": "... and ours equals the side the cases name",
+    "exact_side": "the cases that apply name neither side (exact formula): not compared",
+    "mixed_sides": "the cases that apply name different sides (or another than the one "
+                   "runtime that runs it): not compared",
+    "only_ort": "only onnxruntime runs it: ours equals its result (unless a case names the "
+                "other side)",
+    "only_ref": "only onnx.reference runs it: ours equals its result (unless a case names the "
+                "other side)",
+}
 
 
 def _pool(op: str) -> Family:
     return Family("tests/pool/test_differential.py",
                   lambda: [pool_differential.evaluate(op, i)
                            for i in range(pool_differential.CONFIGS)],
-                  "case:", {c.name: (c.what,) for c in pool_differential.CASES}, ("what",))
+                  POOL_CHECKS, "case:", {c.name: (c.what,) for c in pool_differential.CASES},
+                  ("what",))
 
 
 FAMILIES = {
@@ -55,11 +108,11 @@ FAMILIES = {
     "Hardmax": Family("tests/hardmax/test_differential.py",
                       lambda: [hardmax_differential.evaluate(i)
                                for i in range(hardmax_differential.CONFIGS)],
-                      "differ: "),
+                      HARDMAX_CHECKS, "differ: "),
     "Resize": Family("tests/resize/test_differential.py",
                      lambda: [resize_differential.evaluate(i) for i in range(
                          resize_differential.COUNT + len(resize_differential.EXTRAS))],
-                     "known:", {k.name: (FOLLOWS[k.follows], k.why)
+                     RESIZE_CHECKS, "known:", {k.name: (FOLLOWS[k.follows], k.why)
                                 for k in resize_differential.KNOWN},
                      ("onnx-cupy gives", "what")),
 }
@@ -88,12 +141,14 @@ def table(name: str, records: Iterable[Record] | None = None) -> str:
     records = family.records() if records is None else list(records)
     counts = totals(records)
     order = ("failed:", "tolerated:")
+    listed = list(family.checks)
     checks = sorted((k for k in counts if not k.startswith(family.prefix)),
-                    key=lambda k: (k.startswith(order), k))
+                    key=lambda k: (k.startswith(order), listed.index(k) if k in listed
+                                   else len(listed), k))
     lines = [f"**{name}**: {len(records):,} configurations ({family.test})", "",
-             _row("check or event", "configurations"), _row("---", "---")]
+             _row("check or event", "configurations", "what"), _row("---", "---", "---")]
     lines += [_row(f"`{k.replace(':', ': ', 1)}`" if k.startswith(order) else f"`{k}`",
-                   f"{counts[k]:,}") for k in checks]
+                   f"{counts[k]:,}", family.checks.get(k, "")) for k in checks]
     cases = family.cases or {k.removeprefix(family.prefix): () for k in sorted(counts)
                              if k.startswith(family.prefix)}
     columns = ("case", "configurations", *family.columns)
