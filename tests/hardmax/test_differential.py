@@ -3,11 +3,11 @@ incl. negative ones, every float dtype) against an oracle, onnxruntime, onnx.ref
 shape inference (helpers/hardmax_differential.py draws, runs and judges them).
 
 Each configuration is a test of its own (`-k 0042-` reruns one): it must pass every check it
-reaches. The coverage test counts, over the same cached evaluations, how many configurations
+reaches. The coverage tests count, over the same cached evaluations, how many configurations
 reached each check and each class of disagreement between the runtimes, and that
-docs/_generated/differential.md holds those counts (helpers/differential_report.py writes it). All but the
-configurations that also run the emulated kernels (every 4th) are marked slow, and so is the
-coverage test."""
+docs/_generated/differential.md holds those counts (helpers/differential_report.py
+writes it). All but the configurations that also run the emulated kernels (every 4th)
+are marked slow, and so are the coverage tests."""
 from __future__ import annotations
 
 import pytest

@@ -5,9 +5,9 @@ dtype, against the loop oracle, onnxruntime, onnx.reference and ONNX shape infer
 Each configuration is a test of its own (`-k AveragePool-0042` reruns one): it must pass every
 check it reaches. The coverage tests count, over the same cached evaluations, how many
 configurations reached each check, so that the suite cannot pass by skipping, and that
-docs/_generated/differential.md holds those counts (helpers/differential_report.py writes it). All but the
-configurations that also run the emulated kernels (every 10th) are marked slow, and so are the
-coverage tests.
+docs/_generated/differential.md holds those counts (helpers/differential_report.py
+writes it). All but the configurations that also run the emulated kernels (every 10th)
+are marked slow, and so are the coverage tests.
 """
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ names; the emulated path equals the NumPy path on every tenth configuration.
 
 Each configuration is a test of its own (`-k 0042-` reruns one). The coverage tests count, over
 the same cached evaluations, how many configurations reached each check, and that
-docs/_generated/differential.md holds those counts (helpers/differential_report.py writes it). All but the
-configurations that also run the emulated kernels (every 10th) are marked slow, and so are the
-coverage tests."""
+docs/_generated/differential.md holds those counts (helpers/differential_report.py
+writes it). All but the configurations that also run the emulated kernels (every 10th)
+are marked slow, and so are the coverage tests."""
 from __future__ import annotations
 
 import pytest
