@@ -3,13 +3,15 @@ incl. negative ones, every float dtype) against an oracle, onnxruntime, onnx.ref
 shape inference (helpers/hardmax_differential.py draws, runs and judges them).
 
 Each configuration is a test of its own (`-k 0042-` reruns one): it must pass every check it
-reaches. The coverage test counts, over the same cached evaluations, how many configurations
-reached each check and each class of disagreement between the runtimes. All but the
-configurations that also run the emulated kernels (every 4th) are marked slow, and so is the
-coverage test."""
+reaches. The coverage tests count, over the same cached evaluations, how many configurations
+reached each check and each class of disagreement between the runtimes, and that
+docs/_generated/differential.md holds those counts (helpers/differential_report.py
+writes it). All but the configurations that also run the emulated kernels (every 4th)
+are marked slow, and so are the coverage tests."""
 from __future__ import annotations
 
 import pytest
+from helpers import differential_report
 from helpers import hardmax_differential as diff
 from helpers.differential import parameters, totals
 
@@ -36,3 +38,10 @@ def test_checks_reached():
     assert n["shape = runtimes"] >= 300 and n["shape = inference"] >= 300
     assert n["runtimes agree"] >= 250 and n["values = runtimes"] == n["runtimes agree"]
     assert n["differ: coerced 2-D rows below 13 (reference applies v13)"] >= 50
+
+
+@pytest.mark.slow
+def test_documented_figures_are_current():
+    """docs/_generated/differential.md holds what these configurations reach now (written by
+    helpers/differential_report.py; regenerate it after a change to them)."""
+    differential_report.assert_current("Hardmax")

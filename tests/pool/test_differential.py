@@ -4,13 +4,15 @@ dtype, against the loop oracle, onnxruntime, onnx.reference and ONNX shape infer
 
 Each configuration is a test of its own (`-k AveragePool-0042` reruns one): it must pass every
 check it reaches. The coverage tests count, over the same cached evaluations, how many
-configurations reached each check, so that the suite cannot pass by skipping. All but the
-configurations that also run the emulated kernels (every 10th) are marked slow, and so are the
-coverage tests.
+configurations reached each check, so that the suite cannot pass by skipping, and that
+docs/_generated/differential.md holds those counts (helpers/differential_report.py
+writes it). All but the configurations that also run the emulated kernels (every 10th)
+are marked slow, and so are the coverage tests.
 """
 from __future__ import annotations
 
 import pytest
+from helpers import differential_report
 from helpers import pool_differential as diff
 from helpers.differential import parameters, totals
 
@@ -56,3 +58,11 @@ def test_checks_reached(counts):
     assert n["runtimes_shape"] >= diff.CONFIGS * 0.45
     assert n["judged_by_ort"] >= diff.CONFIGS * 0.4 and n["judged_by_ref"] >= diff.CONFIGS * 0.3
     assert n["inference"] >= diff.CONFIGS * 0.4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", diff.OPS)
+def test_documented_figures_are_current(op):
+    """docs/_generated/differential.md holds what these configurations reach now (written by
+    helpers/differential_report.py; regenerate it after a change to them)."""
+    differential_report.assert_current(op)

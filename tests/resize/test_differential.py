@@ -6,12 +6,14 @@ runtimes is a listed case (resize_differential.KNOWN) and onnx-cupy gives the si
 names; the emulated path equals the NumPy path on every tenth configuration.
 
 Each configuration is a test of its own (`-k 0042-` reruns one). The coverage tests count, over
-the same cached evaluations, how many configurations reached each check. All but the
-configurations that also run the emulated kernels (every 10th) are marked slow, and so are the
-coverage tests."""
+the same cached evaluations, how many configurations reached each check, and that
+docs/_generated/differential.md holds those counts (helpers/differential_report.py
+writes it). All but the configurations that also run the emulated kernels (every 10th)
+are marked slow, and so are the coverage tests."""
 from __future__ import annotations
 
 import pytest
+from helpers import differential_report
 from helpers import resize_differential as diff
 from helpers.differential import parameters, totals
 
@@ -75,3 +77,10 @@ def test_every_configuration_runs(counts):
     print(f"\nResize: {dict(sorted(counts.items()))}")
     assert counts["ours_ran"] == len(INDICES) and not counts["failed:ours_ran"]
     assert counts["ort_ran"] >= diff.COUNT * 0.7 and counts["ref_ran"] >= diff.COUNT * 0.7
+
+
+@pytest.mark.slow
+def test_documented_figures_are_current():
+    """docs/_generated/differential.md holds what these configurations reach now (written by
+    helpers/differential_report.py; regenerate it after a change to them)."""
+    differential_report.assert_current("Resize")
