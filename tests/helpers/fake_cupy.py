@@ -74,8 +74,8 @@ class FakeCupy:
                 self.host[key] = value.host if isinstance(value, ndarray) else value
 
         class Device:
-            def __init__(self, id: int = 0) -> None:
-                self.id = id
+            def __init__(self, id: int | None = None) -> None:
+                self.id = fake.device if id is None else id
 
             def __enter__(self) -> Self:
                 self._previous = fake.device

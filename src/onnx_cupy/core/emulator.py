@@ -26,6 +26,7 @@ from . import loader
 CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-w")
 _lock = threading.Lock()
 _libraries: dict[tuple[str, str], Module] = {}
+_building: dict[tuple[str, str], threading.Lock] = {}
 _seed: contextvars.ContextVar[int] = contextvars.ContextVar("onnx_cupy_emulator_seed", default=0)
 
 
@@ -156,6 +157,8 @@ def library(family: str, expression: str) -> Module:
     if expression not in loader.instantiations(family):
         raise ValueError(f"{family}: {expression!r} is not a registered instantiation")
     with _lock:
+        lock = _building.setdefault(key, threading.Lock())
+    with lock:  # one build per instantiation; different instantiations build in parallel
         if key not in _libraries:
             _libraries[key] = build(loader.source(family), [expression], family,
                                     loader.defines(family))
