@@ -63,6 +63,21 @@ def register(family: str, expressions: Iterable[str], blocks: Mapping[str, Any] 
     f.defines.update(defines or {})
 
 
+def template_arguments(expression: str) -> list[str]:
+    """Top-level template arguments of a name expression: 'k<float, rsz::pod<4>, int>' ->
+    ['float', 'rsz::pod<4>', 'int']; [] for a plain function name."""
+    if "<" not in expression:
+        return []
+    inner = expression[expression.index("<") + 1:expression.rindex(">")]
+    args, depth, start = [], 0, 0
+    for n, ch in enumerate(inner):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            args.append(inner[start:n].strip())
+            start = n + 1
+    return [*args, inner[start:].strip()]
+
+
 def families() -> list[str]:
     return sorted(_FAMILIES)
 

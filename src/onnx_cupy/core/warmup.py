@@ -73,22 +73,12 @@ def _itemsize(name: str) -> int:
     return (dtype_table.BFLOAT16 if name == "bfloat16" else np.dtype(name)).itemsize
 
 
-def _storage(expression: str) -> str:
-    """The first template argument of an instantiation (its storage type)."""
-    args, depth = expression[expression.index("<") + 1:], 0
-    for i, c in enumerate(args):
-        depth += {"<": 1, ">": -1}.get(c, 0)
-        if depth < 0 or (c == "," and depth == 0):
-            return args[:i].strip()
-    raise ValueError(f"{expression!r} has no template argument")
-
-
 @functools.cache
 def _served(family: str, expression: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(operators, dtype names) whose calls may launch `expression` of `family`."""
     ops = tuple(op for op, f in sorted(_families().items()) if f == family)
     named = {op for mode, op in _modes().items() if mode in expression}
-    storage = _storage(expression)
+    storage = loader.template_arguments(expression)[0]
     pod = _POD.search(storage)
     if pod:
         names = tuple(n for n in dtype_names() if _itemsize(n) == int(pod[1]))

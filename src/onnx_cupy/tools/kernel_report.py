@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import extras, launcher, loader
+from ..core.loader import template_arguments
 
 ARCHS = ("sm_80", "sm_90")
 BUDGETS = {"pool": 150, "resize": 40, "hardmax": 30}  # fast-path instructions per output
@@ -372,21 +373,6 @@ def family_report(family: str, arch: str = "sm_90") -> tuple[Kernel, ...]:
         loader.source(family), expressions, arch, family=family, filename=f"{family}.cu",
         blocks={e: loader.block_size(family, e) for e in expressions},
         outputs=loader.fast_paths(family), options=loader.options(family)))
-
-
-def template_arguments(expression: str) -> list[str]:
-    """Top-level template arguments of a name expression: 'k<float, rsz::pod<4>, int>' ->
-    ['float', 'rsz::pod<4>', 'int']; [] for a plain function name."""
-    if "<" not in expression:
-        return []
-    inner = expression[expression.index("<") + 1:expression.rindex(">")]
-    args, depth, start = [], 0, 0
-    for n, ch in enumerate(inner):
-        depth += {"<": 1, ">": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            args.append(inner[start:n].strip())
-            start = n + 1
-    return [*args, inner[start:].strip()]
 
 
 def held_to_targets(expression: str) -> bool:
