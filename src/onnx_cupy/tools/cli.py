@@ -1,15 +1,17 @@
-"""The `onnx-cupy` command line: `info`, `conformance`, `bench` and `kernels`."""
+"""The `onnx-cupy` command line: `info`, `conformance`, `bench`, `kernels` and `warmup`."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .. import __version__
-from ..core import execution, loader
+from ..core import execution, loader, warmup
 from ..interop.nodes import RUNNERS
 from . import bench, kernel_report
 
@@ -102,6 +104,55 @@ def _kernels(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warmup(args: argparse.Namespace) -> int:
+    from . import first_call  # NVRTC and the tables: only this command needs them
+
+    command = "onnx-cupy warmup " + " ".join(args.argv)
+    try:
+        kernels = warmup.instantiations(args.op, args.dtype)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.dry_run:
+        try:
+            kernels = first_call.measure(kernels, args.arch, args.repeat)
+            before = (first_call.measure_families(sorted({k.family for k in kernels}), args.arch,
+                                                  args.repeat) if args.before else None)
+            compiler = first_call.nvrtc_version()
+        except ModuleNotFoundError as exc:
+            print(f"warmup: {exc}", file=sys.stderr)
+            return 2
+        title = (f"NVRTC seconds per instantiation for {args.arch}, each compiled alone as a "
+                 f"first call compiles it")
+    else:
+        backend = args.backend or ("cupy" if execution.gpu_available() else None)
+        if backend is None:
+            print("warmup: no GPU is visible: --backend emulated warms the emulated path, "
+                  "--dry-run measures the CuPy path's compiles with NVRTC", file=sys.stderr)
+            return 2
+        start = time.perf_counter()
+        try:
+            kernels = warmup.warmup(args.op, args.dtype, backend, jobs=args.jobs)
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        before, compiler = None, f"backend {backend}"
+        if backend == "emulated":
+            from ..core import emulator
+
+            compiler = f"{Path(emulator.compiler()).name} {' '.join(emulator.CXX_FLAGS)}"
+        title = (f"Warm-up of the {backend} path: seconds per instantiation (compile or cache "
+                 f"load), {len(kernels)} in {time.perf_counter() - start:.1f} s with "
+                 f"{args.jobs or os.cpu_count()} at a time")
+    text = first_call.report(title, kernels, compiler, command, before, args.list)
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="onnx-cupy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -128,9 +179,31 @@ def main(argv: list[str] | None = None) -> int:
     ker.add_argument("--arch", action="append", choices=kernel_report.ARCHS,
                      help="limit to this architecture (repeatable; default: sm_80 and sm_90)")
     ker.add_argument("--json", action="store_true", help="JSON instead of a table")
+    warm = sub.add_parser("warmup", help="compile ahead of time the kernels that first calls "
+                                         "compile (--dry-run: time them with NVRTC, no GPU)")
+    warm.add_argument("--op", action="append", choices=warmup.operators(),
+                      help="limit to this operator (repeatable)")
+    warm.add_argument("--dtype", action="append", choices=warmup.dtype_names(),
+                      help="limit to this input dtype (repeatable)")
+    warm.add_argument("--backend", choices=["cupy", "emulated"],
+                      help="the path to warm: cupy (CuPy's cache, CUPY_CACHE_DIR) or emulated "
+                           "(ONNX_CUPY_CACHE); default cupy where a GPU is visible")
+    warm.add_argument("--dry-run", action="store_true",
+                      help="compile nothing for a device: time each instantiation with NVRTC")
+    warm.add_argument("--before", action="store_true",
+                      help="with --dry-run: also time each family compiled whole in one module")
+    warm.add_argument("--arch", choices=kernel_report.ARCHS, default=kernel_report.ARCHS[-1],
+                      help="with --dry-run: the architecture NVRTC compiles for")
+    warm.add_argument("--repeat", type=int, default=1,
+                      help="with --dry-run: compiles per measurement (the median is kept)")
+    warm.add_argument("--jobs", type=int, help="instantiations compiled at a time "
+                                               "(default: the CPU count)")
+    warm.add_argument("--list", action="store_true", help="also list every instantiation")
+    warm.add_argument("--out", metavar="FILE", help="also write the tables as Markdown")
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)[1:]
     return {"info": _info, "conformance": _conformance, "bench": _bench,
-            "kernels": _kernels}[args.command](args)
+            "kernels": _kernels, "warmup": _warmup}[args.command](args)
 
 
 if __name__ == "__main__":
