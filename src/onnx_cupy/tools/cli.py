@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     warm.add_argument("--arch", choices=kernel_report.ARCHS, default=kernel_report.ARCHS[-1],
                       help="with --dry-run: the architecture NVRTC compiles for")
     warm.add_argument("--repeat", type=int, default=1,
-                      help="with --dry-run: compiles per measurement (the median is kept)")
+                      help="with --dry-run: compiles per measurement (the fastest is kept)")
     warm.add_argument("--jobs", type=int, help="instantiations compiled at a time "
                                                "(default: the CPU count)")
     warm.add_argument("--list", action="store_true", help="also list every instantiation")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..core import loader
-from ..core.warmup import Instantiation
+from ..core.warmup import Instantiation, dtype_names
 from . import kernel_report
 from .bench import _cpu_name  # the benchmark's name for the machine's CPU
 
@@ -47,9 +47,10 @@ def start_nvrtc(arch: str = ARCH) -> None:
 
 def measure(kernels: Sequence[Instantiation], arch: str = ARCH, repeat: int = 1
             ) -> list[Instantiation]:
-    """`kernels` with their NVRTC seconds for `arch` (the median of `repeat` compiles each)."""
+    """`kernels` with their NVRTC seconds for `arch`: the fastest of `repeat` compiles each
+    (other processes' load on the CPU only adds to a compile's time)."""
     start_nvrtc(arch)
-    return [k._replace(seconds=statistics.median(_seconds(
+    return [k._replace(seconds=min(_seconds(
         lambda k=k: _nvrtc(k.family, (k.expression,), arch), repeat))) for k in kernels]
 
 
@@ -75,15 +76,15 @@ class Row:
 
 
 def rows(kernels: Sequence[Instantiation]) -> list[Row]:
-    """Per operator and dtype (in selection order), the seconds of the instantiations serving
-    it."""
+    """Per operator and dtype, the seconds of the instantiations serving it."""
     by_key: dict[tuple[str, str], list[float]] = {}
     for k in kernels:
         for op in k.ops:
             for dtype in k.dtypes:
                 by_key.setdefault((op, dtype), []).append(k.seconds or 0.0)
+    order = {d: i for i, d in enumerate(dtype_names())}
     return [Row(op, dtype, len(s), statistics.median(s), max(s), sum(s))
-            for (op, dtype), s in sorted(by_key.items(), key=lambda item: item[0][0])]
+            for (op, dtype), s in sorted(by_key.items(), key=lambda i: (i[0][0], order[i[0][1]]))]
 
 
 def _markdown(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -96,8 +97,8 @@ def _markdown(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 
 def _spread(times: Sequence[float]) -> str:
-    med = statistics.median(times)
-    return f"{med:.2f}" if len(times) == 1 else f"{med:.2f} ({min(times):.2f}-{max(times):.2f})"
+    """The fastest of `times`, with the slowest where there are several."""
+    return f"{min(times):.2f}" + ("" if len(times) == 1 else f" (slowest {max(times):.2f})")
 
 
 def operator_table(kernels: Sequence[Instantiation],
@@ -118,7 +119,7 @@ def operator_table(kernels: Sequence[Instantiation],
         row = [op, str(len(s)), f"{statistics.median(s):.3f} / {max(s):.3f}", f"{sum(s):.2f}"]
         if before:
             whole = before[families[op]]
-            row += [_spread(whole), f"{statistics.median(whole) / max(s):.0f}x"]
+            row += [_spread(whole), f"{min(whole) / max(s):.0f}x"]
         body.append(row)
     return _markdown(header, body)
 
