@@ -125,7 +125,11 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
 
     monkeypatch.setattr(emulator.subprocess, "run", counting_run)
     warmed = oc.warmup("Hardmax", "float64", "emulated", jobs=2)
-    assert len(builds) == len(warmed) == 10
+    libraries = [cmd for cmd in builds if cmd[-1].endswith(".so")]
+    assert len(libraries) == len(warmed) == 10
+    assert list(tmp_path.glob("emulator/shim-*/host_shim.h.gch"))  # shared by the builds
+    assert all("-include" in cmd and ".gch" not in cmd[cmd.index("-include") + 1]
+               and "shim-" in cmd[cmd.index("-include") + 1] for cmd in libraries)
     assert len(list((tmp_path / "emulator").glob("hardmax-*.so"))) == len(warmed)
     monkeypatch.setattr(emulator, "_libraries", {})   # a later process: the disk cache only
     builds.clear()

@@ -1,8 +1,9 @@
 """The emulated path: kernels/<family>.cu compiled by the host C++ compiler through host_shim.h,
-one shared library per instantiation (built on first use, cached on disk), and launched with the
-same grid, block and arguments as the CUDA path, on NumPy buffers. Kernels with barriers, shared memory or warp collectives run
-cooperatively: a block's threads switch at each synchronization point, in a seeded random order
-(`schedule`), so that a missing barrier shows."""
+one shared library per instantiation (built on first use, cached on disk, the shim's headers
+precompiled once), and launched with the same grid, block and arguments as the CUDA path, on
+NumPy buffers. Kernels with barriers, shared memory or warp collectives run cooperatively: a
+block's threads switch at each synchronization point, in a seeded random order (`schedule`), so
+that a missing barrier shows."""
 from __future__ import annotations
 
 import contextlib
@@ -27,6 +28,7 @@ CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-w")
 _lock = threading.Lock()
 _libraries: dict[tuple[str, str], Module] = {}
 _building: dict[tuple[str, str], threading.Lock] = {}
+_shim_threads: dict[Path, threading.Thread] = {}   # cache folder -> its shim header's build
 _seed: contextvars.ContextVar[int] = contextvars.ContextVar("onnx_cupy_emulator_seed", default=0)
 
 
@@ -103,17 +105,62 @@ def build(source: str, expressions: Sequence[str], name: str = "kernels",
     key = hashlib.sha256("\0".join([code, shim, cxx, *flags]).encode()).hexdigest()[:24]
     so = _cache_dir() / f"{name}-{key}.so"
     if not so.exists():
+        header = shim_header()
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp) / f"{name}_emulated.cpp"
             src.write_text(code)
             out = Path(tmp) / so.name
-            cmd = [cxx, *flags, "-I", str(loader.KERNEL_DIR), "-include",
-                   str(loader.KERNEL_DIR / "host_shim.h"), str(src), "-o", str(out)]
+            cmd = [cxx, *flags, "-I", str(loader.KERNEL_DIR), "-include", str(header), str(src),
+                   "-o", str(out)]
             res = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if res.returncode != 0:
                 raise RuntimeError(f"host compile of {name} failed:\n{res.stderr}")
             os.replace(out, so)  # atomic: concurrent builders never see a partial file
     return Module(name, so, expressions)
+
+
+def shim_header(wait: bool = False) -> Path:
+    """The host_shim.h for a build to include: a copy in the cache next to its GCC precompiled
+    header (which halves a build's time, most of it spent parsing the shim's standard headers)
+    where that exists, else kernels/host_shim.h. A missing precompiled header is built once per
+    process, in the background, so that no call waits for it, or first with `wait` (the
+    warm-up)."""
+    shim = (loader.KERNEL_DIR / "host_shim.h").read_text()
+    cxx = compiler()
+    flags = [f for f in CXX_FLAGS if f != "-shared"]
+    key = hashlib.sha256("\0".join([shim, cxx, *flags]).encode()).hexdigest()[:24]
+    folder = _cache_dir() / f"shim-{key}"
+    header = folder / "host_shim.h"
+    if not (folder / "host_shim.h.gch").exists():
+        with _lock:
+            thread = _shim_threads.get(folder)
+            if thread is None:
+                thread = _shim_threads[folder] = threading.Thread(
+                    target=_precompile, args=(cxx, flags, shim, folder))
+                thread.start()
+        if wait:
+            thread.join()
+    return header if (folder / "host_shim.h.gch").exists() else loader.KERNEL_DIR / "host_shim.h"
+
+
+def _precompile(cxx: str, flags: list[str], shim: str, folder: Path) -> None:
+    """Write `shim` and its precompiled header into `folder` (GCC only: another compiler's
+    builds parse the header)."""
+    try:
+        version = subprocess.run([cxx, "--version"], capture_output=True, text=True,
+                                 check=False).stdout
+    except OSError:
+        return
+    if "Free Software Foundation" not in version or "clang" in version.lower():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        (Path(tmp) / "host_shim.h").write_text(shim)
+        os.replace(Path(tmp) / "host_shim.h", folder / "host_shim.h")
+        pch = Path(tmp) / "host_shim.h.gch"
+        cmd = [cxx, *flags, "-x", "c++-header", str(folder / "host_shim.h"), "-o", str(pch)]
+        if subprocess.run(cmd, capture_output=True, check=False).returncode == 0:
+            os.replace(pch, folder / "host_shim.h.gch")  # atomic, as the libraries
 
 
 def _shared_storage(so: Path, lib: ctypes.CDLL) -> np.ndarray:

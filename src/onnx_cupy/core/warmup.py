@@ -207,6 +207,7 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
     else:
         from . import emulator  # only the emulated path needs the host compiler
 
+        emulator.shim_header(wait=True)  # precompiled once, for the builds that follow
         compile_one = emulator.library
         device = None
 
