@@ -158,7 +158,9 @@ def _precompile(cxx: str, flags: list[str], shim: str, folder: Path) -> None:
         (Path(tmp) / "host_shim.h").write_text(shim)
         os.replace(Path(tmp) / "host_shim.h", folder / "host_shim.h")
         pch = Path(tmp) / "host_shim.h.gch"
-        cmd = [cxx, *flags, "-x", "c++-header", str(folder / "host_shim.h"), "-o", str(pch)]
+        nice = shutil.which("nice")  # at low priority: a call's own build goes first
+        cmd = [*([nice, "-n", "19"] if nice else []), cxx, *flags, "-x", "c++-header",
+               str(folder / "host_shim.h"), "-o", str(pch)]
         if subprocess.run(cmd, capture_output=True, check=False).returncode == 0:
             os.replace(pch, folder / "host_shim.h.gch")  # atomic, as the libraries
 

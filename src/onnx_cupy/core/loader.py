@@ -1,7 +1,8 @@
 """The one kernel loader: reads kernels/<family>.cu (local includes inlined, with #line markers so
 compiler messages name the real file), knows every instantiation a family registers and the
 constants it shares with the host (passed to every compiler as defines), and compiles, per device,
-the one instantiation a call needs on first use (CuPy's on-disk cache serves later processes)."""
+the one instantiation a call needs on first use (CuPy's on-disk cache serves later processes;
+onnx_cupy.warmup compiles them ahead of time)."""
 from __future__ import annotations
 
 import dataclasses
