@@ -90,3 +90,24 @@ def test_warmup_command_rejects_an_unknown_operator(capsys):
     with pytest.raises(SystemExit):
         cli.main(["warmup", "--op", "Conv"])
     assert "invalid choice: 'Conv'" in capsys.readouterr().err
+
+
+def test_emulated_warmup_command_times_the_builds_and_the_whole_family(monkeypatch, tmp_path,
+                                                                       capsys):
+    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
+    assert cli.main(["warmup", "--backend", "emulated", "--op", "Hardmax", "--dtype", "float32",
+                     "--before"]) == 0
+    text = capsys.readouterr().out
+    assert "precompiling the shim header" in text and "g++" in text
+    (op_row,), _ = _tables(text)
+    assert op_row[:2] == ["Hardmax", "10"]
+    slowest = float(op_row[2].split(" / ")[1])
+    assert float(op_row[4]) > slowest   # all 40 in one library outlast any one of them
+    assert len(list(tmp_path.glob("emulator/hardmax-*.so"))) == 10
+
+
+def test_before_without_a_whole_family_measure_is_refused(monkeypatch, capsys):
+    fake = fake_cupy.install(monkeypatch)
+    assert cli.main(["warmup", "--backend", "cupy", "--before", "--op", "Hardmax"]) == 2
+    assert "warmup: --before needs --dry-run or --backend emulated" in capsys.readouterr().err
+    assert not fake.modules

@@ -100,23 +100,34 @@ def build(source: str, expressions: Sequence[str], name: str = "kernels",
     per source text."""
     code = _translation_unit(source, expressions)
     shim = (loader.KERNEL_DIR / "host_shim.h").read_text()
-    cxx = compiler()
-    flags = [*CXX_FLAGS, *(f"-D{k}={v}" for k, v in (defines or {}).items())]
-    key = hashlib.sha256("\0".join([code, shim, cxx, *flags]).encode()).hexdigest()[:24]
+    flags = _flags(defines)
+    key = hashlib.sha256("\0".join([code, shim, compiler(), *flags]).encode()).hexdigest()[:24]
     so = _cache_dir() / f"{name}-{key}.so"
     if not so.exists():
-        header = shim_header()
         with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / f"{name}_emulated.cpp"
-            src.write_text(code)
             out = Path(tmp) / so.name
-            cmd = [cxx, *flags, "-I", str(loader.KERNEL_DIR), "-include", str(header), str(src),
-                   "-o", str(out)]
-            res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if res.returncode != 0:
-                raise RuntimeError(f"host compile of {name} failed:\n{res.stderr}")
+            compile_library(source, expressions, defines, out, shim_header(), name)
             os.replace(out, so)  # atomic: concurrent builders never see a partial file
     return Module(name, so, expressions)
+
+
+def _flags(defines: Mapping[str, int | str] | None) -> list[str]:
+    return [*CXX_FLAGS, *(f"-D{k}={v}" for k, v in (defines or {}).items())]
+
+
+def compile_library(source: str, expressions: Sequence[str],
+                    defines: Mapping[str, int | str] | None, out: Path,
+                    header: Path | None = None, name: str = "kernels") -> None:
+    """Run the host compiler on `source` with the launchers of `expressions` into the shared
+    library `out`, uncached, `header` (default: kernels/host_shim.h) included first."""
+    header = header or loader.KERNEL_DIR / "host_shim.h"
+    src = out.with_name(f"{name}_emulated.cpp")
+    src.write_text(_translation_unit(source, expressions))
+    cmd = [compiler(), *_flags(defines), "-I", str(loader.KERNEL_DIR), "-include", str(header),
+           str(src), "-o", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"host compile of {name} failed:\n{res.stderr}")
 
 
 def shim_header(wait: bool = False) -> Path:

@@ -107,52 +107,62 @@ def _kernels(args: argparse.Namespace) -> int:
 def _warmup(args: argparse.Namespace) -> int:
     from . import first_call  # NVRTC and the tables: only this command needs them
 
-    command = "onnx-cupy warmup " + " ".join(args.argv)
     try:
         kernels = warmup.instantiations(args.op, args.dtype)
-    except ValueError as exc:
-        print(exc, file=sys.stderr)
+        measured = _time_nvrtc(args, kernels) if args.dry_run else _warm(args, kernels)
+    except (ValueError, RuntimeError, ModuleNotFoundError) as exc:
+        print(exc if str(exc).startswith("warmup:") else f"warmup: {exc}", file=sys.stderr)
         return 2
-    if args.dry_run:
-        try:
-            kernels = first_call.measure(kernels, args.arch, args.repeat)
-            before = (first_call.measure_families(sorted({k.family for k in kernels}), args.arch,
-                                                  args.repeat) if args.before else None)
-            compiler = first_call.nvrtc_version()
-        except ModuleNotFoundError as exc:
-            print(f"warmup: {exc}", file=sys.stderr)
-            return 2
-        title = (f"NVRTC seconds per instantiation for {args.arch}, each compiled alone as a "
-                 f"first call compiles it")
-    else:
-        backend = args.backend or ("cupy" if execution.gpu_available() else None)
-        if backend is None:
-            print("warmup: no GPU is visible: --backend emulated warms the emulated path, "
-                  "--dry-run measures the CuPy path's compiles with NVRTC", file=sys.stderr)
-            return 2
-        start, compiler, shim = time.perf_counter(), f"backend {backend}", ""
-        if backend == "emulated":
-            from ..core import emulator
-
-            compiler = f"{Path(emulator.compiler()).name} {' '.join(emulator.CXX_FLAGS)}"
-            emulator.shim_header(wait=True)
-            shim = f", {time.perf_counter() - start:.1f} s of it precompiling the shim header"
-        try:
-            kernels = warmup.warmup(args.op, args.dtype, backend, jobs=args.jobs)
-        except RuntimeError as exc:
-            print(exc, file=sys.stderr)
-            return 2
-        before = None
-        title = (f"Warm-up of the {backend} path: seconds per instantiation (compile or cache "
-                 f"load), {len(kernels)} in {time.perf_counter() - start:.1f} s with "
-                 f"{args.jobs or os.cpu_count()} at a time{shim}")
-    text = first_call.report(title, kernels, compiler, command, before, args.list)
+    command = "onnx-cupy warmup " + " ".join(args.argv)
+    text = first_call.report(*measured, command=command, listing=args.list)
     print(text)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)
         print(f"wrote {args.out}")
     return 0
+
+
+Measured = tuple[str, list[warmup.Instantiation], str, dict[str, list[float]] | None]
+
+
+def _time_nvrtc(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Measured:
+    """--dry-run: (title, kernels with NVRTC's seconds, compiler, whole families' seconds)."""
+    from . import first_call
+
+    kernels = first_call.measure(kernels, args.arch, args.repeat)
+    before = (first_call.measure_families(sorted({k.family for k in kernels}), args.arch,
+                                          args.repeat) if args.before else None)
+    title = (f"NVRTC seconds per instantiation for {args.arch}, each compiled alone as a first "
+             f"call compiles it")
+    return title, kernels, first_call.nvrtc_version(), before
+
+
+def _warm(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Measured:
+    """The warm-up of --backend: (title, kernels with their seconds, compiler, whole families'
+    seconds on the emulated path with --before)."""
+    from . import first_call
+
+    backend = args.backend or ("cupy" if execution.gpu_available() else None)
+    if backend is None:
+        raise RuntimeError("warmup: no GPU is visible: --backend emulated warms the emulated "
+                           "path, --dry-run measures the CuPy path's compiles with NVRTC")
+    if args.before and backend != "emulated":
+        raise ValueError("warmup: --before needs --dry-run or --backend emulated")
+    start, compiler, shim = time.perf_counter(), f"backend {backend}", ""
+    if backend == "emulated":
+        from ..core import emulator
+
+        compiler = f"{Path(emulator.compiler()).name} {' '.join(emulator.CXX_FLAGS)}"
+        emulator.shim_header(wait=True)
+        shim = f", {time.perf_counter() - start:.1f} s of it precompiling the shim header"
+    kernels = warmup.warmup(args.op, args.dtype, backend, jobs=args.jobs)
+    title = (f"Warm-up of the {backend} path: seconds per instantiation (compile or cache load), "
+             f"{len(kernels)} in {time.perf_counter() - start:.1f} s with "
+             f"{args.jobs or os.cpu_count()} at a time{shim}")
+    before = (first_call.measure_libraries(sorted({k.family for k in kernels}), args.repeat)
+              if args.before else None)
+    return title, kernels, compiler, before
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,11 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     warm.add_argument("--dry-run", action="store_true",
                       help="compile nothing for a device: time each instantiation with NVRTC")
     warm.add_argument("--before", action="store_true",
-                      help="with --dry-run: also time each family compiled whole in one module")
+                      help="with --dry-run or --backend emulated: also time each family "
+                           "compiled whole, in one module or library")
     warm.add_argument("--arch", choices=kernel_report.ARCHS, default=kernel_report.ARCHS[-1],
                       help="with --dry-run: the architecture NVRTC compiles for")
     warm.add_argument("--repeat", type=int, default=1,
-                      help="with --dry-run: compiles per measurement (the fastest is kept)")
+                      help="with --dry-run or --before: compiles per measurement (the fastest "
+                           "is kept)")
     warm.add_argument("--jobs", type=int, help="instantiations compiled at a time "
                                                "(default: the CPU count)")
     warm.add_argument("--list", action="store_true", help="also list every instantiation")
