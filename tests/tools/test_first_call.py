@@ -8,7 +8,7 @@ import re
 import pytest
 from helpers import fake_cupy
 
-from onnx_cupy.core import execution, warmup
+from onnx_cupy.core import emulator, execution, warmup
 from onnx_cupy.tools import cli, first_call
 
 
@@ -95,6 +95,7 @@ def test_warmup_command_rejects_an_unknown_operator(capsys):
 def test_emulated_warmup_command_times_the_builds_and_the_whole_family(monkeypatch, tmp_path,
                                                                        capsys):
     monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
+    monkeypatch.setattr(emulator, "_libraries", {})   # what this process has loaded already
     assert cli.main(["warmup", "--backend", "emulated", "--op", "Hardmax", "--dtype", "float32",
                      "--before"]) == 0
     text = capsys.readouterr().out
