@@ -70,7 +70,7 @@ def dtype_names() -> tuple[str, ...]:
 
 
 def _itemsize(name: str) -> int:
-    return (dtype_table.BFLOAT16 if name == "bfloat16" else np.dtype(name)).itemsize
+    return np.dtype(dtype_table.BFLOAT16 if name == "bfloat16" else name).itemsize
 
 
 @functools.cache
@@ -124,7 +124,8 @@ def instantiations(ops: Any = None, dtypes: Any = None) -> list[Instantiation]:
     all), each once, family by family in registration order (see `warmup`)."""
     chosen_ops = _choose(ops, operators(), "ops", _op_name)
     chosen_dtypes = _choose(dtypes, dtype_names(), "dtypes", _dtype_name)
-    found, served = [], set()
+    found: list[Instantiation] = []
+    served: set[str] = set()
     for family in sorted({_families()[op] for op in chosen_ops}):
         for expression in loader.instantiations(family):
             serves_ops, serves_dtypes = _served(family, expression)
@@ -203,7 +204,8 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
                            "backend='emulated' warms the host compiler's libraries)")
     if backend == "cupy":
         compile_one = loader.cuda_function
-        device = execution.cupy_module().cuda.Device()  # CuPy's current device is per thread
+        cupy: Any = execution.cupy_module()
+        device = cupy.cuda.Device()  # the current device (CuPy's is per thread)
     else:
         from . import emulator  # only the emulated path needs the host compiler
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import os
 import platform
 import statistics
@@ -53,7 +54,7 @@ def measure(kernels: Sequence[Instantiation], arch: str = ARCH, repeat: int = 1
     (other processes' load on the CPU only adds to a compile's time)."""
     start_nvrtc(arch)
     return [k._replace(seconds=min(_seconds(
-        lambda k=k: _nvrtc(k.family, (k.expression,), arch), repeat))) for k in kernels]
+        functools.partial(_nvrtc, k.family, (k.expression,), arch), repeat))) for k in kernels]
 
 
 def measure_families(families: Sequence[str], arch: str = ARCH, repeat: int = 1
@@ -61,7 +62,7 @@ def measure_families(families: Sequence[str], arch: str = ARCH, repeat: int = 1
     """Family -> NVRTC seconds of each of `repeat` compiles of all its instantiations in one
     module (the first call's cost before per-instantiation compiles)."""
     start_nvrtc(arch)
-    return {f: _seconds(lambda f=f: _nvrtc(f, loader.instantiations(f), arch), repeat)
+    return {f: _seconds(functools.partial(_nvrtc, f, loader.instantiations(f), arch), repeat)
             for f in families}
 
 
@@ -72,9 +73,9 @@ def measure_libraries(families: Sequence[str], repeat: int = 1) -> dict[str, lis
     from ..core import emulator
 
     with tempfile.TemporaryDirectory() as tmp:
-        return {f: _seconds(lambda f=f: emulator.compile_library(
-            loader.source(f), loader.instantiations(f), loader.defines(f),
-            Path(tmp) / f"{f}.so", name=f), repeat) for f in families}
+        return {f: _seconds(functools.partial(
+            emulator.compile_library, loader.source(f), loader.instantiations(f),
+            loader.defines(f), Path(tmp) / f"{f}.so", name=f), repeat) for f in families}
 
 
 @dataclasses.dataclass(frozen=True)
