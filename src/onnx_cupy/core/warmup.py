@@ -7,6 +7,7 @@ operator it serves."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import os
 import re
@@ -202,24 +203,22 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
     if backend == "cupy" and not execution.gpu_available():
         raise RuntimeError("warmup: backend 'cupy' needs a visible GPU (none is visible; "
                            "backend='emulated' warms the host compiler's libraries)")
+    on_device: Any = contextlib.nullcontext
     if backend == "cupy":
         compile_one = loader.cuda_function
         cupy: Any = execution.cupy_module()
-        device = cupy.cuda.Device()  # the current device (CuPy's is per thread)
+        current = cupy.cuda.runtime.getDevice()  # each worker thread makes it its own
+        on_device = functools.partial(cupy.cuda.Device, current)
     else:
         from . import emulator  # only the emulated path needs the host compiler
 
         emulator.shim_header(wait=True)  # precompiled once, for the builds that follow
         compile_one = emulator.library
-        device = None
 
     def timed(k: Instantiation) -> Instantiation:
         start = time.perf_counter()
-        if device is None:
+        with on_device():
             compile_one(k.family, k.expression)
-        else:
-            with device:
-                compile_one(k.family, k.expression)
         return k._replace(seconds=time.perf_counter() - start)
 
     workers = max(1, jobs or os.cpu_count() or 1)
