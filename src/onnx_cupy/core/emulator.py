@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import ctypes
+import functools
 import hashlib
 import os
 import shutil
@@ -37,6 +38,20 @@ def compiler() -> str:
     if not cxx:
         raise RuntimeError("the emulated backend needs a host C++ compiler (g++), none found")
     return cxx
+
+
+@functools.cache
+def _version_text(cxx: str) -> str:
+    try:
+        return subprocess.run([cxx, "--version"], capture_output=True, text=True,
+                              check=False).stdout
+    except OSError:
+        return ""
+
+
+def compiler_version() -> str:
+    """The first line of the host compiler's --version."""
+    return (_version_text(compiler()).splitlines() or [compiler()])[0]
 
 
 def _cache_dir() -> Path:
@@ -157,11 +172,7 @@ def shim_header(wait: bool = False) -> Path:
 def _precompile(cxx: str, flags: list[str], shim: str, folder: Path) -> None:
     """Write `shim` and its precompiled header into `folder` (GCC only: another compiler's
     builds parse the header)."""
-    try:
-        version = subprocess.run([cxx, "--version"], capture_output=True, text=True,
-                                 check=False).stdout
-    except OSError:
-        return
+    version = _version_text(cxx)
     if "Free Software Foundation" not in version or "clang" in version.lower():
         return
     folder.mkdir(parents=True, exist_ok=True)

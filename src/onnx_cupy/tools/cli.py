@@ -107,6 +107,7 @@ def _kernels(args: argparse.Namespace) -> int:
 def _warmup(args: argparse.Namespace) -> int:
     from . import first_call  # NVRTC and the tables: only this command needs them
 
+    load_start = first_call.load()
     try:
         kernels = warmup.instantiations(args.op, args.dtype)
         measured = _time_nvrtc(args, kernels) if args.dry_run else _warm(args, kernels)
@@ -114,7 +115,8 @@ def _warmup(args: argparse.Namespace) -> int:
         print(exc if str(exc).startswith("warmup:") else f"warmup: {exc}", file=sys.stderr)
         return 2
     command = "onnx-cupy warmup " + " ".join(args.argv)
-    text = first_call.report(*measured, command=command, listing=args.list)
+    text = first_call.report(*measured, command=command, load_start=load_start,
+                             listing=args.list)
     print(text)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -133,9 +135,9 @@ def _time_nvrtc(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -
     kernels = first_call.measure(kernels, args.arch, args.repeat)
     before = (first_call.measure_families(sorted({k.family for k in kernels}), args.arch,
                                           args.repeat) if args.before else None)
-    title = (f"NVRTC seconds per instantiation for {args.arch}, each compiled alone as a first "
-             f"call compiles it")
-    return title, kernels, first_call.nvrtc_version(), before
+    title = ("NVRTC seconds per instantiation, each compiled alone as a first call compiles it "
+             f"(the fastest of {args.repeat})")
+    return title, kernels, f"{first_call.nvrtc_version()} for {args.arch}", before
 
 
 def _warm(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Measured:
@@ -153,7 +155,7 @@ def _warm(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Meas
     if backend == "emulated":
         from ..core import emulator
 
-        compiler = f"{Path(emulator.compiler()).name} {' '.join(emulator.CXX_FLAGS)}"
+        compiler = f"{emulator.compiler_version()}, {' '.join(emulator.CXX_FLAGS)}"
         emulator.shim_header(wait=True)
         shim = f", {time.perf_counter() - start:.1f} s of it precompiling the shim header"
     kernels = warmup.warmup(args.op, args.dtype, backend, jobs=args.jobs)
