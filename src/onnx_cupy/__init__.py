@@ -3,6 +3,7 @@ kernels) with a NumPy path of the same semantics."""
 from __future__ import annotations
 
 from .core.execution import backend, default_backend
+from .core.warmup import warmup
 from .hardmax.api import hardmax
 from .interop.nodes import run_node
 from .pool.api import average_pool, lp_pool
@@ -10,4 +11,4 @@ from .resize.api import resize
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "average_pool", "backend", "default_backend", "hardmax", "lp_pool",
-           "resize", "run_node"]
+           "resize", "run_node", "warmup"]

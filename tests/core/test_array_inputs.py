@@ -123,7 +123,7 @@ def test_concurrent_calls_compile_each_kernel_once(monkeypatch, tmp_path, rng):
         t.start()
     for t in threads:
         t.join()
-    assert len(builds) == 1
+    assert len([cmd for cmd in builds if cmd[-1].endswith(".so")]) == 1
     for x, y in zip(inputs, results):
         assert_close(y, oc.average_pool(x, **POOL))   # the NumPy path, summed in its own order
 

@@ -68,3 +68,22 @@ def test_hardmax_ranks_without_flush_to_zero():
         assert not flushed, flushed
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _one_per_kernel() -> list[tuple[str, str]]:
+    """(family, expression): the first registered instantiation of each kernel template."""
+    first: dict[tuple[str, str], str] = {}
+    for family in loader.families():
+        for expression in loader.instantiations(family):
+            first.setdefault((family, expression.split("<")[0]), expression)
+    return [(family, e) for (family, _), e in first.items()]
+
+
+@pytest.mark.parametrize("family,expression", _one_per_kernel(), ids=lambda v: str(v))
+def test_instantiation_compiles_alone(family, expression):
+    """As the loader compiles it on a first call: the family's source and options, this one
+    name expression."""
+    lowered, _, cubin = kernel_report._compile(loader.source(family), (expression,), "sm_90",
+                                               f"{family}.cu", loader.options(family))
+    assert list(lowered) == [expression] and lowered[expression].startswith("_Z")
+    assert len(cubin) > 0

@@ -1,7 +1,8 @@
 """The one kernel loader: reads kernels/<family>.cu (local includes inlined, with #line markers so
 compiler messages name the real file), knows every instantiation a family registers and the
 constants it shares with the host (passed to every compiler as defines), and compiles, per device,
-the one instantiation a call needs on first use (CuPy's on-disk cache serves later processes)."""
+the one instantiation a call needs on first use (CuPy's on-disk cache serves later processes;
+onnx_cupy.warmup compiles them ahead of time)."""
 from __future__ import annotations
 
 import dataclasses
@@ -61,6 +62,21 @@ def register(family: str, expressions: Iterable[str], blocks: Mapping[str, Any] 
     f.cooperative.update(cooperative)
     f.threads.update(threads or {})
     f.defines.update(defines or {})
+
+
+def template_arguments(expression: str) -> list[str]:
+    """Top-level template arguments of a name expression: 'k<float, rsz::pod<4>, int>' ->
+    ['float', 'rsz::pod<4>', 'int']; [] for a plain function name."""
+    if "<" not in expression:
+        return []
+    inner = expression[expression.index("<") + 1:expression.rindex(">")]
+    args, depth, start = [], 0, 0
+    for n, ch in enumerate(inner):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            args.append(inner[start:n].strip())
+            start = n + 1
+    return [*args, inner[start:].strip()]
 
 
 def families() -> list[str]:

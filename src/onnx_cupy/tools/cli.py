@@ -1,15 +1,17 @@
-"""The `onnx-cupy` command line: `info`, `conformance`, `bench` and `kernels`."""
+"""The `onnx-cupy` command line: `info`, `conformance`, `bench`, `kernels` and `warmup`."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .. import __version__
-from ..core import execution, loader
+from ..core import execution, loader, warmup
 from ..interop.nodes import RUNNERS
 from . import bench, kernel_report
 from .progress import Progress
@@ -127,6 +129,69 @@ def _positive(text: str) -> int:
     return value
 
 
+def _warmup(args: argparse.Namespace) -> int:
+    from . import first_call  # NVRTC and the tables: only this command needs them
+
+    load_start = first_call.load()
+    try:
+        kernels = warmup.instantiations(args.op, args.dtype)
+        measured = _time_nvrtc(args, kernels) if args.dry_run else _warm(args, kernels)
+    except (ValueError, RuntimeError, ModuleNotFoundError) as exc:
+        print(exc if str(exc).startswith("warmup:") else f"warmup: {exc}", file=sys.stderr)
+        return 2
+    command = "onnx-cupy warmup " + " ".join(args.argv)
+    text = first_call.report(*measured, command=command, load_start=load_start,
+                             listing=args.list)
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}")
+    return 0
+
+
+Measured = tuple[str, list[warmup.Instantiation], str, dict[str, list[float]] | None]
+
+
+def _time_nvrtc(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Measured:
+    """--dry-run: (title, kernels with NVRTC's seconds, compiler, whole families' seconds)."""
+    from . import first_call
+
+    kernels = first_call.measure(kernels, args.arch, args.repeat)
+    before = (first_call.measure_families(sorted({k.family for k in kernels}), args.arch,
+                                          args.repeat) if args.before else None)
+    title = ("NVRTC seconds per instantiation, each compiled alone as a first call compiles it "
+             f"(the fastest of {args.repeat})")
+    return title, kernels, f"{first_call.nvrtc_version()} for {args.arch}", before
+
+
+def _warm(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Measured:
+    """The warm-up of --backend: (title, kernels with their seconds, compiler, whole families'
+    seconds on the emulated path with --before)."""
+    from . import first_call
+
+    backend = args.backend or ("cupy" if execution.gpu_available() else None)
+    if backend is None:
+        raise RuntimeError("warmup: no GPU is visible: --backend emulated warms the emulated "
+                           "path, --dry-run measures the CuPy path's compiles with NVRTC")
+    if args.before and backend != "emulated":
+        raise ValueError("warmup: --before needs --dry-run or --backend emulated")
+    start, compiler, shim = time.perf_counter(), f"backend {backend}", ""
+    if backend == "emulated":
+        from ..core import emulator
+
+        compiler = f"{emulator.compiler_version()}, {' '.join(emulator.CXX_FLAGS)}"
+        emulator.shim_header(wait=True)
+        shim = f", {time.perf_counter() - start:.1f} s of it precompiling the shim header"
+    kernels = warmup.warmup(args.op, args.dtype, backend, jobs=args.jobs)
+    title = (f"Warm-up of the {backend} path: seconds per instantiation (compile or cache load), "
+             f"{len(kernels)} in {time.perf_counter() - start:.1f} s with "
+             f"{args.jobs or os.cpu_count()} at a time{shim}")
+    before = (first_call.measure_libraries(sorted({k.family for k in kernels}), args.repeat)
+              if args.before else None)
+    return title, kernels, compiler, before
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="onnx-cupy", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -162,9 +227,33 @@ def main(argv: list[str] | None = None) -> int:
     ker.add_argument("--json", action="store_true", help="JSON instead of a table")
     ker.add_argument("--markdown", metavar="FILE",
                      help="also write the report as Markdown tables for the docs to include")
+    warm = sub.add_parser("warmup", help="compile ahead of time the kernels that first calls "
+                                         "compile (--dry-run: time them with NVRTC, no GPU)")
+    warm.add_argument("--op", action="append", choices=warmup.operators(),
+                      help="limit to this operator (repeatable)")
+    warm.add_argument("--dtype", action="append", choices=warmup.dtype_names(),
+                      help="limit to this input dtype (repeatable)")
+    warm.add_argument("--backend", choices=["cupy", "emulated"],
+                      help="the path to warm: cupy (CuPy's cache, CUPY_CACHE_DIR) or emulated "
+                           "(ONNX_CUPY_CACHE); default cupy where a GPU is visible")
+    warm.add_argument("--dry-run", action="store_true",
+                      help="compile nothing for a device: time each instantiation with NVRTC")
+    warm.add_argument("--before", action="store_true",
+                      help="with --dry-run or --backend emulated: also time each family "
+                           "compiled whole, in one module or library")
+    warm.add_argument("--arch", choices=kernel_report.ARCHS, default=kernel_report.ARCHS[-1],
+                      help="with --dry-run: the architecture NVRTC compiles for")
+    warm.add_argument("--repeat", type=_positive, default=1,
+                      help="with --dry-run or --before: compiles per measurement (the fastest "
+                           "is kept)")
+    warm.add_argument("--jobs", type=_positive, help="instantiations compiled at a time "
+                                               "(default: the CPU count)")
+    warm.add_argument("--list", action="store_true", help="also list every instantiation")
+    warm.add_argument("--out", metavar="FILE", help="also write the tables as Markdown")
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)[1:]
     return {"info": _info, "conformance": _conformance, "bench": _bench,
-            "kernels": _kernels}[args.command](args)
+            "kernels": _kernels, "warmup": _warmup}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import extras, loader
+from ..core.loader import template_arguments
 
 ARCHS = ("sm_80", "sm_90")
 BUDGETS = {"pool": 150, "resize": 40, "hardmax": 30}  # fast-path instructions per output
@@ -386,21 +387,6 @@ def report(families: Sequence[str] | None = None, archs: Sequence[str] | None = 
                 step(f"compiling {family}.cu for {arch} (NVRTC)")
             kernels += family_report(family, arch)
     return kernels
-
-
-def template_arguments(expression: str) -> list[str]:
-    """Top-level template arguments of a name expression: 'k<float, rsz::pod<4>, int>' ->
-    ['float', 'rsz::pod<4>', 'int']; [] for a plain function name."""
-    if "<" not in expression:
-        return []
-    inner = expression[expression.index("<") + 1:expression.rindex(">")]
-    args, depth, start = [], 0, 0
-    for n, ch in enumerate(inner):
-        depth += {"<": 1, ">": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            args.append(inner[start:n].strip())
-            start = n + 1
-    return [*args, inner[start:].strip()]
 
 
 def held_to_targets(expression: str) -> bool:

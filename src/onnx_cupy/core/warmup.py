@@ -1,0 +1,226 @@
+"""Ahead-of-time compilation: the kernel instantiations that the operators' first calls compile,
+compiled before any call (on the CuPy path into CuPy's kernel cache, in memory and on disk under
+CUPY_CACHE_DIR; on the emulated path into ONNX_CUPY_CACHE). Which instantiations serve which
+operator and dtype is read from the families' registrations (loader.register): an instantiation's
+first template argument is its storage type, and a pooling mode in its arguments names the one
+operator it serves."""
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import functools
+import os
+import re
+import time
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import dtypes as dtype_table
+from . import execution, loader
+
+# Resize (nearest) also moves these, as raw bytes of their size
+BYTES_ONLY = ("bool", "complex64", "complex128")
+_POD = re.compile(r"pod<(\d+)>$")
+
+
+class Instantiation(NamedTuple):
+    """One kernel instantiation a warm-up compiles."""
+
+    family: str                  # kernels/<family>.cu
+    expression: str              # its name expression, as the loader compiles it
+    ops: tuple[str, ...]         # the selected operators whose calls may launch it
+    dtypes: tuple[str, ...]      # the selected input dtypes it serves
+    seconds: float | None = None  # time the warm-up spent on it (None: dry run)
+
+
+@functools.cache
+def _families() -> dict[str, str]:
+    """ONNX operator -> kernel family, from the families' own constants."""
+    from ..hardmax import kernel as hardmax_kernel
+    from ..hardmax import plan as hardmax_plan
+    from ..pool import kernel as pool_kernel
+    from ..pool import plan as pool_plan
+    from ..resize import kernel as resize_kernel
+    from ..resize import plan as resize_plan
+
+    return {**dict.fromkeys(pool_plan.OPS, pool_kernel.FAMILY),
+            hardmax_plan.OP: hardmax_kernel.FAMILY, resize_plan.OP: resize_kernel.FAMILY}
+
+
+@functools.cache
+def _modes() -> dict[str, str]:
+    """Pooling mode template argument -> the one operator it serves (AveragePool: no p)."""
+    from ..pool import kernel as pool_kernel
+
+    return {mode: "AveragePool" if p is None else "LpPool"
+            for p, mode in pool_kernel.MODES.items()}
+
+
+def operators() -> tuple[str, ...]:
+    """The operators that run kernels, by ONNX name."""
+    return tuple(sorted(_families()))
+
+
+@functools.cache
+def dtype_names() -> tuple[str, ...]:
+    """Every input dtype some kernel serves, by NumPy name."""
+    floats = [t for t in dtype_table.FLOAT_TYPES if t != "bfloat16" or dtype_table.BFLOAT16]
+    return (*floats, *dtype_table.INT_TYPES, *BYTES_ONLY)
+
+
+def _itemsize(name: str) -> int:
+    return np.dtype(dtype_table.BFLOAT16 if name == "bfloat16" else name).itemsize
+
+
+@functools.cache
+def _served(family: str, expression: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(operators, dtype names) whose calls may launch `expression` of `family`."""
+    ops = tuple(op for op, f in sorted(_families().items()) if f == family)
+    named = {op for mode, op in _modes().items() if mode in expression}
+    storage = loader.template_arguments(expression)[0]
+    pod = _POD.search(storage)
+    if pod:
+        names = tuple(n for n in dtype_names() if _itemsize(n) == int(pod[1]))
+    else:
+        by_storage = {**{s[0]: n for n, s in dtype_table.FLOAT_TYPES.items()},
+                      **{s: n for n, s in dtype_table.INT_TYPES.items()}}
+        names = tuple(n for n in dtype_names() if by_storage.get(storage) == n)
+    return tuple(op for op in ops if not named or op in named), names
+
+
+def _choose(given: Any, known: tuple[str, ...], what: str, name: Any) -> tuple[str, ...]:
+    """The selection `given` (None: all, one item or several) validated against `known`."""
+    if given is None:
+        return known
+    items = [given] if isinstance(given, str) or not isinstance(given, Iterable) else list(given)
+    chosen = []
+    for item in items:
+        key = name(item)
+        if key not in known:
+            raise ValueError(f"warmup: {what}={item!r} is not one of {', '.join(known)}")
+        chosen.append(key)
+    if not chosen:
+        raise ValueError(f"warmup: {what} is empty (None selects all)")
+    return tuple(dict.fromkeys(chosen))
+
+
+def _op_name(op: Any) -> str:
+    by_lower = {o.lower(): o for o in operators()}
+    return by_lower.get(str(op).lower().replace("_", ""), str(op))
+
+
+def _dtype_name(dtype: Any) -> str:
+    if isinstance(dtype, str) and dtype in dtype_names():
+        return dtype
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return str(dtype)
+
+
+def instantiations(ops: Any = None, dtypes: Any = None) -> list[Instantiation]:
+    """The registered instantiations that calls of `ops` on inputs of `dtypes` may launch (None:
+    all), each once, family by family in registration order (see `warmup`)."""
+    chosen_ops = _choose(ops, operators(), "ops", _op_name)
+    chosen_dtypes = _choose(dtypes, dtype_names(), "dtypes", _dtype_name)
+    found: list[Instantiation] = []
+    served: set[str] = set()
+    for family in sorted({_families()[op] for op in chosen_ops}):
+        for expression in loader.instantiations(family):
+            serves_ops, serves_dtypes = _served(family, expression)
+            mine_ops = tuple(op for op in serves_ops if op in chosen_ops)
+            mine_dtypes = tuple(d for d in serves_dtypes if d in chosen_dtypes)
+            if mine_ops and mine_dtypes:
+                found.append(Instantiation(family, expression, mine_ops, mine_dtypes))
+                served.update(mine_dtypes)
+    unserved = [d for d in chosen_dtypes if d not in served]
+    if dtypes is not None and unserved:
+        raise ValueError(f"warmup: no kernel of {', '.join(chosen_ops)} takes dtype "
+                         f"{', '.join(unserved)}")
+    return found
+
+
+def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
+           dry_run: bool = False, jobs: int | None = None) -> list[Instantiation]:
+    """Compile ahead of time the kernels that first calls would compile.
+
+    A call compiles, on first use per device, the one kernel instantiation it launches (two for
+    Hardmax's scan-and-merge path); `warmup` compiles every instantiation that calls of `ops` on
+    inputs of `dtypes` may launch, so that no later call waits for a compiler. On the ``cupy``
+    path they go to CuPy's kernel cache for the current device, in memory and on disk
+    (``CUPY_CACHE_DIR``, read by later processes on a GPU of the same architecture); on the
+    ``emulated`` path to the host libraries under ``ONNX_CUPY_CACHE``.
+
+    Parameters
+    ----------
+    ops : str or sequence of str, optional
+        ONNX operator names (``"AveragePool"``, ``"LpPool"``, ``"Hardmax"``, ``"Resize"``; case
+        and underscores ignored). None: all.
+    dtypes : dtype-like or sequence of dtype-like, optional
+        Input dtypes (``"float32"``, ``np.float16``, ``"bfloat16"``, ...). None: every dtype the
+        operators take.
+    backend : {"cupy", "emulated", "numpy"}, optional
+        The path to warm. None: the default path (``cupy`` where a GPU is visible, else
+        ``numpy``, which compiles nothing and returns an empty list).
+    dry_run : bool, default False
+        List what would be compiled, compile nothing (no GPU or compiler needed). The command
+        ``onnx-cupy warmup --dry-run`` also times each with NVRTC.
+    jobs : int, optional
+        Instantiations compiled at a time (default: the CPU count).
+
+    Returns
+    -------
+    list of Instantiation
+        Each instantiation once: its family, name expression, the operators and dtypes (of
+        those selected) it serves, and the seconds spent compiling or loading it (next to none
+        where this process had it already; None on a dry run).
+
+    Raises
+    ------
+    ValueError
+        An unknown operator, dtype or backend, or a dtype that none of `ops` takes.
+    RuntimeError
+        Backend ``cupy`` without a visible GPU.
+
+    Examples
+    --------
+    >>> import onnx_cupy as oc
+    >>> kernels = oc.warmup(ops="Hardmax", dtypes="float32", backend="cupy", dry_run=True)
+    >>> len(kernels), kernels[0].expression, kernels[0].ops, kernels[0].dtypes
+    (10, 'hardmax_scan<float, int>', ('Hardmax',), ('float32',))
+    >>> sorted({k.family for k in oc.warmup(ops=["AveragePool", "Resize"], dry_run=True,
+    ...                                     backend="emulated")})
+    ['pool', 'resize']
+    """
+    backend = execution.default_backend() if backend is None else backend
+    if backend not in execution.BACKENDS:
+        raise ValueError(f"warmup: backend must be one of {execution.BACKENDS}, got {backend!r}")
+    chosen = instantiations(ops, dtypes)
+    if dry_run or backend == "numpy":
+        return chosen if backend != "numpy" else []
+    if backend == "cupy" and not execution.gpu_available():
+        raise RuntimeError("warmup: backend 'cupy' needs a visible GPU (none is visible; "
+                           "backend='emulated' warms the host compiler's libraries)")
+    on_device: Any = contextlib.nullcontext
+    if backend == "cupy":
+        compile_one = loader.cuda_function
+        cupy: Any = execution.cupy_module()
+        current = cupy.cuda.runtime.getDevice()  # each worker thread makes it its own
+        on_device = functools.partial(cupy.cuda.Device, current)
+    else:
+        from . import emulator  # only the emulated path needs the host compiler
+
+        emulator.shim_header(wait=True)  # precompiled once, for the builds that follow
+        compile_one = emulator.library
+
+    def timed(k: Instantiation) -> Instantiation:
+        start = time.perf_counter()
+        with on_device():
+            compile_one(k.family, k.expression)
+        return k._replace(seconds=time.perf_counter() - start)
+
+    workers = max(1, jobs or os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(timed, chosen))

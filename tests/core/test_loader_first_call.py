@@ -1,0 +1,166 @@
+"""The CuPy path's first call compiles only what it launches, proven with a fake `cupy` module
+(tests/helpers/fake_cupy.py) that records every RawModule and launch: one module per
+instantiation, on the current device, created once per device, once under concurrent first calls,
+with the source, NVRTC options and defines the kernel report compiles."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from helpers import fake_cupy
+from helpers.util import BF16, random
+
+import onnx_cupy as oc
+from onnx_cupy.core import loader
+from onnx_cupy.tools import kernel_report
+
+MAX_EXPRESSIONS = 4   # most instantiations one module may hold
+
+
+def _scales(*s: float) -> np.ndarray:
+    return np.array(s, np.float32)
+
+
+# id -> (family, kernels launched in order, input shape, dtype, call): a path of its own each
+CALLS = {
+    "averagepool-fast-window-f32": ("pool", ("pool_fast",), (2, 3, 9, 11), np.float32,
+                                    lambda x: oc.average_pool(x, kernel_shape=[3, 3],
+                                                              strides=[2, 2], pads=[1, 1, 1, 1])),
+    "averagepool-fast-1d-f16": ("pool", ("pool_fast",), (2, 3, 13), np.float16,
+                                lambda x: oc.average_pool(x, kernel_shape=[4], strides=[3])),
+    "averagepool-generic-4d-f64": ("pool", ("pool",), (1, 2, 5, 4, 3, 6), np.float64,
+                                   lambda x: oc.average_pool(x, kernel_shape=[2, 2, 2, 3])),
+    "lppool-p2-bf16": ("pool", ("pool_fast",), (2, 2, 7, 8), BF16,
+                       lambda x: oc.lp_pool(x, kernel_shape=[2, 3], p=2)),
+    "lppool-p3-generic-f32": ("pool", ("pool",), (2, 2, 7, 8), np.float32,
+                              lambda x: oc.lp_pool(x, kernel_shape=[2, 3], p=3)),
+    "hardmax-rows-f32": ("hardmax", ("hardmax_rows",), (4, 37), np.float32,
+                         lambda x: oc.hardmax(x)),
+    "hardmax-columns-f16": ("hardmax", ("hardmax_cols",), (3, 5, 7), np.float16,
+                            lambda x: oc.hardmax(x, axis=1)),
+    "hardmax-scan-merge-f64": ("hardmax", ("hardmax_scan", "hardmax_merge"), (2, 4096, 3),
+                               np.float64,
+                               lambda x: oc.hardmax(x, axis=1, opset=13)),
+    "resize-nearest-fast-f32": ("resize", ("resize_nearest_fast",), (1, 2, 5, 7), np.float32,
+                                lambda x: oc.resize(x, scales=_scales(1, 1, 2, 2))),
+    "resize-linear-fast-bf16": ("resize", ("resize_weighted_fast",), (1, 2, 5, 7), BF16,
+                                lambda x: oc.resize(x, scales=_scales(1, 1, 1.5, 2),
+                                                    mode="linear")),
+    "resize-cubic-f64": ("resize", ("resize_weighted_fast",), (2, 3, 6, 5), np.float64,
+                         lambda x: oc.resize(x, scales=_scales(1, 1, 2, 2), mode="cubic")),
+    "resize-generic-middle-axis-f16": ("resize", ("resize_weighted",), (3, 4, 5, 2, 3), np.float16,
+                                       lambda x: oc.resize(x, scales=_scales(1, 2, 1, 2, 1),
+                                                           mode="linear")),
+}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    return fake_cupy.install(monkeypatch)
+
+
+def _input(fake, rng, shape, dtype):
+    return fake.asarray(random(rng, shape, dtype))
+
+
+def _launched(fake, since=0):
+    """The distinct instantiations launched from launch number `since` on, in order."""
+    return list(dict.fromkeys(launch.expression for launch in fake.launches[since:]))
+
+
+@pytest.mark.parametrize("case", CALLS)
+def test_first_call_compiles_exactly_what_it_launches(fake, rng, case):
+    family, kernels, shape, dtype, call = CALLS[case]
+    call(_input(fake, rng, shape, dtype))
+    launched = _launched(fake)
+    assert [e[:e.index("<")] for e in launched] == list(kernels)
+    assert fake.compiled() == launched
+    for module in fake.modules:
+        assert 1 <= len(module.name_expressions) <= MAX_EXPRESSIONS
+        assert module.code == loader.source(family)
+        assert module.options == loader.options(family)
+        assert module.functions == list(module.name_expressions)
+        assert module.device == 0
+    assert {launch.device for launch in fake.launches} == {0}
+
+
+@pytest.mark.parametrize("case", CALLS)
+def test_second_call_compiles_nothing(fake, rng, case):
+    _, _, shape, dtype, call = CALLS[case]
+    call(_input(fake, rng, shape, dtype))
+    modules, launches = len(fake.modules), len(fake.launches)
+    call(_input(fake, rng, shape, dtype))
+    assert len(fake.modules) == modules
+    assert _launched(fake, launches) == fake.compiled()
+    assert len(fake.launches) == 2 * launches
+
+
+@pytest.mark.parametrize("case", ["averagepool-fast-window-f32", "hardmax-scan-merge-f64",
+                                  "resize-linear-fast-bf16"])
+def test_each_device_compiles_its_own(fake, rng, case):
+    _, _, shape, dtype, call = CALLS[case]
+    call(_input(fake, rng, shape, dtype))
+    on_zero = fake.compiled(0)
+    with fake.cuda.Device(1):
+        x = _input(fake, rng, shape, dtype)
+    call(x)  # the input's device, not the current one, runs the call
+    assert fake.compiled(1) == on_zero
+    assert fake.compiled(0) == on_zero
+    assert {launch.device for launch in fake.launches[-len(on_zero):]} == {1}
+    with fake.cuda.Device(1):
+        call(x)
+    assert len(fake.modules) == 2 * len(on_zero)
+
+
+@pytest.mark.parametrize("case", ["averagepool-fast-1d-f16", "lppool-p3-generic-f32",
+                                  "hardmax-scan-merge-f64", "resize-cubic-f64"])
+def test_concurrent_first_calls_compile_once(monkeypatch, rng, case):
+    fake = fake_cupy.install(monkeypatch, compile_seconds=0.05)
+    _, kernels, shape, dtype, call = CALLS[case]
+    inputs = [_input(fake, rng, shape, dtype) for _ in range(8)]
+    barrier = threading.Barrier(len(inputs))
+    errors = []
+
+    def work(x):
+        barrier.wait()
+        try:
+            call(x)
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in inputs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sorted(fake.compiled()) == sorted(_launched(fake))
+    assert len(fake.compiled()) == len(kernels)
+    assert len(fake.launches) == len(inputs) * len(kernels)
+
+
+def test_unregistered_instantiation_is_refused(fake):
+    with pytest.raises(ValueError, match=r"pool: 'pool<int, int, int>' is not a registered"):
+        loader.cuda_function("pool", "pool<int, int, int>")
+    assert not fake.modules
+
+
+@pytest.mark.parametrize("family", ["hardmax", "pool", "resize"])
+def test_modules_compile_as_the_kernel_report_does(fake, monkeypatch, family):
+    """The loader hands NVRTC the source, options and defines that the kernel report compiles
+    (and checks) every instantiation with."""
+    seen = []
+    monkeypatch.setattr(kernel_report, "_compile",
+                        lambda source, expressions, arch, filename, options:
+                        seen.append((source, expressions, options)))
+    kernel_report.compile_family(family, "sm_90")
+    (source, expressions, options), = seen
+    expression = loader.instantiations(family)[-1]
+    loader.cuda_function(family, expression)
+    (module,) = fake.modules
+    assert (module.code, module.options) == (source, options)
+    assert module.name_expressions == (expression,) and expression in expressions
+    for name, value in loader.defines(family).items():
+        assert f"-D{name}={value}" in module.options
+    assert "-std=c++17" in module.options

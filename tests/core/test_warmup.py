@@ -1,0 +1,184 @@
+"""onnx_cupy.warmup: the instantiations it picks per operator and dtype (from the families'
+registrations) cover what calls launch; on the CuPy path (a fake cupy) it creates their modules
+and a later first call compiles nothing; on the emulated path it fills ONNX_CUPY_CACHE so that a
+later process's first call builds nothing."""
+from __future__ import annotations
+
+import doctest
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from helpers import fake_cupy
+from helpers.util import FLOAT_DTYPES, assert_close, random
+
+import onnx_cupy as oc
+from onnx_cupy.core import dtypes, emulator, loader
+from onnx_cupy.core import warmup as warmup_module
+
+RESIZE_DTYPES = [*FLOAT_DTYPES, *map(np.dtype, ("int8", "uint8", "int16", "uint16", "int32",
+                                                "uint32", "int64", "uint64", "bool",
+                                                "complex64", "complex128"))]
+
+
+def _resize(scales, mode="nearest"):
+    return lambda x: oc.resize(x, scales=np.array(scales, np.float32), mode=mode)
+
+
+# op -> calls that take different paths (fast, windowed, generic, 1-D, rows, columns, scan):
+# (input shape, call, whether it interpolates: bool and complex inputs take nearest only)
+CALLS = {
+    "AveragePool": [((2, 3, 9, 11), lambda x: oc.average_pool(x, kernel_shape=[3, 3],
+                                                              strides=[2, 2]), True),
+                    ((2, 3, 9, 11), lambda x: oc.average_pool(x, kernel_shape=[2, 4]), True),
+                    ((2, 3, 13), lambda x: oc.average_pool(x, kernel_shape=[4], strides=[3]),
+                     True),
+                    ((1, 2, 5, 4, 3, 6), lambda x: oc.average_pool(x, kernel_shape=[2, 2, 2, 3]),
+                     True)],
+    "LpPool": [((2, 2, 7, 8), lambda x: oc.lp_pool(x, kernel_shape=[3, 3], p=1), True),
+               ((2, 2, 5, 7, 8), lambda x: oc.lp_pool(x, kernel_shape=[2, 3, 2], p=2), True),
+               ((2, 2, 7, 8), lambda x: oc.lp_pool(x, kernel_shape=[2, 3], p=3), True)],
+    "Hardmax": [((4, 37), lambda x: oc.hardmax(x), True),
+                ((4, 64), lambda x: oc.hardmax(x), True),
+                ((3, 5, 7), lambda x: oc.hardmax(x, axis=1), True),
+                ((2, 4096, 3), lambda x: oc.hardmax(x, axis=1, opset=13), True)],
+    "Resize": [((1, 2, 5, 7), _resize([1, 1, 2, 2]), False),
+               ((3, 4, 5, 2, 3), _resize([1, 2, 1, 2, 1]), False),
+               ((1, 5, 7, 3), _resize([1, 2, 2, 1], "linear"), True),
+               ((2, 3, 6, 5), _resize([1, 1, 2, 2], "cubic"), True),
+               ((3, 4, 5, 2, 3), _resize([1, 2, 1, 2, 1], "linear"), True)],
+}
+OP_DTYPES = [(op, d) for op in CALLS for d in (RESIZE_DTYPES if op == "Resize" else FLOAT_DTYPES)]
+
+
+def _values(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        return rng.integers(0, 100, shape).astype(dtype)
+    return random(rng, shape, np.float64).astype(dtype)
+
+
+def _calls(op, dtype):
+    """(shape, call) of the calls of `op` that take `dtype`."""
+    numeric = np.dtype(dtype).name in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
+    return [(shape, call) for shape, call, interpolates in CALLS[op] if numeric or not interpolates]
+
+
+def test_every_registered_instantiation_is_warmed_once():
+    chosen = oc.warmup(backend="cupy", dry_run=True)
+    expected = [(f, e) for f in sorted(loader.families()) for e in loader.instantiations(f)]
+    assert [(k.family, k.expression) for k in chosen] == expected
+    assert all(k.ops and k.dtypes and k.seconds is None for k in chosen)
+
+
+@pytest.mark.parametrize("op,dtype", OP_DTYPES, ids=lambda v: str(v))
+def test_calls_launch_only_warmed_instantiations(monkeypatch, rng, op, dtype):
+    fake = fake_cupy.install(monkeypatch)
+    for shape, call in _calls(op, dtype):
+        call(fake.asarray(_values(rng, shape, dtype)))
+    launched = {launch.expression for launch in fake.launches}
+    warmed = {k.expression for k in oc.warmup(op, dtype, "cupy", dry_run=True)}
+    assert launched and launched <= warmed
+    other_sizes = {k.expression for o, d in OP_DTYPES if o == op and d.itemsize != dtype.itemsize
+                   for k in oc.warmup(o, d, "cupy", dry_run=True)}
+    assert not warmed & other_sizes   # what one dtype warms, no dtype of another size launches
+
+
+@pytest.mark.parametrize("op", list(CALLS))
+def test_warmup_creates_the_modules_and_a_first_call_compiles_nothing(monkeypatch, rng, op):
+    fake = fake_cupy.install(monkeypatch)
+    with fake.cuda.Device(1):
+        warmed = oc.warmup(op, "float32", "cupy", jobs=3)
+    assert fake.compiled(1) and sorted(fake.compiled(1)) == sorted(k.expression for k in warmed)
+    assert fake.compiled(0) == []
+    assert all(len(m.name_expressions) == 1 and m.functions for m in fake.modules)
+    assert all(k.seconds is not None and k.seconds >= 0 for k in warmed)
+    modules = len(fake.modules)
+    for shape, call, _ in CALLS[op]:
+        with fake.cuda.Device(1):
+            x = fake.asarray(_values(rng, shape, np.float32))
+        call(x)
+    assert len(fake.modules) == modules
+    assert {launch.device for launch in fake.launches} == {1}
+
+
+def test_dry_run_compiles_nothing(monkeypatch):
+    fake = fake_cupy.install(monkeypatch)
+    assert oc.warmup(backend="cupy", dry_run=True)
+    assert not fake.modules
+    assert oc.warmup(backend="numpy") == []
+    assert not fake.modules
+
+
+def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
+    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
+    monkeypatch.setattr(emulator, "_libraries", {})
+    builds = []
+    real_run = subprocess.run
+
+    def counting_run(cmd, *args, **kwargs):
+        builds.append(cmd)
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(emulator.subprocess, "run", counting_run)
+    warmed = oc.warmup("Hardmax", "float64", "emulated", jobs=2)
+    libraries = [cmd for cmd in builds if cmd[-1].endswith(".so")]
+    assert len(libraries) == len(warmed) == 10
+    assert list(tmp_path.glob("emulator/shim-*/host_shim.h.gch"))  # shared by the builds
+    assert all("-include" in cmd and ".gch" not in cmd[cmd.index("-include") + 1]
+               and "shim-" in cmd[cmd.index("-include") + 1] for cmd in libraries)
+    assert len(list((tmp_path / "emulator").glob("hardmax-*.so"))) == len(warmed)
+    monkeypatch.setattr(emulator, "_libraries", {})   # a later process: the disk cache only
+    builds.clear()
+    for shape, call, _ in CALLS["Hardmax"]:
+        x = random(rng, shape, np.float64)
+        with oc.backend("emulated"):
+            got = call(x)
+        assert_close(got, call(x))
+    assert builds == []
+    assert len(emulator._libraries) >= 3
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"ops": "Conv"}, r"warmup: ops='Conv' is not one of AveragePool, Hardmax, LpPool, Resize"),
+    ({"ops": []}, r"warmup: ops is empty"),
+    ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
+    ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},
+     r"warmup: no kernel of Hardmax takes dtype int8"),
+    ({"backend": "gpu"},
+     r"warmup: backend must be one of \('numpy', 'emulated', 'cupy'\), got 'gpu'"),
+])
+def test_bad_selection_is_a_clear_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        oc.warmup(**{"backend": "emulated", "dry_run": True, **kwargs})
+
+
+def test_cupy_without_a_gpu_is_a_clear_runtime_error(monkeypatch):
+    monkeypatch.setattr(warmup_module.execution, "gpu_available", lambda: False)
+    with pytest.raises(RuntimeError, match=r"warmup: backend 'cupy' needs a visible GPU"):
+        oc.warmup("Hardmax", backend="cupy")
+
+
+@pytest.mark.parametrize("spelling", ["average_pool", "averagepool", "AVERAGEPOOL"])
+def test_operator_spellings(spelling):
+    assert oc.warmup(spelling, np.float16, "emulated", dry_run=True) == oc.warmup(
+        "AveragePool", "float16", "emulated", dry_run=True)
+
+
+def test_docstring_runs_and_has_numpy_sections():
+    result = doctest.testmod(warmup_module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0, result
+    assert all(s in oc.warmup.__doc__ for s in ("Parameters\n", "Returns\n", "Raises\n",
+                                                "Examples\n"))
+
+
+def test_import_stays_light():
+    code = ("import sys, onnx_cupy; assert onnx_cupy.warmup; "
+            "print(sorted(m for m in sys.modules if m.startswith('onnx_cupy.tools') "
+            "or m == 'onnx_cupy.core.emulator'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

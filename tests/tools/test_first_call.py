@@ -1,0 +1,114 @@
+"""`onnx-cupy warmup`: --dry-run times every instantiation a selection's first calls may compile
+with NVRTC (and, with --before, each family whole), as Markdown tables; without it, it warms the
+chosen path (a fake cupy here) and reports the seconds."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from helpers import fake_cupy
+
+from onnx_cupy.core import emulator, execution, warmup
+from onnx_cupy.tools import cli, first_call
+
+
+def _tables(text: str) -> list[list[list[str]]]:
+    """The body rows of each Markdown table in `text`, in order."""
+    tables: list[list[list[str]]] = []
+    rows: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            rows.append(line)
+        elif rows:
+            tables.append([[c.strip() for c in r.strip("|").split("|")] for r in rows[2:]])
+            rows = []
+    return tables
+
+
+def test_rows_group_by_operator_and_dtype():
+    k = [warmup.Instantiation("pool", "a", ("AveragePool", "LpPool"), ("float32",), 0.2),
+         warmup.Instantiation("pool", "b", ("LpPool",), ("float32", "float16"), 0.4),
+         warmup.Instantiation("pool", "c", ("LpPool",), ("float32",), 0.3)]
+    got = {(r.op, r.dtype): r for r in first_call.rows(k)}
+    assert set(got) == {("AveragePool", "float32"), ("LpPool", "float32"), ("LpPool", "float16")}
+    assert got["LpPool", "float32"] == first_call.Row("LpPool", "float32", 3, 0.3, 0.4,
+                                                      pytest.approx(0.9))
+    assert got["AveragePool", "float32"].count == 1
+    assert got["LpPool", "float16"].total == 0.4
+
+
+def test_dry_run_times_each_instantiation_and_the_whole_family(tmp_path, capsys):
+    out = tmp_path / "docs" / "first_call.md"
+    assert cli.main(["warmup", "--dry-run", "--op", "Hardmax", "--dtype", "float16",
+                     "--before", "--repeat", "2", "--list", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    text = out.read_text()
+    assert text in printed
+    assert re.search(r"NVRTC \d+\.\d+", text) and "sm_90" in text
+    assert "`onnx-cupy warmup --dry-run --op Hardmax --dtype float16 --before --repeat 2 " \
+           "--list --out " in text
+    operators, dtypes, listed = _tables(text)
+    expected = warmup.instantiations("Hardmax", "float16")
+    assert [row[1].strip("`") for row in listed] == [k.expression for k in expected]
+    seconds = [float(row[2]) for row in listed]
+    assert all(s > 0 for s in seconds)
+    (op_row,) = operators
+    assert op_row[:2] == ["Hardmax", str(len(expected))]
+    median, slowest = map(float, op_row[2].split(" / "))
+    assert slowest == pytest.approx(max(seconds), abs=1e-3) and median <= slowest
+    whole = float(op_row[4].split()[0])
+    assert re.fullmatch(r"[\d.]+ \(slowest [\d.]+\)", op_row[4])   # fastest of 2 compiles
+    assert whole > slowest   # one module of all 40 instantiations outlasts any one of them
+    (dtype_row,) = dtypes
+    assert dtype_row[:3] == ["Hardmax", "float16", str(len(expected))]
+
+
+def test_warmup_command_compiles_on_the_current_device(monkeypatch, capsys):
+    fake = fake_cupy.install(monkeypatch)
+    assert cli.main(["warmup", "--backend", "cupy", "--op", "LpPool", "--dtype", "float32",
+                     "--dtype", "bfloat16", "--jobs", "2"]) == 0
+    expected = warmup.instantiations("LpPool", ["float32", "bfloat16"])
+    assert sorted(fake.compiled(0)) == sorted(k.expression for k in expected)
+    text = capsys.readouterr().out
+    assert f"{len(expected)} in " in text and "backend cupy" in text
+    assert {row[1] for row in _tables(text)[1]} == {"float32", "bfloat16"}
+
+
+def test_warmup_command_without_a_gpu_names_the_ways_out(monkeypatch, capsys):
+    monkeypatch.setattr(execution, "gpu_available", lambda: False)
+    assert cli.main(["warmup", "--op", "Resize"]) == 2
+    err = capsys.readouterr().err
+    assert "--backend emulated" in err and "--dry-run" in err
+
+
+def test_warmup_command_rejects_a_dtype_the_operator_does_not_take(capsys):
+    assert cli.main(["warmup", "--dry-run", "--op", "Hardmax", "--dtype", "int8"]) == 2
+    assert "warmup: no kernel of Hardmax takes dtype int8" in capsys.readouterr().err
+
+
+def test_warmup_command_rejects_an_unknown_operator(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["warmup", "--op", "Conv"])
+    assert "invalid choice: 'Conv'" in capsys.readouterr().err
+
+
+def test_emulated_warmup_command_times_the_builds_and_the_whole_family(monkeypatch, tmp_path,
+                                                                       capsys):
+    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
+    monkeypatch.setattr(emulator, "_libraries", {})   # what this process has loaded already
+    assert cli.main(["warmup", "--backend", "emulated", "--op", "Hardmax", "--dtype", "float32",
+                     "--before"]) == 0
+    text = capsys.readouterr().out
+    assert "precompiling the shim header" in text and "g++" in text
+    (op_row,), _ = _tables(text)
+    assert op_row[:2] == ["Hardmax", "10"]
+    slowest = float(op_row[2].split(" / ")[1])
+    assert float(op_row[4]) > slowest   # all 40 in one library outlast any one of them
+    assert len(list(tmp_path.glob("emulator/hardmax-*.so"))) == 10
+
+
+def test_before_without_a_whole_family_measure_is_refused(monkeypatch, capsys):
+    fake = fake_cupy.install(monkeypatch)
+    assert cli.main(["warmup", "--backend", "cupy", "--before", "--op", "Hardmax"]) == 2
+    assert "warmup: --before needs --dry-run or --backend emulated" in capsys.readouterr().err
+    assert not fake.modules
