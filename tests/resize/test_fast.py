@@ -57,7 +57,7 @@ def check(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, walk: s
     assert len(launches) == 1
     expression, shape = launches[0]
     assert ("_fast<" in expression) == fast and (shape is not None) == fast, expression
-    assert not fast or walk is None or expression.endswith(f", {walk}>"), expression
+    assert not fast or walk is None or f", {walk}, " in expression, expression
     generic = emulated(x, monkeypatch, **kw)
     assert "_fast<" not in launches[-1][0]
     assert got.dtype == generic.dtype == x.dtype and got.shape == generic.shape
@@ -242,21 +242,27 @@ def contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def test_fast_args_limits(monkeypatch):
-    """64-bit offsets go to the generic kernel; the launch shape, with the rows of every batch item
-    on grid y and, past its limit, z; grids past the z limit take the generic kernel."""
+    """Offsets past 32 bits take the 64-bit fast kernel (records of int64 offsets); the launch
+    shape, with the rows of every batch item on grid y and, past its limit, z; grids past the z
+    limit take the generic kernel."""
     pl = plan((3, 40, 50), [1, 2, 2])
     f32 = np.dtype(np.float32)
     fast = resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))
-    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4, rsz::RESIZED>"
+    assert fast.expression == ("resize_weighted_fast<float, float, float, 2, 2, 4, rsz::RESIZED, "
+                               "int>")
     assert fast.shape == ((1, 30, 1), (32, 8, 1))  # 3 x 80 rows of 100 outputs
     assert fast.weight == np.float32 and fast.strides == (50, 1) and fast.inner == 80 * 16
-    assert resize_kernel.fast_args(pl, f32, (2**30, 50, 1)) is None
+    assert fast.bits == 32
+    wide = resize_kernel.fast_args(pl, f32, (2**30, 50, 1))
+    assert wide.expression == fast.expression.replace(", int>", ", long long>")
+    assert wide.bits == 64 and wide.shape == fast.shape and wide.inner == 80 * 24
     nhwc = plan((2, 5, 7, 3), [1, 2, 2, 1])
     fast = resize_kernel.fast_args(nhwc, f32, contiguous(nhwc.in_shape))
-    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4, rsz::KEPT>"
+    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4, rsz::KEPT, int>"
     assert fast.shape == ((1, 2, 1), (1, 256, 1))  # 2 x 140 rows of 3 outputs
     assert fast.geom["walk"] == 3 and fast.geom["walk_stride"] == 1 and fast.geom["rows"] == 140
-    assert resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30)) is None
+    wide = resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30))
+    assert wide.expression.endswith("rsz::KEPT, long long>") and wide.geom["walk_stride"] == 2**30
     resize_kernel.fast_args.cache_clear()
     monkeypatch.setattr(launcher, "MAX_GRID_YZ", 9)
     try:
