@@ -277,15 +277,15 @@ template <typename T, typename Acc, typename W, int A, int TAPS, typename I> str
   const T* at[K];
   Acc part[K];
   bool inside;
-  I row;  // output row: batch item * rows + row within it
+  I index;  // output row: batch item * rows + row within it
 
   // False for threads past the last row.
   __device__ __forceinline__ bool locate(const T* __restrict__ x, const ResizeFastGeom& rows,
                                          const record<W, TAPS, I>* __restrict__ table) {
-    row = ((I)blockIdx.z * (I)gridDim.y + (I)blockIdx.y) * (I)blockDim.y + (I)threadIdx.y;
-    if (row >= (I)rows.batch_rows) return false;
-    const I b = row / (I)rows.rows;
-    I c[3] = {row - b * (I)rows.rows, 0, 0};
+    index = ((I)blockIdx.z * (I)gridDim.y + (I)blockIdx.y) * (I)blockDim.y + (I)threadIdx.y;
+    if (index >= (I)rows.batch_rows) return false;
+    const I b = index / (I)rows.rows;
+    I c[3] = {index - b * (I)rows.rows, 0, 0};
     if (A == 3) {
       const I q = c[0] / (I)rows.out[2];
       c[2] = c[0] - q * (I)rows.out[2];
@@ -349,18 +349,18 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_neare
     const T* __restrict__ x, T* __restrict__ y,
     const rsz::record<rsz::no_weight, 1, I>* __restrict__ table,
     const rsz::record<rsz::no_weight, 1, I>* __restrict__ inner, const ResizeFastGeom rows) {
-  rsz::fast_row<T, int, rsz::no_weight, WALK == rsz::KEPT ? R : R - 1, 1, I> r;
-  if (!r.locate(x, rows, table)) return;
-  const I n = (I)rows.walk, start = r.row * n;
+  rsz::fast_row<T, int, rsz::no_weight, WALK == rsz::KEPT ? R : R - 1, 1, I> row;
+  if (!row.locate(x, rows, table)) return;
+  const I n = (I)rows.walk, start = row.index * n;
   const T fill = rsz::fill_value<T>(rows.fill);
   rsz::fast_walk<V>(n, [&](I o) {
     if constexpr (WALK == rsz::KEPT) {
-      const T v = r.at[0][o * (I)rows.walk_stride];
-      y[start + o] = r.inside ? v : fill;
+      const T v = row.at[0][o * (I)rows.walk_stride];
+      y[start + o] = row.inside ? v : fill;
     } else {
       const I i = inner[o].i[0];
-      const T v = r.at[0][rsz::first_offset(i)];
-      y[start + o] = r.inside && i != rsz::outside<I>::value ? v : fill;
+      const T v = row.at[0][rsz::first_offset(i)];
+      y[start + o] = row.inside && i != rsz::outside<I>::value ? v : fill;
     }
   });
 }
@@ -373,27 +373,27 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_weigh
     const T* __restrict__ x, T* __restrict__ y,
     const rsz::record<W, TAPS, I>* __restrict__ table,
     const rsz::record<W, TAPS, I>* __restrict__ inner, const ResizeFastGeom rows) {
-  rsz::fast_row<T, Acc, W, WALK == rsz::KEPT ? R : R - 1, TAPS, I> r;
-  if (!r.locate(x, rows, table)) return;
-  const I n = (I)rows.walk, start = r.row * n;
+  rsz::fast_row<T, Acc, W, WALK == rsz::KEPT ? R : R - 1, TAPS, I> row;
+  if (!row.locate(x, rows, table)) return;
+  const I n = (I)rows.walk, start = row.index * n;
   const T fill = rsz::fill_value<T>(rows.fill);
   rsz::fast_walk<V>(n, [&](I o) {
     Acc acc = Acc(0);
-    bool inside = r.inside;
+    bool inside = row.inside;
     if constexpr (WALK == rsz::KEPT) {
       const I at = o * (I)rows.walk_stride;
 #pragma unroll
-      for (int k = 0; k < r.K; ++k) acc += r.part[k] * oc::load<Acc>(r.at[k] + at);
+      for (int k = 0; k < row.K; ++k) acc += row.part[k] * oc::load<Acc>(row.at[k] + at);
     } else {
       const rsz::record<W, TAPS, I> e = inner[o];
       I at[TAPS];
 #pragma unroll
       for (int t = 0; t < TAPS; ++t) at[t] = t == 0 ? rsz::first_offset(e.i[0]) : e.i[t];
 #pragma unroll
-      for (int k = 0; k < r.K; ++k) {
+      for (int k = 0; k < row.K; ++k) {
 #pragma unroll
         for (int t = 0; t < TAPS; ++t)
-          acc += r.part[k] * (Acc)e.w[t] * oc::load<Acc>(r.at[k] + at[t]);
+          acc += row.part[k] * (Acc)e.w[t] * oc::load<Acc>(row.at[k] + at[t]);
       }
       inside = inside && e.i[0] != rsz::outside<I>::value;
     }

@@ -1,7 +1,9 @@
 """Resize fast kernels (1-3 resized axes, trailing or followed by unresized axes that merge into
-one, as NHWC resized along H and W): which path the host picks, and that the fast path gives the generic kernel's bits on the emulated backend and the NumPy fallback's
-values within the usual tolerances, every dtype, up and down, odd sizes, extrapolation,
-strided inputs; the generic kernel at the boundaries of the fast path."""
+one, as NHWC resized along H and W): which path the host picks, and that the fast path gives the
+generic kernel's bits on the emulated backend and the NumPy fallback's values within the usual
+tolerances, every dtype, up and down, odd sizes, extrapolation, strided inputs, 32-bit and 64-bit
+offsets; the generic kernel at the boundaries of the fast path; the kernel report's static
+targets (no local memory in any instantiation, the 64-bit fast paths' budget)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,9 +11,10 @@ import pytest
 from helpers.util import BF16, TOL
 
 from onnx_cupy import resize
-from onnx_cupy.core import execution, launcher
+from onnx_cupy.core import dtypes, execution, launcher, loader
 from onnx_cupy.resize import kernel as resize_kernel
 from onnx_cupy.resize import plan as resize_op
+from onnx_cupy.tools import kernel_report
 
 RESIZED, KEPT = resize_kernel.RESIZED, resize_kernel.KEPT
 
@@ -312,3 +315,121 @@ def test_fast_records_round_weights_like_the_generic_kernel():
     expected = t.index * 3
     expected[t.outside, 0] = -2**31
     assert t.outside.any() and np.array_equal(records["i"], expected)
+
+
+# ------------------------------------------------------------------------------ 64-bit offsets
+
+@pytest.fixture
+def wide(monkeypatch):
+    """Every launch indexes with 64-bit offsets, whatever the sizes: the long long kernels run on
+    small inputs."""
+    for cached in (resize_kernel.fast_args, resize_kernel.kernel_args):
+        cached.cache_clear()
+    monkeypatch.setattr(dtypes, "index_bits", lambda *extents: 64)
+    yield
+    for cached in (resize_kernel.fast_args, resize_kernel.kernel_args):
+        cached.cache_clear()
+
+
+def check_wide(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, **kw) -> None:
+    """`check`, and both kernels indexed with long long."""
+    check(x, launches, monkeypatch, fast=fast, **kw)
+    assert all(e.endswith(", long long>") for e, _ in launches), launches
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_wide_offsets_every_dtype(dtype, mode, launches, monkeypatch, wide):
+    """64-bit offsets, every dtype: the fast kernel (two trailing axes) equals the generic one
+    bit for bit and the NumPy path within the tolerances."""
+    rng = np.random.default_rng(hash((dtype.name, mode, "wide")) % 2**32)
+    check_wide(sample(rng, (2, 3, 5, 7), dtype), launches, monkeypatch, scales=[1, 1, 1.7, 0.75],
+               mode=mode)
+
+
+# (input shape, scales, modes the fast kernel takes with 64-bit offsets) of ranks 1 to 5: one to
+# three resized axes, trailing (RESIZED) or followed by unresized ones (KEPT: 2-D and 3-D cubic
+# hold too many tap combinations), and an unresized axis between resized ones (generic only)
+ALL, NOT_CUBIC = ("nearest", "linear", "cubic"), ("nearest", "linear")
+RANK_CASES = [((9,), [2.3], ALL), ((5, 9), [1, 0.6], ALL), ((3, 7, 5), [1, 2.5, 1], ALL),
+              ((2, 5, 7, 3), [1, 2, 0.6, 1], NOT_CUBIC),
+              ((2, 3, 4, 5, 3), [1, 1.5, 0.7, 2, 1], NOT_CUBIC),
+              ((3, 4, 5, 2, 3), [1, 1.5, 1, 0.5, 2], ())]
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.int16)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("case", range(len(RANK_CASES)),
+                         ids=[f"rank{len(c[0])}-{'x'.join(map(str, c[1]))}" for c in RANK_CASES])
+def test_wide_offsets_ranks(dtype, mode, case, launches, monkeypatch, wide):
+    """64-bit offsets, ranks 1 to 5: fast and generic kernels (of every rank they take) agree."""
+    shape, scales, fast = RANK_CASES[case]
+    rng = np.random.default_rng(hash((dtype.name, mode, case)) % 2**32)
+    check_wide(sample(rng, shape, dtype), launches, monkeypatch, fast=mode in fast,
+               scales=scales, mode=mode)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.uint8), np.dtype(np.float32)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_strided_view_past_2_31(dtype, mode, launches, monkeypatch):
+    """A [3, 5, 7] view whose batch stride is 2^30 + 3 elements (virtual memory: only the viewed
+    elements are written): its offsets pass 2^31, so the fast and the generic kernel index with
+    long long, and agree."""
+    n = 2 * (2**30 + 3) + 35
+    big = np.empty(n, dtype)
+    x = np.lib.stride_tricks.as_strided(big, (3, 5, 7), ((2**30 + 3) * big.itemsize,
+                                                          7 * big.itemsize, big.itemsize))
+    x[...] = sample(np.random.default_rng(hash((dtype.name, mode)) % 2**32), x.shape, dtype)
+    check(x, launches, monkeypatch, walk=RESIZED, scales=[1, 1.6, 1.4], mode=mode)
+    assert launches[0][0].endswith("rsz::RESIZED, long long>"), launches
+    assert launches[1][0].startswith("resize_") and launches[1][0].endswith(", long long>")
+
+
+def test_generic_ranks_pad_to_an_instantiated_rank():
+    """Dims left after merging run on the least instantiated rank that holds them, the rest
+    leading length-1 dims."""
+    for dims in range(1, resize_op.MAX_DIMS + 1):
+        shape = (2, 3) * dims  # alternate resized and unresized axes: nothing merges
+        shape = shape[:dims]
+        pl = plan(shape, [1.5 if d % 2 == 0 else 1 for d in range(dims)])
+        expression, g = resize_kernel.kernel_args(pl, np.dtype(np.float32), contiguous(shape))
+        rank = min(r for r in resize_kernel.GENERIC_RANKS if r >= dims)
+        assert expression == f"resize_weighted<float, float, {rank}, int>"
+        pad = rank - dims
+        assert list(g["out_shape"][0][:pad]) == [1] * pad and not g["taps"][0][:pad].any()
+        assert list(g["out_shape"][0][pad:rank]) == list(pl.out_shape)
+        assert int(g["total"][0]) == int(np.prod(pl.out_shape))
+
+
+# ------------------------------------------------------------------------- static targets
+
+@pytest.fixture(scope="module")
+def report():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings (cuda-python) is not installed")
+    if kernel_report.nvdisasm() is None:
+        pytest.skip(f"{kernel_report.NVDISASM_WHEEL} is not installed")
+    return {k.expression: k for k in kernel_report.family_report("resize", "sm_90")}
+
+
+def test_no_instantiation_uses_local_memory(report):
+    """No stack frame, spills or LDL/STL in any Resize instantiation, generic or fast, 32-bit or
+    64-bit offsets."""
+    assert list(report) == list(loader.instantiations("resize"))
+    assert [e for e, k in report.items() if kernel_report.uses_local_memory(k)] == []
+
+
+def test_wide_fast_paths_within_their_budget(report):
+    """Every budgeted fast path (nearest, linear on 1-2 axes) has a 64-bit twin, and every 64-bit
+    fast path of float16/bfloat16/float32 meets the static targets with 1.5x the budget."""
+    fast = loader.fast_paths("resize")
+    for e in fast:
+        if e.endswith(", int>") and kernel_report.budget("resize", e) is not None:
+            assert e.replace(", int>", ", long long>") in fast, e
+    wide = [e for e in fast if e.endswith(", long long>") and kernel_report.held_to_targets(e)]
+    assert wide
+    for e in wide:
+        budget = kernel_report.budget("resize", e)
+        assert budget in (None, kernel_report.WIDE_INDEX_BUDGET * kernel_report.BUDGETS["resize"])
+        assert kernel_report.check(report[e], budget) == [], report[e]
