@@ -4,21 +4,23 @@
 // The host plan gives each resized dim a table of `taps` (input index, weight) pairs per output
 // coordinate c_d, entry_d = table[d] + c_d * taps[d] (nearest: 1 tap; linear: 2; cubic: 4;
 // antialias: wider). Unresized dims (taps 0) gather c_d directly. An output coordinate whose
-// first index is negative (the fast tables: OUTSIDE) lies outside the tf_crop_and_resize crop:
-// the output element is the extrapolation value.
+// first index is negative (in the fast tables: rsz::outside) lies outside the
+// tf_crop_and_resize crop: the output element is the extrapolation value.
 //
 // Kernels, and when the host (onnx_cupy.resize.kernel) picks each:
-//   resize_nearest_fast<T, R, V, WALK, I>        nearest, R = 1-3 resized dims that are the
-//   resize_weighted_fast<T, Acc, W, R, TAPS, V, WALK, I>   trailing ones (WALK = RESIZED) or are
-//       followed only by unresized dims that merge into one (WALK = KEPT: NHWC resized along H
-//       and W), the leading dims merging into one batch dim, linear and cubic with TAPS 2 or 4
-//       on every resized dim and few enough tap combinations per row (`_fast_shape`);
-//   resize_nearest<T, ND, I>                     every other case: ND dims after merging
-//   resize_weighted<T, Acc, ND, I>               unresized neighbours (the host pads with
-//       length-1 dims up to the next instantiated rank), one thread per output, grid-stride.
-// T: the storage type (nearest: rsz::pod<bytes>, one type per element size); Acc: the sum's
-// type (float for 16/32-bit floats, double otherwise); W: the fast tables' weight type; I: the
-// index type, int when every offset fits 32 bits, else long long (both through one template).
+//   resize_nearest_fast, resize_weighted_fast  1-3 resized dims with equal taps (nearest 1,
+//       linear 2, cubic 4) that are the trailing dims (WALK = rsz::RESIZED) or are followed only
+//       by unresized dims that merge into one (rsz::KEPT: NHWC resized along H and W), the
+//       leading dims merging into one batch dim, and few enough tap combinations per thread;
+//   resize_nearest, resize_weighted  every other case (an unresized dim between resized ones,
+//       trailing dims that do not merge, antialias with more than 4 taps, 3-D cubic, ...): one
+//       thread per output in a grid-stride loop over ND dims, the dims left after merging
+//       unresized neighbours, padded with leading length-1 dims to the next instantiated rank.
+// Template parameters: T the storage type (nearest: rsz::pod<bytes>, one type per element
+// size); Acc the sum's type (float for 16/32-bit floats, double otherwise); W the fast tables'
+// weight type (rsz::no_weight for nearest); R the resized dims, TAPS their taps, V outputs per
+// thread and iteration, WALK the walked dim of a fast kernel; ND the generic kernels' dims; I the
+// index type, int where every offset fits 32 bits, else long long (one template for both).
 // No kernel holds a per-thread array indexed at run time: ranks, taps and dims are template
 // parameters and every loop over them unrolls, so nothing lives in local memory.
 #include "common.cuh"
@@ -238,9 +240,17 @@ template <typename I> struct outside;
 template <> struct outside<int> { static constexpr int value = RESIZE_OUTSIDE; };
 template <> struct outside<long long> { static constexpr long long value = RESIZE_OUTSIDE_WIDE; };
 
-// The first offset of a record made safe to read with (0 when extrapolated).
-template <typename I> __device__ __forceinline__ I first_offset(I i) {
-  return i == outside<I>::value ? 0 : i;
+// The first offset of a record made safe to read with (0 when extrapolated), for elements of
+// BYTES bytes. A long long offset of elements of 2 bytes or more is below 2^62 in magnitude (its
+// byte offset is below 2^63), so dropping the top bit maps outside<long long> = -2^63 to 0 and
+// keeps every offset, with no compare: once scaled by the element size, the shifts fold into
+// the address's own.
+template <int BYTES, typename I> __device__ __forceinline__ I first_offset(I i) {
+  if constexpr (BYTES >= 2 && sizeof(I) == 8) {
+    return (I)((unsigned long long)i << 1) >> 1;
+  } else {
+    return i == outside<I>::value ? 0 : i;
+  }
 }
 
 // The table record of one output coordinate: TAPS weights (none for no_weight), then TAPS input
@@ -305,7 +315,7 @@ template <typename T, typename Acc, typename W, int A, int TAPS, typename I> str
       inside = inside && e.i[0] != outside<I>::value;
 #pragma unroll
       for (int t = 0; t < TAPS; ++t) {
-        offset[a][t] = t == 0 ? first_offset(e.i[0]) : e.i[t];
+        offset[a][t] = t == 0 ? first_offset<sizeof(T)>(e.i[0]) : e.i[t];
         if constexpr (weighted) weight[a][t] = (Acc)e.w[t];
       }
     }
@@ -359,7 +369,7 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_neare
       y[start + o] = row.inside ? v : fill;
     } else {
       const I i = inner[o].i[0];
-      const T v = row.at[0][rsz::first_offset(i)];
+      const T v = row.at[0][rsz::first_offset<sizeof(T)>(i)];
       y[start + o] = row.inside && i != rsz::outside<I>::value ? v : fill;
     }
   });
@@ -388,7 +398,8 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_weigh
       const rsz::record<W, TAPS, I> e = inner[o];
       I at[TAPS];
 #pragma unroll
-      for (int t = 0; t < TAPS; ++t) at[t] = t == 0 ? rsz::first_offset(e.i[0]) : e.i[t];
+      for (int t = 0; t < TAPS; ++t)
+        at[t] = t == 0 ? rsz::first_offset<sizeof(T)>(e.i[0]) : e.i[t];
 #pragma unroll
       for (int k = 0; k < row.K; ++k) {
 #pragma unroll

@@ -127,13 +127,33 @@ def test_fast_nearest_any_dtype(dtype, launches, monkeypatch):
         check(x, launches, monkeypatch, scales=scales, mode="nearest")
 
 
+@pytest.fixture
+def index_width(monkeypatch):
+    """A function that makes launches index with offsets of the bits it is given, whatever the
+    sizes (64: the long long kernels run on small inputs); the host's cached launch arguments
+    are cleared before and after."""
+    def clear() -> None:
+        for cached in (resize_kernel.fast_args, resize_kernel.kernel_args):
+            cached.cache_clear()
+
+    def use(bits: int) -> None:
+        clear()
+        if bits == 64:
+            monkeypatch.setattr(dtypes, "index_bits", lambda *extents: 64)
+
+    yield use
+    clear()
+
+
+@pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.uint8)],
                          ids=lambda d: d.name)
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
-def test_fast_attributes(dtype, mode, launches, monkeypatch):
+def test_fast_attributes(dtype, mode, bits, launches, monkeypatch, index_width):
     """Coordinate modes, exclude_outside, sizes, and tf_crop_and_resize extrapolating along the
     outer and the innermost resized axis (extrapolation_value stored as the generic kernel
-    stores it)."""
+    stores it), with 32-bit and 64-bit offsets."""
+    index_width(bits)
     rng = np.random.default_rng(3)
     x = sample(rng, (2, 5, 7), dtype)
     for kw in [{"coordinate_transformation_mode": "align_corners", "sizes": [2, 9, 4]},
@@ -149,12 +169,15 @@ def test_fast_attributes(dtype, mode, launches, monkeypatch):
         check(x, launches, monkeypatch, mode=mode, **kw)
 
 
+@pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("dtype", [np.dtype(np.float16), np.dtype(np.float64), np.dtype(np.int16)],
                          ids=lambda d: d.name)
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
-def test_kept_attributes(dtype, mode, launches, monkeypatch):
+def test_kept_attributes(dtype, mode, bits, launches, monkeypatch, index_width):
     """NHWC: coordinate modes, exclude_outside, sizes, and tf_crop_and_resize extrapolating along
-    either resized axis (the whole row of channels takes extrapolation_value)."""
+    either resized axis (the whole row of channels takes extrapolation_value), with 32-bit and
+    64-bit offsets."""
+    index_width(bits)
     rng = np.random.default_rng(4)
     x = sample(rng, (2, 5, 7, 3), dtype)
     for kw in [{"coordinate_transformation_mode": "align_corners", "sizes": [2, 9, 4, 3]},
@@ -168,7 +191,7 @@ def test_kept_attributes(dtype, mode, launches, monkeypatch):
         if mode != "nearest" and "exclude_outside" not in kw:
             kw["cubic_coeff_a"] = -0.5
         ranks = sum(s != 1 for s in kw.get("scales", [1, 2, 2, 1])) if "axes" not in kw else 1
-        fast = mode != "cubic" or ranks == 1 or dtype == np.float16
+        fast = mode != "cubic" or ranks == 1 or (dtype == np.float16 and bits == 32)
         check(x, launches, monkeypatch, fast=fast, walk=KEPT, mode=mode, **kw)
 
 
@@ -203,9 +226,12 @@ def test_rows_past_the_grid_y_limit(monkeypatch, launches):
         resize_kernel.fast_args.cache_clear()
 
 
+@pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
-def test_fast_strided_inputs(mode, launches, monkeypatch):
-    """Reversed, transposed and sliced inputs: strides reach the fast kernel as they are."""
+def test_fast_strided_inputs(mode, bits, launches, monkeypatch, index_width):
+    """Reversed, transposed and sliced inputs: strides (negative ones too) reach the fast kernel
+    as they are, with 32-bit and 64-bit offsets."""
+    index_width(bits)
     rng = np.random.default_rng(5)
     base = sample(rng, (4, 6, 9, 8), np.dtype(np.float32))
     for x in [base[:, :, ::-1, ::2], base.transpose(0, 1, 3, 2), base[1:3, :, :7, 1:]]:
@@ -320,15 +346,9 @@ def test_fast_records_round_weights_like_the_generic_kernel():
 # ------------------------------------------------------------------------------ 64-bit offsets
 
 @pytest.fixture
-def wide(monkeypatch):
-    """Every launch indexes with 64-bit offsets, whatever the sizes: the long long kernels run on
-    small inputs."""
-    for cached in (resize_kernel.fast_args, resize_kernel.kernel_args):
-        cached.cache_clear()
-    monkeypatch.setattr(dtypes, "index_bits", lambda *extents: 64)
-    yield
-    for cached in (resize_kernel.fast_args, resize_kernel.kernel_args):
-        cached.cache_clear()
+def wide(index_width):
+    """Every launch indexes with 64-bit offsets, whatever the sizes."""
+    index_width(64)
 
 
 def check_wide(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, **kw) -> None:

@@ -92,8 +92,8 @@ def _fast_shape(walk: str, dtype: np.dtype, ranks: int, taps: int, bits: int) ->
     8 for KEPT, 16 for KEPT summing in float with 32-bit offsets (more exceed 64 registers)."""
     if ranks not in FAST_RANKS or taps not in FAST_TAPS:
         return False
-    wide = taps > 1 and _storage(dtype.name)[1] == "float" and bits == 32
-    limit = 4 if walk == RESIZED else 16 if wide else 8
+    float_sum = taps > 1 and _storage(dtype.name)[1] == "float"
+    limit = 4 if walk == RESIZED else 16 if float_sum and bits == 32 else 8
     return taps ** (ranks - (walk == RESIZED)) <= limit
 
 
