@@ -43,6 +43,24 @@ def emulated(x: np.ndarray, monkeypatch=None, **kw) -> np.ndarray:
             return resize(x, **kw)
 
 
+@pytest.fixture
+def index_width(monkeypatch):
+    """A function that makes launches index with offsets of the bits it is given, whatever the
+    sizes (64: the long long kernels run on small inputs); the host's cached launch arguments
+    are cleared before and after."""
+    def clear() -> None:
+        for cached in (resize_kernel.fast_args, resize_kernel.kernel_args):
+            cached.cache_clear()
+
+    def use(bits: int) -> None:
+        clear()
+        if bits == 64:
+            monkeypatch.setattr(dtypes, "index_bits", lambda *extents: 64)
+
+    yield use
+    clear()
+
+
 class _null:
     def __enter__(self):
         return None
@@ -52,9 +70,9 @@ class _null:
 
 
 def check(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, walk: str | None = None,
-          **kw) -> None:
+          bits: int | None = None, **kw) -> None:
     """Fast path taken (or not; walking `walk` where given); bitwise equal to the generic kernel;
-    close to NumPy."""
+    close to NumPy; both kernels indexed with `bits`-bit offsets where given."""
     launches.clear()
     got = emulated(x, **kw)
     assert len(launches) == 1
@@ -63,6 +81,8 @@ def check(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, walk: s
     assert not fast or walk is None or f", {walk}, " in expression, expression
     generic = emulated(x, monkeypatch, **kw)
     assert "_fast<" not in launches[-1][0]
+    if bits is not None:
+        assert all(e.endswith(f", {dtypes.INDEX_TYPES[bits]}>") for e, _ in launches), launches
     assert got.dtype == generic.dtype == x.dtype and got.shape == generic.shape
     assert got.tobytes() == generic.tobytes(), (expression, kw)
     expected = resize(x, **kw)
@@ -116,33 +136,18 @@ def test_kept_inner_axes_equal_generic(dtype, mode, launches, monkeypatch):
         check(x, launches, monkeypatch, fast=fast, walk=walk, scales=scales, mode=mode)
 
 
+@pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("dtype", [np.dtype(t) for t in (np.bool_, np.complex64, np.complex128)],
                          ids=lambda d: d.name)
-def test_fast_nearest_any_dtype(dtype, launches, monkeypatch):
-    """Nearest moves elements as words of their size (1 to 16 bytes), whatever the dtype."""
+def test_fast_nearest_any_dtype(dtype, bits, launches, monkeypatch, index_width):
+    """Nearest moves elements as words of their size (1 to 16 bytes), whatever the dtype, with
+    32-bit and 64-bit offsets."""
+    index_width(bits)
     rng = np.random.default_rng(dtype.itemsize)
     v = rng.standard_normal((2, 5, 7))
     x = v > 0 if dtype.kind == "b" else (v + 1j * rng.standard_normal(v.shape)).astype(dtype)
     for scales in ([1, 1, 2.0], [1, 0.6, 1.7], [1.5, 2.5, 0.5]):
-        check(x, launches, monkeypatch, scales=scales, mode="nearest")
-
-
-@pytest.fixture
-def index_width(monkeypatch):
-    """A function that makes launches index with offsets of the bits it is given, whatever the
-    sizes (64: the long long kernels run on small inputs); the host's cached launch arguments
-    are cleared before and after."""
-    def clear() -> None:
-        for cached in (resize_kernel.fast_args, resize_kernel.kernel_args):
-            cached.cache_clear()
-
-    def use(bits: int) -> None:
-        clear()
-        if bits == 64:
-            monkeypatch.setattr(dtypes, "index_bits", lambda *extents: 64)
-
-    yield use
-    clear()
+        check(x, launches, monkeypatch, bits=bits, scales=scales, mode="nearest")
 
 
 @pytest.mark.parametrize("bits", [32, 64])
@@ -166,7 +171,7 @@ def test_fast_attributes(dtype, mode, bits, launches, monkeypatch, index_width):
                 "scales": [2.5], "axes": [2], "extrapolation_value": 300.0}]:
         if mode != "nearest" and "exclude_outside" not in kw:
             kw["cubic_coeff_a"] = -0.5
-        check(x, launches, monkeypatch, mode=mode, **kw)
+        check(x, launches, monkeypatch, bits=bits, mode=mode, **kw)
 
 
 @pytest.mark.parametrize("bits", [32, 64])
@@ -192,7 +197,7 @@ def test_kept_attributes(dtype, mode, bits, launches, monkeypatch, index_width):
             kw["cubic_coeff_a"] = -0.5
         ranks = sum(s != 1 for s in kw.get("scales", [1, 2, 2, 1])) if "axes" not in kw else 1
         fast = mode != "cubic" or ranks == 1 or (dtype == np.float16 and bits == 32)
-        check(x, launches, monkeypatch, fast=fast, walk=KEPT, mode=mode, **kw)
+        check(x, launches, monkeypatch, bits=bits, fast=fast, walk=KEPT, mode=mode, **kw)
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
@@ -235,9 +240,9 @@ def test_fast_strided_inputs(mode, bits, launches, monkeypatch, index_width):
     rng = np.random.default_rng(5)
     base = sample(rng, (4, 6, 9, 8), np.dtype(np.float32))
     for x in [base[:, :, ::-1, ::2], base.transpose(0, 1, 3, 2), base[1:3, :, :7, 1:]]:
-        check(x, launches, monkeypatch, scales=[1, 1, 1.5, 2.0], mode=mode)
+        check(x, launches, monkeypatch, bits=bits, scales=[1, 1, 1.5, 2.0], mode=mode)
     # leading axes that do not merge into one batch axis: the generic kernel
-    check(base[:, ::2, :, :].transpose(1, 0, 2, 3), launches, monkeypatch, fast=False,
+    check(base[:, ::2, :, :].transpose(1, 0, 2, 3), launches, monkeypatch, fast=False, bits=bits,
           scales=[1, 1, 1.5, 2.0], mode=mode)
 
 
@@ -351,20 +356,14 @@ def wide(index_width):
     index_width(64)
 
 
-def check_wide(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, **kw) -> None:
-    """`check`, and both kernels indexed with long long."""
-    check(x, launches, monkeypatch, fast=fast, **kw)
-    assert all(e.endswith(", long long>") for e, _ in launches), launches
-
-
 @pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda d: d.name)
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
 def test_wide_offsets_every_dtype(dtype, mode, launches, monkeypatch, wide):
     """64-bit offsets, every dtype: the fast kernel (two trailing axes) equals the generic one
     bit for bit and the NumPy path within the tolerances."""
     rng = np.random.default_rng(hash((dtype.name, mode, "wide")) % 2**32)
-    check_wide(sample(rng, (2, 3, 5, 7), dtype), launches, monkeypatch, scales=[1, 1, 1.7, 0.75],
-               mode=mode)
+    check(sample(rng, (2, 3, 5, 7), dtype), launches, monkeypatch, bits=64,
+          scales=[1, 1, 1.7, 0.75], mode=mode)
 
 
 # (input shape, scales, modes the fast kernel takes with 64-bit offsets) of ranks 1 to 5: one to
@@ -386,8 +385,8 @@ def test_wide_offsets_ranks(dtype, mode, case, launches, monkeypatch, wide):
     """64-bit offsets, ranks 1 to 5: fast and generic kernels (of every rank they take) agree."""
     shape, scales, fast = RANK_CASES[case]
     rng = np.random.default_rng(hash((dtype.name, mode, case)) % 2**32)
-    check_wide(sample(rng, shape, dtype), launches, monkeypatch, fast=mode in fast,
-               scales=scales, mode=mode)
+    check(sample(rng, shape, dtype), launches, monkeypatch, fast=mode in fast, bits=64,
+          scales=scales, mode=mode)
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.uint8), np.dtype(np.float32)],
