@@ -142,18 +142,18 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_GENERIC_MIN_BLOCKS) resize_ne
     const ResizeGeom dims) {
 #pragma unroll 1  // grid-stride loop: no trip-count division
   for (I o = oc::first_index<I>(); o < (I)dims.total; o += oc::grid_stride<I>()) {
-    I c[ND];
-    oc::unravel<ND>(o, dims.out_shape, c);
-    I at = 0;
+    I coord[ND];
+    oc::unravel<ND>(o, dims.out_shape, coord);
+    I offset = 0;
     bool inside = true;
 #pragma unroll
-    for (int d = 0; d < ND; ++d) {
-      const I i = dims.taps[d] == 0 ? c[d] : (I)index[(I)dims.table[d] + c[d]];
-      inside = inside && i >= 0;
-      at += i * (I)dims.in_stride[d];
+    for (int d = 0; d < ND; ++d) {  // the input coordinate: the table's where d is resized
+      const I source = dims.taps[d] == 0 ? coord[d] : (I)index[(I)dims.table[d] + coord[d]];
+      inside = inside && source >= 0;
+      offset += source * (I)dims.in_stride[d];
     }
     if (inside) {
-      y[o] = x[at];
+      y[o] = x[offset];
     } else {
       y[o] = rsz::fill_value<T>(dims.fill);
     }
@@ -168,22 +168,22 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_GENERIC_MIN_BLOCKS) resize_we
     const double* __restrict__ weight, const ResizeGeom dims) {
 #pragma unroll 1  // grid-stride loop: no trip-count division
   for (I o = oc::first_index<I>(); o < (I)dims.total; o += oc::grid_stride<I>()) {
-    I c[ND];
-    oc::unravel<ND>(o, dims.out_shape, c);
+    I coord[ND];
+    oc::unravel<ND>(o, dims.out_shape, coord);
     rsz::dim_taps<I> taps[ND];
     I base = 0;
     bool inside = true;
 #pragma unroll
     for (int d = 0; d < ND; ++d) {
-      const I n = (I)dims.taps[d];
-      taps[d].resized = n != 0;
-      if (n == 0) {
-        base += c[d] * (I)dims.in_stride[d];
+      const I count = (I)dims.taps[d];
+      taps[d].resized = count != 0;
+      if (count == 0) {
+        base += coord[d] * (I)dims.in_stride[d];
         taps[d].first = 0;
         taps[d].end = 1;
       } else {
-        taps[d].first = (I)dims.table[d] + c[d] * n;
-        taps[d].end = taps[d].first + n;
+        taps[d].first = (I)dims.table[d] + coord[d] * count;
+        taps[d].end = taps[d].first + count;
         inside = inside && index[taps[d].first] >= 0;
       }
     }
@@ -270,11 +270,12 @@ static_assert(record_align(16) <= RESIZE_TABLE_ALIGN, "records are read at the t
 
 template <typename W, int TAPS, typename I, int B = record_size<W, TAPS, I>::value>
 struct alignas(record_align(B)) record {
-  W w[TAPS];
-  I i[TAPS];
+  W weight[TAPS];
+  I offset[TAPS];
 };
-template <int TAPS, typename I, int B> struct alignas(record_align(B)) record<no_weight, TAPS, I, B> {
-  I i[TAPS];
+template <int TAPS, typename I, int B>
+struct alignas(record_align(B)) record<no_weight, TAPS, I, B> {
+  I offset[TAPS];
 };
 
 // One thread's row: input pointers and weight products of the K = TAPS^A tap combinations of
@@ -294,58 +295,60 @@ template <typename T, typename Acc, typename W, int A, int TAPS, typename I> str
                                          const record<W, TAPS, I>* __restrict__ table) {
     index = ((I)blockIdx.z * (I)gridDim.y + (I)blockIdx.y) * (I)blockDim.y + (I)threadIdx.y;
     if (index >= (I)rows.batch_rows) return false;
-    const I b = index / (I)rows.rows;
-    I c[3] = {index - b * (I)rows.rows, 0, 0};
+    const I batch = index / (I)rows.rows;
+    I coord[3] = {index - batch * (I)rows.rows, 0, 0};  // of the row dims, outermost first
     if (A == 3) {
-      const I q = c[0] / (I)rows.out[2];
-      c[2] = c[0] - q * (I)rows.out[2];
-      c[0] = q;
+      const I outer = coord[0] / (I)rows.out[2];
+      coord[2] = coord[0] - outer * (I)rows.out[2];
+      coord[0] = outer;
     }
     if (A >= 2) {
-      const I q = c[0] / (I)rows.out[1];
-      c[1] = c[0] - q * (I)rows.out[1];
-      c[0] = q;
+      const I outer = coord[0] / (I)rows.out[1];
+      coord[1] = coord[0] - outer * (I)rows.out[1];
+      coord[0] = outer;
     }
     I offset[A + 1][TAPS];  // dims 0 .. A-1 (one spare row: no zero-length arrays)
     Acc weight[A + 1][TAPS];
     inside = true;
 #pragma unroll
     for (int a = 0; a < A; ++a) {
-      const record<W, TAPS, I> e = table[(I)rows.table[a] + c[a]];
-      inside = inside && e.i[0] != outside<I>::value;
+      const record<W, TAPS, I> rec = table[(I)rows.table[a] + coord[a]];
+      inside = inside && rec.offset[0] != outside<I>::value;
 #pragma unroll
       for (int t = 0; t < TAPS; ++t) {
-        offset[a][t] = t == 0 ? first_offset<sizeof(T)>(e.i[0]) : e.i[t];
-        if constexpr (weighted) weight[a][t] = (Acc)e.w[t];
+        offset[a][t] = t == 0 ? first_offset<sizeof(T)>(rec.offset[0]) : rec.offset[t];
+        if constexpr (weighted) weight[a][t] = (Acc)rec.weight[t];
       }
     }
-    constexpr int bits = ilog2(TAPS);  // TAPS is a power of two: taps by shifts, not divisions
+    constexpr int tap_bits = ilog2(TAPS);  // TAPS is a power of two: taps by shifts
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      I o = b * (I)rows.batch_stride;
-      Acc p = Acc(1);
+      I input_offset = batch * (I)rows.batch_stride;
+      Acc product = Acc(1);
 #pragma unroll
       for (int a = 0; a < A; ++a) {
-        const int t = (k >> (bits * (A - 1 - a))) & (TAPS - 1);
-        o += offset[a][t];
-        if constexpr (weighted) p = p * weight[a][t];
+        const int t = (k >> (tap_bits * (A - 1 - a))) & (TAPS - 1);
+        input_offset += offset[a][t];
+        if constexpr (weighted) product = product * weight[a][t];
       }
-      at[k] = x + o;
-      part[k] = p;
+      at[k] = x + input_offset;
+      part[k] = product;
     }
     return true;
   }
 };
 
-// Calls out(o) for every walked coordinate of this thread, V per iteration of a grid-stride
-// loop. Past the end of the row o is clamped to the last coordinate (no branch per output): the
-// thread then stores the value that the last coordinate's own thread stores, a benign race.
-template <int V, typename I, typename F> __device__ __forceinline__ void fast_walk(I n, F&& out) {
+// Calls visit(pos) for every position `pos` along the walked dim of this thread, V per iteration
+// of a grid-stride loop. Past the end of the row pos is clamped to the last position (no branch
+// per output): the thread then stores the value that the last position's own thread stores, a
+// benign race.
+template <int V, typename I, typename F>
+__device__ __forceinline__ void fast_walk(I n, F&& visit) {
   const I step = (I)gridDim.x * (I)blockDim.x * V;
 #pragma unroll 1
-  for (I x0 = (I)blockIdx.x * (I)blockDim.x * V + (I)threadIdx.x; x0 < n; x0 += step) {
+  for (I first = (I)blockIdx.x * (I)blockDim.x * V + (I)threadIdx.x; first < n; first += step) {
 #pragma unroll
-    for (int v = 0; v < V; ++v) out(oc::imin<I>(x0 + v * (I)blockDim.x, n - 1));
+    for (int v = 0; v < V; ++v) visit(oc::imin<I>(first + v * (I)blockDim.x, n - 1));
   }
 }
 
@@ -363,14 +366,14 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_neare
   if (!row.locate(x, rows, table)) return;
   const I n = (I)rows.walk, start = row.index * n;
   const T fill = rsz::fill_value<T>(rows.fill);
-  rsz::fast_walk<V>(n, [&](I o) {
+  rsz::fast_walk<V>(n, [&](I pos) {
     if constexpr (WALK == rsz::KEPT) {
-      const T v = row.at[0][o * (I)rows.walk_stride];
-      y[start + o] = row.inside ? v : fill;
+      const T value = row.at[0][pos * (I)rows.walk_stride];
+      y[start + pos] = row.inside ? value : fill;
     } else {
-      const I i = inner[o].i[0];
-      const T v = row.at[0][rsz::first_offset<sizeof(T)>(i)];
-      y[start + o] = row.inside && i != rsz::outside<I>::value ? v : fill;
+      const I offset = inner[pos].offset[0];
+      const T value = row.at[0][rsz::first_offset<sizeof(T)>(offset)];
+      y[start + pos] = row.inside && offset != rsz::outside<I>::value ? value : fill;
     }
   });
 }
@@ -387,27 +390,27 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_weigh
   if (!row.locate(x, rows, table)) return;
   const I n = (I)rows.walk, start = row.index * n;
   const T fill = rsz::fill_value<T>(rows.fill);
-  rsz::fast_walk<V>(n, [&](I o) {
+  rsz::fast_walk<V>(n, [&](I pos) {
     Acc acc = Acc(0);
     bool inside = row.inside;
     if constexpr (WALK == rsz::KEPT) {
-      const I at = o * (I)rows.walk_stride;
+      const I offset = pos * (I)rows.walk_stride;
 #pragma unroll
-      for (int k = 0; k < row.K; ++k) acc += row.part[k] * oc::load<Acc>(row.at[k] + at);
+      for (int k = 0; k < row.K; ++k) acc += row.part[k] * oc::load<Acc>(row.at[k] + offset);
     } else {
-      const rsz::record<W, TAPS, I> e = inner[o];
-      I at[TAPS];
+      const rsz::record<W, TAPS, I> rec = inner[pos];
+      I offset[TAPS];
 #pragma unroll
       for (int t = 0; t < TAPS; ++t)
-        at[t] = t == 0 ? rsz::first_offset<sizeof(T)>(e.i[0]) : e.i[t];
+        offset[t] = t == 0 ? rsz::first_offset<sizeof(T)>(rec.offset[0]) : rec.offset[t];
 #pragma unroll
       for (int k = 0; k < row.K; ++k) {
 #pragma unroll
         for (int t = 0; t < TAPS; ++t)
-          acc += row.part[k] * (Acc)e.w[t] * oc::load<Acc>(row.at[k] + at[t]);
+          acc += row.part[k] * (Acc)rec.weight[t] * oc::load<Acc>(row.at[k] + offset[t]);
       }
-      inside = inside && e.i[0] != rsz::outside<I>::value;
+      inside = inside && rec.offset[0] != rsz::outside<I>::value;
     }
-    y[start + o] = inside ? rsz::result<T, Acc>::from(acc) : fill;
+    y[start + pos] = inside ? rsz::result<T, Acc>::from(acc) : fill;
   });
 }
