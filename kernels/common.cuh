@@ -159,3 +159,25 @@ template <> struct offset_of<int> { typedef unsigned int type; };
 template <> struct offset_of<long long> { typedef unsigned long long type; };
 
 }  // namespace oc
+
+// ---------------------------------------------------------------------------------------------
+// Flat index to coordinates, rank-templated (Resize's generic kernels; pool.cu may keep its own
+// until the two are reconciled into one): c[d] = (flat / prod(shape[d+1:])) % shape[d], for
+// flat < prod(shape). The outermost coordinate takes the quotient left, so ND - 1 divisions;
+// the loop unrolls, so c lives in registers (the caller indexes it with constants only).
+namespace oc {
+
+template <int ND, typename I, typename S>
+__device__ __forceinline__ void unravel(I flat, const S* shape, I (&c)[ND]) {
+#pragma unroll
+  for (int d = ND - 1; d > 0; --d) {
+    const I n = (I)shape[d];
+    const I q = flat / n;
+    c[d] = flat - q * n;
+    flat = q;
+  }
+  c[0] = flat;
+}
+
+}  // namespace oc
+// ---------------------------------------------------------------------------------------------

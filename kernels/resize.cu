@@ -1,22 +1,46 @@
-// Resize: a mode-agnostic tensor-product gather, one thread per output element, grid-stride.
+// Resize: a mode-agnostic tensor-product gather.
 //   y[o] = sum over taps t_d of every resized dim d of
-//          prod_d weight[row_d + t_d] * x[base(o) + sum_d index[row_d + t_d] * in_stride[d]]
+//          prod_d weight[entry_d + t_d] * x[base(o) + sum_d index[entry_d + t_d] * in_stride[d]]
 // The host plan gives each resized dim a table of `taps` (input index, weight) pairs per output
-// coordinate, row_d = table[d] + o_d * taps[d] (nearest: 1 tap; linear: 2; cubic: 4; antialias:
-// wider). Unresized dims (taps 0) gather o_d directly. A row whose first index is negative lies
-// outside the tf_crop_and_resize crop: the output element is the extrapolation value.
+// coordinate c_d, entry_d = table[d] + c_d * taps[d] (nearest: 1 tap; linear: 2; cubic: 4;
+// antialias: wider). Unresized dims (taps 0) gather c_d directly. An output coordinate whose
+// first index is negative (in the fast tables: rsz::outside) lies outside the
+// tf_crop_and_resize crop: the output element is the extrapolation value.
+//
+// Kernels, and when the host (onnx_cupy.resize.kernel) picks each:
+//   resize_nearest_fast, resize_weighted_fast  1-3 resized dims with equal taps (nearest 1,
+//       linear 2, cubic 4) that are the trailing dims (WALK = rsz::RESIZED) or are followed only
+//       by unresized dims that merge into one (rsz::KEPT: NHWC resized along H and W), the
+//       leading dims merging into one batch dim, and few enough tap combinations per thread;
+//   resize_nearest, resize_weighted  every other case (an unresized dim between resized ones,
+//       trailing dims that do not merge, antialias with more than 4 taps, 3-D cubic, ...): one
+//       thread per output in a grid-stride loop over ND dims, the dims left after merging
+//       unresized neighbours, padded with leading length-1 dims to the next instantiated rank.
+// Template parameters: T the storage type (nearest: rsz::pod<bytes>, one type per element
+// size); Acc the sum's type (float for 16/32-bit floats, double otherwise); W the fast tables'
+// weight type (rsz::no_weight for nearest); R the resized dims, TAPS their taps, V outputs per
+// thread and iteration, WALK the walked dim of a fast kernel; ND the generic kernels' dims; I the
+// index type, int where every offset fits 32 bits, else long long (one template for both).
+// No kernel holds a per-thread array indexed at run time: ranks, taps and dims are template
+// parameters and every loop over them unrolls, so nothing lives in local memory.
 #include "common.cuh"
 
 // Defined by the loader from onnx_cupy.resize.kernel: RESIZE_MAXD, the most dims (after merging
-// unresized neighbours) a parameter block holds; RESIZE_OUTSIDE, the first offset of an
-// extrapolated coordinate in the fast tables; RESIZE_TABLE_ALIGN, the tables' byte alignment.
-#if !defined(RESIZE_MAXD) || !defined(RESIZE_OUTSIDE) || !defined(RESIZE_TABLE_ALIGN)
-#error "compile through onnx_cupy.core.loader, which defines RESIZE_MAXD, RESIZE_OUTSIDE, RESIZE_TABLE_ALIGN"
+// unresized neighbours) a parameter block holds; RESIZE_OUTSIDE and RESIZE_OUTSIDE_WIDE, the
+// first offset of an extrapolated coordinate in the fast tables of int and long long offsets;
+// RESIZE_TABLE_ALIGN, the fast tables' byte alignment; RESIZE_FAST_MIN_BLOCKS and
+// RESIZE_GENERIC_MIN_BLOCKS, the blocks of OC_BLOCK threads per SM the fast and the generic
+// kernels' registers must allow (the __launch_bounds__).
+#if !defined(RESIZE_MAXD) || !defined(RESIZE_OUTSIDE) || !defined(RESIZE_OUTSIDE_WIDE) || \
+    !defined(RESIZE_TABLE_ALIGN) || !defined(RESIZE_FAST_MIN_BLOCKS) || \
+    !defined(RESIZE_GENERIC_MIN_BLOCKS)
+#error "compile through onnx_cupy.core.loader, which defines RESIZE_MAXD, RESIZE_OUTSIDE, RESIZE_OUTSIDE_WIDE, RESIZE_TABLE_ALIGN, RESIZE_FAST_MIN_BLOCKS, RESIZE_GENERIC_MIN_BLOCKS"
 #endif
 
+// The generic kernels' dims: the output shape, with adjacent unresized dims merged and leading
+// length-1 dims up to the kernel's rank ND (only the first ND entries are read).
 struct ResizeGeom {
-  long long nd;                     // dims
-  long long total;                  // output elements
+  long long total;                   // output elements
   long long out_shape[RESIZE_MAXD];
   long long in_stride[RESIZE_MAXD];  // input element strides
   long long taps[RESIZE_MAXD];       // table entries per output coordinate; 0: dim not resized
@@ -33,9 +57,6 @@ template <> struct pod<2> { unsigned short v; };
 template <> struct pod<4> { unsigned int v; };
 template <> struct pod<8> { unsigned long long v; };
 template <> struct pod<16> { unsigned long long v[2]; };
-
-template <typename T> struct is_void { static const bool value = false; };
-template <> struct is_void<void> { static const bool value = true; };
 
 template <typename T> struct int_range { static const bool value = false; };
 #define RSZ_INT_RANGE(T, LO, HI)                                  \
@@ -75,124 +96,129 @@ template <typename T> __device__ __forceinline__ T fill_value(const unsigned cha
   return t;
 }
 
-// Splits output element `o`: `base` gets the input offset of its coordinates along unresized
-// dims, row[d] the first table entry of each resized dim d. False when `o` is extrapolated.
-template <typename I>
-__device__ __forceinline__ bool locate(I o, const ResizeGeom& g,
-                                       const long long* __restrict__ index, I& base, I* row) {
-  bool inside = true;
-  base = 0;
-  for (int d = (int)g.nd - 1; d >= 0; --d) {
-    const I n = (I)g.out_shape[d];
-    const I c = o % n;
-    o /= n;
-    if (g.taps[d] == 0) {
-      base += c * (I)g.in_stride[d];
-    } else {
-      row[d] = (I)g.table[d] + c * (I)g.taps[d];
-      inside = inside && index[row[d]] >= 0;
+// One dim of an output element's tap walk: its table entries [first, end) (one pass with no
+// table read for an unresized dim, whose coordinate is in the element's base offset).
+template <typename I> struct dim_taps {
+  I first, end;
+  bool resized;
+};
+
+// The weighted sum over the tap product, depth first from dim D: `offset` and `part` (the
+// weight product) are those of the dims before D; at the innermost dim each tap adds
+// part * weight * x. Dims are compile-time levels, so each level's state is in registers.
+template <int D, int ND> struct tap_walk {
+  template <typename T, typename Acc, typename I>
+  static __device__ __forceinline__ void sum(const T* __restrict__ x,
+                                             const long long* __restrict__ index,
+                                             const double* __restrict__ weight,
+                                             const ResizeGeom& dims, const dim_taps<I> (&taps)[ND],
+                                             I offset, Acc part, Acc& acc) {
+    const I stride = (I)dims.in_stride[D];
+#pragma unroll 1  // runtime trip count: one copy of the levels below
+    for (I e = taps[D].first; e < taps[D].end; ++e) {
+      const bool resized = taps[D].resized;
+      tap_walk<D + 1, ND>::sum(x, index, weight, dims, taps,
+                               resized ? offset + (I)index[e] * stride : offset,
+                               resized ? part * (Acc)weight[e] : part, acc);
     }
   }
-  return inside;
-}
+};
+template <int ND> struct tap_walk<ND, ND> {
+  template <typename T, typename Acc, typename I>
+  static __device__ __forceinline__ void sum(const T* __restrict__ x, const long long*,
+                                             const double*, const ResizeGeom&,
+                                             const dim_taps<I> (&)[ND], I offset, Acc part,
+                                             Acc& acc) {
+    acc += part * oc::load<Acc>(x + offset);
+  }
+};
 
 }  // namespace rsz
 
 // Nearest: one tap per resized dim, weight 1: a copy of the chosen element.
-template <typename T, typename I>
-__global__ void resize_nearest(const T* __restrict__ x, T* __restrict__ y,
-                               const long long* __restrict__ index, const ResizeGeom g) {
+template <typename T, int ND, typename I>
+__global__ void __launch_bounds__(OC_BLOCK, RESIZE_GENERIC_MIN_BLOCKS) resize_nearest(
+    const T* __restrict__ x, T* __restrict__ y, const long long* __restrict__ index,
+    const ResizeGeom dims) {
 #pragma unroll 1  // grid-stride loop: no trip-count division
-  for (I o = oc::first_index<I>(); o < (I)g.total; o += oc::grid_stride<I>()) {
-    // One pass, no per-thread arrays: the chosen input coordinate of a resized dim is its table
-    // entry table[d] + c (one tap); a negative entry marks an extrapolated row.
-    I rem = o, base = 0;
+  for (I o = oc::first_index<I>(); o < (I)dims.total; o += oc::grid_stride<I>()) {
+    I coord[ND];
+    oc::unravel<ND>(o, dims.out_shape, coord);
+    I offset = 0;
     bool inside = true;
-    for (int d = (int)g.nd - 1; d >= 0; --d) {
-      const I n = (I)g.out_shape[d];
-      const I c = rem % n;
-      rem /= n;
-      const long long i = g.taps[d] == 0 ? (long long)c : index[(I)g.table[d] + c];
-      if (i < 0) {
-        inside = false;
-        break;
-      }
-      base += (I)i * (I)g.in_stride[d];
+#pragma unroll
+    for (int d = 0; d < ND; ++d) {  // the input coordinate: the table's where d is resized
+      const I source = dims.taps[d] == 0 ? coord[d] : (I)index[(I)dims.table[d] + coord[d]];
+      inside = inside && source >= 0;
+      offset += source * (I)dims.in_stride[d];
     }
     if (inside) {
-      y[o] = x[base];
+      y[o] = x[offset];
     } else {
-      y[o] = rsz::fill_value<T>(g.fill);
+      y[o] = rsz::fill_value<T>(dims.fill);
     }
   }
 }
 
 // Linear and cubic (and their antialias filters): the weighted sum over the tap product, walked
-// depth first; level j holds the partial weight product and input offset of the levels above it.
-template <typename T, typename Acc, typename I>
-__global__ void resize_weighted(const T* __restrict__ x, T* __restrict__ y,
-                                const long long* __restrict__ index,
-                                const double* __restrict__ weight, const ResizeGeom g) {
-  int dims[RESIZE_MAXD];
-  int levels = 0;
-  for (int d = 0; d < (int)g.nd; ++d)
-    if (g.taps[d] != 0) dims[levels++] = d;
-  const int last = levels - 1;
+// depth first over the dims in order, taps ascending (the fast kernels sum in this order too).
+template <typename T, typename Acc, int ND, typename I>
+__global__ void __launch_bounds__(OC_BLOCK, RESIZE_GENERIC_MIN_BLOCKS) resize_weighted(
+    const T* __restrict__ x, T* __restrict__ y, const long long* __restrict__ index,
+    const double* __restrict__ weight, const ResizeGeom dims) {
 #pragma unroll 1  // grid-stride loop: no trip-count division
-  for (I o = oc::first_index<I>(); o < (I)g.total; o += oc::grid_stride<I>()) {
-    I base, row[RESIZE_MAXD];
-    if (!rsz::locate<I>(o, g, index, base, row)) {
-      y[o] = rsz::fill_value<T>(g.fill);
-      continue;
-    }
-    I tap[RESIZE_MAXD], off[RESIZE_MAXD];
-    Acc part[RESIZE_MAXD];
-    Acc acc = Acc(0);
-    off[0] = base;
-    part[0] = Acc(1);
-    tap[0] = 0;
-    for (int j = 0; j >= 0;) {
-      const int d = dims[j];
-      const I stride = (I)g.in_stride[d];
-      const I end = row[d] + (I)g.taps[d];
-      if (j == last) {
-        for (I e = row[d]; e < end; ++e)
-          acc += part[j] * (Acc)weight[e] * oc::load<Acc>(x + off[j] + (I)index[e] * stride);
-        --j;
-      } else if (row[d] + tap[j] < end) {
-        const I e = row[d] + tap[j]++;
-        part[j + 1] = part[j] * (Acc)weight[e];
-        off[j + 1] = off[j] + (I)index[e] * stride;
-        tap[++j] = 0;
+  for (I o = oc::first_index<I>(); o < (I)dims.total; o += oc::grid_stride<I>()) {
+    I coord[ND];
+    oc::unravel<ND>(o, dims.out_shape, coord);
+    rsz::dim_taps<I> taps[ND];
+    I base = 0;
+    bool inside = true;
+#pragma unroll
+    for (int d = 0; d < ND; ++d) {
+      const I count = (I)dims.taps[d];
+      taps[d].resized = count != 0;
+      if (count == 0) {
+        base += coord[d] * (I)dims.in_stride[d];
+        taps[d].first = 0;
+        taps[d].end = 1;
       } else {
-        --j;
+        taps[d].first = (I)dims.table[d] + coord[d] * count;
+        taps[d].end = taps[d].first + count;
+        inside = inside && index[taps[d].first] >= 0;
       }
     }
+    if (!inside) {
+      y[o] = rsz::fill_value<T>(dims.fill);
+      continue;
+    }
+    Acc acc = Acc(0);
+    rsz::tap_walk<0, ND>::sum(x, index, weight, dims, taps, base, Acc(1), acc);
     y[o] = rsz::result<T, Acc>::from(acc);
   }
 }
 
-// Fast paths for 32-bit-indexed problems of R (1-3) resized dims, each with TAPS table entries per
-// output coordinate (nearest 1, linear 2, cubic 4), that end in one walked dim: either the last
-// resized dim (rsz::RESIZED: the resized dims are the trailing ones) or the unresized dims after
-// them, merged into one of length `walk` and input stride `walk_stride` (rsz::KEPT: NHWC
-// resized along H and W, NCHW along H). The output is [batch, rows, walk]: the thread's row
-// (batch item and the resized coordinates before the walked dim, all of them for KEPT) comes from
-// grid y and z (with threadIdx.y), and the thread walks the walked dim in a grid-stride loop, V
-// outputs per iteration spaced blockDim.x apart. The row's taps are resolved once per thread
-// into registers (input offsets and weight products, formed in the generic kernel's order), so
-// each output costs the walked dim's TAPS table entries (none for KEPT) and the tap product.
-// Tables: per output coordinate TAPS weights (float for 16/32-bit floats, double otherwise) and
-// TAPS input offsets (index times the dim's input stride, made on the host).
+// Fast paths for problems of R (1-3) resized dims, each with TAPS table entries per output
+// coordinate (nearest 1, linear 2, cubic 4), that end in one walked dim: either the last resized
+// dim (rsz::RESIZED: the resized dims are the trailing ones) or the unresized dims after them,
+// merged into one of length `walk` and input stride `walk_stride` (rsz::KEPT: NHWC resized along
+// H and W, NCHW along H). The output is [batch, rows, walk]: the thread's row (batch item and
+// the resized coordinates before the walked dim, all of them for KEPT) comes from grid y and z
+// (with threadIdx.y), and the thread walks the walked dim in a grid-stride loop, V outputs per
+// iteration spaced blockDim.x apart. The row's taps are resolved once per thread into registers
+// (input pointers and weight products, formed in the generic kernel's order), so each output
+// costs the walked dim's TAPS table entries (none for KEPT) and the tap product.
+// Tables: per output coordinate TAPS weights (float for 16/32-bit floats, double otherwise; none
+// for nearest) and TAPS input offsets of the index type (index times the dim's input stride,
+// made on the host). Fields are long long for both index types; kernels read them as I.
 struct ResizeFastGeom {
   unsigned char fill[16];      // extrapolation value: the bytes of one storage element
-  int out[3];                  // output lengths of the resized dims, outermost first
-  int table[3];                // their first table record
-  int batch_stride;            // input element stride of the merged leading dims
-  int rows;                    // rows per batch item: the product of the row dims' lengths
-  int batch_rows;              // batch * rows
-  int walk;                    // length of the walked dim
-  int walk_stride;             // its input element stride (KEPT)
+  long long out[3];            // output lengths of the resized dims, outermost first
+  long long table[3];          // their first table record
+  long long batch_stride;      // input element stride of the merged leading dims
+  long long rows;              // rows per batch item: the product of the row dims' lengths
+  long long batch_rows;        // batch * rows
+  long long walk;              // length of the walked dim
+  long long walk_stride;       // its input element stride (KEPT)
 };
 
 namespace rsz {
@@ -200,22 +226,41 @@ namespace rsz {
 // The walked dim of a fast kernel: the last resized dim, or the unresized dims after them.
 enum walked { RESIZED, KEPT };
 
+// The weight type of nearest's tables: none (records hold offsets only).
+struct no_weight {};
+template <typename W> struct has_weights { static constexpr bool value = true; };
+template <> struct has_weights<no_weight> { static constexpr bool value = false; };
+
 __host__ __device__ constexpr int ipow(int b, int e) { return e == 0 ? 1 : b * ipow(b, e - 1); }
 __host__ __device__ constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
 
-// The first offset of an extrapolated coordinate: no offset of a 32-bit-indexed input is -2^31.
-constexpr int OUTSIDE = RESIZE_OUTSIDE;
+// The first offset of an extrapolated coordinate: the least value of the offset type, which no
+// offset of an input indexed with that type reaches.
+template <typename I> struct outside;
+template <> struct outside<int> { static constexpr int value = RESIZE_OUTSIDE; };
+template <> struct outside<long long> { static constexpr long long value = RESIZE_OUTSIDE_WIDE; };
 
-// The first offset of a record made safe to read with (0 when extrapolated).
-__device__ __forceinline__ int first_offset(int i) { return i == OUTSIDE ? 0 : i; }
+// The first offset of a record made safe to read with (0 when extrapolated), for elements of
+// BYTES bytes. A long long offset of elements of 2 bytes or more is below 2^62 in magnitude (its
+// byte offset is below 2^63), so dropping the top bit maps outside<long long> = -2^63 to 0 and
+// keeps every offset, with no compare: once scaled by the element size, the shifts fold into
+// the address's own.
+template <int BYTES, typename I> __device__ __forceinline__ I first_offset(I i) {
+  if constexpr (BYTES >= 2 && sizeof(I) == 8) {
+    return (I)((unsigned long long)i << 1) >> 1;
+  } else {
+    return i == outside<I>::value ? 0 : i;
+  }
+}
 
-// The table record of one output coordinate: TAPS weights (none for nearest: W void), then TAPS
-// input offsets, the first OUTSIDE where the coordinate is extrapolated; aligned for vector loads.
-template <typename W, int TAPS> struct record_size {
-  static constexpr int value = TAPS * (int)(sizeof(W) + sizeof(int));
+// The table record of one output coordinate: TAPS weights (none for no_weight), then TAPS input
+// offsets of type I, the first outside<I> where the coordinate is extrapolated; aligned for
+// vector loads.
+template <typename W, int TAPS, typename I> struct record_size {
+  static constexpr int value = TAPS * (int)(sizeof(W) + sizeof(I));
 };
-template <int TAPS> struct record_size<void, TAPS> {
-  static constexpr int value = TAPS * (int)sizeof(int);
+template <int TAPS, typename I> struct record_size<no_weight, TAPS, I> {
+  static constexpr int value = TAPS * (int)sizeof(I);
 };
 __host__ __device__ constexpr int record_align(int bytes) {
   return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : 4;
@@ -223,141 +268,149 @@ __host__ __device__ constexpr int record_align(int bytes) {
 
 static_assert(record_align(16) <= RESIZE_TABLE_ALIGN, "records are read at the table's alignment");
 
-template <typename W, int TAPS, int B = record_size<W, TAPS>::value>
+template <typename W, int TAPS, typename I, int B = record_size<W, TAPS, I>::value>
 struct alignas(record_align(B)) record {
-  W w[TAPS];
-  int i[TAPS];
+  W weight[TAPS];
+  I offset[TAPS];
 };
-template <int TAPS, int B> struct alignas(record_align(B)) record<void, TAPS, B> {
-  int i[TAPS];
+template <int TAPS, typename I, int B>
+struct alignas(record_align(B)) record<no_weight, TAPS, I, B> {
+  I offset[TAPS];
 };
 
 // One thread's row: input pointers and weight products of the K = TAPS^A tap combinations of
 // its A row dims, the resized dims before the walked one (combination k takes tap
-// (k / TAPS^(A-1-a)) % TAPS of dim a: the generic kernel's order; weights only when W is not
-// void), and whether no row coordinate is extrapolated.
-template <typename T, typename Acc, typename W, int A, int TAPS> struct fast_row {
+// (k / TAPS^(A-1-a)) % TAPS of dim a: the generic kernel's order; weights only with a weight
+// type), and whether no row coordinate is extrapolated.
+template <typename T, typename Acc, typename W, int A, int TAPS, typename I> struct fast_row {
   static constexpr int K = ipow(TAPS, A);
+  static constexpr bool weighted = has_weights<W>::value;
   const T* at[K];
   Acc part[K];
   bool inside;
-  int row;  // output row: batch item * rows + row within it
+  I index;  // output row: batch item * rows + row within it
 
   // False for threads past the last row.
-  __device__ __forceinline__ bool locate(const T* __restrict__ x, const ResizeFastGeom& g,
-                                         const record<W, TAPS>* __restrict__ table) {
-    row = (int)((blockIdx.z * gridDim.y + blockIdx.y) * blockDim.y + threadIdx.y);
-    if (row >= g.batch_rows) return false;
-    const int b = row / g.rows;
-    int c[3] = {row - b * g.rows, 0, 0};
+  __device__ __forceinline__ bool locate(const T* __restrict__ x, const ResizeFastGeom& rows,
+                                         const record<W, TAPS, I>* __restrict__ table) {
+    index = ((I)blockIdx.z * (I)gridDim.y + (I)blockIdx.y) * (I)blockDim.y + (I)threadIdx.y;
+    if (index >= (I)rows.batch_rows) return false;
+    const I batch = index / (I)rows.rows;
+    I coord[3] = {index - batch * (I)rows.rows, 0, 0};  // of the row dims, outermost first
     if (A == 3) {
-      const int q = c[0] / g.out[2];
-      c[2] = c[0] - q * g.out[2];
-      c[0] = q;
+      const I outer = coord[0] / (I)rows.out[2];
+      coord[2] = coord[0] - outer * (I)rows.out[2];
+      coord[0] = outer;
     }
     if (A >= 2) {
-      const int q = c[0] / g.out[1];
-      c[1] = c[0] - q * g.out[1];
-      c[0] = q;
+      const I outer = coord[0] / (I)rows.out[1];
+      coord[1] = coord[0] - outer * (I)rows.out[1];
+      coord[0] = outer;
     }
-    int off[A + 1][TAPS];  // dims 0 .. A-1 (one spare row: no zero-length arrays)
-    Acc w[A + 1][TAPS];
+    I offset[A + 1][TAPS];  // dims 0 .. A-1 (one spare row: no zero-length arrays)
+    Acc weight[A + 1][TAPS];
     inside = true;
 #pragma unroll
     for (int a = 0; a < A; ++a) {
-      const record<W, TAPS> e = table[g.table[a] + c[a]];
-      inside = inside && e.i[0] != OUTSIDE;
+      const record<W, TAPS, I> rec = table[(I)rows.table[a] + coord[a]];
+      inside = inside && rec.offset[0] != outside<I>::value;
 #pragma unroll
       for (int t = 0; t < TAPS; ++t) {
-        off[a][t] = t == 0 ? first_offset(e.i[0]) : e.i[t];
-        if constexpr (!is_void<W>::value) w[a][t] = (Acc)e.w[t];
+        offset[a][t] = t == 0 ? first_offset<sizeof(T)>(rec.offset[0]) : rec.offset[t];
+        if constexpr (weighted) weight[a][t] = (Acc)rec.weight[t];
       }
     }
-    constexpr int bits = ilog2(TAPS);  // TAPS is a power of two: taps by shifts, not divisions
+    constexpr int tap_bits = ilog2(TAPS);  // TAPS is a power of two: taps by shifts
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      int o = b * g.batch_stride;
-      Acc p = Acc(1);
+      I input_offset = batch * (I)rows.batch_stride;
+      Acc product = Acc(1);
 #pragma unroll
       for (int a = 0; a < A; ++a) {
-        const int t = (k >> (bits * (A - 1 - a))) & (TAPS - 1);
-        o += off[a][t];
-        if constexpr (!is_void<W>::value) p = p * w[a][t];
+        const int t = (k >> (tap_bits * (A - 1 - a))) & (TAPS - 1);
+        input_offset += offset[a][t];
+        if constexpr (weighted) product = product * weight[a][t];
       }
-      at[k] = x + o;
-      part[k] = p;
+      at[k] = x + input_offset;
+      part[k] = product;
     }
     return true;
   }
 };
 
-// Calls out(o) for every innermost coordinate of this thread, V per iteration of a grid-stride
-// loop. Past the end of the row o is clamped to the last coordinate (no branch per output): the
-// thread then stores the value that the last coordinate's own thread stores, a benign race.
-template <int V, typename F> __device__ __forceinline__ void fast_walk(int n, F&& out) {
-  const int step = (int)(gridDim.x * blockDim.x) * V;
+// Calls visit(pos) for every position `pos` along the walked dim of this thread, V per iteration
+// of a grid-stride loop. Past the end of the row pos is clamped to the last position (no branch
+// per output): the thread then stores the value that the last position's own thread stores, a
+// benign race.
+template <int V, typename I, typename F>
+__device__ __forceinline__ void fast_walk(I n, F&& visit) {
+  const I step = (I)gridDim.x * (I)blockDim.x * V;
 #pragma unroll 1
-  for (int x0 = (int)(blockIdx.x * blockDim.x) * V + (int)threadIdx.x; x0 < n; x0 += step) {
+  for (I first = (I)blockIdx.x * (I)blockDim.x * V + (I)threadIdx.x; first < n; first += step) {
 #pragma unroll
-    for (int v = 0; v < V; ++v) out(oc::imin(x0 + v * (int)blockDim.x, n - 1));
+    for (int v = 0; v < V; ++v) visit(oc::imin<I>(first + v * (I)blockDim.x, n - 1));
   }
 }
 
 }  // namespace rsz
 
-// Nearest: a copy of the chosen element, index tables only. `inner` is the walked dim's table
-// when it is resized (table + g.table[R - 1], passed as its own pointer: one multiply-add per
+// Nearest: a copy of the chosen element, offset tables only. `inner` is the walked dim's table
+// when it is resized (table + rows.table[R - 1], passed as its own pointer: one multiply-add per
 // record address).
-template <typename T, int R, int V, rsz::walked WALK>
-__global__ void __launch_bounds__(OC_BLOCK, 4) resize_nearest_fast(
-    const T* __restrict__ x, T* __restrict__ y, const rsz::record<void, 1>* __restrict__ table,
-    const rsz::record<void, 1>* __restrict__ inner, const ResizeFastGeom g) {
-  rsz::fast_row<T, int, void, WALK == rsz::KEPT ? R : R - 1, 1> w;
-  if (!w.locate(x, g, table)) return;
-  const int n = g.walk, row = w.row * n;
-  const T fill = rsz::fill_value<T>(g.fill);
-  rsz::fast_walk<V>(n, [&](int o) {
+template <typename T, int R, int V, rsz::walked WALK, typename I>
+__global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_nearest_fast(
+    const T* __restrict__ x, T* __restrict__ y,
+    const rsz::record<rsz::no_weight, 1, I>* __restrict__ table,
+    const rsz::record<rsz::no_weight, 1, I>* __restrict__ inner, const ResizeFastGeom rows) {
+  rsz::fast_row<T, int, rsz::no_weight, WALK == rsz::KEPT ? R : R - 1, 1, I> row;
+  if (!row.locate(x, rows, table)) return;
+  const I n = (I)rows.walk, start = row.index * n;
+  const T fill = rsz::fill_value<T>(rows.fill);
+  rsz::fast_walk<V>(n, [&](I pos) {
     if constexpr (WALK == rsz::KEPT) {
-      const T v = w.at[0][o * g.walk_stride];
-      y[row + o] = w.inside ? v : fill;
+      const T value = row.at[0][pos * (I)rows.walk_stride];
+      y[start + pos] = row.inside ? value : fill;
     } else {
-      const int i = inner[o].i[0];
-      const T v = w.at[0][rsz::first_offset(i)];
-      y[row + o] = w.inside && i != rsz::OUTSIDE ? v : fill;
+      const I offset = inner[pos].offset[0];
+      const T value = row.at[0][rsz::first_offset<sizeof(T)>(offset)];
+      y[start + pos] = row.inside && offset != rsz::outside<I>::value ? value : fill;
     }
   });
 }
 
 // Linear and cubic: the generic kernel's sum, term for term in its order (for KEPT the weight
 // products of all R dims are the row's: one multiply-add per term).
-template <typename T, typename Acc, typename W, int R, int TAPS, int V, rsz::walked WALK>
-__global__ void __launch_bounds__(OC_BLOCK, 4) resize_weighted_fast(
-    const T* __restrict__ x, T* __restrict__ y, const rsz::record<W, TAPS>* __restrict__ table,
-    const rsz::record<W, TAPS>* __restrict__ inner, const ResizeFastGeom g) {
-  rsz::fast_row<T, Acc, W, WALK == rsz::KEPT ? R : R - 1, TAPS> w;
-  if (!w.locate(x, g, table)) return;
-  const int n = g.walk, row = w.row * n;
-  const T fill = rsz::fill_value<T>(g.fill);
-  rsz::fast_walk<V>(n, [&](int o) {
+template <typename T, typename Acc, typename W, int R, int TAPS, int V, rsz::walked WALK,
+          typename I>
+__global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_weighted_fast(
+    const T* __restrict__ x, T* __restrict__ y,
+    const rsz::record<W, TAPS, I>* __restrict__ table,
+    const rsz::record<W, TAPS, I>* __restrict__ inner, const ResizeFastGeom rows) {
+  rsz::fast_row<T, Acc, W, WALK == rsz::KEPT ? R : R - 1, TAPS, I> row;
+  if (!row.locate(x, rows, table)) return;
+  const I n = (I)rows.walk, start = row.index * n;
+  const T fill = rsz::fill_value<T>(rows.fill);
+  rsz::fast_walk<V>(n, [&](I pos) {
     Acc acc = Acc(0);
-    bool inside = w.inside;
+    bool inside = row.inside;
     if constexpr (WALK == rsz::KEPT) {
-      const int at = o * g.walk_stride;
+      const I offset = pos * (I)rows.walk_stride;
 #pragma unroll
-      for (int k = 0; k < w.K; ++k) acc += w.part[k] * oc::load<Acc>(w.at[k] + at);
+      for (int k = 0; k < row.K; ++k) acc += row.part[k] * oc::load<Acc>(row.at[k] + offset);
     } else {
-      const rsz::record<W, TAPS> e = inner[o];
-      int at[TAPS];
+      const rsz::record<W, TAPS, I> rec = inner[pos];
+      I offset[TAPS];
 #pragma unroll
-      for (int t = 0; t < TAPS; ++t) at[t] = t == 0 ? rsz::first_offset(e.i[0]) : e.i[t];
+      for (int t = 0; t < TAPS; ++t)
+        offset[t] = t == 0 ? rsz::first_offset<sizeof(T)>(rec.offset[0]) : rec.offset[t];
 #pragma unroll
-      for (int k = 0; k < w.K; ++k) {
+      for (int k = 0; k < row.K; ++k) {
 #pragma unroll
         for (int t = 0; t < TAPS; ++t)
-          acc += w.part[k] * (Acc)e.w[t] * oc::load<Acc>(w.at[k] + at[t]);
+          acc += row.part[k] * (Acc)rec.weight[t] * oc::load<Acc>(row.at[k] + offset[t]);
       }
-      inside = inside && e.i[0] != rsz::OUTSIDE;
+      inside = inside && rec.offset[0] != rsz::outside<I>::value;
     }
-    y[row + o] = inside ? rsz::result<T, Acc>::from(acc) : fill;
+    y[start + pos] = inside ? rsz::result<T, Acc>::from(acc) : fill;
   });
 }

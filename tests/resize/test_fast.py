@@ -1,7 +1,9 @@
 """Resize fast kernels (1-3 resized axes, trailing or followed by unresized axes that merge into
-one, as NHWC resized along H and W): which path the host picks, and that the fast path gives the generic kernel's bits on the emulated backend and the NumPy fallback's
-values within the usual tolerances, every dtype, up and down, odd sizes, extrapolation,
-strided inputs; the generic kernel at the boundaries of the fast path."""
+one, as NHWC resized along H and W): which path the host picks, and that the fast path gives the
+generic kernel's bits on the emulated backend and the NumPy fallback's values within the usual
+tolerances, every dtype, up and down, odd sizes, extrapolation, strided inputs, 32-bit and 64-bit
+offsets; the generic kernel at the boundaries of the fast path; the kernel report's static
+targets (no local memory in any instantiation, the 64-bit fast paths' budget)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,9 +11,10 @@ import pytest
 from helpers.util import BF16, TOL
 
 from onnx_cupy import resize
-from onnx_cupy.core import execution, launcher
+from onnx_cupy.core import dtypes, execution, launcher, loader
 from onnx_cupy.resize import kernel as resize_kernel
 from onnx_cupy.resize import plan as resize_op
+from onnx_cupy.tools import kernel_report
 
 RESIZED, KEPT = resize_kernel.RESIZED, resize_kernel.KEPT
 
@@ -40,6 +43,24 @@ def emulated(x: np.ndarray, monkeypatch=None, **kw) -> np.ndarray:
             return resize(x, **kw)
 
 
+@pytest.fixture
+def index_width(monkeypatch):
+    """A function that makes launches index with offsets of the bits it is given, whatever the
+    sizes (64: the long long kernels run on small inputs); the host's cached launch arguments
+    are cleared before and after."""
+    def clear() -> None:
+        for cached in (resize_kernel.fast_args, resize_kernel.kernel_args):
+            cached.cache_clear()
+
+    def use(bits: int) -> None:
+        clear()
+        if bits == 64:
+            monkeypatch.setattr(dtypes, "index_bits", lambda *extents: 64)
+
+    yield use
+    clear()
+
+
 class _null:
     def __enter__(self):
         return None
@@ -49,17 +70,19 @@ class _null:
 
 
 def check(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, walk: str | None = None,
-          **kw) -> None:
+          bits: int | None = None, **kw) -> None:
     """Fast path taken (or not; walking `walk` where given); bitwise equal to the generic kernel;
-    close to NumPy."""
+    close to NumPy; both kernels indexed with `bits`-bit offsets where given."""
     launches.clear()
     got = emulated(x, **kw)
     assert len(launches) == 1
     expression, shape = launches[0]
     assert ("_fast<" in expression) == fast and (shape is not None) == fast, expression
-    assert not fast or walk is None or expression.endswith(f", {walk}>"), expression
+    assert not fast or walk is None or f", {walk}, " in expression, expression
     generic = emulated(x, monkeypatch, **kw)
     assert "_fast<" not in launches[-1][0]
+    if bits is not None:
+        assert all(e.endswith(f", {dtypes.INDEX_TYPES[bits]}>") for e, _ in launches), launches
     assert got.dtype == generic.dtype == x.dtype and got.shape == generic.shape
     assert got.tobytes() == generic.tobytes(), (expression, kw)
     expected = resize(x, **kw)
@@ -113,24 +136,29 @@ def test_kept_inner_axes_equal_generic(dtype, mode, launches, monkeypatch):
         check(x, launches, monkeypatch, fast=fast, walk=walk, scales=scales, mode=mode)
 
 
+@pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("dtype", [np.dtype(t) for t in (np.bool_, np.complex64, np.complex128)],
                          ids=lambda d: d.name)
-def test_fast_nearest_any_dtype(dtype, launches, monkeypatch):
-    """Nearest moves elements as words of their size (1 to 16 bytes), whatever the dtype."""
+def test_fast_nearest_any_dtype(dtype, bits, launches, monkeypatch, index_width):
+    """Nearest moves elements as words of their size (1 to 16 bytes), whatever the dtype, with
+    32-bit and 64-bit offsets."""
+    index_width(bits)
     rng = np.random.default_rng(dtype.itemsize)
     v = rng.standard_normal((2, 5, 7))
     x = v > 0 if dtype.kind == "b" else (v + 1j * rng.standard_normal(v.shape)).astype(dtype)
     for scales in ([1, 1, 2.0], [1, 0.6, 1.7], [1.5, 2.5, 0.5]):
-        check(x, launches, monkeypatch, scales=scales, mode="nearest")
+        check(x, launches, monkeypatch, bits=bits, scales=scales, mode="nearest")
 
 
+@pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.uint8)],
                          ids=lambda d: d.name)
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
-def test_fast_attributes(dtype, mode, launches, monkeypatch):
+def test_fast_attributes(dtype, mode, bits, launches, monkeypatch, index_width):
     """Coordinate modes, exclude_outside, sizes, and tf_crop_and_resize extrapolating along the
     outer and the innermost resized axis (extrapolation_value stored as the generic kernel
-    stores it)."""
+    stores it), with 32-bit and 64-bit offsets."""
+    index_width(bits)
     rng = np.random.default_rng(3)
     x = sample(rng, (2, 5, 7), dtype)
     for kw in [{"coordinate_transformation_mode": "align_corners", "sizes": [2, 9, 4]},
@@ -143,15 +171,18 @@ def test_fast_attributes(dtype, mode, launches, monkeypatch):
                 "scales": [2.5], "axes": [2], "extrapolation_value": 300.0}]:
         if mode != "nearest" and "exclude_outside" not in kw:
             kw["cubic_coeff_a"] = -0.5
-        check(x, launches, monkeypatch, mode=mode, **kw)
+        check(x, launches, monkeypatch, bits=bits, mode=mode, **kw)
 
 
+@pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("dtype", [np.dtype(np.float16), np.dtype(np.float64), np.dtype(np.int16)],
                          ids=lambda d: d.name)
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
-def test_kept_attributes(dtype, mode, launches, monkeypatch):
+def test_kept_attributes(dtype, mode, bits, launches, monkeypatch, index_width):
     """NHWC: coordinate modes, exclude_outside, sizes, and tf_crop_and_resize extrapolating along
-    either resized axis (the whole row of channels takes extrapolation_value)."""
+    either resized axis (the whole row of channels takes extrapolation_value), with 32-bit and
+    64-bit offsets."""
+    index_width(bits)
     rng = np.random.default_rng(4)
     x = sample(rng, (2, 5, 7, 3), dtype)
     for kw in [{"coordinate_transformation_mode": "align_corners", "sizes": [2, 9, 4, 3]},
@@ -165,8 +196,8 @@ def test_kept_attributes(dtype, mode, launches, monkeypatch):
         if mode != "nearest" and "exclude_outside" not in kw:
             kw["cubic_coeff_a"] = -0.5
         ranks = sum(s != 1 for s in kw.get("scales", [1, 2, 2, 1])) if "axes" not in kw else 1
-        fast = mode != "cubic" or ranks == 1 or dtype == np.float16
-        check(x, launches, monkeypatch, fast=fast, walk=KEPT, mode=mode, **kw)
+        fast = mode != "cubic" or ranks == 1 or (dtype == np.float16 and bits == 32)
+        check(x, launches, monkeypatch, bits=bits, fast=fast, walk=KEPT, mode=mode, **kw)
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
@@ -200,15 +231,18 @@ def test_rows_past_the_grid_y_limit(monkeypatch, launches):
         resize_kernel.fast_args.cache_clear()
 
 
+@pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
-def test_fast_strided_inputs(mode, launches, monkeypatch):
-    """Reversed, transposed and sliced inputs: strides reach the fast kernel as they are."""
+def test_fast_strided_inputs(mode, bits, launches, monkeypatch, index_width):
+    """Reversed, transposed and sliced inputs: strides (negative ones too) reach the fast kernel
+    as they are, with 32-bit and 64-bit offsets."""
+    index_width(bits)
     rng = np.random.default_rng(5)
     base = sample(rng, (4, 6, 9, 8), np.dtype(np.float32))
     for x in [base[:, :, ::-1, ::2], base.transpose(0, 1, 3, 2), base[1:3, :, :7, 1:]]:
-        check(x, launches, monkeypatch, scales=[1, 1, 1.5, 2.0], mode=mode)
+        check(x, launches, monkeypatch, bits=bits, scales=[1, 1, 1.5, 2.0], mode=mode)
     # leading axes that do not merge into one batch axis: the generic kernel
-    check(base[:, ::2, :, :].transpose(1, 0, 2, 3), launches, monkeypatch, fast=False,
+    check(base[:, ::2, :, :].transpose(1, 0, 2, 3), launches, monkeypatch, fast=False, bits=bits,
           scales=[1, 1, 1.5, 2.0], mode=mode)
 
 
@@ -242,21 +276,27 @@ def contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def test_fast_args_limits(monkeypatch):
-    """64-bit offsets go to the generic kernel; the launch shape, with the rows of every batch item
-    on grid y and, past its limit, z; grids past the z limit take the generic kernel."""
+    """Offsets past 32 bits take the 64-bit fast kernel (records of int64 offsets); the launch
+    shape, with the rows of every batch item on grid y and, past its limit, z; grids past the z
+    limit take the generic kernel."""
     pl = plan((3, 40, 50), [1, 2, 2])
     f32 = np.dtype(np.float32)
     fast = resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))
-    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4, rsz::RESIZED>"
+    assert fast.expression == ("resize_weighted_fast<float, float, float, 2, 2, 4, rsz::RESIZED, "
+                               "int>")
     assert fast.shape == ((1, 30, 1), (32, 8, 1))  # 3 x 80 rows of 100 outputs
     assert fast.weight == np.float32 and fast.strides == (50, 1) and fast.inner == 80 * 16
-    assert resize_kernel.fast_args(pl, f32, (2**30, 50, 1)) is None
+    assert fast.bits == 32
+    wide = resize_kernel.fast_args(pl, f32, (2**30, 50, 1))
+    assert wide.expression == fast.expression.replace(", int>", ", long long>")
+    assert wide.bits == 64 and wide.shape == fast.shape and wide.inner == 80 * 24
     nhwc = plan((2, 5, 7, 3), [1, 2, 2, 1])
     fast = resize_kernel.fast_args(nhwc, f32, contiguous(nhwc.in_shape))
-    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4, rsz::KEPT>"
+    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4, rsz::KEPT, int>"
     assert fast.shape == ((1, 2, 1), (1, 256, 1))  # 2 x 140 rows of 3 outputs
     assert fast.geom["walk"] == 3 and fast.geom["walk_stride"] == 1 and fast.geom["rows"] == 140
-    assert resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30)) is None
+    wide = resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30))
+    assert wide.expression.endswith("rsz::KEPT, long long>") and wide.geom["walk_stride"] == 2**30
     resize_kernel.fast_args.cache_clear()
     monkeypatch.setattr(launcher, "MAX_GRID_YZ", 9)
     try:
@@ -306,3 +346,109 @@ def test_fast_records_round_weights_like_the_generic_kernel():
     expected = t.index * 3
     expected[t.outside, 0] = -2**31
     assert t.outside.any() and np.array_equal(records["i"], expected)
+
+
+# ------------------------------------------------------------------------------ 64-bit offsets
+
+@pytest.fixture
+def wide(index_width):
+    """Every launch indexes with 64-bit offsets, whatever the sizes."""
+    index_width(64)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_wide_offsets_every_dtype(dtype, mode, launches, monkeypatch, wide):
+    """64-bit offsets, every dtype: the fast kernel (two trailing axes) equals the generic one
+    bit for bit and the NumPy path within the tolerances."""
+    rng = np.random.default_rng(hash((dtype.name, mode, "wide")) % 2**32)
+    check(sample(rng, (2, 3, 5, 7), dtype), launches, monkeypatch, bits=64,
+          scales=[1, 1, 1.7, 0.75], mode=mode)
+
+
+# (input shape, scales, modes the fast kernel takes with 64-bit offsets) of ranks 1 to 5: one to
+# three resized axes, trailing (RESIZED) or followed by unresized ones (KEPT: 2-D and 3-D cubic
+# hold too many tap combinations), and an unresized axis between resized ones (generic only)
+ALL, NOT_CUBIC = ("nearest", "linear", "cubic"), ("nearest", "linear")
+RANK_CASES = [((9,), [2.3], ALL), ((5, 9), [1, 0.6], ALL), ((3, 7, 5), [1, 2.5, 1], ALL),
+              ((2, 5, 7, 3), [1, 2, 0.6, 1], NOT_CUBIC),
+              ((2, 3, 4, 5, 3), [1, 1.5, 0.7, 2, 1], NOT_CUBIC),
+              ((3, 4, 5, 2, 3), [1, 1.5, 1, 0.5, 2], ())]
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.int16)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("case", range(len(RANK_CASES)),
+                         ids=[f"rank{len(c[0])}-{'x'.join(map(str, c[1]))}" for c in RANK_CASES])
+def test_wide_offsets_ranks(dtype, mode, case, launches, monkeypatch, wide):
+    """64-bit offsets, ranks 1 to 5: fast and generic kernels (of every rank they take) agree."""
+    shape, scales, fast = RANK_CASES[case]
+    rng = np.random.default_rng(hash((dtype.name, mode, case)) % 2**32)
+    check(sample(rng, shape, dtype), launches, monkeypatch, fast=mode in fast, bits=64,
+          scales=scales, mode=mode)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.uint8), np.dtype(np.float32)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_strided_view_past_2_31(dtype, mode, launches, monkeypatch):
+    """A [3, 5, 7] view whose batch stride is 2^30 + 3 elements (virtual memory: only the viewed
+    elements are written): its offsets pass 2^31, so the fast and the generic kernel index with
+    long long, and agree."""
+    n = 2 * (2**30 + 3) + 35
+    big = np.empty(n, dtype)
+    x = np.lib.stride_tricks.as_strided(big, (3, 5, 7), ((2**30 + 3) * big.itemsize,
+                                                          7 * big.itemsize, big.itemsize))
+    x[...] = sample(np.random.default_rng(hash((dtype.name, mode)) % 2**32), x.shape, dtype)
+    check(x, launches, monkeypatch, walk=RESIZED, scales=[1, 1.6, 1.4], mode=mode)
+    assert launches[0][0].endswith("rsz::RESIZED, long long>"), launches
+    assert launches[1][0].startswith("resize_") and launches[1][0].endswith(", long long>")
+
+
+def test_generic_ranks_pad_to_an_instantiated_rank():
+    """Dims left after merging run on the least instantiated rank that holds them, the rest
+    leading length-1 dims."""
+    for dims in range(1, resize_op.MAX_DIMS + 1):
+        shape = (2, 3) * dims  # alternate resized and unresized axes: nothing merges
+        shape = shape[:dims]
+        pl = plan(shape, [1.5 if d % 2 == 0 else 1 for d in range(dims)])
+        expression, g = resize_kernel.kernel_args(pl, np.dtype(np.float32), contiguous(shape))
+        rank = min(r for r in resize_kernel.GENERIC_RANKS if r >= dims)
+        assert expression == f"resize_weighted<float, float, {rank}, int>"
+        pad = rank - dims
+        assert list(g["out_shape"][0][:pad]) == [1] * pad and not g["taps"][0][:pad].any()
+        assert list(g["out_shape"][0][pad:rank]) == list(pl.out_shape)
+        assert int(g["total"][0]) == int(np.prod(pl.out_shape))
+
+
+# ------------------------------------------------------------------------- static targets
+
+@pytest.fixture(scope="module")
+def report():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings (cuda-python) is not installed")
+    if kernel_report.nvdisasm() is None:
+        pytest.skip(f"{kernel_report.NVDISASM_WHEEL} is not installed")
+    return {k.expression: k for k in kernel_report.family_report("resize", "sm_90")}
+
+
+def test_no_instantiation_uses_local_memory(report):
+    """No stack frame, spills or LDL/STL in any Resize instantiation, generic or fast, 32-bit or
+    64-bit offsets."""
+    assert list(report) == list(loader.instantiations("resize"))
+    assert [e for e, k in report.items() if kernel_report.uses_local_memory(k)] == []
+
+
+def test_wide_fast_paths_within_their_budget(report):
+    """Every budgeted fast path (nearest, linear on 1-2 axes) has a 64-bit twin, and every 64-bit
+    fast path of float16/bfloat16/float32 meets the static targets with 1.5x the budget."""
+    fast = loader.fast_paths("resize")
+    for e in fast:
+        if e.endswith(", int>") and kernel_report.budget("resize", e) is not None:
+            assert e.replace(", int>", ", long long>") in fast, e
+    wide = [e for e in fast if e.endswith(", long long>") and kernel_report.held_to_targets(e)]
+    assert wide
+    for e in wide:
+        budget = kernel_report.budget("resize", e)
+        assert budget in (None, kernel_report.WIDE_INDEX_BUDGET * kernel_report.BUDGETS["resize"])
+        assert kernel_report.check(report[e], budget) == [], report[e]

@@ -44,9 +44,11 @@ def ref(opset: int, x: np.ndarray, attrs: dict, **inputs: np.ndarray | None) -> 
 def test_exported_and_registered():
     assert onnx_cupy.resize is resize and "resize" in onnx_cupy.__all__
     exprs = loader.instantiations("resize")
-    assert "resize_nearest<rsz::pod<16>, long long>" in exprs
-    assert "resize_weighted<oc::bf16_t, float, int>" in exprs
-    assert "resize_weighted<unsigned long long, double, long long>" in exprs
+    for rank in resize_kernel.GENERIC_RANKS:
+        assert f"resize_nearest<rsz::pod<16>, {rank}, long long>" in exprs
+        assert f"resize_weighted<oc::bf16_t, float, {rank}, int>" in exprs
+        assert f"resize_weighted<unsigned long long, double, {rank}, long long>" in exprs
+    assert resize_kernel.GENERIC_RANKS[-1] == resize_op.MAX_DIMS
 
 
 def test_paths(monkeypatch):

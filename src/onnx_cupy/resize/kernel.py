@@ -1,8 +1,10 @@
 """The kernel path of Resize: a plan's (onnx_cupy.resize.plan) per-axis tables concatenated and
 uploaded once per device, the parameter block, instantiation and grid of kernels/resize.cu,
-launched on the GPU or the emulator. Where 1-3 resized axes are the trailing ones or are followed only by
-unresized axes that merge into one (NHWC resized along H and W), and every offset fits 32 bits,
-the fast kernels run, over a grid of their own; the generic ones take every other case."""
+launched on the GPU or the emulator. Where 1-3 resized axes are the trailing ones or are followed
+only by unresized axes that merge into one (NHWC resized along H and W), the fast kernels run,
+over a grid of their own; the generic ones, instantiated per rank (dims left after merging,
+padded to the next of GENERIC_RANKS), take every other case. Both index with int where every
+offset fits 32 bits, else with long long."""
 from __future__ import annotations
 
 import collections
@@ -22,12 +24,12 @@ POD_BYTES = (1, 2, 4, 8, 16)
 DEVICE_TABLE_PLANS = 64    # plans whose tables stay cached on each device
 
 _GEOM = np.dtype(
-    [("nd", "<i8"), ("total", "<i8")]
+    [("total", "<i8")]
     + [(f, "<i8", (MAX_DIMS,)) for f in ("out_shape", "in_stride", "taps", "table")]
     + [("fill", "u1", (16,))]
 )
-_FAST_GEOM = np.dtype([("fill", "u1", (16,)), ("out", "<i4", (3,)), ("table", "<i4", (3,))]
-                      + [(f, "<i4") for f in ("batch_stride", "rows", "batch_rows", "walk",
+_FAST_GEOM = np.dtype([("fill", "u1", (16,)), ("out", "<i8", (3,)), ("table", "<i8", (3,))]
+                      + [(f, "<i8") for f in ("batch_stride", "rows", "batch_rows", "walk",
                                               "walk_stride")], align=True)
 # walked dim of the fast kernels (rsz::walked): the last resized dim, or the unresized dims after
 # the resized ones, merged into one
@@ -35,16 +37,35 @@ RESIZED, KEPT = "rsz::RESIZED", "rsz::KEPT"
 FAST_RANKS = (1, 2, 3)      # resized dims of the fast kernels
 FAST_TAPS = (1, 2, 4)       # taps per dim: nearest, linear, cubic
 TABLE_ALIGN = 16           # bytes: a record of the fast tables is read with 16-byte loads
-OUTSIDE = -2**31           # the first offset of an extrapolated coordinate (no 32-bit offset is)
+# the first offset of an extrapolated coordinate in the fast tables, per index width: the least
+# value of the offset type, which no offset of an input indexed with that type reaches
+OUTSIDE = {bits: -2**(bits - 1) for bits in dtypes.INDEX_TYPES}
+# ranks of the generic kernels: dims left after merging, padded with leading length-1 dims up to
+# the next of these
+GENERIC_RANKS = (1, 2, 3, 4, 5, MAX_DIMS)
+# blocks of launcher.BLOCK threads per SM that a kernel's registers must allow (its
+# __launch_bounds__): the fast kernels 4, at most 64 registers, for 50 % occupancy; the generic
+# ones 1, so that their tap walk (a loop level per dim) keeps its state in registers, not spills
+FAST_MIN_BLOCKS, GENERIC_MIN_BLOCKS = 4, 1
 
 
-def _outputs(dtype: np.dtype, taps: int) -> int:
-    """Outputs per thread and loop iteration of a fast kernel (fewer for the double ones)."""
-    return 4 if taps == 1 or dtype.name in ("float16", "bfloat16", "float32") else 2
+def _outputs(dtype: np.dtype, ranks: int, taps: int, bits: int) -> int:
+    """Outputs per thread and loop iteration of a fast kernel: fewer for the double ones, and
+    with 64-bit offsets for cubic and 3-D linear (their wider offsets and tap terms would not
+    fit in 64 registers four outputs at a time)."""
+    if taps == 1:
+        return 4
+    small = dtype.name in ("float16", "bfloat16", "float32")
+    return 4 if small and (bits == 32 or (taps == 2 and ranks <= 2)) else 2
 
 
-def _nearest_expression(itemsize: int, bits: int) -> str:
-    return f"resize_nearest<rsz::pod<{itemsize}>, {dtypes.INDEX_TYPES[bits]}>"
+def _rank(dims: int) -> int:
+    """The generic kernels' rank for `dims` dims: the least of GENERIC_RANKS that holds them."""
+    return next(r for r in GENERIC_RANKS if r >= dims)
+
+
+def _nearest_expression(itemsize: int, rank: int, bits: int) -> str:
+    return f"resize_nearest<rsz::pod<{itemsize}>, {rank}, {dtypes.INDEX_TYPES[bits]}>"
 
 
 def _storage(dtype_name: str) -> tuple[str, str]:
@@ -54,9 +75,9 @@ def _storage(dtype_name: str) -> tuple[str, str]:
     return dtypes.INT_TYPES[dtype_name], "double"
 
 
-def _weighted_expression(dtype_name: str, bits: int) -> str:
+def _weighted_expression(dtype_name: str, rank: int, bits: int) -> str:
     storage, acc = _storage(dtype_name)
-    return f"resize_weighted<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
+    return f"resize_weighted<{storage}, {acc}, {rank}, {dtypes.INDEX_TYPES[bits]}>"
 
 
 def _weight_dtype(dtype: np.dtype) -> np.dtype:
@@ -64,43 +85,50 @@ def _weight_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32 if _storage(dtype.name)[1] == "float" else np.float64)
 
 
-def _fast_shape(walk: str, dtype: np.dtype, ranks: int, taps: int) -> bool:
-    """Whether a fast kernel serves `ranks` resized dims of `taps` taps each, walking `walk`: a
-    thread holds the taps^(resized dims before the walked one) tap combinations of its row in
-    registers, at most 4 for RESIZED (each output reads taps more), 8 for KEPT, 16 for KEPT
-    summing in float (more exceed 64 registers)."""
+def _fast_shape(walk: str, dtype: np.dtype, ranks: int, taps: int, bits: int) -> bool:
+    """Whether a fast kernel with `bits`-bit offsets serves `ranks` resized dims of `taps` taps
+    each, walking `walk`: a thread holds the taps^(resized dims before the walked one) tap
+    combinations of its row in registers, at most 4 for RESIZED (each output reads taps more),
+    8 for KEPT, 16 for KEPT summing in float with 32-bit offsets (more exceed 64 registers)."""
     if ranks not in FAST_RANKS or taps not in FAST_TAPS:
         return False
-    limit = 4 if walk == RESIZED else 16 if taps > 1 and _storage(dtype.name)[1] == "float" else 8
+    float_sum = taps > 1 and _storage(dtype.name)[1] == "float"
+    limit = 4 if walk == RESIZED else 16 if float_sum and bits == 32 else 8
     return taps ** (ranks - (walk == RESIZED)) <= limit
 
 
-def _fast_expression(dtype: np.dtype, ranks: int, taps: int, walk: str) -> str:
-    """The fast kernel for `ranks` resized dims of `taps` taps each (1: nearest) and the walked
-    dim `walk`."""
-    v = _outputs(dtype, taps)
+def _fast_expression(dtype: np.dtype, ranks: int, taps: int, walk: str, bits: int) -> str:
+    """The fast kernel for `ranks` resized dims of `taps` taps each (1: nearest), the walked
+    dim `walk` and `bits`-bit offsets."""
+    v, index = _outputs(dtype, ranks, taps, bits), dtypes.INDEX_TYPES[bits]
     if taps == 1:
-        return f"resize_nearest_fast<rsz::pod<{dtype.itemsize}>, {ranks}, {v}, {walk}>"
+        return f"resize_nearest_fast<rsz::pod<{dtype.itemsize}>, {ranks}, {v}, {walk}, {index}>"
     storage, acc = _storage(dtype.name)
     weight = "float" if acc == "float" else "double"
-    return f"resize_weighted_fast<{storage}, {acc}, {weight}, {ranks}, {taps}, {v}, {walk}>"
+    return (f"resize_weighted_fast<{storage}, {acc}, {weight}, {ranks}, {taps}, {v}, {walk}, "
+            f"{index}>")
 
 
 _WEIGHTED_DTYPES = [np.dtype(t) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
                     if t != "bfloat16"] + ([dtypes.BFLOAT16] if dtypes.BFLOAT16 else [])
 # nearest: one instantiation per element size (a void dtype of that size stands for them all)
-_FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1, walk): 4 for walk in (RESIZED, KEPT)
-         for n in POD_BYTES for r in FAST_RANKS}
-_FAST.update({_fast_expression(d, r, taps, walk): _outputs(d, taps) for walk in (RESIZED, KEPT)
-              for d in _WEIGHTED_DTYPES for r in FAST_RANKS for taps in FAST_TAPS[1:]
-              if _fast_shape(walk, d, r, taps)})
+_FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1, walk, b): 4 for b in dtypes.INDEX_TYPES
+         for walk in (RESIZED, KEPT) for n in POD_BYTES for r in FAST_RANKS}
+_FAST.update({_fast_expression(d, r, taps, walk, b): _outputs(d, r, taps, b)
+              for b in dtypes.INDEX_TYPES for walk in (RESIZED, KEPT) for d in _WEIGHTED_DTYPES
+              for r in FAST_RANKS for taps in FAST_TAPS[1:] if _fast_shape(walk, d, r, taps, b)})
 
-loader.register(FAMILY, [_nearest_expression(n, b) for n in POD_BYTES for b in dtypes.INDEX_TYPES]
-                + [_weighted_expression(t, b) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
-                   for b in dtypes.INDEX_TYPES],
+loader.register(FAMILY, [_nearest_expression(n, r, b) for b in dtypes.INDEX_TYPES
+                         for r in GENERIC_RANKS for n in POD_BYTES]
+                + [_weighted_expression(t, r, b) for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS
+                   for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)],
                 {"ResizeGeom": _GEOM, "ResizeFastGeom": _FAST_GEOM}, fast=_FAST,
                 defines={"RESIZE_MAXD": MAX_DIMS, "RESIZE_TABLE_ALIGN": TABLE_ALIGN,
-                         "RESIZE_OUTSIDE": f"({OUTSIDE + 1}-1)"})
+                         # the least int and long long, written so no literal overflows
+                         "RESIZE_OUTSIDE": f"({OUTSIDE[32] + 1}-1)",
+                         "RESIZE_OUTSIDE_WIDE": f"({OUTSIDE[64] + 1}LL-1)",
+                         "RESIZE_FAST_MIN_BLOCKS": FAST_MIN_BLOCKS,
+                         "RESIZE_GENERIC_MIN_BLOCKS": GENERIC_MIN_BLOCKS})
 
 
 @functools.lru_cache(maxsize=DEVICE_TABLE_PLANS)
@@ -119,16 +147,16 @@ def kernel_tables(pl: ResizePlan) -> tuple[np.ndarray, np.ndarray, tuple[int, ..
 
 
 @functools.lru_cache(maxsize=DEVICE_TABLE_PLANS)
-def fast_table(pl: ResizePlan, weight: np.dtype | None, strides: tuple[int, ...]
+def fast_table(pl: ResizePlan, weight: np.dtype | None, strides: tuple[int, ...], bits: int = 32
                ) -> tuple[np.ndarray, tuple[int, ...], int]:
     """The fast kernels' tables of every resized axis (input element `strides`, one per table),
     concatenated, as bytes aligned to TABLE_ALIGN: one record per output coordinate
-    (rsz::record: its `taps` weights of type `weight`, none for nearest, then its int32 input
-    offsets, index times stride, the first OUTSIDE where the coordinate is extrapolated), the
-    first record of each axis, and the record size."""
+    (rsz::record: its `taps` weights of type `weight`, none for nearest, then its `bits`-bit
+    input offsets, index times stride, the first OUTSIDE[bits] where the coordinate is
+    extrapolated), the first record of each axis, and the record size."""
     taps = pl.tables[0].taps
     fields = [] if weight is None else [("w", weight, (taps,))]
-    record = np.dtype(fields + [("i", "<i4", (taps,))], align=True)
+    record = np.dtype(fields + [("i", f"<i{bits // 8}", (taps,))], align=True)
     rows = sum(t.index.shape[0] for t in pl.tables)
     raw = np.zeros(rows * record.itemsize + TABLE_ALIGN, np.uint8)
     skip = -raw.ctypes.data % TABLE_ALIGN
@@ -137,7 +165,7 @@ def fast_table(pl: ResizePlan, weight: np.dtype | None, strides: tuple[int, ...]
     for t, stride in zip(pl.tables, strides):
         part = table[pos:pos + t.index.shape[0]]
         offsets = t.index * stride
-        offsets[t.outside, 0] = OUTSIDE
+        offsets[t.outside, 0] = OUTSIDE[bits]
         part["i"] = offsets
         if weight is not None:
             part["w"] = t.weight  # float64 -> float32: round to nearest even, as the kernels do
@@ -173,17 +201,20 @@ def _uploaded(key: tuple, host: tuple[np.ndarray, ...], backend: str) -> tuple[A
 
 
 @functools.lru_cache(maxsize=256)
-def geometry(pl: ResizePlan, x_strides: tuple[int, ...]) -> np.ndarray | None:
-    """The kernels' ResizeGeom block for an input with these element strides (adjacent unresized
-    dims merged where the strides allow), or None if more than MAX_DIMS dims remain."""
+def geometry(pl: ResizePlan, x_strides: tuple[int, ...]) -> tuple[int, np.ndarray] | None:
+    """(rank, ResizeGeom block) of the generic kernels for an input with these element strides:
+    adjacent unresized dims merged where the strides allow, then leading length-1 dims up to
+    the rank; None if more than MAX_DIMS dims remain."""
     first = dict(zip((t.axis for t in pl.tables), zip(pl.tables, kernel_tables(pl)[2])))
     dims = [(n, s, *((first[d][0].taps, first[d][1]) if d is not None else (0, 0)))
             for n, s, d in arrays.merge_axes(pl.out_shape, x_strides, frozenset(first))]
     if len(dims) > MAX_DIMS:
         return None
+    rank = _rank(len(dims))
+    dims = [(1, 0, 0, 0)] * (rank - len(dims)) + dims
     columns = dict(zip(("out_shape", "in_stride", "taps", "table"), zip(*dims)))
-    return launcher.parameter_block(_GEOM, nd=len(dims), total=math.prod(pl.out_shape),
-                                    fill=_fill(pl), **columns)
+    return rank, launcher.parameter_block(_GEOM, total=math.prod(pl.out_shape), fill=_fill(pl),
+                                          **columns)
 
 
 def _fill(pl: ResizePlan) -> np.ndarray:
@@ -219,7 +250,7 @@ def _launch(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
     X, strides = arrays.element_strides(X)
     fast = fast_args(pl, X.dtype, strides)
     if fast is not None:
-        key = (fast.weight, fast.strides)
+        key = (fast.weight, fast.strides, fast.bits)
         (table,) = _uploaded((pl, *key), fast_table(pl, *key)[:1], backend)
         launcher.launch(backend, FAMILY, fast.expression, Y.size,
                         (X, Y, table, table[fast.inner:], fast.geom), fast.shape)
@@ -240,8 +271,9 @@ class FastLaunch(NamedTuple):
     expression: str
     geom: np.ndarray              # ResizeFastGeom block
     shape: launcher.Shape           # (grid, block)
-    weight: np.dtype | None       # fast_table's weight type and input strides
+    weight: np.dtype | None       # fast_table's weight type, input strides and offset bits
     strides: tuple[int, ...]
+    bits: int
     inner: int                    # byte offset of the innermost axis' records in the table
 
 
@@ -251,9 +283,9 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
     where it does not apply: 1-3 resized axes with the taps `_fast_shape` allows, no unresized axis
     between them (length-1 axes aside), the leading axes merging into one batch axis and the
     trailing unresized ones into one walked axis (where there is none, the last resized axis is
-    walked), the grid must fit, and every offset 32 bits. Blocks of launcher.BLOCK threads: as many
-    along a row as its outputs need (a power of two), the rest on further rows; the rows of all
-    batch items on grid y, then z."""
+    walked), and the grid must fit; offsets of 32 bits where every one fits, else 64. Blocks of
+    launcher.BLOCK threads: as many along a row as its outputs need (a power of two), the rest on
+    further rows; the rows of all batch items on grid y, then z."""
     ranks, taps = len(pl.tables), pl.tables[0].taps
     lead, last = pl.tables[0].axis, pl.tables[-1].axis
     if any(t.taps != taps for t in pl.tables) or any(
@@ -264,27 +296,37 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
     if batch is None or kept is None:
         return None
     walk = KEPT if kept[0] > 1 else RESIZED
-    if not _fast_shape(walk, dtype, ranks, taps):
+    if not _fast_shape(walk, dtype, ranks, taps, 32):
         return None
     out = [pl.out_shape[t.axis] for t in pl.tables]
     rows, n = (math.prod(out), kept[0]) if walk == KEPT else (math.prod(out[:-1]), out[-1])
-    v = _outputs(dtype, taps)
-    bx, by = launcher.block_rows(launcher.cdiv(n, v))
-    grid = (min(launcher.MAX_BLOCKS, launcher.cdiv(n, bx * v)),
-            *launcher.grid_yz(launcher.cdiv(batch[0] * rows, by)))
     records = sum(t.index.shape[0] for t in pl.tables)
-    if grid[2] > launcher.MAX_GRID_YZ or dtypes.index_bits(
-            math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
-            n + grid[0] * bx * v, grid[1] * grid[2] * by, records) > 32:
+    v = _outputs(dtype, ranks, taps, 32)
+    grid, block = _fast_grid(n, batch[0] * rows, v)
+    bits = dtypes.index_bits(math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
+                             n + grid[0] * block[0] * v, grid[1] * grid[2] * block[1], records)
+    if bits == 64 and _outputs(dtype, ranks, taps, 64) != v:
+        v = _outputs(dtype, ranks, taps, 64)
+        grid, block = _fast_grid(n, batch[0] * rows, v)
+    if grid[2] > launcher.MAX_GRID_YZ or not _fast_shape(walk, dtype, ranks, taps, bits):
         return None
     weight = None if taps == 1 else _weight_dtype(dtype)
     strides = tuple(x_strides[t.axis] for t in pl.tables)
-    _, first, record = fast_table(pl, weight, strides)
+    _, first, record = fast_table(pl, weight, strides, bits)
     g = launcher.parameter_block(_FAST_GEOM, fill=_fill(pl), out=out, table=first,
                                batch_stride=batch[1], rows=rows, batch_rows=batch[0] * rows,
                                walk=n, walk_stride=kept[1])
-    return FastLaunch(_fast_expression(dtype, ranks, taps, walk), g, (grid, (bx, by, 1)), weight,
-                      strides, first[-1] * record)
+    return FastLaunch(_fast_expression(dtype, ranks, taps, walk, bits), g, (grid, block),
+                      weight, strides, bits, first[-1] * record)
+
+
+def _fast_grid(n: int, rows: int, v: int) -> launcher.Shape:
+    """(grid, block) of a fast kernel over `rows` rows of `n` outputs, `v` per thread and
+    iteration (see fast_args)."""
+    bx, by = launcher.block_rows(launcher.cdiv(n, v))
+    grid = (min(launcher.MAX_BLOCKS, launcher.cdiv(n, bx * v)),
+            *launcher.grid_yz(launcher.cdiv(rows, by)))
+    return grid, (bx, by, 1)
 
 
 @functools.lru_cache(maxsize=256)
@@ -292,13 +334,14 @@ def kernel_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
                 ) -> tuple[str, np.ndarray] | None:
     """(instantiation, ResizeGeom block) for an input of `dtype` with these element strides, or
     None if more than MAX_DIMS dims remain after merging."""
-    g = geometry(pl, x_strides)
-    if g is None:
+    dims = geometry(pl, x_strides)
+    if dims is None:
         return None
+    rank, g = dims
     bits = launcher.index_bits(math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
                              kernel_tables(pl)[0].size)
     if pl.mode == "nearest":
-        return _nearest_expression(dtype.itemsize, bits), g
-    return _weighted_expression(dtype.name, bits), g
+        return _nearest_expression(dtype.itemsize, rank, bits), g
+    return _weighted_expression(dtype.name, rank, bits), g
 
 
