@@ -133,18 +133,20 @@ __device__ __forceinline__ double round_half_even(double v) {
 
 
 // ---------------------------------------------------------------- rank-templated index helpers
-// (pool.cu's; the rank R is a template parameter so that loops over axes unroll and per-axis
-// values stay in registers)
+// (the rank R is a template parameter so that loops over axes unroll and per-axis values stay in
+// registers)
 
-// Coordinates of the row-major flat index `flat` over R axes, into coord[0 .. R - 1]: axis a has
-// extent(a), and divide(a, v) returns v / extent(a) for v >= 0 (a division, or a multiply-shift
-// the host computed). Returns flat / (extent(0) * ... * extent(R - 1)), the index over the axes
-// before them.
-template <int R, typename I, typename Divide, typename Extent>
+// Coordinates of the row-major flat index `flat` over axes FIRST .. R - 1, into coord[FIRST ..
+// R - 1]: axis a has extent(a), and divide(a, v) returns v / extent(a) for v >= 0 (a division,
+// or a multiply-shift the host computed). Returns flat / (extent(FIRST) * ... * extent(R - 1)),
+// the index over the axes before them (with FIRST = 1 and flat < the product of all R extents,
+// coordinate 0 itself: R - 1 divisions). The loop unrolls, so coord lives in registers when the
+// caller indexes it with constants only.
+template <int R, int FIRST = 0, typename I, typename Divide, typename Extent>
 __device__ __forceinline__ I unravel(I flat, I (&coord)[R], const Divide& divide,
                                      const Extent& extent) {
 #pragma unroll
-  for (int a = R - 1; a >= 0; --a) {
+  for (int a = R - 1; a >= FIRST; --a) {
     const I rest = divide(a, flat);
     coord[a] = flat - rest * extent(a);
     flat = rest;
@@ -160,24 +162,3 @@ template <> struct offset_of<long long> { typedef unsigned long long type; };
 
 }  // namespace oc
 
-// ---------------------------------------------------------------------------------------------
-// Flat index to coordinates, rank-templated (Resize's generic kernels; pool.cu may keep its own
-// until the two are reconciled into one): c[d] = (flat / prod(shape[d+1:])) % shape[d], for
-// flat < prod(shape). The outermost coordinate takes the quotient left, so ND - 1 divisions;
-// the loop unrolls, so c lives in registers (the caller indexes it with constants only).
-namespace oc {
-
-template <int ND, typename I, typename S>
-__device__ __forceinline__ void unravel(I flat, const S* shape, I (&c)[ND]) {
-#pragma unroll
-  for (int d = ND - 1; d > 0; --d) {
-    const I n = (I)shape[d];
-    const I q = flat / n;
-    c[d] = flat - q * n;
-    flat = q;
-  }
-  c[0] = flat;
-}
-
-}  // namespace oc
-// ---------------------------------------------------------------------------------------------

@@ -143,7 +143,8 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_GENERIC_MIN_BLOCKS) resize_ne
 #pragma unroll 1  // grid-stride loop: no trip-count division
   for (I o = oc::first_index<I>(); o < (I)dims.total; o += oc::grid_stride<I>()) {
     I coord[ND];
-    oc::unravel<ND>(o, dims.out_shape, coord);
+    coord[0] = oc::unravel<ND, 1>(o, coord, [&](int d, I v) { return v / (I)dims.out_shape[d]; },
+                                  [&](int d) { return (I)dims.out_shape[d]; });
     I offset = 0;
     bool inside = true;
 #pragma unroll
@@ -169,7 +170,8 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_GENERIC_MIN_BLOCKS) resize_we
 #pragma unroll 1  // grid-stride loop: no trip-count division
   for (I o = oc::first_index<I>(); o < (I)dims.total; o += oc::grid_stride<I>()) {
     I coord[ND];
-    oc::unravel<ND>(o, dims.out_shape, coord);
+    coord[0] = oc::unravel<ND, 1>(o, coord, [&](int d, I v) { return v / (I)dims.out_shape[d]; },
+                                  [&](int d) { return (I)dims.out_shape[d]; });
     rsz::dim_taps<I> taps[ND];
     I base = 0;
     bool inside = true;
