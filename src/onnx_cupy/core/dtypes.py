@@ -65,7 +65,7 @@ def check_float(dtype: np.dtype, op: str, version: int, bf16_from: int | None) -
 
 def accumulate_dtype(dtype: np.dtype) -> np.dtype:
     """float32 for 16-bit and 32-bit floats, float64 for float64."""
-    return FLOAT_TYPES[float_name(dtype)][2]
+    return FLOAT_TYPES[np.dtype(dtype).name][2]
 
 
 def index_bits(*extents: int) -> int:
