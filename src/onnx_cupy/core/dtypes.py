@@ -28,7 +28,8 @@ INT_TYPES: dict[str, str] = {
 }
 
 INDEX_TYPES = {32: "int", 64: "long long"}
-INDEX_DTYPES = {32: np.dtype(np.int32), 64: np.dtype(np.int64)}  # the same, as NumPy dtypes
+# the same, as NumPy dtypes
+INDEX_DTYPES: dict[int, np.dtype] = {32: np.dtype(np.int32), 64: np.dtype(np.int64)}
 INT32_LIMIT = 2**31 - 1
 
 
