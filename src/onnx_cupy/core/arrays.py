@@ -37,10 +37,10 @@ def _in_elements(strides: tuple[int, ...], item: int) -> tuple[int, ...] | None:
 def element_strides(x: Any) -> tuple[Any, tuple[int, ...]]:
     """(array, strides in elements); copies only arrays whose byte strides are not whole elements."""
     strides = _in_elements(x.strides, x.dtype.itemsize)
-    if strides is None:
-        x = x.copy()
-        strides = _in_elements(x.strides, x.dtype.itemsize)
-    return x, strides
+    if strides is not None:
+        return x, strides
+    x = x.copy()  # C order: whole-element strides
+    return x, c_strides(x.shape)
 
 
 def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

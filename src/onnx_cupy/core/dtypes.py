@@ -28,7 +28,8 @@ INT_TYPES: dict[str, str] = {
 }
 
 INDEX_TYPES = {32: "int", 64: "long long"}
-INDEX_DTYPES = {32: np.dtype(np.int32), 64: np.dtype(np.int64)}  # the same, as NumPy dtypes
+# the same, as NumPy dtypes
+INDEX_DTYPES: dict[int, np.dtype] = {32: np.dtype(np.int32), 64: np.dtype(np.int64)}
 INT32_LIMIT = 2**31 - 1
 
 
@@ -65,7 +66,7 @@ def check_float(dtype: np.dtype, op: str, version: int, bf16_from: int | None) -
 
 def accumulate_dtype(dtype: np.dtype) -> np.dtype:
     """float32 for 16-bit and 32-bit floats, float64 for float64."""
-    return FLOAT_TYPES[float_name(dtype)][2]
+    return FLOAT_TYPES[np.dtype(dtype).name][2]
 
 
 def index_bits(*extents: int) -> int:

@@ -93,12 +93,12 @@ class Module:
         self._shared = _shared_storage(so, self._lib)
 
     def launch(self, expression: str, grid: tuple[int, int, int], block: tuple[int, int, int],
-               args: tuple, cooperative: bool = False, seed: int = 0) -> None:
+               args: tuple[Any, ...], cooperative: bool = False, seed: int = 0) -> None:
         """Run `expression` over `grid` x `block`: each block's threads one after another, or,
         if `cooperative`, as contexts switching at barriers and warp collectives in an order
         drawn from `seed`."""
         fn = self._functions[expression]
-        keep: list = []
+        keep: list[object] = []
         ptrs = (ctypes.c_void_p * len(args))(*[_arg_pointer(a, keep) for a in args])
         err = fn((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), ptrs,
                  ctypes.c_int(bool(cooperative)), ctypes.c_ulonglong(seed % 2**64),
@@ -204,7 +204,10 @@ def _shared_storage(so: Path, lib: ctypes.CDLL) -> np.ndarray:
             name_at, _, _, shndx, value, length = struct.unpack_from("<IBBHQQ", data, at)
             name = data[names + name_at:data.index(b"\0", names + name_at)].decode()
             symbols[name] = (value, length, shndx)
-    base = ctypes.cast(lib.oc_launch_0, ctypes.c_void_p).value - symbols["oc_launch_0"][0]
+    entry = ctypes.cast(lib.oc_launch_0, ctypes.c_void_p).value
+    if entry is None:  # a defined function always has an address
+        raise RuntimeError(f"{so}: oc_launch_0 has no address")
+    base = entry - symbols["oc_launch_0"][0]
     bss = {i for i, section in enumerate(sections) if section[1] == 8}  # SHT_NOBITS
     pairs = [(base + value, length) for name, (value, length, shndx) in symbols.items()
              if name.startswith("_ZZ") and shndx in bss]
@@ -246,25 +249,23 @@ def schedule(seed: int) -> Iterator[None]:
         _seed.reset(token)
 
 
-def _arg_pointer(arg: Any, keep: list) -> int:
+def _arg_pointer(arg: Any, keep: list[object]) -> int:
     if isinstance(arg, np.ndarray) and arg.dtype.names is None:
-        holder = ctypes.c_void_p(arg.ctypes.data)   # device-pointer argument
-    elif isinstance(arg, np.ndarray):
-        holder = arg                                 # struct passed by value: its bytes
-        keep.append(holder)
+        pointer = ctypes.c_void_p(arg.ctypes.data)  # device-pointer argument
+        keep.append(pointer)
+        return ctypes.addressof(pointer)
+    if isinstance(arg, np.ndarray):
+        keep.append(arg)                            # struct passed by value: its bytes
         return arg.ctypes.data
-    elif isinstance(arg, np.generic):
-        holder = np.array(arg)                       # scalar passed by value
+    if isinstance(arg, np.generic):
+        holder = np.array(arg)                      # scalar passed by value
         keep.append(holder)
         return holder.ctypes.data
-    else:
-        raise TypeError(f"unsupported kernel argument {type(arg).__name__}")
-    keep.append(holder)
-    return ctypes.addressof(holder)
+    raise TypeError(f"unsupported kernel argument {type(arg).__name__}")
 
 
 def launch(family: str, expression: str, grid: tuple[int, int, int], block: tuple[int, int, int],
-           args: tuple) -> None:
+           args: tuple[Any, ...]) -> None:
     """Run `expression` of kernels/<family>.cu over `grid` x `block` on the CPU, cooperatively
     (in the order of the current `schedule`) where the family registered it so."""
     library(family, expression).launch(expression, grid, block, args,

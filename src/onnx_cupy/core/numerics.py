@@ -15,10 +15,12 @@ def round_half_even(values: np.ndarray) -> np.ndarray:
     """Round to the nearest integer, ties to even, reading as a tie every value within
     min(TIE_BAND * max(|v|, 1), TIE_BAND_MAX) of k + 0.5: a sum of terms whose exact value is a
     tie rounds the same whatever order its terms were added in."""
-    low = np.floor(values)
+    low: np.ndarray = np.floor(values)
     band = np.minimum(TIE_BAND * np.maximum(np.abs(values), 1.0), TIE_BAND_MAX)
-    tie = np.abs(values - low - 0.5) <= band
-    return np.where(tie, low + np.mod(low, 2.0), np.rint(values))
+    tie: np.ndarray = np.abs(values - low - 0.5) <= band
+    even: np.ndarray = low + np.mod(low, 2.0)  # the even one of low and low + 1
+    nearest: np.ndarray = np.rint(values)
+    return np.where(tie, even, nearest)
 
 
 def round_saturate(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -13,7 +13,7 @@ import os
 import re
 import time
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -114,8 +114,8 @@ def _op_name(op: Any) -> str:
 def _dtype_name(dtype: Any) -> str:
     if isinstance(dtype, str) and dtype in dtype_names():
         return dtype
-    try:
-        return np.dtype(dtype).name
+    try:  # cast: NumPy's stubs type dtype.name as typing.LiteralString, absent from Python 3.10
+        return cast(str, np.dtype(dtype).name)
     except TypeError:
         return str(dtype)
 

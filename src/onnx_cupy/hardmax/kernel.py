@@ -24,7 +24,7 @@ from .plan import OP, HardmaxPlan
 FAMILY = "hardmax"
 KERNELS = ("hardmax_scan", "hardmax_merge")
 PACK_BYTES = 16          # one vector access (HARDMAX_PACK_BYTES)
-MAX_ROW_GROUP = 512      # most threads on one row (launcher.BLOCK otherwise)
+MAX_ROW_GROUP = 512      # most threads on one row (loader.BLOCK otherwise)
 PACKS_PER_THREAD = 4     # fewest packs a thread of hardmax_rows scans before the group widens
 WARP = 32                # threads of a warp (HARDMAX_WARP: the shuffle reduction's width)
 SCAN_ITEMS = 1 << 16     # scan threads that keep a GPU's memory system busy
@@ -33,8 +33,8 @@ MAX_LANES = 1024
 GRID_SLACK = 1 << 24     # most that a kernel's thread indices overshoot the view's extents
 KEY_DTYPES = {2: np.dtype(np.uint32), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}  # by itemsize
 
-_GEOM = np.dtype([(f, "<i8") for f in (
-    "outer", "n", "inner", "lanes", "stride_outer", "stride_n", "stride_inner")])
+_GEOM_FIELDS = ("outer", "n", "inner", "lanes", "stride_outer", "stride_n", "stride_inner")
+_GEOM = np.dtype([(f, "<i8") for f in _GEOM_FIELDS])
 
 
 def _storage(dtype_name: str) -> str:
@@ -79,10 +79,10 @@ def view_strides(pl: HardmaxPlan, strides: tuple[int, ...]) -> tuple[int, int, i
     """Element strides of the [outer, n, inner] view of an array with `strides`, or None where a
     group of dimensions is not walked by one stride."""
     groups = ((0, pl.axis), (pl.axis, pl.stop), (pl.stop, len(pl.shape)))
-    merged = [arrays.merged_stride(pl.shape[a:b], strides[a:b]) for a, b in groups]
-    if any(m is None for m in merged):
+    outer, n, inner = (arrays.merged_stride(pl.shape[a:b], strides[a:b]) for a, b in groups)
+    if outer is None or n is None or inner is None:
         return None
-    return merged[0][1], merged[1][1], merged[2][1]
+    return outer[1], n[1], inner[1]
 
 
 class Launch(NamedTuple):
@@ -94,7 +94,7 @@ class Launch(NamedTuple):
 @functools.lru_cache(maxsize=512)
 def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
     """The kernels' HardmaxGeom parameter block for view strides `view`."""
-    return launcher.parameter_block(_GEOM, **dict(zip(_GEOM.names, (pl.outer, pl.n, pl.inner,
+    return launcher.parameter_block(_GEOM, **dict(zip(_GEOM_FIELDS, (pl.outer, pl.n, pl.inner,
                                                                      lanes(pl), *view))))
 
 
@@ -104,7 +104,7 @@ def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: boo
     if not (aligned and pl.n % vector == 0 and stride_outer % vector == 0):
         vector = 1
     group = min(MAX_ROW_GROUP, launcher.pow2_floor(pl.n // vector // PACKS_PER_THREAD))
-    rows = launcher.BLOCK // group if group <= WARP else 1  # a group wider than a warp: a block
+    rows = loader.BLOCK // group if group <= WARP else 1  # a group wider than a warp: a block
     blocks = launcher.cdiv(pl.outer, rows)
     if blocks > launcher.MAX_GRID_X:
         return None
@@ -138,15 +138,18 @@ def launches(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...], align
     strides, which form the plan's [outer, n, inner] view (`aligned`: X and Y start on 16-byte
     boundaries)."""
     view = view_strides(pl, x_strides)
-    name = dtypes.float_name(dtype)
+    if view is None:
+        raise ValueError(f"{OP}: strides {x_strides} do not form the [outer, n, inner] view of "
+                         f"shape {pl.shape}")
+    name = dtype.name  # a float of the table: the plan validated it
     bits = dtypes.index_bits(arrays.max_offset(pl.shape, x_strides),
                              math.prod(pl.shape) + GRID_SLACK)
-    fast = None
+    fast: Launch | None = None
     if pl.inner == 1 and (view[1] == 1 or pl.n == 1):
         fast = _rows(pl, name, bits, view[0], aligned)
     elif lanes(pl) == 1:
         fast = _columns(pl, name, bits)
-    steps = (fast,) if fast is not None else _generic(pl, name, bits)
+    steps: tuple[Launch, ...] = (fast,) if fast is not None else _generic(pl, name, bits)
     return steps, dtypes.INDEX_DTYPES[bits], geometry(pl, view)
 
 

@@ -23,14 +23,14 @@ def order_key(x: np.ndarray, inf_bits: int) -> np.ndarray:
     s = x.view(np.int16)
     mag = s & np.int16(0x7FFF)
     sign = s >> 15                 # 0 or -1
-    key = (mag ^ sign) - sign      # -mag for negative values
+    key: np.ndarray = (mag ^ sign) - sign  # -mag for negative values
     np.putmask(key, mag > inf_bits, np.int16(0x7FFF))
     return key
 
 
 def run(pl: HardmaxPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     """hardmax(x) per plan `pl`, into `out` when given (C-contiguous) or a new array."""
-    y = arrays.output(out, x, pl.shape, x.dtype, "numpy", OP)
+    y: np.ndarray = arrays.output(out, x, pl.shape, x.dtype, "numpy", OP)
     if y.size:
         _hardmax(pl, x, y)
     return y

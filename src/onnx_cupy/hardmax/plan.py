@@ -57,7 +57,7 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) 
     if rank == 0:
         raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
     given = axis is not None
-    if not given:
+    if axis is None:
         axis = -1 if version >= 13 else 1
     if not -rank <= axis < rank:
         raise ValueError(f"{OP}: attribute 'axis' = {axis}{'' if given else ' (the default)'} is "

@@ -11,6 +11,7 @@ import collections
 import functools
 import math
 import threading
+from collections.abc import Hashable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -94,7 +95,8 @@ def _fast_shape(walk: str, dtype: np.dtype, ranks: int, taps: int, bits: int) ->
         return False
     float_sum = taps > 1 and _storage(dtype.name)[1] == "float"
     limit = 4 if walk == RESIZED else 16 if float_sum and bits == 32 else 8
-    return taps ** (ranks - (walk == RESIZED)) <= limit
+    combinations: int = taps ** (ranks - (walk == RESIZED))  # a power >= 0 of an int: an int
+    return combinations <= limit
 
 
 def _fast_expression(dtype: np.dtype, ranks: int, taps: int, walk: str, bits: int) -> str:
@@ -174,11 +176,12 @@ def fast_table(pl: ResizePlan, weight: np.dtype | None, strides: tuple[int, ...]
     return readonly(table.view(np.uint8)), tuple(first), record.itemsize
 
 
-_device_tables: collections.OrderedDict[tuple, tuple[Any, ...]] = collections.OrderedDict()
+_device_tables: collections.OrderedDict[tuple[Hashable, ...], tuple[Any, ...]] = (
+    collections.OrderedDict())
 _device_lock = threading.Lock()
 
 
-def _uploaded(key: tuple, host: tuple[np.ndarray, ...], backend: str) -> tuple[Any, ...]:
+def _uploaded(key: tuple[Hashable, ...], host: tuple[np.ndarray, ...], backend: str) -> tuple[Any, ...]:
     """`host` arrays where the kernel reads them: uploaded once per `key` and device; a launch
     on any stream waits for the upload's event, not the host."""
     if backend != "cupy":
@@ -259,6 +262,7 @@ def _launch(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
     if args is None:
         X, strides = arrays.element_strides(arrays.module_of(backend).ascontiguousarray(X))
         args = kernel_args(pl, X.dtype, strides)
+    assert args is not None, "the plan checked that C order merges to at most MAX_DIMS dims"
     expression, g = args
     index, weight = _uploaded((pl,), kernel_tables(pl)[:2], backend)
     if pl.mode == "nearest":

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 BLOCK_BYTES = 1 << 21  # largest temporary of one block
 
 
-def _along(a: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray | None,
+def _along(a: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray,
            work: np.dtype | None) -> np.ndarray:
     """Resize `a` along `axis`: sum over taps k of weight[:, k] * a.take(index[:, k]) in the
     dtype `work` (None: nearest, a plain gather)."""
@@ -35,18 +35,19 @@ def _along(a: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray | Non
         g = np.take(a, index.reshape(-1), axis=axis).reshape(before, m, taps, after)
         if g.dtype != work:
             g = g.astype(work)
-        out = np.matmul(w[:, None, :], g)
+        out: np.ndarray = np.matmul(w[:, None, :], g)
         return out.reshape(a.shape[:axis] + (m,) + a.shape[axis + 1:])
-    acc = None
-    for k in range(taps):
+
+    def tap(k: int) -> np.ndarray:
         term = np.take(a, index[:, k], axis=axis)
         if term.dtype != work:
             term = term.astype(work)
         term *= w[:, k]
-        if acc is None:
-            acc = term
-        else:
-            acc += term
+        return term
+
+    acc = tap(0)
+    for k in range(1, taps):
+        acc += tap(k)
     return acc
 
 
@@ -104,7 +105,7 @@ def _blocks(pl: ResizePlan, itemsize: int) -> tuple[int, int]:
 def run(pl: ResizePlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     """resize(x) per plan `pl`, into `out` when given (C-contiguous) or a new array; a plan that
     maps every axis onto itself copies x."""
-    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", OP)
+    y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", OP)
     if not y.size:
         return y
     if not pl.tables:

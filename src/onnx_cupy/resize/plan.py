@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -108,7 +109,7 @@ class AxisTable:
 
     @property
     def taps(self) -> int:
-        return self.index.shape[1]
+        return int(self.index.shape[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,7 +148,7 @@ def _differs(value: Any, default: Any) -> bool:
         return True
 
 
-def _choice(name: str, value: Any, table: dict[int, tuple[str, ...]], opset: int) -> str:
+def _choice(name: str, value: Any, table: Mapping[int, tuple[str, ...]], opset: int) -> str:
     version = opsets.version(OP, opset)
     if not isinstance(value, str):
         raise TypeError(f"{OP}: attribute '{name}' must be a string, got {value!r}")
@@ -165,7 +166,10 @@ def _choice(name: str, value: Any, table: dict[int, tuple[str, ...]], opset: int
                      f"{opsets.in_force(OP, opset)} (expected one of {', '.join(allowed)}){note}")
 
 
-_ATTRIBUTES_SEEN: dict[tuple, Attributes] = {}
+# roi, scales and sizes as read on the host (None: not given)
+Inputs = tuple[tuple[float, ...] | None, tuple[float, ...] | None, tuple[int, ...] | None]
+
+_ATTRIBUTES_SEEN: dict[tuple[Hashable, ...], Attributes] = {}
 _SCALARS = (str, int, float, np.generic, type(None))
 
 
@@ -219,7 +223,7 @@ def _attributes(opset: int, given: dict[str, Any]) -> Attributes:
     )
 
 
-def _vector(name: str, value: Any) -> tuple | None:
+def _vector(name: str, value: Any) -> tuple[Any, ...] | None:
     """A 1-D roi/scales/sizes input read on the host as a tuple (() when empty: not given).
     scales are rounded to float32 (tensor(float)), sizes must be integers."""
     if value is None:
@@ -275,19 +279,19 @@ def resized_axes(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
     return norm
 
 
-def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple | None,
-             scales: tuple | None, sizes: tuple | None, at: Attributes,
+def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple[float, ...] | None,
+             scales: tuple[float, ...] | None, sizes: tuple[int, ...] | None, at: Attributes,
              steps: tuple[float, ...] | None = None) -> list[_Axis]:
     """Per resized axis: lengths, scale and target width, from scales or sizes (and the steps
     that replace 1 / scale, if given)."""
-    given = [name for name, v in (("scales", scales), ("sizes", sizes)) if v]
+    given = [(name, v) for name, v in (("scales", scales), ("sizes", sizes)) if v]
     if len(given) != 1:
         hint = (f"; the roi {list(roi)} was given: the second positional argument of resize() is "
                 f"'roi' (ONNX's input order X, roi, scales, sizes), so pass scales= or sizes= by "
                 f"keyword" if roi and not given else "")
         raise ValueError(f"{OP}: exactly one of the inputs 'scales' and 'sizes' must be given "
                          f"(non-empty), got {'both' if given else 'neither'}{hint}")
-    name, values = given[0], scales or sizes
+    name, values = given[0]
     k = len(axes)
     what = "the length of 'axes'" if at.axes is not None else "the rank of X"
     if len(values) != k:
@@ -308,7 +312,7 @@ def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple | None,
         outs = [math.floor(w) for w in widths]
         result = [_Axis(a, n, m, s, w, r0, r1) for a, n, m, s, w, r0, r1 in zip(
             axes, ns, outs, scales, widths, starts, ends)]
-    else:
+    elif sizes:  # the one given
         if any(m < 0 for m in sizes):
             raise ValueError(f"{OP}: input 'sizes' values must be >= 0, got {list(sizes)}")
         result = _sized(axes, ns, sizes, starts, ends, at.keep_aspect_ratio_policy)
@@ -323,8 +327,8 @@ def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple | None,
     return result
 
 
-def _sized(axes: tuple[int, ...], ns: list[int], sizes: tuple, starts: tuple, ends: tuple,
-           policy: str) -> list[_Axis]:
+def _sized(axes: tuple[int, ...], ns: list[int], sizes: tuple[int, ...],
+           starts: tuple[float, ...], ends: tuple[float, ...], policy: str) -> list[_Axis]:
     if policy == "stretch":
         return [_Axis(a, n, m, m / n if n else 1.0, float(m), r0, r1)
                 for a, n, m, r0, r1 in zip(axes, ns, sizes, starts, ends)]
@@ -346,7 +350,8 @@ def _source(ctm: str, a: _Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
     n, w, half, one = f(a.n), f(a.w), f(0.5), f(1)
 
     def per_scale(v: np.ndarray) -> np.ndarray:  # v / s, or v * step where a step is given
-        return v * f(a.step) if a.step is not None else v / f(a.s)
+        scaled: np.ndarray = v * f(a.step) if a.step is not None else v / f(a.s)
+        return scaled
 
     outside = np.zeros(a.m, dtype=bool)
     if ctm == "half_pixel":
@@ -461,8 +466,8 @@ def _fill(value: float, dtype: np.dtype) -> np.ndarray | None:
 
 
 @functools.lru_cache(maxsize=128)
-def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple | None,
-         scales: tuple | None, sizes: tuple | None, at: Attributes,
+def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float, ...] | None,
+         scales: tuple[float, ...] | None, sizes: tuple[int, ...] | None, at: Attributes,
          steps: tuple[float, ...] | None = None) -> ResizePlan:
     """Validate inputs against the attributes `at` of Resize-`version`; output shape and
     per-axis tables (`steps`: see the module docstring)."""
@@ -494,7 +499,7 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple | Non
 
 def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: Any, opset: int,
             steps: tuple[float, ...] | None = None,
-            **attrs: Any) -> tuple[ResizePlan, Attributes, tuple[tuple | None, ...]]:
+            **attrs: Any) -> tuple[ResizePlan, Attributes, Inputs]:
     """Validate inputs and attributes for the version in force at `opset`: (plan, attributes,
     (roi, scales, sizes) as read on the host); `steps` as in `plan`."""
     version = opsets.version(OP, opset)
