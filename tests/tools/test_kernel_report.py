@@ -329,3 +329,19 @@ def test_summary_of_every_instantiation(family):
     page = kernel_report.markdown(kernels)
     start, end = (page.index(m) for m in (kernel_report.SUMMARY_START, kernel_report.SUMMARY_END))
     assert text in page[start:end]
+
+
+@needs_nvdisasm
+def test_design_claims():
+    """What docs/design.md argues from the summary: a Resize fast path walking the kept axes costs
+    no more per output than its twin walking a resized axis, and the generic pool with 32-bit
+    offsets divides by multiply-shifts only (no division in its loop body)."""
+    resize = {k.expression: k for k in kernel_report.family_report("resize", "sm_90")}
+    twins = [(k, resize[e.replace("rsz::KEPT", "rsz::RESIZED")]) for e, k in resize.items()
+             if "rsz::KEPT" in e and e.replace("rsz::KEPT", "rsz::RESIZED") in resize]
+    assert len(twins) > 50
+    assert all(kept.per_output <= walked.per_output for kept, walked in twins), [
+        kept.expression for kept, walked in twins if kept.per_output > walked.per_output]
+    generic = [k for k in kernel_report.family_report("pool", "sm_90")
+               if k.expression.startswith("pool<") and ", int," in k.expression]
+    assert generic and all(k.sass.loop_divisions == 0 for k in generic)
