@@ -567,8 +567,8 @@ def _storage_order(column: str) -> tuple[int, int]:
 
 def _span(values: Sequence[str]) -> str:
     """Sorted integers with runs of 3 or more shortened: "1-5, 16"."""
-    numbers, runs = sorted(set(map(int, values))), []
-    for n in numbers:
+    runs: list[list[int]] = []
+    for n in sorted(set(map(int, values))):
         if runs and n == runs[-1][1] + 1:
             runs[-1][1] = n
         else:
