@@ -51,15 +51,32 @@ def _without_run_details(markdown: str) -> list[str]:
     return [line for line in markdown.splitlines() if not line.startswith("- ")]
 
 
+def test_design_page_includes_the_kernel_summary():
+    """docs/design.md takes its kernel figures from the generated summary: it includes the part
+    of docs/_generated/kernels.md between the summary markers, and quotes no report rows."""
+    design = (DOCS / "design.md").read_text(encoding="utf-8")
+    (include,) = re.findall(r"```\{include\} _generated/kernels\.md\n(.*?)```", design,
+                            re.DOTALL)
+    assert include.splitlines() == [f":start-after: {kernel_report.SUMMARY_START}",
+                                    f":end-before: {kernel_report.SUMMARY_END}"]
+    committed = (DOCS / "_generated" / "kernels.md").read_text(encoding="utf-8")
+    start, end = (committed.index(m) for m in (kernel_report.SUMMARY_START,
+                                               kernel_report.SUMMARY_END))
+    assert start < end and "| kernel | offsets |" in committed[start:end]
+    assert "[fast x" not in design and not re.search(r"\d+ of \d+ instantiations", design)
+
+
 def test_generated_kernel_report_is_current():
-    """docs/_generated/kernels.md is what `onnx-cupy kernels --markdown` writes now (the families
-    compiled once per process: the kernel report tests' compilations are reused)."""
+    """docs/_generated/kernels.md, its summary included, is what `onnx-cupy kernels --markdown`
+    writes now (the families compiled once per process: the kernel report tests' compilations
+    are reused)."""
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings is not installed")
     if kernel_report.nvdisasm() is None:
         pytest.skip(f"{kernel_report.NVDISASM_WHEEL} is not installed: no SASS counts")
     committed = (DOCS / "_generated" / "kernels.md").read_text(encoding="utf-8")
     fresh = kernel_report.markdown(kernel_report.report())
     assert "| kernel | regs |" in fresh and fresh.count("\n|") > 100
+    assert fresh.index(kernel_report.SUMMARY_START) < fresh.index(kernel_report.SUMMARY_END)
     assert _without_run_details(committed) == _without_run_details(fresh), (
         "docs/_generated/kernels.md is stale: run "
         "onnx-cupy kernels --markdown docs/_generated/kernels.md")

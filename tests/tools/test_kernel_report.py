@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 
 import pytest
@@ -255,3 +256,92 @@ def test_cli_without_nvrtc(monkeypatch, capsys):
     assert cli.main(["kernels", "--family", "pool"]) == 2
     err = capsys.readouterr().err
     assert 'pip install "onnx-cupy[kernels]"' in err and "Traceback" not in err
+
+
+def _made_up(expression: str, per_output: float, *, family: str = "pool", arch: str = "sm_90",
+             registers: int = 32, stack: int = 0, loop_divisions: int = 0) -> kernel_report.Kernel:
+    """A kernel as the report would give it, without compiling: one output per iteration."""
+    sass = kernel_report.Sass(instructions=int(per_output) + 10, loop=int(per_output),
+                              inner_loops=0, loop_stores=1, local=0, divisions=loop_divisions,
+                              loop_divisions=loop_divisions, fp64=0, loads=((32, 1),))
+    fast = expression.startswith("pool_fast")
+    return kernel_report.Kernel(family, expression, arch, "_Z1k", registers, stack, 0, 0, 0, 256,
+                                1, fast, sass)
+
+
+def _rows(markdown: str) -> dict[tuple[str, ...], dict[str, str]]:
+    """Summary table rows by (kernel, offsets) under each table's column names."""
+    rows: dict[tuple[str, ...], dict[str, str]] = {}
+    head: list[str] = []
+    for line in markdown.splitlines():
+        if not line.startswith("| ") or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] == "kernel":
+            head = cells
+        else:
+            rows[tuple(cells[:2])] = dict(zip(head, cells))
+    return rows
+
+
+def test_summary_rows():
+    """A row per kernel kind and offset width: instructions per output as min-max per storage
+    type over the ranks, the most registers, the least occupancy, local-memory users counted,
+    budgets from BUDGETS; other architectures left out."""
+    kernels = [_made_up("pool<float, float, int, 1>", 300),
+               _made_up("pool<float, float, int, 3>", 445, registers=70),
+               _made_up("pool<oc::half_t, float, int, 2>", 350),
+               _made_up("pool<float, float, long long, 2>", 869, stack=16, loop_divisions=22),
+               _made_up("pool<float, float, int, 2>", 1, arch="sm_80"),
+               _made_up("pool_fast<float, float, int, oc::PoolMode::average, 2, "
+                        "oc::FixedWindow<3, 2>>", 51.5),
+               _made_up("pool_fast<double, double, long long, oc::PoolMode::l2, 2, "
+                        "oc::FixedWindow<3, 2>>", 70)]
+    text = kernel_report.summary(kernels)
+    assert "sm_80" not in text and "(pool: 4 instantiations, ranks 1-3)" in text
+    rows = _rows(text)
+    assert set(rows) == {("per spatial rank", "32-bit"), ("per spatial rank", "64-bit"),
+                         ("2-D, 3x3 s2", "32-bit"), ("2-D, 3x3 s2", "64-bit")}
+    narrow, wide = rows["per spatial rank", "32-bit"], rows["per spatial rank", "64-bit"]
+    assert (narrow["float32"], narrow["float16"], wide["float32"]) == ("300-445", "350", "869")
+    assert "float64" not in narrow and narrow["budget"] == "-"
+    assert (narrow["regs"], narrow["occ"], narrow["local"], narrow["loop div"]) == (
+        "70", "38%", "0", "0")
+    assert (wide["stack"], wide["local"], wide["loop div"]) == ("16", "1", "22")
+    fixed, wide_fixed = rows["2-D, 3x3 s2", "32-bit"], rows["2-D, 3x3 s2", "64-bit"]
+    assert fixed["budget"] == str(kernel_report.BUDGETS["pool"]) and fixed["float64"] == "-"
+    assert wide_fixed["budget"] == "-" and wide_fixed["float64"] == "70"  # float64: no budget
+    assert text.rstrip().endswith("1 of 6 instantiations on sm_90 use local memory (stack "
+                                  "frame, spills or LDL/STL).")
+    assert kernel_report.summary(kernels, "sm_75") == ""
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize("family", loader.families())
+def test_summary_of_every_instantiation(family):
+    """The summary of a family's compiled report counts each of its sm_90 instantiations once,
+    and sits between its markers in the Markdown report."""
+    kernels = kernel_report.family_report(family, "sm_90")
+    text = kernel_report.summary(kernels)
+    counts = re.findall(rf"\({family}: (\d+) instantiations", text)
+    assert sum(map(int, counts)) == len(kernels) > 0
+    assert f"of {len(kernels)} instantiations on sm_90" in text
+    page = kernel_report.markdown(kernels)
+    start, end = (page.index(m) for m in (kernel_report.SUMMARY_START, kernel_report.SUMMARY_END))
+    assert text in page[start:end]
+
+
+@needs_nvdisasm
+def test_design_claims():
+    """What docs/design.md argues from the summary: a Resize fast path walking the kept axes costs
+    no more per output than its twin walking a resized axis, and the generic pool with 32-bit
+    offsets divides by multiply-shifts only (no division in its loop body)."""
+    resize = {k.expression: k for k in kernel_report.family_report("resize", "sm_90")}
+    twins = [(k, resize[e.replace("rsz::KEPT", "rsz::RESIZED")]) for e, k in resize.items()
+             if "rsz::KEPT" in e and e.replace("rsz::KEPT", "rsz::RESIZED") in resize]
+    assert len(twins) > 50
+    assert all(kept.per_output <= walked.per_output for kept, walked in twins), [
+        kept.expression for kept, walked in twins if kept.per_output > walked.per_output]
+    generic = [k for k in kernel_report.family_report("pool", "sm_90")
+               if k.expression.startswith("pool<") and ", int," in k.expression]
+    assert generic and all(k.sass.loop_divisions == 0 for k in generic)

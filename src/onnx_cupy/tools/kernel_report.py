@@ -502,8 +502,9 @@ def _versions() -> str:
 
 def markdown(kernels: Sequence[Kernel]) -> str:
     """The report as Markdown for the documentation: when, where and with what it was made
-    (lines starting with "- "), then one table per family and architecture, and what the suite
-    holds the fast paths to. Everything but the "- " lines is a function of the kernel sources
+    (lines starting with "- "), the `summary` between SUMMARY_START and SUMMARY_END (for a page
+    to include alone), then one table per family and architecture, and what the suite holds the
+    fast paths to. Everything but the "- " lines is a function of the kernel sources
     and the compiler alone."""
     import datetime
     import platform
@@ -513,6 +514,8 @@ def markdown(kernels: Sequence[Kernel]) -> str:
              f"- versions: {_versions()}",
              (f"- NVRTC options (each family adds its defines): {' '.join(loader.options())} "
               "-ftz=true"), ""]
+    if brief := summary(kernels):
+        lines += [SUMMARY_START, "", brief, SUMMARY_END, "", "The full report:", ""]
     groups: dict[tuple[str, str], list[Kernel]] = {}
     for k in kernels:
         groups.setdefault((k.family, k.arch), []).append(k)
@@ -534,4 +537,126 @@ def markdown(kernels: Sequence[Kernel]) -> str:
                    f"{MIN_OCCUPANCY:.0%}, and instructions per output within the family's budget "
                    f"({budgets}; {WIDE_INDEX_BUDGET:g}x with 64-bit offsets; Resize: nearest, "
                    "and linear on 1-2 axes).")]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------ summary
+
+SUMMARY_ARCH = "sm_90"   # the architecture the fast paths are held to their targets on
+SUMMARY_START = "<!-- summary: start -->"
+SUMMARY_END = "<!-- summary: end -->"
+STORAGE_NAMES = {"oc::half_t": "float16", "oc::bf16_t": "bfloat16", "float": "float32",
+                 "double": "float64"}
+_WINDOWS = re.compile(r"oc::FixedWindow<(\d+), (\d+)>")
+
+
+def _storage(argument: str) -> str:
+    """A summary column: the dtype of a float storage type, the size of a moved element
+    (Resize nearest), or "integers"."""
+    if m := re.fullmatch(r"rsz::pod<(\d+)>", argument):
+        return f"{m[1]} B"
+    return STORAGE_NAMES.get(argument, "integers")
+
+
+def _storage_order(column: str) -> tuple[int, int]:
+    """Summary columns in order: float16, bfloat16, float32, float64, integers, then element
+    sizes ascending."""
+    names = [*STORAGE_NAMES.values(), "integers"]
+    return (0, names.index(column)) if column in names else (1, int(column.split()[0]))
+
+
+def _span(values: Sequence[str]) -> str:
+    """Sorted integers with runs of 3 or more shortened: "1-5, 16"."""
+    runs: list[list[int]] = []
+    for n in sorted(set(map(int, values))):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{a}-{b}" if b > a + 1 else (f"{a}, {b}" if b > a else str(a))
+                     for a, b in runs)
+
+
+def _kind(expression: str) -> tuple[str, str]:
+    """(summary row of an instantiation, the template argument its row spans), the storage
+    type and the index width aside: a generic kernel's rank, a fast path's shape."""
+    name, args = expression.split("<")[0], template_arguments(expression)
+    if name == "pool":                 # <T, Acc, I, R>
+        return "per spatial rank", args[3]
+    if name == "pool_fast":            # <T, Acc, I, Mode, R, Window>
+        window = _WINDOWS.fullmatch(args[5])
+        shape = f"{window[1]}x{window[1]} s{window[2]}" if window else "runtime window"
+        return f"{args[4]}-D, {shape}", ""
+    if name in ("resize_nearest", "resize_weighted"):  # <T, [Acc,] R, I>
+        return "per rank", args[-2]
+    if name == "resize_nearest_fast":  # <pod, ranks, outputs, walk, I>
+        return f"{args[1]}-D, {args[3].removeprefix('rsz::')}", ""
+    if name == "resize_weighted_fast":  # <T, Acc, W, ranks, taps, outputs, walk, I>
+        mode = {"2": "linear", "4": "cubic"}.get(args[4], f"{args[4]} taps")
+        return f"{mode} {args[3]}-D, {args[6].removeprefix('rsz::')}", ""
+    if name == "hardmax_rows":         # <T, pack, I>: a pack of 16 bytes, or one element
+        return ("16-byte loads" if args[1] != "1" else "element loads"), ""
+    return "", ""
+
+
+def _range(values: Sequence[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.4g}" if lo == hi else f"{lo:.4g}-{hi:.4g}"
+
+
+def summary(kernels: Sequence[Kernel], arch: str = SUMMARY_ARCH) -> str:
+    """The report on `arch` in a few rows, as Markdown: one table per kernel template, a row per
+    kind (a generic kernel's ranks, a fast path's shape) and offset width, with instructions per
+    output (min-max) per storage type, the most registers, the least occupancy, the largest
+    stack frame, how many instantiations use local memory, the most integer divisions in a loop
+    body, and the budget a float16/bfloat16/float32 fast path is held to (`budget`). Empty
+    without SASS counts or kernels on `arch`."""
+    chosen = [k for k in kernels if k.arch == arch and k.sass is not None]
+    if not chosen:
+        return ""
+    tables: dict[tuple[str, str], dict[tuple[str, str], list[Kernel]]] = {}
+    for k in chosen:
+        args = template_arguments(k.expression)
+        kind, _ = _kind(k.expression)
+        index = "64-bit" if "long long" in args[1:] else "32-bit"  # args[0]: storage
+        tables.setdefault((k.family, k.expression.split("<")[0]), {}).setdefault(
+            (kind, index), []).append(k)
+    lines = [(f"Kernel report summary, {arch}: instructions per output (min-max over the "
+             "instantiations of a row) by storage type; regs: most registers; occ: least "
+             "occupancy; stack: largest stack frame (bytes); local: instantiations with a stack "
+             "frame, spills or LDL/STL; loop div: most integer divisions in a loop body; budget: "
+             "instructions per output the float16/bfloat16/float32 fast paths are held to "
+             "(`kernel_report.BUDGETS`, times `WIDE_INDEX_BUDGET` with 64-bit offsets). "
+             "`*`: the loop body holds loops with runtime bounds, counted once."), ""]
+    for (family, name), rows in tables.items():
+        storages = sorted({_storage(template_arguments(k.expression)[0])
+                           for ks in rows.values() for k in ks}, key=_storage_order)
+        spans = sorted({_kind(k.expression)[1] for ks in rows.values() for k in ks} - {""},
+                       key=int)
+        head = ["kernel", "offsets", *storages, "regs", "occ", "stack", "local", "loop div",
+                "budget"]
+        body = []
+        for (kind, index), ks in rows.items():
+            cells = []
+            for storage in storages:
+                of = [k for k in ks if _storage(template_arguments(k.expression)[0]) == storage]
+                per = [k.per_output for k in of if k.per_output is not None]
+                star = "*" if any(k.sass and k.sass.inner_loops for k in of) else ""
+                cells.append(_range(per) + star if per else "-")
+            budgets = {budget(family, k.expression) for k in ks
+                       if k.fast and held_to_targets(k.expression)}
+            body.append((
+                kind or name, index, *cells, str(max(k.registers for k in ks)),
+                f"{min(k.occupancy for k in ks):.0%}", str(max(k.stack for k in ks)),
+                str(sum(map(uses_local_memory, ks))),
+                str(max(k.sass.loop_divisions for k in ks if k.sass)),
+                ", ".join(f"{b:g}" for b in sorted(b for b in budgets if b is not None))
+                or "-"))
+        count = sum(len(ks) for ks in rows.values())
+        what = f", ranks {_span(spans)}" if spans else ""
+        lines += [f"**`{name}`** ({family}: {count} instantiations{what})", "",
+                  *_markdown_table([head, *body]), ""]
+    local = sum(map(uses_local_memory, chosen))
+    lines.append(f"{local} of {len(chosen)} instantiations on {arch} use local memory (stack "
+                 "frame, spills or LDL/STL).")
     return "\n".join(lines) + "\n"
