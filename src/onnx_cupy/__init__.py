@@ -1,13 +1,13 @@
-"""onnx-cupy: exact ONNX AveragePool, LpPool, Hardmax and Resize for CuPy arrays (own CUDA
+"""onnx-cupy: exact ONNX AveragePool, LpPool, MaxPool, Hardmax and Resize for CuPy arrays (own CUDA
 kernels) with a NumPy path of the same semantics."""
 from __future__ import annotations
 
 from .core.execution import backend, default_backend
 from .hardmax.api import hardmax
 from .interop.nodes import run_node
-from .pool.api import average_pool, lp_pool
+from .pool.api import average_pool, lp_pool, max_pool
 from .resize.api import resize
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "average_pool", "backend", "default_backend", "hardmax", "lp_pool",
-           "resize", "run_node"]
+           "max_pool", "resize", "run_node"]

@@ -1,12 +1,14 @@
-"""The public AveragePool and LpPool functions: validate and plan on the host (plan.py), then run
-the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
+"""The public AveragePool, LpPool and MaxPool functions: validate and plan on the host (plan.py),
+then run the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
 emulator (kernel.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from ..core import execution
+import numpy as np
+
+from ..core import arrays, execution, opsets
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -14,11 +16,27 @@ from . import numpy as numpy_path
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _pool(op: str, X: ArrayT, opset: int, out: Any, **attrs: Any) -> ArrayT:
+INDICES_FROM = 8  # MaxPool's second output, Indices, exists from this version
+
+
+def _pool(op: str, X: ArrayT, opset: int, out: Any, return_indices: bool = False,
+          **attrs: Any) -> Any:
     x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
     pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)
-    y = numpy_path.run(pl, x, out) if backend == "numpy" else kernel.run(pl, x, out, backend)
-    return cast(ArrayT, y)   # the array type of X
+    if not isinstance(return_indices, bool):
+        raise TypeError(f"{op}: return_indices must be a bool, got {return_indices!r}")
+    if return_indices and pl.version < INDICES_FROM:
+        raise ValueError(f"{op}: the Indices output (return_indices=True) is not defined at "
+                         f"{opsets.in_force(op, opset)}; it came with {op}-{INDICES_FROM}")
+    indices = None
+    if return_indices:
+        out = arrays.output(out, x, pl.out_shape, x.dtype, backend, op)  # `out` checked first
+        indices = arrays.output(None, x, pl.out_shape, np.dtype(np.int64), backend, op)
+    if backend == "numpy":
+        y = numpy_path.run(pl, x, out, indices)
+    else:
+        y = kernel.run(pl, x, out, backend, indices)
+    return (y, indices) if return_indices else cast(ArrayT, y)   # the array type of X
 
 
 _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
@@ -28,8 +46,7 @@ _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
     Parameters
     ----------
     X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
-        Input of shape (N, C, D1, ..., Dk), 1 <= k <= 8; float16, float32, float64, and bfloat16
-        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32.
+        Input of shape (N, C, D1, ..., Dk), 1 <= k <= 8; {dtypes}
     kernel_shape : sequence of int
         Window size per spatial axis (required).
     {own}
@@ -55,7 +72,7 @@ _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
 
     Returns
     -------
-    numpy.ndarray or cupy.ndarray
+    {returns}
         (N, C, O1, ..., Ok) of X's dtype, on X's device, where with explicit pads
         Oi = floor_or_ceil((Di + begin_i + end_i - dk_i) / s_i) + 1 and dk_i = (k_i - 1) * d_i + 1.
 
@@ -74,10 +91,15 @@ _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
     """
 
 
+_FLOATS = """float16, float32, float64, and bfloat16
+        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32."""
+
+
 def _pool_doc(**parts: str) -> Callable[[_F], _F]:
     """Give a pooling function the shared docstring, filled with its own parts."""
     def apply(fn: _F) -> _F:
-        fn.__doc__ = _POOL_DOC.format(**parts)
+        fn.__doc__ = _POOL_DOC.format(**{"dtypes": _FLOATS,
+                                         "returns": "numpy.ndarray or cupy.ndarray", **parts})
         return fn
     return apply
 
@@ -121,3 +143,34 @@ def lp_pool(X: ArrayT, *, kernel_shape: Any = None, p: float = 2, auto_pad: str 
             opset: int = 22, out: ArrayT | None = None) -> ArrayT:
     return _pool("LpPool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
                  ceil_mode=ceil_mode, dilations=dilations, pads=pads, strides=strides, p=p)
+
+
+@_pool_doc(
+    op="MaxPool", versions="1, 8, 10, 11, 12, 22", ceil_from="10", dilations_from="10",
+    at_21="12",
+    dtypes="""float16, float32, float64; int8 and uint8 from opset
+        12; bfloat16 (ml_dtypes on NumPy) from opset 22.""",
+    returns="""numpy.ndarray or cupy.ndarray, or (Y, Indices) with return_indices""",
+    formula="""Y[n, c, o] = max over the taps w of window o inside X of X[n, c, w] (pads never
+    win), where window o along axis i holds positions o_i * s_i - begin_i + j * d_i (0 <= j < k_i). Taps are
+    visited axis 0 outermost, taps ascending: the first of equal maxima wins, a NaN always wins
+    (the last NaN of a window: NaN propagates as in PyTorch). A window with no element of X gives
+    -inf (an integer dtype's minimum) and index -1. Indices[n, c, o] (int64, opset >= 8) is the
+    winner's flat index into X: ((n * C + c) * D1 + p1) * D2 + p2 ... (storage_order=0), or
+    (n * C + c) * D1 * ... * Dk + p1 + p2 * D1 + p3 * D1 * D2 ... (storage_order=1).""",
+    own="""storage_order : {0, 1}, default 0 (from opset 8)
+        Row-major (0) or column-major (1) order of the spatial dims in Indices.
+    return_indices : bool, default False
+        Also return Indices (MaxPool's second output; from opset 8).""",
+    example=""">>> import numpy as np, onnx_cupy as oc
+    >>> x = np.array([[[1.0, 3.0, 2.0, 5.0, 4.0]]], dtype=np.float32)
+    >>> y, i = oc.max_pool(x, kernel_shape=[2], strides=[2], ceil_mode=1, return_indices=True)
+    >>> y, i
+    (array([[[3., 5., 4.]]], dtype=float32), array([[[1, 3, 4]]]))""")
+def max_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
+             ceil_mode: int = 0, dilations: Any = None, pads: Any = None,
+             storage_order: int = 0, strides: Any = None, opset: int = 22,
+             out: ArrayT | None = None, return_indices: bool = False) -> Any:
+    return _pool("MaxPool", X, opset, out, return_indices, kernel_shape=kernel_shape,
+                 auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, pads=pads,
+                 strides=strides, storage_order=storage_order)
