@@ -16,6 +16,8 @@
 //                 N*C planes on grid y. Window: oc::FixedWindow<taps, step> where a 2-D pool's
 //                 last axis is one of the compiled (kernel, stride) pairs with dilation 1 and unit
 //                 input stride, else oc::RuntimeWindow.
+//   pool_global<T, Acc, I>                 GlobalAveragePool, GlobalLpPool, GlobalMaxPool: a
+//                 block per (n, c) plane, a warp-shuffle and shared-memory reduction.
 //   pool<T, Acc, I, R>                     everything else (R = 1 .. POOL_MAXD spatial axes, any
 //                 p, any size, MaxPool's indices): one thread per output, grid-stride.
 // I, the offset type, is int where every input offset and output index fits one, else long long.
@@ -464,5 +466,67 @@ pool_fast(const T* __restrict__ x, T* __restrict__ y, const PoolFastGeom fast) {
     for (int v = 0; v < V; ++v)
       if (first_out + v < fast.out_len[L])
         oc::store<Acc>(out + v, oc::pool_finish<Mode>(acc[v], count[v]));
+  }
+}
+
+// ------------------------------------------------------------------------- the global kernel
+// GlobalAveragePool, GlobalLpPool, GlobalMaxPool: y[n, c] reduces the whole spatial plane,
+//   average: sum x / length,  Lp: (sum |x|^p)^(1/p),  max: as MaxPool's window over the plane
+// (PoolGlobalGeom::mode: POOL_AVERAGE, POOL_LP or POOL_MAX). A block of OC_BLOCK threads per
+// plane (grid-stride over the N*C planes): each thread folds the elements i = t, t + OC_BLOCK,
+// ... (the plane's spatial axes walk with one element stride `step`, the host checks), then the
+// warps fold their lanes by shuffles and thread 0 folds the warps' partials from shared memory.
+// Bandwidth-bound: every element is read once, consecutive threads read consecutive elements.
+
+struct PoolGlobalGeom {
+  long long planes;    // N * C
+  long long channels;  // C
+  long long stride_n;  // input element strides of N and C
+  long long stride_c;
+  long long length;    // elements per plane
+  long long step;      // element stride of the plane's walk
+  long long mode;      // POOL_AVERAGE, POOL_LP or POOL_MAX
+  double p;
+};
+
+namespace oc {
+
+// Two partial results of a plane's reduction, folded: sums add, maxima as oc::max_wins decides.
+template <typename Acc> __device__ __forceinline__ Acc fold(Acc a, Acc b, bool max) {
+  return max ? (max_wins<Acc>(b, a) ? b : a) : a + b;
+}
+
+}  // namespace oc
+
+template <typename T, typename Acc, typename I>
+__global__ void __launch_bounds__(OC_BLOCK)
+pool_global(const T* __restrict__ x, T* __restrict__ y, const PoolGlobalGeom g) {
+  constexpr int WARP = 32;
+  __shared__ Acc partial[OC_BLOCK / WARP];
+  const bool lp = g.mode == POOL_LP, max = g.mode == POOL_MAX;
+  const Acc p = (Acc)g.p, start = max ? oc::max_identity<T, Acc>() : Acc(0);
+  const unsigned int t = threadIdx.x;
+#pragma unroll 1
+  for (I plane = (I)blockIdx.x; plane < (I)g.planes; plane += (I)gridDim.x) {
+    const I n = plane / (I)g.channels;
+    const T* at = x + n * (I)g.stride_n + (plane - n * (I)g.channels) * (I)g.stride_c;
+    Acc acc = start;
+#pragma unroll 1
+    for (I i = (I)t; i < (I)g.length; i += (I)OC_BLOCK) {
+      const Acc v = oc::load<Acc>(at + i * (I)g.step);
+      acc = oc::fold<Acc>(acc, lp ? oc::lp_term<Acc>(v, p) : v, max);
+    }
+#pragma unroll
+    for (int d = WARP / 2; d > 0; d >>= 1)
+      acc = oc::fold<Acc>(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, d), max);
+    if (t % WARP == 0) partial[t / WARP] = acc;
+    __syncthreads();
+    if (t == 0) {
+      Acc r = partial[0];
+#pragma unroll 1
+      for (int w = 1; w < OC_BLOCK / WARP; ++w) r = oc::fold<Acc>(r, partial[w], max);
+      oc::store<Acc>(y + plane, max ? r : lp ? oc::lp_root<Acc>(r, p) : r / (Acc)g.length);
+    }
+    __syncthreads();  // partial is reused by the next plane
   }
 }

@@ -6,7 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import opsets
 from ..hardmax.api import hardmax
-from ..pool.api import average_pool, lp_pool, max_pool
+from ..pool.api import (
+    average_pool,
+    global_average_pool,
+    global_lp_pool,
+    global_max_pool,
+    lp_pool,
+    max_pool,
+)
 from ..resize.api import resize
 
 if TYPE_CHECKING:
@@ -143,6 +150,9 @@ RUNNERS: dict[str, NodeRunner] = {
     "AveragePool": _single_input("AveragePool", average_pool),
     "LpPool": _single_input("LpPool", lp_pool),
     "MaxPool": _max_pool,
+    "GlobalAveragePool": _single_input("GlobalAveragePool", global_average_pool),
+    "GlobalLpPool": _single_input("GlobalLpPool", global_lp_pool),
+    "GlobalMaxPool": _single_input("GlobalMaxPool", global_max_pool),
     "Hardmax": _single_input("Hardmax", hardmax),
     "Resize": _resize,
 }

@@ -1,6 +1,6 @@
 """An onnx.backend.base.Backend for models made only of AveragePool, LpPool, MaxPool, Hardmax,
-Resize, Identity and Constant nodes, so ONNX's backend test runner (and any onnx.backend user) can drive
-onnx-cupy.
+Resize, Identity and Constant nodes, so ONNX's backend test runner (and any onnx.backend user) can
+drive onnx-cupy.
 
 The execution path is fixed at prepare: device "CPU" runs on NumPy arrays (the `numpy` path, or
 `emulated` when forced with `onnx_cupy.backend`), "CUDA[:i]" on CuPy arrays on GPU i, and no

@@ -1,6 +1,6 @@
-"""The public AveragePool, LpPool and MaxPool functions: validate and plan on the host (plan.py),
-then run the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
-emulator (kernel.py)."""
+"""The public AveragePool, LpPool, MaxPool and global pooling functions: validate and plan on the
+host (plan.py), then run the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels
+on the GPU or the CPU emulator (kernel.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -122,9 +122,10 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
                  ceil_mode: int = 0, count_include_pad: int = 0, dilations: Any = None,
                  pads: Any = None, strides: Any = None, opset: int = 22,
                  out: ArrayT | None = None) -> ArrayT:
-    return _pool("AveragePool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
-                 ceil_mode=ceil_mode, count_include_pad=count_include_pad, dilations=dilations,
-                 pads=pads, strides=strides)
+    return cast(ArrayT, _pool("AveragePool", X, opset, out, kernel_shape=kernel_shape,
+                              auto_pad=auto_pad, ceil_mode=ceil_mode,
+                              count_include_pad=count_include_pad, dilations=dilations, pads=pads,
+                              strides=strides))
 
 
 @_pool_doc(
@@ -141,8 +142,9 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
 def lp_pool(X: ArrayT, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
             ceil_mode: int = 0, dilations: Any = None, pads: Any = None, strides: Any = None,
             opset: int = 22, out: ArrayT | None = None) -> ArrayT:
-    return _pool("LpPool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
-                 ceil_mode=ceil_mode, dilations=dilations, pads=pads, strides=strides, p=p)
+    return cast(ArrayT, _pool("LpPool", X, opset, out, kernel_shape=kernel_shape,
+                              auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                              pads=pads, strides=strides, p=p))
 
 
 @_pool_doc(
@@ -174,3 +176,80 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
     return _pool("MaxPool", X, opset, out, return_indices, kernel_shape=kernel_shape,
                  auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, pads=pads,
                  strides=strides, storage_order=storage_order)
+
+
+def _global(op: str, X: ArrayT, opset: int, out: Any, p: Any = None) -> ArrayT:
+    x, backend = execution.select(X, op)
+    pl = plan.global_plan(op, opset, tuple(x.shape), np.dtype(x.dtype), p)
+    if backend == "numpy":
+        return cast(ArrayT, numpy_path.run_global(pl, x, out))
+    return cast(ArrayT, kernel.run_global(pl, x, out, backend))
+
+
+_GLOBAL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array: {what} over
+    every spatial axis.
+
+    {formula}
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
+        Input of shape (N, C, D1, ..., Dk), k >= 1; float16, float32, float64, and bfloat16
+        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32.
+    {own}opset : int
+        The ONNX opset the call follows (the version in force decides the rules).
+    out : array, optional
+        C-contiguous output of the result's shape and dtype, on X's device, not overlapping X.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        (N, C, 1, ..., 1) of X's dtype, on X's device. An empty plane (some Di = 0) gives
+        {empty}.
+
+    Raises
+    ------
+    ValueError
+        X of rank < 3{p_error}.
+    TypeError
+        An unsupported dtype or array type.
+
+    Examples
+    --------
+    >>> import numpy as np, onnx_cupy as oc
+    >>> x = np.array([[[[1.0, -2.0], [3.0, 2.0]]]], dtype=np.float32)
+    >>> oc.{name}(x{example_args})
+    {example}
+    """
+
+
+def _global_doc(**parts: str) -> Callable[[_F], _F]:
+    def apply(fn: _F) -> _F:
+        fn.__doc__ = _GLOBAL_DOC.format(**{"own": "", "p_error": "", **parts})
+        return fn
+    return apply
+
+
+@_global_doc(op="GlobalAveragePool", versions="1, 22", what="the mean", name="global_average_pool",
+             formula="Y[n, c, 0, ..., 0] = sum over w of X[n, c, w] / (D1 * ... * Dk)",
+             empty="NaN (0/0)", example_args="", example="array([[[[1.]]]], dtype=float32)")
+def global_average_pool(X: ArrayT, *, opset: int = 22, out: ArrayT | None = None) -> ArrayT:
+    return _global("GlobalAveragePool", X, opset, out)
+
+
+@_global_doc(op="GlobalMaxPool", versions="1, 22", what="the maximum", name="global_max_pool",
+             formula="Y[n, c, 0, ..., 0] = max over w of X[n, c, w] (a NaN propagates)",
+             empty="-inf", example_args="", example="array([[[[3.]]]], dtype=float32)")
+def global_max_pool(X: ArrayT, *, opset: int = 22, out: ArrayT | None = None) -> ArrayT:
+    return _global("GlobalMaxPool", X, opset, out)
+
+
+@_global_doc(op="GlobalLpPool", versions="1, 2, 22", what="the Lp norm", name="global_lp_pool",
+             formula="Y[n, c, 0, ..., 0] = (sum over w of abs(X[n, c, w])^p)^(1/p)",
+             own="""p : int or float, default 2
+        The norm's order, > 0; an integer from opset 2 (GlobalLpPool-1 takes any float).
+    """, p_error="; p <= 0, or not an integer from opset 2", empty="0",
+             example_args=", p=1", example="array([[[[8.]]]], dtype=float32)")
+def global_lp_pool(X: ArrayT, *, p: float = 2, opset: int = 22,
+                   out: ArrayT | None = None) -> ArrayT:
+    return _global("GlobalLpPool", X, opset, out, p)

@@ -1,16 +1,18 @@
-"""The kernel path of AveragePool, LpPool and MaxPool: parameter blocks, instantiation and grid of
-kernels/pool.cu for a plan (onnx_cupy.pool.plan), launched on the GPU or the emulator.
+"""The kernel path of AveragePool, LpPool, MaxPool and the global pools: parameter blocks,
+instantiation and grid of kernels/pool.cu for a plan (onnx_cupy.pool.plan), launched on the GPU or
+the emulator.
 
-Plans with 1-3 spatial axes whose coordinates and per-plane sizes fit an int, AveragePool,
-LpPool with p = 1 or 2 or MaxPool without indices, run the fast kernel `pool_fast` (rank and mode
-as template parameters, OUTPUTS outputs per thread along the last axis, the N*C planes on grid y,
-runtime divisions as host-computed multiply-shifts). 2-D plans whose last axis has one of the WINDOWS (kernel size,
-stride), dilation 1 and unit input stride take its fixed-window instantiation: a row's loads
-unrolled and shared between overlapping windows. Every other plan runs the generic kernel `pool`,
-instantiated per spatial rank. Both take 32-bit offsets where every input offset and output index
-fits, else 64-bit ones. All visit a window's taps in the same order (summing and dividing by the
-same count, or taking the maximum), so they give identical results. MaxPool's indices come from
-the generic kernel."""
+Plans with 1-3 spatial axes whose coordinates and per-plane sizes fit an int, AveragePool, LpPool
+with p = 1 or 2 or MaxPool without indices, run the fast kernel `pool_fast` (rank and mode as
+template parameters, OUTPUTS outputs per thread along the last axis, the N*C planes on grid y,
+runtime divisions as host-computed multiply-shifts). 2-D plans whose last axis has one of the
+WINDOWS (kernel size, stride), dilation 1 and unit input stride take its fixed-window instantiation:
+a row's loads unrolled and shared between overlapping windows. Every other plan runs the generic
+kernel `pool`, instantiated per spatial rank. Both take 32-bit offsets where every input offset and
+output index fits, else 64-bit ones. All visit a window's taps in the same order (summing and
+dividing by the same count, or taking the maximum), so they give identical results. MaxPool's
+indices come from the generic kernel. The global pools run `pool_global` (run_global): a block per
+(n, c) plane reducing it by warp shuffles and shared memory."""
 from __future__ import annotations
 
 import functools
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..core import arrays, dtypes, launcher, loader
-from .plan import MAX_SPATIAL, PoolPlan
+from .plan import MAX_SPATIAL, GlobalPlan, PoolPlan
 
 FAMILY = "pool"
 RANKS = tuple(range(1, MAX_SPATIAL + 1))  # spatial ranks of the generic kernel
@@ -86,9 +88,25 @@ def _fast_expression(dtype_name: str, bits: int, mode: str, rank: int,
             f"{window_type(window)}>")
 
 
+_GLOBAL_GEOM = np.dtype(
+    [(f, "<i8") for f in ("planes", "channels", "stride_n", "stride_c", "length", "step", "mode")]
+    + [("p", "<f8")], align=True)
+GLOBAL_MODES = {"GlobalAveragePool": "AveragePool", "GlobalLpPool": "LpPool",
+                "GlobalMaxPool": "MaxPool"}  # the generic kernel's mode each one shares
+
+
+def _global_expression(dtype_name: str, bits: int) -> str:
+    storage, acc = TYPES[dtype_name]
+    return f"pool_global<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
+
+
+_GLOBAL = [_global_expression(t, b) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES]
+
 loader.register(FAMILY,
-                [_expression(t, b, r) for t in TYPES for b in dtypes.INDEX_TYPES for r in RANKS],
-                {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM},
+                [_expression(t, b, r) for t in TYPES for b in dtypes.INDEX_TYPES for r in RANKS]
+                + _GLOBAL,
+                {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM, "PoolGlobalGeom": _GLOBAL_GEOM},
+                cooperative=_GLOBAL,
                 fast={_fast_expression(t, b, m, r, w): OUTPUTS
                       for t in TYPES for b in dtypes.INDEX_TYPES
                       for m in MODES.values() if t not in MAX_ONLY or m == MODES["max"]
@@ -224,4 +242,31 @@ def run(pl: PoolPlan, X: Any, out: Any, backend: str, indices: Any = None) -> An
             written = indices if indices is not None else arrays.module_of(backend).empty(
                 1, dtype=np.int64)  # a pointer the kernel does not write through
             launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, written, g))
+    return Y
+
+
+def run_global(pl: GlobalPlan, X: Any, out: Any, backend: str) -> Any:
+    """Global pooling of X per plan `pl` into `out` (or a new array) on the kernel path
+    `backend`: pool_global, a block per (n, c) plane. A plane whose spatial axes no single
+    element stride walks is read from a C-contiguous copy."""
+    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+    if not Y.size:
+        return Y
+    with arrays.on_device(X, backend):
+        X, strides = arrays.element_strides(X)
+        walk = arrays.merged_stride(pl.in_shape[2:], strides[2:])
+        if walk is None:
+            X = arrays.module_of(backend).ascontiguousarray(X)
+            strides = arrays.c_strides(pl.in_shape)
+            walk = (pl.length, 1)
+        planes = pl.in_shape[0] * pl.in_shape[1]
+        bits = dtypes.index_bits(arrays.max_offset(pl.in_shape, strides) + loader.BLOCK
+                                 * max(1, abs(walk[1])), planes + launcher.MAX_BLOCKS)
+        g = launcher.parameter_block(
+            _GLOBAL_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=strides[0],
+            stride_c=strides[1], length=pl.length, step=walk[1],
+            mode=GENERIC_MODES[GLOBAL_MODES[pl.op]], p=pl.p)
+        shape = ((min(planes, launcher.MAX_BLOCKS), 1, 1), (loader.BLOCK, 1, 1))
+        launcher.launch(backend, FAMILY, _global_expression(np.dtype(X.dtype).name, bits),
+                        planes, (X, Y, g), shape)
     return Y

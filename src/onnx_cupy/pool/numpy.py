@@ -25,7 +25,7 @@ import numpy as np
 from ..core import arrays, dtypes
 
 if TYPE_CHECKING:
-    from .plan import PoolPlan
+    from .plan import GlobalPlan, PoolPlan
 
 BLOCK_BYTES = 1 << 21  # input block, in the accumulation type
 
@@ -114,7 +114,7 @@ def run(pl: PoolPlan, x: np.ndarray, out: np.ndarray | None,
 def max_identity(dtype: np.dtype) -> np.generic:
     """MaxPool's start value and empty-window result: -inf, or an integer dtype's minimum."""
     if np.issubdtype(dtype, np.integer):
-        return np.iinfo(dtype).min
+        return dtype.type(np.iinfo(dtype).min)
     return dtype.type(-np.inf)
 
 
@@ -142,8 +142,9 @@ def _max_pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray, indices: np.ndarray | 
             first = (np.arange(rs.start, rs.stop, dtype=np.int64) * plane).reshape(
                 (-1,) + (1,) * nd)
         for combo in itertools.product(*taps):
-            o = (slice(None), *(t[1] for t in combo))
-            v = xs[(rs, *(t[2] for t in combo))]
+            o = (slice(None), *[t[1] for t in combo])
+            at_x = (rs, *[t[2] for t in combo])
+            v = xs[at_x]
             m = ys[rs][o]
             with np.errstate(invalid="ignore"):
                 win = (v > m) | np.isnan(v)   # oc::max_wins: greater, or NaN
@@ -194,3 +195,29 @@ def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
                 src /= div
             if convert:
                 ys[r:r + block] = src
+
+
+def run_global(pl: GlobalPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """Global pooling of x per plan `pl` (a reduction over the spatial axes, in the
+    accumulation type; an empty plane gives NaN, 0 or -inf as an empty window does), into `out`
+    when given or a new array."""
+    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
+    if not y.size:
+        return y
+    acc_t = dtypes.accumulate_dtype(x.dtype)
+    planes = x.reshape(*pl.in_shape[:2], pl.length)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if pl.op == "GlobalMaxPool":
+            r = planes.max(axis=2) if pl.length else np.full(
+                pl.in_shape[:2], max_identity(x.dtype), x.dtype)
+        else:
+            v = widen(planes, acc_t)
+            if pl.op == "GlobalLpPool":
+                v = np.abs(v) ** acc_t.type(pl.p) if pl.p != 1 else np.abs(v)
+            r = v.sum(axis=2, dtype=acc_t)
+            if pl.op == "GlobalLpPool":
+                r = np.sqrt(r) if pl.p == 2 else r ** acc_t.type(1.0 / pl.p)
+            else:
+                r = r / acc_t.type(pl.length)
+        y.reshape(pl.in_shape[:2])[...] = r
+    return y

@@ -81,7 +81,7 @@ def _p_value(op: str, opset: int, p: Any) -> float:
         raise TypeError(f"{op}: attribute 'p' must be a number, got {p!r}")
     if opsets.version(op, opset) >= 2 and not float(p).is_integer():
         raise ValueError(f"{op}: attribute 'p' must be an integer at {opsets.in_force(op, opset)} "
-                         f"(a float p exists only in LpPool-1), got {p!r}")
+                         f"(a float p exists only in {op}-1), got {p!r}")
     if not math.isfinite(float(p)) or p <= 0:
         raise ValueError(f"{op}: attribute 'p' must be > 0, got {p!r}")
     return float(p)
@@ -172,3 +172,36 @@ def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_s
         kernel_shape, auto_pad, ceil_mode, count_include_pad, dilations, pads, strides, p,
         storage_order)))
 
+
+
+GLOBAL_OPS = ("GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool")
+
+
+@dataclass(frozen=True)
+class GlobalPlan:
+    """A global pooling: Y[n, c, 1, ..., 1] reduces X[n, c] over every spatial axis."""
+
+    op: str
+    version: int
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    p: float
+
+    @property
+    def length(self) -> int:
+        """Elements per (n, c) plane."""
+        return math.prod(self.in_shape[2:])
+
+
+@functools.lru_cache(maxsize=512, typed=True)
+def global_plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, p: Any
+                ) -> GlobalPlan:
+    """Validate a global pooling for the opset version in force and compute its plan."""
+    version = opsets.version(op, opset)
+    if len(shape) < 3:
+        raise ValueError(f"{op}: X must have rank >= 3 ([N, C, D1, ...]), got shape {shape}")
+    dtypes.check_float(dtype, op, version, bf16_from=22)
+    p_value = 1.0
+    if op == "GlobalLpPool":
+        p_value = _p_value(op, opset, 2 if p is None else p)
+    return GlobalPlan(op, version, shape, (*shape[:2], *(1,) * (len(shape) - 2)), p_value)
