@@ -1,30 +1,39 @@
-// AveragePool and LpPool. Output y[n, c, o] reads the window W(o) of X,
+// AveragePool, LpPool and MaxPool. Output y[n, c, o] reads the window W(o) of X,
 //   W(o)_a = {o_a * step_a - pad_begin_a + tap * dilation_a : 0 <= tap < kernel_a}   per axis a,
 //   AveragePool: y = sum_{w in W(o), w inside X} x[w] / |W(o) ∩ [count_begin, count_end)|
 //   LpPool:      y = (sum_{w in W(o), w inside X} |x[w]|^p)^(1/p)   (padding contributes 0)
+//   MaxPool:     y = max_{w in W(o), w inside X} x[w]   (padding never wins; oc::max_wins decides
+//                ties and NaN; an empty window gives oc::max_identity), and the generic kernel's
+//                optional indices[n, c, o] = the winner's flat index (index_stride per axis)
 // The host plan (onnx_cupy.pool.plan) supplies the output shape, the begin pads and the divisor
 // bounds [count_begin, count_end) per spatial axis.
 //
 // Kernels, and when the host (onnx_cupy.pool.kernel) picks each:
-//   pool_fast<T, Acc, I, Mode, R, Window>  AveragePool, or LpPool with p = 1 or 2 (Mode), on
+//   pool_fast<T, Acc, I, Mode, R, Window>  AveragePool, MaxPool without indices, or LpPool with
+//                 p = 1 or 2 (Mode), on
 //                 R = 1-3 spatial axes whose coordinates and per-plane sizes fit an int. A thread
 //                 owns POOL_OUTPUTS consecutive outputs along the last axis and loops over the
 //                 N*C planes on grid y. Window: oc::FixedWindow<taps, step> where a 2-D pool's
 //                 last axis is one of the compiled (kernel, stride) pairs with dilation 1 and unit
 //                 input stride, else oc::RuntimeWindow.
+//   pool_global<T, Acc, I>                 GlobalAveragePool, GlobalLpPool, GlobalMaxPool: a
+//                 block per (n, c) plane, a warp-shuffle and shared-memory reduction.
 //   pool<T, Acc, I, R>                     everything else (R = 1 .. POOL_MAXD spatial axes, any
-//                 p, any size): one thread per output, grid-stride.
+//                 p, any size, MaxPool's indices): one thread per output, grid-stride.
 // I, the offset type, is int where every input offset and output index fits one, else long long.
 // The spatial rank R is a template parameter of both: loops over axes are unrolled, so per-axis
-// state lives in registers (no stack frame, no local memory). Both sum a window's taps in the same
-// order (axis 0 outermost, taps ascending) and divide by the same count: identical bits.
+// state lives in registers (no stack frame, no local memory). Both visit a window's taps in the
+// same order (axis 0 outermost, taps ascending), summing (and dividing by the same count) or
+// taking the maximum: identical bits. MaxPool of int8/uint8 runs in Acc = float (exact for them).
 #include "common.cuh"
 
 // Defined by the loader from onnx_cupy.pool: POOL_MAXD, the most spatial axes a parameter block
 // holds; POOL_OUTPUTS, the outputs one thread of pool_fast writes along the last axis;
 // POOL_MIN_BLOCKS, the blocks of OC_BLOCK threads pool_fast keeps resident per SM (its registers
-// are capped to allow them: the occupancy target), one fewer for float64 with 64-bit offsets.
-#if !defined(POOL_MAXD) || !defined(POOL_OUTPUTS) || !defined(POOL_MIN_BLOCKS)
+// are capped to allow them: the occupancy target), one fewer for float64 with 64-bit offsets;
+// POOL_AVERAGE, POOL_LP, POOL_MAX, the generic kernel's modes (PoolGeom::mode).
+#if !defined(POOL_MAXD) || !defined(POOL_OUTPUTS) || !defined(POOL_MIN_BLOCKS) \
+    || !defined(POOL_AVERAGE) || !defined(POOL_LP) || !defined(POOL_MAX)
 #error "compile through onnx_cupy.core.loader: it defines POOL_MAXD, POOL_OUTPUTS, POOL_MIN_BLOCKS"
 #endif
 
@@ -35,7 +44,9 @@ struct PoolGeom {
   long long channels;  // C
   long long stride_n;  // input element strides of N and C
   long long stride_c;
-  long long lp;        // 0: average, 1: Lp norm
+  long long mode;      // POOL_AVERAGE, POOL_LP or POOL_MAX
+  long long indices;   // MaxPool: 1 to write the winners' indices
+  long long plane_size;  // input elements per (n, c) plane: the indices' plane step
   long long in_shape[POOL_MAXD];
   long long in_stride[POOL_MAXD];
   long long out_shape[POOL_MAXD];
@@ -45,6 +56,7 @@ struct PoolGeom {
   long long pad_begin[POOL_MAXD];
   long long count_begin[POOL_MAXD];  // the divisor counts window positions in
   long long count_end[POOL_MAXD];    // [count_begin, count_end)
+  long long index_stride[POOL_MAXD]; // MaxPool's index step per spatial axis (storage_order)
   double p;
   // oc::fast_div divisors of C, the output extents and the dilations (32-bit indices only)
   unsigned int by_channels[2];
@@ -53,6 +65,27 @@ struct PoolGeom {
 };
 
 namespace oc {
+
+// MaxPool's start value and the value of a window with no element of X: -inf, or the least value
+// of an integer T (each exact in Acc).
+template <typename T, typename Acc> struct max_identity_of {
+  static __device__ __forceinline__ Acc value() { return (Acc)bits_to_float(0xFF800000u); }
+};
+template <typename Acc> struct max_identity_of<signed char, Acc> {
+  static __device__ __forceinline__ Acc value() { return Acc(-128); }
+};
+template <typename Acc> struct max_identity_of<unsigned char, Acc> {
+  static __device__ __forceinline__ Acc value() { return Acc(0); }
+};
+template <typename T, typename Acc> __device__ __forceinline__ Acc max_identity() {
+  return max_identity_of<T, Acc>::value();
+}
+
+// Whether MaxPool's next tap v (window order) replaces the maximum m so far: when greater (the
+// first of equal values wins) or NaN (a NaN propagates, the last one wins: PyTorch's rule).
+template <typename Acc> __device__ __forceinline__ bool max_wins(Acc v, Acc m) {
+  return v > m || v != v;
+}
 
 // n / d for n >= 0, d >= 1: by the host's multiply-shift `by` with 32-bit indices (every value
 // below 2^31), by division with 64-bit ones.
@@ -87,26 +120,30 @@ template <typename Acc> __device__ __forceinline__ Acc lp_root(Acc s, Acc p) {
   return pow(s, Acc(1) / p);
 }
 
-// Visits the offsets of a window's taps inside X, axis A outermost of axes A .. R - 1, taps
-// ascending: `offset` is the first tap's, axis a has tap_count[a] taps tap_jump[a] apart.
+// Visits the offsets and flat indices of a window's taps inside X, axis A outermost of axes
+// A .. R - 1, taps ascending: `offset` and `index` are the first tap's, axis a has tap_count[a]
+// taps tap_jump[a] apart (index_jump[a] in the indices).
 template <int A, int R, typename I, typename Visit>
-__device__ __forceinline__ void for_each_tap(I offset, const I (&tap_count)[R],
-                                             const I (&tap_jump)[R], Visit& visit) {
+__device__ __forceinline__ void for_each_tap(I offset, long long index, const I (&tap_count)[R],
+                                             const I (&tap_jump)[R],
+                                             const long long (&index_jump)[R], Visit& visit) {
   if constexpr (A == R) {
-    visit(offset);
+    visit(offset, index);
   } else {
 #pragma unroll 1
-    for (I tap = 0; tap < tap_count[A]; ++tap, offset += tap_jump[A])
-      for_each_tap<A + 1, R>(offset, tap_count, tap_jump, visit);
+    for (I tap = 0; tap < tap_count[A]; ++tap, offset += tap_jump[A], index += index_jump[A])
+      for_each_tap<A + 1, R>(offset, index, tap_count, tap_jump, index_jump, visit);
   }
 }
 
 }  // namespace oc
 
 template <typename T, typename Acc, typename I, int R>
-__global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom geom) {
+__global__ void pool(const T* __restrict__ x, T* __restrict__ y, long long* __restrict__ indices,
+                     const PoolGeom geom) {
   static_assert(1 <= R && R <= POOL_MAXD, "spatial rank out of range");
   const Acc p = (Acc)geom.p;
+  const bool lp = geom.mode == POOL_LP, max = geom.mode == POOL_MAX;
 #pragma unroll 1  // grid-stride loop: no trip-count division
   for (I idx = oc::first_index<I>(); idx < (I)geom.total; idx += oc::grid_stride<I>()) {
     I out_pos[R];
@@ -115,7 +152,9 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
     }, [&](int a) { return (I)geom.out_shape[a]; });
     const I n = oc::quotient<I>(plane, (I)geom.channels, geom.by_channels);
     I offset = n * (I)geom.stride_n + (plane - n * (I)geom.channels) * (I)geom.stride_c;
+    long long index = (long long)plane * geom.plane_size;
     I tap_count[R], tap_jump[R];
+    long long index_jump[R];
     Acc count = Acc(1);
 #pragma unroll
     for (int a = R - 1; a >= 0; --a) {  // the divisor's product order: last axis first
@@ -129,15 +168,24 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, const PoolGeom 
                        first_tap, end_tap);
       tap_count[a] = end_tap - first_tap;
       tap_jump[a] = dilation * (I)geom.in_stride[a];
+      index_jump[a] = (long long)dilation * geom.index_stride[a];
       offset += (start + first_tap * dilation) * (I)geom.in_stride[a];
+      index += (long long)(start + first_tap * dilation) * geom.index_stride[a];
     }
-    Acc acc = Acc(0);
-    auto add = [&](I at) {
+    Acc acc = max ? oc::max_identity<T, Acc>() : Acc(0);
+    long long best = -1;  // MaxPool: the winner's index, -1 while none
+    auto add = [&](I at, long long at_index) {
       const Acc v = oc::load<Acc>(x + at);
-      acc += geom.lp ? oc::lp_term<Acc>(v, p) : v;
+      if (!max) {
+        acc += lp ? oc::lp_term<Acc>(v, p) : v;
+      } else if (best < 0 || oc::max_wins<Acc>(v, acc)) {
+        acc = v;
+        best = at_index;
+      }
     };
-    oc::for_each_tap<0, R>(offset, tap_count, tap_jump, add);
-    oc::store<Acc>(y + idx, geom.lp ? oc::lp_root<Acc>(acc, p) : acc / count);
+    oc::for_each_tap<0, R>(offset, index, tap_count, tap_jump, index_jump, add);
+    oc::store<Acc>(y + idx, max ? acc : lp ? oc::lp_root<Acc>(acc, p) : acc / count);
+    if (geom.indices) indices[idx] = best;
   }
 }
 
@@ -182,8 +230,8 @@ template <typename Acc, typename I>
 constexpr int fast_min_blocks = sizeof(Acc) == 8 && sizeof(I) == 8 ? POOL_MIN_BLOCKS - 1
                                                                    : POOL_MIN_BLOCKS;
 
-// What a pool_fast instantiation computes: AveragePool, or LpPool with p = 1 or p = 2.
-enum class PoolMode { average, l1, l2 };
+// What a pool_fast instantiation computes: AveragePool, LpPool with p = 1 or p = 2, or MaxPool.
+enum class PoolMode { average, l1, l2, max };
 
 // The last axis's window of a pool_fast instantiation: read from PoolFastGeom at run time, or
 // compiled in (Taps taps at stride Step, dilation 1, unit input stride).
@@ -219,15 +267,35 @@ __device__ __forceinline__ int window_step(const PoolFastGeom& fast, int a) {
   else return fast.step[a];
 }
 
-// The generic kernel's term and result with p = Mode known at compile time (l1: p = 1, l2: p = 2),
-// so lp_term and lp_root fold to |v|, v * v and sqrt.
+// The generic kernel's start value, term, step and result with p = Mode known at compile time
+// (l1: p = 1, l2: p = 2), so lp_term and lp_root fold to |v|, v * v and sqrt. `pool_absent` is
+// the term of a column outside X: -0.0 for sums (x + -0.0 == x, also for x = -0.0, the identity
+// of IEEE addition), max_identity for MaxPool (it never wins, whatever the taps around it).
+template <PoolMode Mode, typename T, typename Acc> __device__ __forceinline__ Acc pool_start() {
+  if constexpr (Mode == PoolMode::max) return max_identity<T, Acc>();
+  else return Acc(0);
+}
+
+template <PoolMode Mode, typename T, typename Acc> __device__ __forceinline__ Acc pool_absent() {
+  if constexpr (Mode == PoolMode::max) return max_identity<T, Acc>();
+  else return Acc(-0.0);
+}
+
 template <PoolMode Mode, typename Acc> __device__ __forceinline__ Acc pool_term(Acc v) {
-  return Mode == PoolMode::average ? v : lp_term<Acc>(v, Acc(Mode == PoolMode::l1 ? 1 : 2));
+  if constexpr (Mode == PoolMode::average || Mode == PoolMode::max) return v;
+  else return lp_term<Acc>(v, Acc(Mode == PoolMode::l1 ? 1 : 2));
+}
+
+template <PoolMode Mode, typename Acc> __device__ __forceinline__ Acc pool_step(Acc acc, Acc t) {
+  if constexpr (Mode == PoolMode::max) return max_wins<Acc>(t, acc) ? t : acc;
+  else return acc + t;
 }
 
 template <PoolMode Mode, typename Acc>
 __device__ __forceinline__ Acc pool_finish(Acc s, Acc count) {
-  return Mode == PoolMode::average ? s / count : lp_root<Acc>(s, Acc(Mode == PoolMode::l1 ? 1 : 2));
+  if constexpr (Mode == PoolMode::max) return s;
+  else if constexpr (Mode == PoolMode::average) return s / count;
+  else return lp_root<Acc>(s, Acc(Mode == PoolMode::l1 ? 1 : 2));
 }
 
 // The last-axis taps of a thread's POOL_OUTPUTS outputs (axis `a`, outputs from `first_out` on):
@@ -237,8 +305,8 @@ template <typename Window, typename U> struct LastAxisRow;
 
 // Fixed window: the POOL_OUTPUTS windows span `columns` input columns from `start` on, each
 // loaded once into a register (9 loads for the 12 taps of 3 taps at stride 2), a row's loads all
-// in flight together (fully unrolled). A column outside the input adds -0.0, the identity of IEEE
-// addition (x + -0.0 == x, also for x = -0.0), so the sums are the generic kernel's, bit for bit.
+// in flight together (fully unrolled). A column outside the input gives pool_absent (an identity
+// of the step), so the results are the generic kernel's, bit for bit.
 template <int Taps, int Step, typename U> struct LastAxisRow<FixedWindow<Taps, Step>, U> {
   static constexpr int columns = (POOL_OUTPUTS - 1) * Step + Taps;
   int start, in_len;
@@ -262,12 +330,13 @@ template <int Taps, int Step, typename U> struct LastAxisRow<FixedWindow<Taps, S
 #pragma unroll
       for (int c = 0; c < columns; ++c)
         term[c] = (unsigned int)(start + c) < (unsigned int)in_len
-                      ? pool_term<Mode>(load<Acc>(at + c)) : Acc(-0.0);
+                      ? pool_term<Mode>(load<Acc>(at + c)) : pool_absent<Mode, T, Acc>();
     }
 #pragma unroll
     for (int v = 0; v < POOL_OUTPUTS; ++v)
 #pragma unroll
-      for (int tap = 0; tap < Taps; ++tap) acc[v] += term[v * Step + tap];
+      for (int tap = 0; tap < Taps; ++tap)
+        acc[v] = pool_step<Mode>(acc[v], term[v * Step + tap]);
   }
 };
 
@@ -313,7 +382,8 @@ template <typename U> struct LastAxisRow<RuntimeWindow, U> {
       for (int tap = 0; tap < union_end; ++tap, tap_at += tap_jump) {
 #pragma unroll
         for (int v = 0; v < POOL_OUTPUTS; ++v)
-          acc[v] += pool_term<Mode>(load<Acc>(x + (I)(tap_at + window_at[v])));
+          acc[v] = pool_step<Mode>(acc[v],
+                                   pool_term<Mode>(load<Acc>(x + (I)(tap_at + window_at[v]))));
       }
     } else {
 #pragma unroll 1
@@ -322,7 +392,8 @@ template <typename U> struct LastAxisRow<RuntimeWindow, U> {
 #pragma unroll
         for (int v = 0; v < POOL_OUTPUTS; ++v)
           if ((unsigned int)(tap - first_tap[v]) < (unsigned int)tap_count[v])
-            acc[v] += pool_term<Mode>(load<Acc>(x + (I)(tap_at + window_at[v])));
+            acc[v] = pool_step<Mode>(acc[v],
+                                     pool_term<Mode>(load<Acc>(x + (I)(tap_at + window_at[v]))));
       }
     }
   }
@@ -383,7 +454,7 @@ pool_fast(const T* __restrict__ x, T* __restrict__ y, const PoolFastGeom fast) {
     const U plane_at = (U)n * (U)fast.stride_n + (U)(plane - n * fast.channels) * (U)fast.stride_c;
     Acc acc[V];
 #pragma unroll
-    for (int v = 0; v < V; ++v) acc[v] = Acc(0);
+    for (int v = 0; v < V; ++v) acc[v] = oc::pool_start<Mode, T, Acc>();
 #pragma unroll 1
     for (int tap0 = 0; tap0 < tap_count[0]; ++tap0)
 #pragma unroll 1
@@ -395,5 +466,67 @@ pool_fast(const T* __restrict__ x, T* __restrict__ y, const PoolFastGeom fast) {
     for (int v = 0; v < V; ++v)
       if (first_out + v < fast.out_len[L])
         oc::store<Acc>(out + v, oc::pool_finish<Mode>(acc[v], count[v]));
+  }
+}
+
+// ------------------------------------------------------------------------- the global kernel
+// GlobalAveragePool, GlobalLpPool, GlobalMaxPool: y[n, c] reduces the whole spatial plane,
+//   average: sum x / length,  Lp: (sum |x|^p)^(1/p),  max: as MaxPool's window over the plane
+// (PoolGlobalGeom::mode: POOL_AVERAGE, POOL_LP or POOL_MAX). A block of OC_BLOCK threads per
+// plane (grid-stride over the N*C planes): each thread folds the elements i = t, t + OC_BLOCK,
+// ... (the plane's spatial axes walk with one element stride `step`, the host checks), then the
+// warps fold their lanes by shuffles and thread 0 folds the warps' partials from shared memory.
+// Bandwidth-bound: every element is read once, consecutive threads read consecutive elements.
+
+struct PoolGlobalGeom {
+  long long planes;    // N * C
+  long long channels;  // C
+  long long stride_n;  // input element strides of N and C
+  long long stride_c;
+  long long length;    // elements per plane
+  long long step;      // element stride of the plane's walk
+  long long mode;      // POOL_AVERAGE, POOL_LP or POOL_MAX
+  double p;
+};
+
+namespace oc {
+
+// Two partial results of a plane's reduction, folded: sums add, maxima as oc::max_wins decides.
+template <typename Acc> __device__ __forceinline__ Acc fold(Acc a, Acc b, bool max) {
+  return max ? (max_wins<Acc>(b, a) ? b : a) : a + b;
+}
+
+}  // namespace oc
+
+template <typename T, typename Acc, typename I>
+__global__ void __launch_bounds__(OC_BLOCK)
+pool_global(const T* __restrict__ x, T* __restrict__ y, const PoolGlobalGeom g) {
+  constexpr int WARP = 32;
+  __shared__ Acc partial[OC_BLOCK / WARP];
+  const bool lp = g.mode == POOL_LP, max = g.mode == POOL_MAX;
+  const Acc p = (Acc)g.p, start = max ? oc::max_identity<T, Acc>() : Acc(0);
+  const unsigned int t = threadIdx.x;
+#pragma unroll 1
+  for (I plane = (I)blockIdx.x; plane < (I)g.planes; plane += (I)gridDim.x) {
+    const I n = plane / (I)g.channels;
+    const T* at = x + n * (I)g.stride_n + (plane - n * (I)g.channels) * (I)g.stride_c;
+    Acc acc = start;
+#pragma unroll 1
+    for (I i = (I)t; i < (I)g.length; i += (I)OC_BLOCK) {
+      const Acc v = oc::load<Acc>(at + i * (I)g.step);
+      acc = oc::fold<Acc>(acc, lp ? oc::lp_term<Acc>(v, p) : v, max);
+    }
+#pragma unroll
+    for (int d = WARP / 2; d > 0; d >>= 1)
+      acc = oc::fold<Acc>(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, d), max);
+    if (t % WARP == 0) partial[t / WARP] = acc;
+    __syncthreads();
+    if (t == 0) {
+      Acc r = partial[0];
+#pragma unroll 1
+      for (int w = 1; w < OC_BLOCK / WARP; ++w) r = oc::fold<Acc>(r, partial[w], max);
+      oc::store<Acc>(y + plane, max ? r : lp ? oc::lp_root<Acc>(r, p) : r / (Acc)g.length);
+    }
+    __syncthreads();  // partial is reused by the next plane
   }
 }

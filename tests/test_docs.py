@@ -133,6 +133,10 @@ def _accepts(op: str, version: int, dtype: str, backend: str) -> bool:
         else x.astype(str)
     call = {"AveragePool": lambda: onnx_cupy.average_pool(x, kernel_shape=[2], opset=version),
             "LpPool": lambda: onnx_cupy.lp_pool(x, kernel_shape=[2], opset=version),
+            "MaxPool": lambda: onnx_cupy.max_pool(x, kernel_shape=[2], opset=version),
+            "GlobalAveragePool": lambda: onnx_cupy.global_average_pool(x, opset=version),
+            "GlobalMaxPool": lambda: onnx_cupy.global_max_pool(x, opset=version),
+            "GlobalLpPool": lambda: onnx_cupy.global_lp_pool(x, opset=version),
             "Hardmax": lambda: onnx_cupy.hardmax(x, axis=2, opset=version),
             "Resize": lambda: [onnx_cupy.resize(x, scales=np.array([1, 1, 2], np.float32),
                                                 mode=mode, opset=version)

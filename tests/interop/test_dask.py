@@ -258,3 +258,50 @@ def test_cupy_chunks(name, rng):
     got = y.compute(scheduler="threads")
     assert isinstance(got, cp.ndarray)
     assert_bitwise(cp.asnumpy(got), cp.asnumpy(eager(cp.asarray(x), **kw)))
+
+
+# ---------------------------------------------------------------- MaxPool and the global pools
+
+MAX_CASES = {
+    "max_pads_ceil_f16": (ocd.max_pool, oc.max_pool, SHAPE, CHUNKS, np.float16,
+                          {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1],
+                           "ceil_mode": 1}),
+    "max_3d_dilated_v12": (ocd.max_pool, oc.max_pool, (2, 3, 5, 6, 7), (1, 2, 3, 4, 5),
+                           np.float64, {"kernel_shape": [2, 3, 2], "dilations": [2, 1, 2],
+                                        "opset": 12}),
+    "global_average": (ocd.global_average_pool, oc.global_average_pool, SHAPE, CHUNKS,
+                       np.float32, {}),
+    "global_max_v1": (ocd.global_max_pool, oc.global_max_pool, SHAPE, CHUNKS, np.float64,
+                      {"opset": 1}),
+    "global_lp_p3": (ocd.global_lp_pool, oc.global_lp_pool, SHAPE, CHUNKS, np.float32,
+                     {"p": 3}),
+}
+
+
+@pytest.mark.parametrize("name", list(MAX_CASES))
+def test_max_and_global_blocks_equal_eager(name, rng):
+    fn, eager, shape, chunks, dtype, kw = MAX_CASES[name]
+    x = sample(rng, shape, dtype)
+    X = da.from_array(x, chunks=chunks)
+    y = fn(X, **kw)
+    expected = eager(x, **kw)
+    assert y.chunks[:2] == X.chunks[:2]
+    assert_bitwise(blocks(y), expected)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_max_pool_indices_across_blocks(order, rng):
+    """Indices of blocks past the first (n, c) chunk count the planes before them."""
+    x = sample(rng, SHAPE, np.float32)
+    kw = {"kernel_shape": [2, 3], "pads": [1, 1, 0, 1], "storage_order": order}
+    y, i = ocd.max_pool(da.from_array(x, chunks=CHUNKS), return_indices=True, **kw)
+    ey, ei = oc.max_pool(x, return_indices=True, **kw)
+    assert i.dtype == np.int64 and i.chunks == y.chunks
+    assert_bitwise(blocks(y), ey)
+    assert_bitwise(blocks(i), ei)
+
+
+def test_max_pool_indices_error_when_built():
+    X = da.ones((2, 2, 4, 4), chunks=1, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"MaxPool: the Indices output .*opset 7"):
+        ocd.max_pool(X, kernel_shape=[2, 2], opset=7, return_indices=True)

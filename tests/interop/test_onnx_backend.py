@@ -1,4 +1,4 @@
-"""ONNX's backend test runner on onnx_cupy.onnx_backend (the four operators' node tests, on the
+"""ONNX's backend test runner on onnx_cupy.onnx_backend (the supported operators' node tests, on the
 numpy path and on the emulated kernels), and unit tests of the backend and of run_node's input
 and opset handling."""
 from __future__ import annotations
@@ -20,8 +20,10 @@ from onnx_cupy import onnx_backend
 from onnx_cupy.core import emulator, execution
 from onnx_cupy.onnx_backend import OnnxCupyBackend
 
-NODE_TESTS = re.compile(r"^test_(averagepool|lppool|hardmax|resize)_")
-CASE_COUNTS = {"averagepool": 20, "lppool": 8, "hardmax": 7, "resize": 39}
+NODE_TESTS = re.compile(
+    r"^test_(averagepool|lppool|maxpool|globalaveragepool|globalmaxpool|hardmax|resize)_")
+CASE_COUNTS = {"averagepool": 20, "lppool": 8, "maxpool": 19, "globalaveragepool": 2,
+               "globalmaxpool": 2, "hardmax": 7, "resize": 39}
 
 
 class EmulatedBackend(OnnxCupyBackend):
@@ -39,7 +41,7 @@ class EmulatedBackend(OnnxCupyBackend):
 
 
 def node_tests(backend: type[OnnxCupyBackend], name: str) -> type[unittest.TestCase]:
-    """A TestCase holding the runner's node tests of the four operators, one per device (CPU,
+    """A TestCase holding the runner's node tests of the supported operators, one per device (CPU,
     CUDA; the runner skips a device the backend does not support). The runner's other tests
     (other operators, model kinds) are left out rather than collected as skipped."""
     np.random.seed(0)  # the node test generators draw random inputs
@@ -57,9 +59,9 @@ OnnxBackendNodeEmulatedTest = node_tests(EmulatedBackend, "OnnxBackendNodeEmulat
 
 @pytest.mark.parametrize("tests", [OnnxBackendNodeTest, OnnxBackendNodeEmulatedTest])
 def test_node_test_counts(tests):
-    """74 node tests (no `_expanded` function variants among them), each on CPU and CUDA."""
+    """97 node tests (no `_expanded` function variants among them), each on CPU and CUDA."""
     names = [k for k in vars(tests) if k.startswith("test_")]
-    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * 74 + ["cuda"] * 74
+    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * 97 + ["cuda"] * 97
     assert Counter(NODE_TESTS.search(n).group(1) for n in names if n.endswith("_cpu")) \
         == CASE_COUNTS
     assert not any("_expanded" in n for n in names)
@@ -80,7 +82,7 @@ def model(nodes, inputs, outputs, initializers=(), opset: int = 19) -> onnx.Mode
     return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-@pytest.mark.parametrize("op, domain", [("MaxPool", ""), ("Hardmax", "com.example")])
+@pytest.mark.parametrize("op, domain", [("Conv", ""), ("Hardmax", "com.example")])
 def test_unsupported_operator_at_prepare(op, domain):
     node = helper.make_node(op, ["X"], ["Y"], domain=domain, kernel_shape=[2])
     m = model([node], [value_info("X")], [value_info("Y")])

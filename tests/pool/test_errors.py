@@ -7,11 +7,11 @@ from helpers.util import BF16
 from onnx import helper
 
 import onnx_cupy
-from onnx_cupy import average_pool, lp_pool
+from onnx_cupy import average_pool, lp_pool, max_pool
 from onnx_cupy.core import arrays, launcher, opsets
 from onnx_cupy.pool import numpy as numpy_pool
 
-OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
+OPS = {"AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool}
 X = np.random.default_rng(7).uniform(-2, 3, (1, 2, 5, 5)).astype(np.float32)
 
 
@@ -96,6 +96,38 @@ CASES = [
     case("ceil_mode_2", ValueError, r"'ceil_mode' must be 0 or 1, got 2", ceil_mode=2),
     case("count_include_pad_negative", ValueError, r"'count_include_pad' must be 0 or 1, got -1",
          count_include_pad=-1),
+    case("max_no_kernel_shape", ValueError, r"MaxPool: attribute 'kernel_shape' is required",
+         "MaxPool", kernel_shape=None),
+    case("max_strides_zero", ValueError, r"MaxPool: attribute 'strides' values must be >= 1",
+         "MaxPool", strides=[0, 1]),
+    case("max_pads_length", ValueError, r"MaxPool: attribute 'pads' has 3 values, expected 4",
+         "MaxPool", pads=[1, 1, 1]),
+    case("max_auto_pad", ValueError, r"MaxPool: attribute 'auto_pad' must be one of .*got 'X'",
+         "MaxPool", auto_pad="X"),
+    case("max_dilations_at_9", ValueError, r"MaxPool: attribute 'dilations' is not defined at "
+         r"opset 9, where MaxPool-8 is in force; dilations came with MaxPool-10", "MaxPool",
+         dilations=[1, 2], opset=9),
+    case("max_ceil_mode_at_8", ValueError, r"MaxPool: attribute 'ceil_mode' is not defined at "
+         r"opset 8, where MaxPool-8 is in force; ceil_mode came with MaxPool-10", "MaxPool",
+         ceil_mode=1, opset=8),
+    case("max_storage_order_at_7", ValueError, r"MaxPool: attribute 'storage_order' is not "
+         r"defined at opset 7, where MaxPool-1 is in force; storage_order came with MaxPool-8",
+         "MaxPool", storage_order=1, opset=7),
+    case("max_storage_order_2", ValueError, r"MaxPool: attribute 'storage_order' must be 0 or 1, "
+         r"got 2", "MaxPool", storage_order=2),
+    case("max_indices_at_7", ValueError, r"MaxPool: the Indices output \(return_indices=True\) "
+         r"is not defined at opset 7, where MaxPool-1 is in force; it came with MaxPool-8",
+         "MaxPool", return_indices=True, opset=7),
+    case("max_return_indices_int", TypeError, r"MaxPool: return_indices must be a bool, got 1",
+         "MaxPool", return_indices=1),
+    case("max_int8_at_11", TypeError, r"MaxPool: input dtype int8 requires opset >= 12 "
+         r"\(got the opset-11 version\)", "MaxPool", x=(X * 10).astype(np.int8), opset=11),
+    case("max_int32", TypeError, r"MaxPool: input dtype int32 is not supported", "MaxPool",
+         x=X.astype(np.int32)),
+    case("max_bfloat16_at_21", TypeError, r"MaxPool: input dtype bfloat16 requires opset >= 22 "
+         r"\(got the opset-12 version\)", "MaxPool", x=X.astype(BF16), opset=21),
+    case("max_output_size_negative", ValueError, r"MaxPool: output spatial size -1 < 0",
+         "MaxPool", kernel_shape=[7, 1]),
 ]
 
 
@@ -141,8 +173,8 @@ def test_unknown_backend_name():
 
 
 @pytest.mark.parametrize("node, inputs, opset, pattern", [
-    (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2]), [X], None,
-     r"run_node: unsupported operator 'MaxPool'"),
+    (helper.make_node("Conv", ["x"], ["y"], kernel_shape=[2, 2]), [X], None,
+     r"run_node: unsupported operator 'Conv'"),
     (helper.make_node("AveragePool", ["x"], ["y"], domain="com.example", kernel_shape=[2, 2]), [X],
      None, r"run_node: unsupported domain 'com.example'"),
     (helper.make_node("LpPool", ["x", "z"], ["y"], kernel_shape=[2, 2]), [X, X], None,
@@ -153,7 +185,12 @@ def test_unknown_backend_name():
      r"'ceil_mode' is not defined at opset .*-7 is in force; .* came with .*-10"),
     (helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=3), [X], 0,
      r"LpPool: opset 0 is outside the supported range"),
-], ids=["op", "domain", "inputs", "kernel_shape", "attribute_opset", "opset"])
+    (helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2]), [X], 7,
+     r"MaxPool: the Indices output \(return_indices=True\) is not defined at opset 7"),
+    (helper.make_node("MaxPool", ["x"], ["y", "i", "z"], kernel_shape=[2, 2]), [X], 22,
+     r"run_node: MaxPool has at most 2 outputs \(Y, Indices\), got 3"),
+], ids=["op", "domain", "inputs", "kernel_shape", "attribute_opset", "opset", "max_indices_opset",
+        "max_outputs"])
 def test_run_node_errors(node, inputs, opset, pattern, no_work):
     with pytest.raises(ValueError, match=pattern):
         onnx_cupy.run_node(node, inputs, opset=opset)

@@ -41,12 +41,16 @@ def assert_same_bits(got, expected):
     np.testing.assert_array_equal(got.view(bits), expected.view(bits))
 
 
-ENUM = {0: "oc::PoolMode::average", 1: "oc::PoolMode::l1", 2: "oc::PoolMode::l2"}  # by p
+ENUM = {0: "oc::PoolMode::average", 1: "oc::PoolMode::l1", 2: "oc::PoolMode::l2",
+        3: "oc::PoolMode::max"}  # by p; 3: MaxPool
+MAX_INTS = ("int8", "uint8")  # MaxPool's integer dtypes, in float
 
 
 def fast_expression(dtype, mode, rank, window=None, bits=32):
     """pool_fast's name expression; `window` (taps, step) for a fixed last-axis window."""
-    storage, acc, _ = dtypes.FLOAT_TYPES[np.dtype(dtype).name]
+    name = np.dtype(dtype).name
+    storage, acc = ((dtypes.INT_TYPES[name], "float") if name in MAX_INTS
+                    else dtypes.FLOAT_TYPES[name][:2])
     kind = "oc::RuntimeWindow" if window is None else f"oc::FixedWindow<{window[0]}, {window[1]}>"
     return (f"pool_fast<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {ENUM[mode]}, {rank}, "
             f"{kind}>")
@@ -93,7 +97,9 @@ def random_attrs(rng, op, spatial, reached):
 
 def test_fast_paths_registered():
     fast = loader.fast_paths("pool")
-    expected = {fast_expression(t, m, r, w, b) for t in dtypes.FLOAT_TYPES for m in range(3)
+    expected = {fast_expression(t, m, r, w, b)
+                for t in (*dtypes.FLOAT_TYPES, *MAX_INTS)
+                for m in (range(4) if t in dtypes.FLOAT_TYPES else (3,))
                 for r in (1, 2, 3) for w in [None, *(COMPILED if r == 2 else ())]
                 for b in dtypes.INDEX_TYPES}
     assert set(fast) == expected

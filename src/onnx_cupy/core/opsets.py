@@ -23,6 +23,11 @@ _define("AveragePool", [(1, _POOL), (7, {"count_include_pad"}), (10, {"ceil_mode
                         (11, set()), (19, {"dilations"}), (22, set())])
 _define("LpPool", [(1, _POOL | {"p"}), (2, set()), (11, set()),
                    (18, {"ceil_mode", "dilations"}), (22, set())])
+_define("MaxPool", [(1, _POOL), (8, {"storage_order"}), (10, {"ceil_mode", "dilations"}),
+                    (11, set()), (12, set()), (22, set())])
+_define("GlobalAveragePool", [(1, set()), (22, set())])
+_define("GlobalMaxPool", [(1, set()), (22, set())])
+_define("GlobalLpPool", [(1, {"p"}), (2, set()), (22, set())])
 _define("Hardmax", [(1, {"axis"}), (11, set()), (13, set())])
 _define("Resize", [(10, {"mode"}),
                    (11, {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",

@@ -1,10 +1,12 @@
-"""AveragePool, LpPool, Hardmax and Resize on dask arrays, block by block.
+"""AveragePool, LpPool, MaxPool, the global pools, Hardmax and Resize on dask arrays, block by
+block.
 
 Each function takes a `dask.array.Array` and the keywords of the eager function of the same
 name (`out=` excepted: dask arrays are immutable) and returns a lazy dask array. The operator
 maps over the chunks of the axes it leaves unchanged and sees every other axis whole:
 
-  AveragePool, LpPool   batch and channel keep their chunks; every spatial axis is one chunk
+  AveragePool, LpPool,  batch and channel keep their chunks; every spatial axis is one chunk
+  MaxPool, Global*Pool  (MaxPool's Indices: offset by the planes of the blocks before)
   Hardmax-13            every axis but `axis` keeps its chunks; `axis` is one chunk
   Hardmax-1, -11        the axes before `axis` (rows of the coerced 2-D view) keep their chunks;
                         `axis` and the axes after it are one chunk
@@ -48,7 +50,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..core import execution, extras
+from ..core import arrays, execution, extras
 
 try:
     import dask.array as da
@@ -112,14 +114,43 @@ def _whole(X: da.Array, axes: Iterable[int]) -> da.Array:
 
 # ---------------------------------------------------------------- pooling
 
-def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]) -> da.Array:
+def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]) -> Any:
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (), attrs)
-    pl = pool_plan.prepare(op, tuple(X.shape), X.dtype, **kw)
+    indices = kw.pop("return_indices", False)
+    if op in pool_plan.GLOBAL_OPS:
+        out_shape = pool_plan.global_plan(op, kw["opset"], tuple(X.shape), X.dtype,
+                                          kw.get("p")).out_shape
+    else:
+        out_shape = pool_plan.prepare(op, tuple(X.shape), X.dtype, **kw).out_shape
+        pool_api.check_return_indices(op, kw["opset"], indices)
     X = _whole(X, range(2, X.ndim))
-    chunks = X.chunks[:2] + tuple((m,) for m in pl.out_shape[2:])
-    return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, chunks,
-                eager.__name__)
+    chunks = X.chunks[:2] + tuple((m,) for m in out_shape[2:])
+    Y = _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, chunks,
+             eager.__name__)
+    if not indices:
+        return Y
+    pool_api.check_return_indices(op, kw["opset"], True)   # the eager call's error, now
+    channels, plane = X.shape[1], math.prod(X.shape[2:])
+    block = functools.partial(_max_indices, backend=backend, kw=kw, channels=channels,
+                              plane=plane)
+    I = da.map_blocks(block, X, chunks=chunks, dtype="int64", token="max_pool_indices",
+                      meta=meta_from_array(X).astype("int64"))
+    return Y, I
+
+
+def _max_indices(x: Any, backend: str, kw: dict[str, Any], channels: int, plane: int,
+                 block_info: Any = None) -> Any:
+    """A block's MaxPool Indices, made global: the block's (n, c) planes start at (n0, c0) of
+    the whole array (N, `channels`), whose planes hold `plane` elements."""
+    with execution.backend(backend):
+        _, local = pool_api.max_pool(x, return_indices=True, **kw)
+    (n0, _), (c0, _) = block_info[0]["array-location"][:2]
+    xp = arrays.module_of(backend)
+    n = xp.arange(x.shape[0]).reshape((-1, 1) + (1,) * (x.ndim - 2))
+    c = xp.arange(x.shape[1]).reshape((1, -1) + (1,) * (x.ndim - 2))
+    shift = (((n + n0) * channels + c + c0) - (n * x.shape[1] + c)) * plane
+    return xp.where(local < 0, local, local + shift)
 
 
 _DOC = """ONNX {op} on a dask array, lazily: `onnx_cupy.{name}` on every block.
@@ -173,6 +204,36 @@ def average_pool(X: da.Array, **attrs: Any) -> da.Array:
 @_doc(op="LpPool", chunks=_POOL_CHUNKS, example=_POOL_EXAMPLE.format(name="lp_pool"))
 def lp_pool(X: da.Array, **attrs: Any) -> da.Array:
     return _pool("LpPool", pool_api.lp_pool, X, attrs)
+
+
+@_doc(op="MaxPool", chunks=_POOL_CHUNKS + """ With return_indices=True, returns (Y, Indices),
+    Indices computed in their own pass and offset by the (n, c) planes of the blocks before.""",
+      example=_POOL_EXAMPLE.format(name="max_pool"))
+def max_pool(X: da.Array, **attrs: Any) -> Any:
+    return _pool("MaxPool", pool_api.max_pool, X, attrs)
+
+
+_GLOBAL_EXAMPLE = """>>> x = da.ones((4, 3, 8, 8), chunks=(2, 3, 4, 4), dtype=np.float32)
+    >>> ocd.{name}(x).chunks
+    ((2, 2), (3,), (1,), (1,))"""
+
+
+@_doc(op="GlobalAveragePool", chunks=_POOL_CHUNKS,
+      example=_GLOBAL_EXAMPLE.format(name="global_average_pool"))
+def global_average_pool(X: da.Array, **attrs: Any) -> da.Array:
+    return _pool("GlobalAveragePool", pool_api.global_average_pool, X, attrs)
+
+
+@_doc(op="GlobalMaxPool", chunks=_POOL_CHUNKS,
+      example=_GLOBAL_EXAMPLE.format(name="global_max_pool"))
+def global_max_pool(X: da.Array, **attrs: Any) -> da.Array:
+    return _pool("GlobalMaxPool", pool_api.global_max_pool, X, attrs)
+
+
+@_doc(op="GlobalLpPool", chunks=_POOL_CHUNKS,
+      example=_GLOBAL_EXAMPLE.format(name="global_lp_pool"))
+def global_lp_pool(X: da.Array, **attrs: Any) -> da.Array:
+    return _pool("GlobalLpPool", pool_api.global_lp_pool, X, attrs)
 
 
 # ---------------------------------------------------------------- Hardmax

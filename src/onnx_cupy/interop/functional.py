@@ -16,15 +16,15 @@ import numpy as np
 
 from ..core import execution
 from ..hardmax.api import hardmax
-from ..pool.api import average_pool
+from ..pool.api import average_pool, max_pool
 from ..resize import kernel as resize_kernel
 from ..resize import numpy as resize_numpy
 from ..resize import plan as resize_plan
 
 __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "lp_pool1d", "lp_pool2d",
-           "lp_pool3d", "one_hot_argmax"]
+           "lp_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "one_hot_argmax"]
 
-_POOL_OPSET = 22    # the newest AveragePool
+_POOL_OPSET = 22    # the newest AveragePool and MaxPool
 _RESIZE_OPSET = 19  # the newest Resize
 _DIMS = {1: "one int", 2: "a tuple of two ints", 3: "a tuple of three ints"}
 
@@ -62,27 +62,32 @@ def _batched(x: Any, name: str, k: int) -> tuple[Any, bool]:
 
 
 def _check_pool(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
-                stride: tuple[int, ...], padding: tuple[int, ...], ceil_mode: bool) -> None:
-    """PyTorch's checks, including output lengths >= 1: floor_or_ceil((n + 2p - k) / s) + 1,
-    the last window dropped where ceil_mode starts it in the right padding."""
+                stride: tuple[int, ...], padding: tuple[int, ...], ceil_mode: bool,
+                dilation: tuple[int, ...] | None = None) -> None:
+    """PyTorch's checks, including output lengths >= 1: floor_or_ceil((n + 2p - dk) / s) + 1
+    with dk = d * (k - 1) + 1, the last window dropped where ceil_mode starts it in the right
+    padding; the pad at most half the (undilated) kernel."""
+    dilation = dilation or (1,) * len(kernel)
     if any(k <= 0 for k in kernel):
         raise ValueError(f"{name}: kernel size should be greater than zero, got {list(kernel)}")
     if any(s <= 0 for s in stride):
         raise ValueError(f"{name}: stride should be greater than zero, got {list(stride)}")
+    if any(d <= 0 for d in dilation):
+        raise ValueError(f"{name}: dilation should be greater than zero, got {list(dilation)}")
     if any(p < 0 or p > k // 2 for p, k in zip(padding, kernel)):
         raise ValueError(f"{name}: pad should be at least 0 and at most half of kernel size, got "
                          f"padding {list(padding)} for kernel_size {list(kernel)}")
     spatial = shape[2:]
     out = []
-    for n, k, s, p in zip(spatial, kernel, stride, padding):
-        o = (n + 2 * p - k + (s - 1 if ceil_mode else 0)) // s + 1
+    for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation):
+        o = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
         if ceil_mode and (o - 1) * s >= n + p:
             o -= 1
         out.append(o)
     if any(o < 1 for o in out):
         raise ValueError(f"{name}: given input size {list(spatial)}, the calculated output size "
                          f"{out} is too small (kernel_size {list(kernel)}, stride {list(stride)}, "
-                         f"padding {list(padding)})")
+                         f"padding {list(padding)}, dilation {list(dilation)})")
 
 
 def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
@@ -492,3 +497,104 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     if backend == "numpy":
         return resize_numpy.run(pl, x, None)
     return resize_kernel.run(pl, x, None, backend)
+
+
+def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
+              dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
+    x, unbatched = _batched(_array(input, name), name, k)
+    kernel = _tuple(name, "kernel_size", kernel_size, k)
+    strides = kernel if stride is None or (isinstance(stride, Sequence) and not stride) else \
+        _tuple(name, "stride", stride, k, optional=True)
+    pads = _tuple(name, "padding", padding, k)
+    dilations = _tuple(name, "dilation", dilation, k)
+    _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode, dilations)
+    result = max_pool(x, kernel_shape=list(kernel), strides=list(strides), pads=list(pads) * 2,
+                      dilations=list(dilations), ceil_mode=int(bool(ceil_mode)),
+                      opset=_POOL_OPSET, return_indices=bool(return_indices))
+    if not return_indices:
+        return result[0] if unbatched else result
+    y, onnx_indices = result
+    xp = _xp(y)
+    plane = math.prod(x.shape[2:])   # ONNX counts whole (n, c) planes; PyTorch does not
+    indices = xp.where(onnx_indices < 0, onnx_indices, onnx_indices % plane)
+    return (y[0], indices[0]) if unbatched else (y, indices)
+
+
+_MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy array.
+
+    Runs ONNX MaxPool with kernel_shape = kernel_size, strides = stride (default kernel_size),
+    pads = padding at both ends, dilations = dilation and ceil_mode as given (what PyTorch's
+    exporter writes); the two agree on the windows (ceil_mode's last window dropped where it
+    would start in the right padding), on ties (the first wins) and on NaN (it propagates, the
+    last NaN's index). With return_indices, the indices are PyTorch's: flattened over the spatial
+    dims of each (n, c) plane (ONNX's Indices also count the planes before it).
+
+    Parameters
+    ----------
+    input : numpy.ndarray or cupy.ndarray
+        {shape}.
+    kernel_size : int or sequence of int
+    stride : int or sequence of int, optional
+        Default: kernel_size.
+    padding : int or sequence of int, default 0
+        Implicit -inf at both ends, at most half the kernel size.
+    dilation : int or sequence of int, default 1
+    ceil_mode : bool, default False
+    return_indices : bool, default False
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray, or (output, indices)
+        Input's dtype, on its device; indices int64.
+
+    Raises
+    ------
+    ValueError
+        Where PyTorch raises: kernel_size, stride, padding or dilation of the wrong length;
+        kernel, stride or dilation <= 0; padding above half the kernel; an output length < 1; a
+        wrong input rank.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx_cupy.nn import functional as F
+    >>> x = np.array({example_x}, dtype=np.float32)
+    >>> F.max_pool{k}d(x, {example_kernel}, ceil_mode=True, return_indices=True)
+    {example_result}
+    """
+
+
+def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+max_pool1d.__doc__ = _MAX_DOC.format(
+    k=1, shape="(N, C, L) or (C, L)", example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]], [[0, 1, 0, 1, 2]]]",
+    example_kernel="2",
+    example_result="""(array([[[3., 5., 4.]],
+    <BLANKLINE>
+           [[1., 1., 2.]]], dtype=float32), array([[[1, 3, 4]],
+    <BLANKLINE>
+           [[1, 3, 4]]]))""")
+max_pool2d.__doc__ = _MAX_DOC.format(
+    k=2, shape="(N, C, H, W) or (C, H, W)", example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]]]",
+    example_kernel="(1, 2)",
+    example_result="(array([[[3., 5., 4.]]], dtype=float32), array([[[1, 3, 4]]]))")
+max_pool3d.__doc__ = _MAX_DOC.format(
+    k=3, shape="(N, C, D, H, W) or (C, D, H, W)", example_x="[[[[1.0, 3.0, 2.0, 5.0, 4.0]]]]",
+    example_kernel="(1, 1, 2)",
+    example_result="(array([[[[3., 5., 4.]]]], dtype=float32), array([[[[1, 3, 4]]]]))")

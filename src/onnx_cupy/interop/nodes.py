@@ -6,13 +6,21 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import opsets
 from ..hardmax.api import hardmax
-from ..pool.api import average_pool, lp_pool
+from ..pool.api import (
+    average_pool,
+    global_average_pool,
+    global_lp_pool,
+    global_max_pool,
+    lp_pool,
+    max_pool,
+)
 from ..resize.api import resize
 
 if TYPE_CHECKING:
     from onnx import ModelProto
 
-NodeRunner = Callable[[list[Any], dict[str, Any], int], Any]
+# runner(inputs, attributes, opset, output names of the node) -> the node's outputs
+NodeRunner = Callable[[list[Any], dict[str, Any], int, Sequence[str]], list[Any]]
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
@@ -62,13 +70,14 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
         if isinstance(opset, ModelProto):
             opset = default_opset(opset)
     opsets.check_given(op, opset, {k: True for k in attrs})
-    fn, names = RUNNERS[op], list(node.input)
-    return lambda inputs: [fn(_align(op, names, inputs), attrs, opset)]
+    fn, names, outputs = RUNNERS[op], list(node.input), list(node.output)
+    return lambda inputs: fn(_align(op, names, inputs), attrs, opset, outputs)
 
 
 def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = None
              ) -> list[Any]:
-    """Run one ONNX node of AveragePool, LpPool, Hardmax or Resize on NumPy or CuPy arrays.
+    """Run one ONNX node of AveragePool, LpPool, MaxPool, Hardmax or Resize on NumPy or CuPy
+    arrays.
 
     Parameters
     ----------
@@ -83,7 +92,8 @@ def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = 
     Returns
     -------
     list of arrays
-        The node's outputs, on the inputs' path (CuPy in, CuPy out).
+        The node's outputs, on the inputs' path (CuPy in, CuPy out): MaxPool's Indices where
+        the node names a second output.
 
     Raises
     ------
@@ -103,27 +113,46 @@ def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = 
 
 def _single_input(op: str, fn: Callable[..., Any]) -> NodeRunner:
     """Runner of an operator with one input X and attributes only."""
-    def call(inputs: list[Any], attrs: dict[str, Any], opset: int) -> Any:
+    def call(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Sequence[str]
+             ) -> list[Any]:
         if len(inputs) != 1:
             raise ValueError(f"run_node: {op} takes 1 input, got {len(inputs)}")
-        return fn(inputs[0], opset=opset, **attrs)
+        return [fn(inputs[0], opset=opset, **attrs)]
     return call
 
 
-def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int) -> Any:
+def _max_pool(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Sequence[str]
+              ) -> list[Any]:
+    """MaxPool: Y, and Indices where the node names a second output."""
+    if len(inputs) != 1:
+        raise ValueError(f"run_node: MaxPool takes 1 input, got {len(inputs)}")
+    if len(outputs) > 2:
+        raise ValueError(f"run_node: MaxPool has at most 2 outputs (Y, Indices), got "
+                         f"{len(outputs)}")
+    if len(outputs) == 2 and outputs[1]:
+        return list(max_pool(inputs[0], opset=opset, return_indices=True, **attrs))
+    return [max_pool(inputs[0], opset=opset, **attrs)]
+
+
+def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Sequence[str]
+            ) -> list[Any]:
     """Resize-10 takes (X, scales); later versions (X, roi, scales, sizes), trailing optional."""
     names = (("X", "scales") if opsets.version("Resize", opset) == 10
              else ("X", "roi", "scales", "sizes"))
     if not 1 <= len(inputs) <= len(names):
         raise ValueError(f"run_node: Resize at opset {opset} takes 1 to {len(names)} inputs "
                          f"({', '.join(names)}), got {len(inputs)}")
-    return resize(**dict(zip(names, inputs)), opset=opset, **attrs)
+    return [resize(**dict(zip(names, inputs)), opset=opset, **attrs)]
 
 
 # op_type -> runner(inputs, attributes, opset) -> output
 RUNNERS: dict[str, NodeRunner] = {
     "AveragePool": _single_input("AveragePool", average_pool),
     "LpPool": _single_input("LpPool", lp_pool),
+    "MaxPool": _max_pool,
+    "GlobalAveragePool": _single_input("GlobalAveragePool", global_average_pool),
+    "GlobalLpPool": _single_input("GlobalLpPool", global_lp_pool),
+    "GlobalMaxPool": _single_input("GlobalMaxPool", global_max_pool),
     "Hardmax": _single_input("Hardmax", hardmax),
     "Resize": _resize,
 }

@@ -1,6 +1,6 @@
-"""An onnx.backend.base.Backend for models made only of AveragePool, LpPool, Hardmax, Resize,
-Identity and Constant nodes, so ONNX's backend test runner (and any onnx.backend user) can drive
-onnx-cupy.
+"""An onnx.backend.base.Backend for models made only of AveragePool, LpPool, MaxPool, Hardmax,
+Resize, Identity and Constant nodes, so ONNX's backend test runner (and any onnx.backend user) can
+drive onnx-cupy.
 
 The execution path is fixed at prepare: device "CPU" runs on NumPy arrays (the `numpy` path, or
 `emulated` when forced with `onnx_cupy.backend`), "CUDA[:i]" on CuPy arrays on GPU i, and no
@@ -220,8 +220,8 @@ class OnnxCupyBackend(Backend):
         Parameters
         ----------
         model : onnx.ModelProto
-            A graph of AveragePool, LpPool, Hardmax, Resize, Identity and Constant nodes in
-            topological order; initializers become constants on the device.
+            A graph of AveragePool, LpPool, MaxPool, Hardmax, Resize, Identity and Constant
+            nodes in topological order; initializers become constants on the device.
         device : {"CPU", "CUDA", "CUDA:i"}, optional
             "CPU" runs on NumPy (or the emulated kernels when forced with
             `onnx_cupy.backend`), "CUDA[:i]" on GPU i; None: the forced or default backend.
@@ -285,7 +285,7 @@ class OnnxCupyBackend(Backend):
         Parameters
         ----------
         node : onnx.NodeProto
-            An AveragePool, LpPool, Hardmax or Resize node.
+            An AveragePool, LpPool, MaxPool, Hardmax or Resize node.
         inputs : sequence of arrays
             By position in node.input; None or an empty input name is an omitted input.
         device : {"CPU", "CUDA", "CUDA:i"}, optional

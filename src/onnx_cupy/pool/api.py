@@ -1,12 +1,14 @@
-"""The public AveragePool and LpPool functions: validate and plan on the host (plan.py), then run
-the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
-emulator (kernel.py)."""
+"""The public AveragePool, LpPool, MaxPool and global pooling functions: validate and plan on the
+host (plan.py), then run the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels
+on the GPU or the CPU emulator (kernel.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from ..core import execution
+import numpy as np
+
+from ..core import arrays, execution, opsets
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -14,11 +16,33 @@ from . import numpy as numpy_path
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _pool(op: str, X: ArrayT, opset: int, out: Any, **attrs: Any) -> ArrayT:
+INDICES_FROM = 8  # MaxPool's second output, Indices, exists from this version
+
+
+def check_return_indices(op: str, opset: int, return_indices: Any) -> None:
+    """TypeError for a return_indices that is not a bool, ValueError for True where the
+    version in force has no Indices output."""
+    if not isinstance(return_indices, bool):
+        raise TypeError(f"{op}: return_indices must be a bool, got {return_indices!r}")
+    if return_indices and opsets.version(op, opset) < INDICES_FROM:
+        raise ValueError(f"{op}: the Indices output (return_indices=True) is not defined at "
+                         f"{opsets.in_force(op, opset)}; it came with {op}-{INDICES_FROM}")
+
+
+def _pool(op: str, X: ArrayT, opset: int, out: Any, return_indices: bool = False,
+          **attrs: Any) -> Any:
     x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
     pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)
-    y = numpy_path.run(pl, x, out) if backend == "numpy" else kernel.run(pl, x, out, backend)
-    return cast(ArrayT, y)   # the array type of X
+    check_return_indices(op, opset, return_indices)
+    indices = None
+    if return_indices:
+        out = arrays.output(out, x, pl.out_shape, x.dtype, backend, op)  # `out` checked first
+        indices = arrays.output(None, x, pl.out_shape, np.dtype(np.int64), backend, op)
+    if backend == "numpy":
+        y = numpy_path.run(pl, x, out, indices)
+    else:
+        y = kernel.run(pl, x, out, backend, indices)
+    return (y, indices) if return_indices else cast(ArrayT, y)   # the array type of X
 
 
 _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
@@ -28,8 +52,7 @@ _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
     Parameters
     ----------
     X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
-        Input of shape (N, C, D1, ..., Dk), 1 <= k <= 8; float16, float32, float64, and bfloat16
-        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32.
+        Input of shape (N, C, D1, ..., Dk), 1 <= k <= 8; {dtypes}
     kernel_shape : sequence of int
         Window size per spatial axis (required).
     {own}
@@ -55,7 +78,7 @@ _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
 
     Returns
     -------
-    numpy.ndarray or cupy.ndarray
+    {returns}
         (N, C, O1, ..., Ok) of X's dtype, on X's device, where with explicit pads
         Oi = floor_or_ceil((Di + begin_i + end_i - dk_i) / s_i) + 1 and dk_i = (k_i - 1) * d_i + 1.
 
@@ -74,10 +97,15 @@ _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
     """
 
 
+_FLOATS = """float16, float32, float64, and bfloat16
+        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32."""
+
+
 def _pool_doc(**parts: str) -> Callable[[_F], _F]:
     """Give a pooling function the shared docstring, filled with its own parts."""
     def apply(fn: _F) -> _F:
-        fn.__doc__ = _POOL_DOC.format(**parts)
+        fn.__doc__ = _POOL_DOC.format(**{"dtypes": _FLOATS,
+                                         "returns": "numpy.ndarray or cupy.ndarray", **parts})
         return fn
     return apply
 
@@ -100,9 +128,10 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
                  ceil_mode: int = 0, count_include_pad: int = 0, dilations: Any = None,
                  pads: Any = None, strides: Any = None, opset: int = 22,
                  out: ArrayT | None = None) -> ArrayT:
-    return _pool("AveragePool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
-                 ceil_mode=ceil_mode, count_include_pad=count_include_pad, dilations=dilations,
-                 pads=pads, strides=strides)
+    return cast(ArrayT, _pool("AveragePool", X, opset, out, kernel_shape=kernel_shape,
+                              auto_pad=auto_pad, ceil_mode=ceil_mode,
+                              count_include_pad=count_include_pad, dilations=dilations, pads=pads,
+                              strides=strides))
 
 
 @_pool_doc(
@@ -119,5 +148,114 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
 def lp_pool(X: ArrayT, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
             ceil_mode: int = 0, dilations: Any = None, pads: Any = None, strides: Any = None,
             opset: int = 22, out: ArrayT | None = None) -> ArrayT:
-    return _pool("LpPool", X, opset, out, kernel_shape=kernel_shape, auto_pad=auto_pad,
-                 ceil_mode=ceil_mode, dilations=dilations, pads=pads, strides=strides, p=p)
+    return cast(ArrayT, _pool("LpPool", X, opset, out, kernel_shape=kernel_shape,
+                              auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                              pads=pads, strides=strides, p=p))
+
+
+@_pool_doc(
+    op="MaxPool", versions="1, 8, 10, 11, 12, 22", ceil_from="10", dilations_from="10",
+    at_21="12",
+    dtypes="""float16, float32, float64; int8 and uint8 from opset
+        12; bfloat16 (ml_dtypes on NumPy) from opset 22.""",
+    returns="""numpy.ndarray or cupy.ndarray, or (Y, Indices) with return_indices""",
+    formula="""Y[n, c, o] = max over the taps w of window o inside X of X[n, c, w] (pads never
+    win), where window o along axis i holds positions o_i * s_i - begin_i + j * d_i (0 <= j < k_i). Taps are
+    visited axis 0 outermost, taps ascending: the first of equal maxima wins, a NaN always wins
+    (the last NaN of a window: NaN propagates as in PyTorch). A window with no element of X gives
+    -inf (an integer dtype's minimum) and index -1. Indices[n, c, o] (int64, opset >= 8) is the
+    winner's flat index into X: ((n * C + c) * D1 + p1) * D2 + p2 ... (storage_order=0), or
+    (n * C + c) * D1 * ... * Dk + p1 + p2 * D1 + p3 * D1 * D2 ... (storage_order=1).""",
+    own="""storage_order : {0, 1}, default 0 (from opset 8)
+        Row-major (0) or column-major (1) order of the spatial dims in Indices.
+    return_indices : bool, default False
+        Also return Indices (MaxPool's second output; from opset 8).""",
+    example=""">>> import numpy as np, onnx_cupy as oc
+    >>> x = np.array([[[1.0, 3.0, 2.0, 5.0, 4.0]]], dtype=np.float32)
+    >>> y, i = oc.max_pool(x, kernel_shape=[2], strides=[2], ceil_mode=1, return_indices=True)
+    >>> y, i
+    (array([[[3., 5., 4.]]], dtype=float32), array([[[1, 3, 4]]]))""")
+def max_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
+             ceil_mode: int = 0, dilations: Any = None, pads: Any = None,
+             storage_order: int = 0, strides: Any = None, opset: int = 22,
+             out: ArrayT | None = None, return_indices: bool = False) -> Any:
+    return _pool("MaxPool", X, opset, out, return_indices, kernel_shape=kernel_shape,
+                 auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, pads=pads,
+                 strides=strides, storage_order=storage_order)
+
+
+def _global(op: str, X: ArrayT, opset: int, out: Any, p: Any = None) -> ArrayT:
+    x, backend = execution.select(X, op)
+    pl = plan.global_plan(op, opset, tuple(x.shape), np.dtype(x.dtype), p)
+    if backend == "numpy":
+        return cast(ArrayT, numpy_path.run_global(pl, x, out))
+    return cast(ArrayT, kernel.run_global(pl, x, out, backend))
+
+
+_GLOBAL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array: {what} over
+    every spatial axis.
+
+    {formula}
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
+        Input of shape (N, C, D1, ..., Dk), k >= 1; float16, float32, float64, and bfloat16
+        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32.
+    {own}opset : int
+        The ONNX opset the call follows (the version in force decides the rules).
+    out : array, optional
+        C-contiguous output of the result's shape and dtype, on X's device, not overlapping X.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        (N, C, 1, ..., 1) of X's dtype, on X's device. An empty plane (some Di = 0) gives
+        {empty}.
+
+    Raises
+    ------
+    ValueError
+        X of rank < 3{p_error}.
+    TypeError
+        An unsupported dtype or array type.
+
+    Examples
+    --------
+    >>> import numpy as np, onnx_cupy as oc
+    >>> x = np.array([[[[1.0, -2.0], [3.0, 2.0]]]], dtype=np.float32)
+    >>> oc.{name}(x{example_args})
+    {example}
+    """
+
+
+def _global_doc(**parts: str) -> Callable[[_F], _F]:
+    def apply(fn: _F) -> _F:
+        fn.__doc__ = _GLOBAL_DOC.format(**{"own": "", "p_error": "", **parts})
+        return fn
+    return apply
+
+
+@_global_doc(op="GlobalAveragePool", versions="1, 22", what="the mean", name="global_average_pool",
+             formula="Y[n, c, 0, ..., 0] = sum over w of X[n, c, w] / (D1 * ... * Dk)",
+             empty="NaN (0/0)", example_args="", example="array([[[[1.]]]], dtype=float32)")
+def global_average_pool(X: ArrayT, *, opset: int = 22, out: ArrayT | None = None) -> ArrayT:
+    return _global("GlobalAveragePool", X, opset, out)
+
+
+@_global_doc(op="GlobalMaxPool", versions="1, 22", what="the maximum", name="global_max_pool",
+             formula="Y[n, c, 0, ..., 0] = max over w of X[n, c, w] (a NaN propagates)",
+             empty="-inf", example_args="", example="array([[[[3.]]]], dtype=float32)")
+def global_max_pool(X: ArrayT, *, opset: int = 22, out: ArrayT | None = None) -> ArrayT:
+    return _global("GlobalMaxPool", X, opset, out)
+
+
+@_global_doc(op="GlobalLpPool", versions="1, 2, 22", what="the Lp norm", name="global_lp_pool",
+             formula="Y[n, c, 0, ..., 0] = (sum over w of abs(X[n, c, w])^p)^(1/p)",
+             own="""p : int or float, default 2
+        The norm's order, > 0; an integer from opset 2 (GlobalLpPool-1 takes any float).
+    """, p_error="; p <= 0, or not an integer from opset 2", empty="0",
+             example_args=", p=1", example="array([[[[8.]]]], dtype=float32)")
+def global_lp_pool(X: ArrayT, *, p: float = 2, opset: int = 22,
+                   out: ArrayT | None = None) -> ArrayT:
+    return _global("GlobalLpPool", X, opset, out, p)

@@ -1,15 +1,18 @@
-"""The kernel path of AveragePool and LpPool: parameter blocks, instantiation and grid of
-kernels/pool.cu for a plan (onnx_cupy.pool.plan), launched on the GPU or the emulator.
+"""The kernel path of AveragePool, LpPool, MaxPool and the global pools: parameter blocks,
+instantiation and grid of kernels/pool.cu for a plan (onnx_cupy.pool.plan), launched on the GPU or
+the emulator.
 
-Plans with 1-3 spatial axes whose coordinates and per-plane sizes fit an int, AveragePool or
-LpPool with p = 1 or 2, run the fast kernel `pool_fast` (rank and mode as template parameters,
-OUTPUTS outputs per thread along the last axis, the N*C planes on grid y, runtime divisions as
-host-computed multiply-shifts). 2-D plans whose last axis has one of the WINDOWS (kernel size,
-stride), dilation 1 and unit input stride take its fixed-window instantiation: a row's loads
-unrolled and shared between overlapping windows. Every other plan runs the generic kernel `pool`,
-instantiated per spatial rank. Both take 32-bit offsets where every input offset and output index
-fits, else 64-bit ones. All sum a window's taps in the same order and divide by the same count, so
-they give identical results."""
+Plans with 1-3 spatial axes whose coordinates and per-plane sizes fit an int, AveragePool, LpPool
+with p = 1 or 2 or MaxPool without indices, run the fast kernel `pool_fast` (rank and mode as
+template parameters, OUTPUTS outputs per thread along the last axis, the N*C planes on grid y,
+runtime divisions as host-computed multiply-shifts). 2-D plans whose last axis has one of the
+WINDOWS (kernel size, stride), dilation 1 and unit input stride take its fixed-window instantiation:
+a row's loads unrolled and shared between overlapping windows. Every other plan runs the generic
+kernel `pool`, instantiated per spatial rank. Both take 32-bit offsets where every input offset and
+output index fits, else 64-bit ones. All visit a window's taps in the same order (summing and
+dividing by the same count, or taking the maximum), so they give identical results. MaxPool's
+indices come from the generic kernel. The global pools run `pool_global` (run_global): a block per
+(n, c) plane reducing it by warp shuffles and shared memory."""
 from __future__ import annotations
 
 import functools
@@ -19,15 +22,24 @@ from typing import Any
 import numpy as np
 
 from ..core import arrays, dtypes, launcher, loader
-from .plan import MAX_SPATIAL, PoolPlan
+from .plan import MAX_SPATIAL, GlobalPlan, PoolPlan
 
 FAMILY = "pool"
 RANKS = tuple(range(1, MAX_SPATIAL + 1))  # spatial ranks of the generic kernel
+# the generic kernel's PoolGeom::mode per operator (POOL_AVERAGE, POOL_LP, POOL_MAX)
+GENERIC_MODES = {"AveragePool": 0, "LpPool": 1, "MaxPool": 2}
+# dtype name -> (kernel storage type, accumulate type): the float table, and MaxPool's integers
+# (float holds every int8 and uint8 value exactly)
+MAX_ONLY = ("int8", "uint8")
+TYPES = {**{n: v[:2] for n, v in dtypes.FLOAT_TYPES.items()},
+         **{n: (dtypes.INT_TYPES[n], "float") for n in MAX_ONLY}}
 
 _GEOM = np.dtype(
-    [(f, "<i8") for f in ("total", "channels", "stride_n", "stride_c", "lp")]
+    [(f, "<i8") for f in ("total", "channels", "stride_n", "stride_c", "mode", "indices",
+                          "plane_size")]
     + [(f, "<i8", (MAX_SPATIAL,)) for f in ("in_shape", "in_stride", "out_shape", "kernel", "step",
-                                             "dilation", "pad_begin", "count_begin", "count_end")]
+                                             "dilation", "pad_begin", "count_begin", "count_end",
+                                             "index_stride")]
     + [("p", "<f8"), ("by_channels", "<u4", (2,))]
     + [(f, "<u4", (MAX_SPATIAL, 2)) for f in ("by_out_shape", "by_dilation")],
     align=True,
@@ -35,7 +47,7 @@ _GEOM = np.dtype(
 
 
 def _expression(dtype_name: str, bits: int, rank: int) -> str:
-    storage, acc, _ = dtypes.FLOAT_TYPES[dtype_name]
+    storage, acc = TYPES[dtype_name]
     return f"pool<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {rank}>"
 
 
@@ -49,8 +61,9 @@ FAST_RANKS = (1, 2, 3)
 # and 3x3 s1/s2; any other window is read from PoolFastGeom (oc::RuntimeWindow).
 WINDOWS = ((2, 2), (3, 1), (3, 2))
 WINDOW_RANKS = (2,)
-# pool_fast's oc::PoolMode by the plan's p (None: AveragePool)
-MODES = {None: "oc::PoolMode::average", 1.0: "oc::PoolMode::l1", 2.0: "oc::PoolMode::l2"}
+# pool_fast's oc::PoolMode by the plan's p (None: AveragePool; "max": MaxPool)
+MODES = {None: "oc::PoolMode::average", 1.0: "oc::PoolMode::l1", 2.0: "oc::PoolMode::l2",
+         "max": "oc::PoolMode::max"}
 
 _FAST_GEOM = np.dtype(
     [(f, "<i8") for f in ("stride_n", "stride_c")] + [("in_stride", "<i8", (3,))]
@@ -70,21 +83,40 @@ def window_type(window: tuple[int, int] | None) -> str:
 
 def _fast_expression(dtype_name: str, bits: int, mode: str, rank: int,
                      window: tuple[int, int] | None) -> str:
-    storage, acc, _ = dtypes.FLOAT_TYPES[dtype_name]
+    storage, acc = TYPES[dtype_name]
     return (f"pool_fast<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {mode}, {rank}, "
             f"{window_type(window)}>")
 
 
+_GLOBAL_GEOM = np.dtype(
+    [(f, "<i8") for f in ("planes", "channels", "stride_n", "stride_c", "length", "step", "mode")]
+    + [("p", "<f8")], align=True)
+GLOBAL_MODES = {"GlobalAveragePool": "AveragePool", "GlobalLpPool": "LpPool",
+                "GlobalMaxPool": "MaxPool"}  # the generic kernel's mode each one shares
+
+
+def _global_expression(dtype_name: str, bits: int) -> str:
+    storage, acc = TYPES[dtype_name]
+    return f"pool_global<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
+
+
+_GLOBAL = [_global_expression(t, b) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES]
+
 loader.register(FAMILY,
-                [_expression(t, b, r) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES
-                 for r in RANKS],
-                {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM},
+                [_expression(t, b, r) for t in TYPES for b in dtypes.INDEX_TYPES for r in RANKS]
+                + _GLOBAL,
+                {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM, "PoolGlobalGeom": _GLOBAL_GEOM},
+                cooperative=_GLOBAL,
                 fast={_fast_expression(t, b, m, r, w): OUTPUTS
-                      for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES
-                      for m in MODES.values() for r in FAST_RANKS
+                      for t in TYPES for b in dtypes.INDEX_TYPES
+                      for m in MODES.values() if t not in MAX_ONLY or m == MODES["max"]
+                      for r in FAST_RANKS
                       for w in (None, *(WINDOWS if r in WINDOW_RANKS else ()))},
                 defines={"POOL_MAXD": MAX_SPATIAL, "POOL_OUTPUTS": OUTPUTS,
-                         "POOL_MIN_BLOCKS": MIN_BLOCKS})
+                         "POOL_MIN_BLOCKS": MIN_BLOCKS,
+                         **{f"POOL_{k}": v for k, v in zip(("AVERAGE", "LP", "MAX"),
+                                                           GENERIC_MODES.values())}})
+
 
 
 def coordinate_reach(pl: PoolPlan) -> int:
@@ -109,9 +141,11 @@ def reach(pl: PoolPlan, strides: tuple[int, ...]) -> int:
 
 
 @functools.lru_cache(maxsize=512)
-def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int) -> np.ndarray:
+def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int, indices: bool = False
+             ) -> np.ndarray:
     """The generic kernel's PoolGeom parameter block for an input with these element strides and
-    `bits`-bit indices (the multiply-shift divisors serve 32-bit ones)."""
+    `bits`-bit indices (the multiply-shift divisors serve 32-bit ones); `indices`: MaxPool writes
+    its winners' indices."""
     dividers = {}
     if bits == 32:
         unused = (1,) * (MAX_SPATIAL - pl.nd)
@@ -120,24 +154,27 @@ def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int) -> np.ndarray:
                     "by_dilation": [launcher.divider(d) for d in (*pl.dilations, *unused)]}
     return launcher.parameter_block(
         _GEOM, total=math.prod(pl.out_shape), channels=pl.in_shape[1],
-        stride_n=x_strides[0], stride_c=x_strides[1], lp=pl.lp, p=pl.p,
+        stride_n=x_strides[0], stride_c=x_strides[1], mode=GENERIC_MODES[pl.op],
+        indices=indices, plane_size=math.prod(pl.in_shape[2:]), index_stride=pl.index_strides,
+        p=pl.p,
         in_shape=pl.in_shape[2:], in_stride=x_strides[2:], out_shape=pl.out_shape[2:],
         kernel=pl.kernel, step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin,
         count_begin=pl.cnt_lo, count_end=pl.cnt_hi, **dividers)
 
 
 @functools.lru_cache(maxsize=512)
-def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
+def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...], indices: bool = False
                 ) -> tuple[str, np.ndarray]:
     """(instantiation, PoolGeom block) of the generic kernel for an input of `dtype` with these
-    element strides."""
+    element strides (`indices`: MaxPool writes its winners' indices)."""
     bits = launcher.index_bits(math.prod(pl.out_shape), reach(pl, x_strides))
-    return _expression(dtypes.float_name(dtype), bits, pl.nd), geometry(pl, x_strides, bits)
+    return (_expression(np.dtype(dtype).name, bits, pl.nd),
+            geometry(pl, x_strides, bits, indices))
 
 
 def fast_mode(pl: PoolPlan) -> str | None:
     """The fast kernel's Mode for this plan, or None (LpPool with p other than 1 and 2)."""
-    return MODES.get(pl.p if pl.lp else None)
+    return MODES["max"] if pl.op == "MaxPool" else MODES.get(pl.p if pl.lp else None)
 
 
 def fast_window(pl: PoolPlan, x_strides: tuple[int, ...]) -> tuple[int, int] | None:
@@ -184,22 +221,52 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
         by_dilation=[launcher.divider(d) for d in (*pl.dilations, 1, 1)[:3]])
     shape = (grid, (bx, by, 1))
     window = fast_window(pl, x_strides)
-    return _fast_expression(dtypes.float_name(dtype), bits, mode, rank, window), shape, g
+    return _fast_expression(np.dtype(dtype).name, bits, mode, rank, window), shape, g
 
 
-def run(pl: PoolPlan, X: Any, out: Any, backend: str) -> Any:
+def run(pl: PoolPlan, X: Any, out: Any, backend: str, indices: Any = None) -> Any:
     """pool(X) per plan `pl` into `out` (or a new array) on the kernel path `backend` ('cupy' or
-    'emulated'): the fast kernel where the plan allows it, else the generic one."""
+    'emulated'): the fast kernel where the plan allows it, else the generic one. `indices`, an
+    int64 array of the output's shape, receives MaxPool's winners' indices (generic kernel)."""
     Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
     if not Y.size:
         return Y
     with arrays.on_device(X, backend):
         X, strides = arrays.element_strides(X)
-        fast = fast_kernel_args(pl, X.dtype, strides)
+        fast = None if indices is not None else fast_kernel_args(pl, X.dtype, strides)
         if fast is not None:
             expression, shape, g = fast
             launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, g), shape)
         else:
-            expression, g = kernel_args(pl, X.dtype, strides)
-            launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, g))
+            expression, g = kernel_args(pl, X.dtype, strides, indices is not None)
+            written = indices if indices is not None else arrays.module_of(backend).empty(
+                1, dtype=np.int64)  # a pointer the kernel does not write through
+            launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, written, g))
+    return Y
+
+
+def run_global(pl: GlobalPlan, X: Any, out: Any, backend: str) -> Any:
+    """Global pooling of X per plan `pl` into `out` (or a new array) on the kernel path
+    `backend`: pool_global, a block per (n, c) plane. A plane whose spatial axes no single
+    element stride walks is read from a C-contiguous copy."""
+    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+    if not Y.size:
+        return Y
+    with arrays.on_device(X, backend):
+        X, strides = arrays.element_strides(X)
+        walk = arrays.merged_stride(pl.in_shape[2:], strides[2:])
+        if walk is None:
+            X = arrays.module_of(backend).ascontiguousarray(X)
+            strides = arrays.c_strides(pl.in_shape)
+            walk = (pl.length, 1)
+        planes = pl.in_shape[0] * pl.in_shape[1]
+        bits = dtypes.index_bits(arrays.max_offset(pl.in_shape, strides) + loader.BLOCK
+                                 * max(1, abs(walk[1])), planes + launcher.MAX_BLOCKS)
+        g = launcher.parameter_block(
+            _GLOBAL_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=strides[0],
+            stride_c=strides[1], length=pl.length, step=walk[1],
+            mode=GENERIC_MODES[GLOBAL_MODES[pl.op]], p=pl.p)
+        shape = ((min(planes, launcher.MAX_BLOCKS), 1, 1), (loader.BLOCK, 1, 1))
+        launcher.launch(backend, FAMILY, _global_expression(np.dtype(X.dtype).name, bits),
+                        planes, (X, Y, g), shape)
     return Y

@@ -1,16 +1,23 @@
-"""The NumPy path of AveragePool/LpPool: separable window sums: one pass per spatial axis (outermost
-first, so every pass but the last adds contiguous rows), each pass one strided slice-add per
-kernel tap, over blocks of N*C rows so that temporaries stay cache-sized.
+"""The NumPy path of AveragePool/LpPool/MaxPool. AveragePool and LpPool by separable window sums:
+one pass per spatial axis (outermost first, so every pass but the last adds contiguous rows),
+each pass one strided slice-add per kernel tap, over blocks of N*C rows so that temporaries stay
+cache-sized.
 
   S = sum over taps j_1 (axis 1) of ... sum over taps j_m (axis m) of x[..., w_1(j_1), ..., w_m(j_m)]
   AveragePool: Y = S / count,  LpPool: Y = S^(1/p) with x replaced by |x|^p
 
 The accumulation type is the kernels' (float32 for 16- and 32-bit floats); summing axis by axis
 rounds differently from the kernels' row-major order over each window (by about one ulp).
+
+MaxPool visits the window's taps in the kernels' order (axis 0 outermost, taps ascending), one
+strided slice per tap combination, and keeps a tap where it wins as oc::max_wins decides
+(greater, or NaN): the kernels' values and indices, bit for bit.
 """
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,15 +25,16 @@ import numpy as np
 from ..core import arrays, dtypes
 
 if TYPE_CHECKING:
-    from .plan import PoolPlan
+    from .plan import GlobalPlan, PoolPlan
 
 BLOCK_BYTES = 1 << 21  # input block, in the accumulation type
 
-Tap = tuple[slice, slice]
+Tap = tuple[int, slice, slice]
 
 
 def _taps(n: int, out: int, k: int, s: int, d: int, b: int) -> list[Tap]:
-    """(output slice, input slice) for each tap j whose positions o*s - b + j*d fall inside [0, n)."""
+    """(j, output slice, input slice) for each tap j whose positions o*s - b + j*d fall inside
+    [0, n), j ascending."""
     taps = []
     for j in range(k):
         shift = j * d - b
@@ -34,7 +42,7 @@ def _taps(n: int, out: int, k: int, s: int, d: int, b: int) -> list[Tap]:
         hi = min(out, -((shift - n) // s))   # first o with o*s + shift >= n
         if hi > lo:
             start = lo * s + shift
-            taps.append((slice(lo, hi), slice(start, start + (hi - lo - 1) * s + 1, s)))
+            taps.append((j, slice(lo, hi), slice(start, start + (hi - lo - 1) * s + 1, s)))
     return taps
 
 
@@ -77,25 +85,76 @@ def _window_sum(src: np.ndarray, axis: int, taps: list[Tap], dst: np.ndarray) ->
         return (slice(None),) * axis + (s,)
 
     n = dst.shape[axis]
-    full = [t for t in taps if (t[0].start, t[0].stop) == (0, n)]
+    full = [t for t in taps if (t[1].start, t[1].stop) == (0, n)]
     rest = [t for t in taps if t not in full]
     if len(full) >= 2:
-        np.add(src[at(full[0][1])], src[at(full[1][1])], out=dst)
+        np.add(src[at(full[0][2])], src[at(full[1][2])], out=dst)
         full = full[2:]
     elif full:
-        np.copyto(dst, src[at(full.pop()[1])])
+        np.copyto(dst, src[at(full.pop()[2])])
     else:
         dst.fill(0)
-    for o, i in full + rest:
+    for _, o, i in full + rest:
         dst[at(o)] += src[at(i)]
 
 
-def run(pl: PoolPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-    """pool(x) per plan `pl`, into `out` when given (C-contiguous) or a new array."""
+def run(pl: PoolPlan, x: np.ndarray, out: np.ndarray | None,
+        indices: np.ndarray | None = None) -> np.ndarray:
+    """pool(x) per plan `pl`, into `out` when given (C-contiguous) or a new array; `indices`, an
+    int64 array of the output's shape, receives MaxPool's winners' indices."""
     y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
     if y.size:
-        _pool(pl, x, y)
+        if pl.op == "MaxPool":
+            _max_pool(pl, x, y, indices)
+        else:
+            _pool(pl, x, y)
     return y
+
+
+def max_identity(dtype: np.dtype) -> np.generic:
+    """MaxPool's start value and empty-window result: -inf, or an integer dtype's minimum."""
+    if np.issubdtype(dtype, np.integer):
+        return dtype.type(np.iinfo(dtype).min)
+    return dtype.type(-np.inf)
+
+
+def _max_pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray, indices: np.ndarray | None) -> None:
+    in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
+    rows, nd = pl.in_shape[0] * pl.in_shape[1], pl.nd
+    xs, ys = x.reshape(rows, *in_sp), y.reshape(rows, *out_sp)
+    ids = None if indices is None else indices.reshape(rows, *out_sp)
+    block = max(1, BLOCK_BYTES // (max(1, math.prod(in_sp)) * x.dtype.itemsize))
+    taps = [_taps(*a) for a in zip(in_sp, out_sp, pl.kernel, pl.strides, pl.dilations,
+                                   pl.pads_begin)]
+    plane, steps = math.prod(in_sp), pl.index_strides
+
+    def position(a: int, j: int, o: slice) -> np.ndarray:
+        """Index contribution of axis a's tap j over output slice o, shaped to broadcast."""
+        pos = (np.arange(o.start, o.stop) * pl.strides[a] - pl.pads_begin[a]
+               + j * pl.dilations[a]) * steps[a]
+        return pos.reshape((-1,) + (1,) * (nd - 1 - a))
+
+    for r in range(0, rows, block):
+        rs = slice(r, min(rows, r + block))
+        ys[rs] = max_identity(x.dtype)
+        if ids is not None:
+            ids[rs] = -1
+            first = (np.arange(rs.start, rs.stop, dtype=np.int64) * plane).reshape(
+                (-1,) + (1,) * nd)
+        for combo in itertools.product(*taps):
+            o = (slice(None), *[t[1] for t in combo])
+            at_x = (rs, *[t[2] for t in combo])
+            v = xs[at_x]
+            m = ys[rs][o]
+            with np.errstate(invalid="ignore"):
+                win = (v > m) | np.isnan(v)   # oc::max_wins: greater, or NaN
+            if ids is not None:
+                best = ids[rs][o]
+                win |= best < 0
+                at = first + sum((position(a, j, sl) for a, (j, sl, _) in enumerate(combo)),
+                                 np.zeros((), np.int64))
+                np.copyto(best, np.broadcast_to(at, best.shape), where=win)
+            np.copyto(m, v, where=win)
 
 
 def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
@@ -136,3 +195,29 @@ def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
                 src /= div
             if convert:
                 ys[r:r + block] = src
+
+
+def run_global(pl: GlobalPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """Global pooling of x per plan `pl` (a reduction over the spatial axes, in the
+    accumulation type; an empty plane gives NaN, 0 or -inf as an empty window does), into `out`
+    when given or a new array."""
+    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
+    if not y.size:
+        return y
+    acc_t = dtypes.accumulate_dtype(x.dtype)
+    planes = x.reshape(*pl.in_shape[:2], pl.length)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if pl.op == "GlobalMaxPool":
+            r = planes.max(axis=2) if pl.length else np.full(
+                pl.in_shape[:2], max_identity(x.dtype), x.dtype)
+        else:
+            v = widen(planes, acc_t)
+            if pl.op == "GlobalLpPool":
+                v = np.abs(v) ** acc_t.type(pl.p) if pl.p != 1 else np.abs(v)
+            r = v.sum(axis=2, dtype=acc_t)
+            if pl.op == "GlobalLpPool":
+                r = np.sqrt(r) if pl.p == 2 else r ** acc_t.type(1.0 / pl.p)
+            else:
+                r = r / acc_t.type(pl.length)
+        y.reshape(pl.in_shape[:2])[...] = r
+    return y

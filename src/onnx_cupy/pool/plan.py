@@ -1,4 +1,4 @@
-"""AveragePool and LpPool, every opset version.
+"""AveragePool, LpPool and MaxPool, every opset version.
 
   AveragePool: Y[n,c,o] = sum_{w in W(o), w inside X} X[n,c,w] / |W(o) ∩ counted region|
   LpPool:      Y[n,c,o] = (sum_{w in W(o), w inside X} |X[n,c,w]|^p)^(1/p)
@@ -6,6 +6,12 @@ with W(o)_i = {o_i*strides_i - pads_begin_i + j*dilations_i : 0 <= j < kernel_sh
 region is X itself (count_include_pad=0, and always at AveragePool-1) or X plus its explicit/auto
 pads (count_include_pad=1); positions past the padded end (ceil_mode overhang) never count. A
 window with nothing counted gives NaN (0/0); an LpPool window with no element of X gives 0.
+  MaxPool:     Y[n,c,o] = max_{w in W(o), w inside X} X[n,c,w]   (pads never win)
+MaxPool's first element of X in window order (axis 0 outermost, taps ascending) that is greater
+than every earlier one wins, a NaN always (a NaN propagates; the last NaN wins, as in PyTorch); a
+window with no element of X gives -inf (the dtype's minimum for integers) and index -1. Indices
+flatten (n, c, spatial position) row-major, the spatial position column-major with
+storage_order=1.
 
 Output length per spatial axis, every version (dk = (kernel - 1) * dilation + 1, s = stride):
   NOTSET ("" too)  floor((n + b + e - dk) / s) + 1, or ceil(...) + 1 with ceil_mode; with
@@ -29,7 +35,9 @@ import numpy as np
 
 from ..core import attributes, dtypes, opsets
 
-OPS = ("AveragePool", "LpPool")
+OPS = ("AveragePool", "LpPool", "MaxPool")
+INT_FROM = 12  # MaxPool takes int8 and uint8 from this version
+INT_DTYPES = (np.dtype(np.int8), np.dtype(np.uint8))
 MAX_SPATIAL = 8  # most spatial axes (the kernels' parameter blocks hold this many: POOL_MAXD)
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "")  # "" means NOTSET
 
@@ -51,10 +59,21 @@ class PoolPlan:
     cnt_hi: tuple[int, ...]
     lp: bool
     p: float
+    storage_order: int = 0  # MaxPool's index order: 0 row-major, 1 column-major spatial dims
 
     @property
     def nd(self) -> int:
         return len(self.kernel)
+
+    @property
+    def index_strides(self) -> tuple[int, ...]:
+        """MaxPool's index step per spatial axis: row-major (storage_order 0) or column-major
+        (1) over the input's spatial dims."""
+        dims, step, steps = self.in_shape[2:], 1, []
+        for n in (dims if self.storage_order else reversed(dims)):
+            steps.append(step)
+            step *= n
+        return tuple(steps if self.storage_order else reversed(steps))
 
 
 def _p_value(op: str, opset: int, p: Any) -> float:
@@ -62,7 +81,7 @@ def _p_value(op: str, opset: int, p: Any) -> float:
         raise TypeError(f"{op}: attribute 'p' must be a number, got {p!r}")
     if opsets.version(op, opset) >= 2 and not float(p).is_integer():
         raise ValueError(f"{op}: attribute 'p' must be an integer at {opsets.in_force(op, opset)} "
-                         f"(a float p exists only in LpPool-1), got {p!r}")
+                         f"(a float p exists only in {op}-1), got {p!r}")
     if not math.isfinite(float(p)) or p <= 0:
         raise ValueError(f"{op}: attribute 'p' must be > 0, got {p!r}")
     return float(p)
@@ -89,20 +108,26 @@ def _axis(n: int, k: int, s: int, d: int, b: int, e: int, auto_pad: str, ceil: i
 @functools.lru_cache(maxsize=512, typed=True)  # typed: 1.0 must not hit 1's plan
 def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_shape: Any,
          auto_pad: Any, ceil_mode: Any, count_include_pad: Any, dilations: Any, pads: Any,
-         strides: Any, p: Any) -> PoolPlan:
+         strides: Any, p: Any, storage_order: Any = 0) -> PoolPlan:
     """Validate attributes for the opset version in force and compute the pooling plan."""
     version = opsets.version(op, opset)
     opsets.check_given(op, opset, {
         "count_include_pad": count_include_pad not in (0, None),
         "ceil_mode": ceil_mode not in (0, None),
         "dilations": dilations is not None,
+        "storage_order": storage_order not in (0, None),
     })
     if len(shape) < 3:
         raise ValueError(f"{op}: X must have rank >= 3 ([N, C, D1, ...]), got shape {shape}")
     nd = len(shape) - 2
     if nd > MAX_SPATIAL:
         raise ValueError(f"{op}: at most {MAX_SPATIAL} spatial dimensions are supported, got {nd}")
-    dtypes.check_float(dtype, op, version, bf16_from=22)
+    if op == "MaxPool" and np.dtype(dtype) in INT_DTYPES:
+        if version < INT_FROM:
+            raise TypeError(f"{op}: input dtype {np.dtype(dtype)} requires opset >= {INT_FROM} "
+                            f"(got the opset-{version} version)")
+    else:
+        dtypes.check_float(dtype, op, version, bf16_from=22)
     if kernel_shape is None:
         raise ValueError(f"{op}: attribute 'kernel_shape' is required")
     per = f"for an input with {nd} spatial dimensions"
@@ -117,6 +142,7 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
     auto_pad = auto_pad or "NOTSET"
     ceil = attributes.flag(op, "ceil_mode", ceil_mode)
     include = attributes.flag(op, "count_include_pad", count_include_pad)
+    order = attributes.flag(op, "storage_order", 0 if storage_order is None else storage_order)
     lp = op == "LpPool"
     p_value = _p_value(op, opset, p) if lp else 1.0
 
@@ -134,13 +160,48 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
     cnt_lo = tuple(-b if include else 0 for b in begin)
     cnt_hi = tuple(n + e if include else n for n, e in zip(shape[2:], end))
     return PoolPlan(op, version, shape, (*shape[:2], *out), kernel, steps, dil, tuple(begin),
-                    tuple(end), cnt_lo, cnt_hi, lp, p_value)
+                    tuple(end), cnt_lo, cnt_hi, lp, p_value, order)
 
 
 def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_shape: Any = None,
             auto_pad: Any = "NOTSET", ceil_mode: Any = 0, count_include_pad: Any = 0,
-            dilations: Any = None, pads: Any = None, strides: Any = None, p: Any = None) -> PoolPlan:
-    """The plan of `op` (AveragePool or LpPool) for an input of `shape` and `dtype`."""
+            dilations: Any = None, pads: Any = None, strides: Any = None, p: Any = None,
+            storage_order: Any = 0) -> PoolPlan:
+    """The plan of `op` (AveragePool, LpPool or MaxPool) for an input of `shape` and `dtype`."""
     return plan(op, opset, shape, np.dtype(dtype), *(attributes.hashable(v) for v in (
-        kernel_shape, auto_pad, ceil_mode, count_include_pad, dilations, pads, strides, p)))
+        kernel_shape, auto_pad, ceil_mode, count_include_pad, dilations, pads, strides, p,
+        storage_order)))
 
+
+
+GLOBAL_OPS = ("GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool")
+
+
+@dataclass(frozen=True)
+class GlobalPlan:
+    """A global pooling: Y[n, c, 1, ..., 1] reduces X[n, c] over every spatial axis."""
+
+    op: str
+    version: int
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    p: float
+
+    @property
+    def length(self) -> int:
+        """Elements per (n, c) plane."""
+        return math.prod(self.in_shape[2:])
+
+
+@functools.lru_cache(maxsize=512, typed=True)
+def global_plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, p: Any
+                ) -> GlobalPlan:
+    """Validate a global pooling for the opset version in force and compute its plan."""
+    version = opsets.version(op, opset)
+    if len(shape) < 3:
+        raise ValueError(f"{op}: X must have rank >= 3 ([N, C, D1, ...]), got shape {shape}")
+    dtypes.check_float(dtype, op, version, bf16_from=22)
+    p_value = 1.0
+    if op == "GlobalLpPool":
+        p_value = _p_value(op, opset, 2 if p is None else p)
+    return GlobalPlan(op, version, shape, (*shape[:2], *(1,) * (len(shape) - 2)), p_value)

@@ -31,16 +31,25 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__, average_pool, hardmax, lp_pool, resize
+from .. import (
+    __version__,
+    average_pool,
+    global_average_pool,
+    hardmax,
+    lp_pool,
+    max_pool,
+    resize,
+)
 from ..core import execution
 from .progress import Progress
 
-OPSET = 22                 # model opset: AveragePool/LpPool-22, Hardmax-13, Resize-19 in force
+OPSET = 22                 # model opset: the pools' version 22, Hardmax-13, Resize-19 in force
 DTYPES = ("float32", "float16")
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}   # agreement: max |a - b| <= tol * max(1, max |b|)
 MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X and Y
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "AveragePool": average_pool, "LpPool": lp_pool, "Hardmax": hardmax, "Resize": resize}
+    "AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool,
+    "GlobalAveragePool": global_average_pool, "Hardmax": hardmax, "Resize": resize}
 # (warm-up calls, timed calls) per clock and mode
 REPEATS = {("cpu", False): (3, 25), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
            ("gpu", True): (2, 10)}
@@ -96,6 +105,12 @@ CASES: tuple[Case, ...] = (
                                                       2, 3, 2)),
     Case("LpPool p=2 2x2 s2", "LpPool", {**_P2, "p": 2}, **_POOL, onnxruntime_target=1.0,
          torch=lambda t, x: t.nn.functional.lp_pool2d(x, 2, 2, 2)),
+    Case("MaxPool 3x3 s2 p1", "MaxPool", _P3, **_POOL, onnxruntime_target=0.02,
+         torch=lambda t, x: t.nn.functional.max_pool2d(x, 3, 2, 1)),
+    Case("MaxPool 2x2 s2", "MaxPool", _P2, **_POOL, onnxruntime_target=0.02,
+         torch=lambda t, x: t.nn.functional.max_pool2d(x, 2, 2)),
+    Case("GlobalAveragePool", "GlobalAveragePool", {}, **_POOL, onnxruntime_target=0.5,
+         torch=lambda t, x: t.nn.functional.adaptive_avg_pool2d(x, 1)),
     Case("Hardmax axis=-1", "Hardmax", {"axis": -1}, (4096, 1000), (512, 1000), (64, 100),
          onnxruntime_target=1.0, torch=_torch_hardmax(-1)),
     Case("Hardmax axis=1 (middle)", "Hardmax", {"axis": 1}, (32, 1000, 128), (4, 1000, 128),
