@@ -39,6 +39,14 @@ CALLS = {
     "LpPool": [((2, 2, 7, 8), lambda x: oc.lp_pool(x, kernel_shape=[3, 3], p=1), True),
                ((2, 2, 5, 7, 8), lambda x: oc.lp_pool(x, kernel_shape=[2, 3, 2], p=2), True),
                ((2, 2, 7, 8), lambda x: oc.lp_pool(x, kernel_shape=[2, 3], p=3), True)],
+    "MaxPool": [((2, 3, 9, 11), lambda x: oc.max_pool(x, kernel_shape=[3, 3], strides=[2, 2]),
+                 True),
+                ((2, 3, 9, 11), lambda x: oc.max_pool(x, kernel_shape=[2, 2],
+                                                      return_indices=True)[0], True),
+                ((1, 2, 5, 4, 3, 6), lambda x: oc.max_pool(x, kernel_shape=[2, 2, 2, 3]), True)],
+    "GlobalAveragePool": [((2, 3, 9, 11), lambda x: oc.global_average_pool(x), True)],
+    "GlobalMaxPool": [((2, 3, 5, 4, 3), lambda x: oc.global_max_pool(x), True)],
+    "GlobalLpPool": [((2, 3, 17), lambda x: oc.global_lp_pool(x, p=3), True)],
     "Hardmax": [((4, 37), lambda x: oc.hardmax(x), True),
                 ((4, 64), lambda x: oc.hardmax(x), True),
                 ((3, 5, 7), lambda x: oc.hardmax(x, axis=1), True),
@@ -143,7 +151,8 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"ops": "Conv"}, r"warmup: ops='Conv' is not one of AveragePool, Hardmax, LpPool, Resize"),
+    ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AveragePool, GlobalAveragePool, "
+                       r"GlobalLpPool, GlobalMaxPool, Hardmax, LpPool, MaxPool, Resize")),
     ({"ops": []}, r"warmup: ops is empty"),
     ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
     ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},

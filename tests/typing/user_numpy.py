@@ -18,6 +18,9 @@ out = np.empty((1, 2, 3, 3), dtype=np.float32)
 
 reveal_type(oc.average_pool(x, kernel_shape=[2, 2], strides=[2, 2]))
 reveal_type(oc.lp_pool(x, kernel_shape=[2, 2], strides=[2, 2], p=2, out=out))
+reveal_type(oc.max_pool(x, kernel_shape=[2, 2], strides=[2, 2]))
+reveal_type(oc.max_pool(x, kernel_shape=[2, 2], return_indices=True)[0])
+reveal_type(oc.global_average_pool(x))
 reveal_type(oc.hardmax(x, axis=1))
 reveal_type(oc.resize(x, scales=[1, 1, 2, 2], mode="linear"))
 with oc.backend("emulated"):

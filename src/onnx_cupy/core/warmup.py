@@ -45,16 +45,26 @@ def _families() -> dict[str, str]:
     from ..resize import kernel as resize_kernel
     from ..resize import plan as resize_plan
 
-    return {**dict.fromkeys(pool_plan.OPS, pool_kernel.FAMILY),
+    return {**dict.fromkeys(pool_plan.OPS + pool_plan.GLOBAL_OPS, pool_kernel.FAMILY),
             hardmax_plan.OP: hardmax_kernel.FAMILY, resize_plan.OP: resize_kernel.FAMILY}
 
 
 @functools.cache
+def _kernel_ops() -> dict[str, tuple[str, ...]]:
+    """Kernel name -> the operators whose calls may launch it, for the kernels of a family that
+    serve only some of its operators (the pool family's window and global kernels)."""
+    from ..pool import plan as pool_plan
+
+    return {"pool": pool_plan.OPS, "pool_fast": pool_plan.OPS, "pool_global": pool_plan.GLOBAL_OPS}
+
+
+@functools.cache
 def _modes() -> dict[str, str]:
-    """Pooling mode template argument -> the one operator it serves (AveragePool: no p)."""
+    """Pooling mode template argument -> the one operator it serves (AveragePool: no p; MaxPool:
+    "max"; LpPool: its p)."""
     from ..pool import kernel as pool_kernel
 
-    return {mode: "AveragePool" if p is None else "LpPool"
+    return {mode: "AveragePool" if p is None else "MaxPool" if p == "max" else "LpPool"
             for p, mode in pool_kernel.MODES.items()}
 
 
@@ -77,7 +87,9 @@ def _itemsize(name: str) -> int:
 @functools.cache
 def _served(family: str, expression: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(operators, dtype names) whose calls may launch `expression` of `family`."""
-    ops = tuple(op for op, f in sorted(_families().items()) if f == family)
+    kernel_ops = _kernel_ops().get(expression.split("<", 1)[0])
+    ops = tuple(op for op, f in sorted(_families().items())
+                if f == family and (kernel_ops is None or op in kernel_ops))
     named = {op for mode, op in _modes().items() if mode in expression}
     storage = loader.template_arguments(expression)[0]
     pod = _POD.search(storage)

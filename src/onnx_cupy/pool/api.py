@@ -4,7 +4,7 @@ on the GPU or the CPU emulator (kernel.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast, overload
 
 import numpy as np
 
@@ -153,6 +153,27 @@ def lp_pool(X: ArrayT, *, kernel_shape: Any = None, p: float = 2, auto_pad: str 
                               pads=pads, strides=strides, p=p))
 
 
+@overload
+def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mode: int = ...,
+             dilations: Any = ..., pads: Any = ..., storage_order: int = ..., strides: Any = ...,
+             opset: int = ..., out: ArrayT | None = ...,
+             return_indices: Literal[False] = ...) -> ArrayT: ...
+
+
+@overload
+def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mode: int = ...,
+             dilations: Any = ..., pads: Any = ..., storage_order: int = ..., strides: Any = ...,
+             opset: int = ..., out: ArrayT | None = ...,
+             return_indices: Literal[True]) -> tuple[ArrayT, ArrayT]: ...
+
+
+@overload
+def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mode: int = ...,
+             dilations: Any = ..., pads: Any = ..., storage_order: int = ..., strides: Any = ...,
+             opset: int = ..., out: ArrayT | None = ...,
+             return_indices: bool = ...) -> ArrayT | tuple[ArrayT, ArrayT]: ...
+
+
 @_pool_doc(
     op="MaxPool", versions="1, 8, 10, 11, 12, 22", ceil_from="10", dilations_from="10",
     at_21="12",
@@ -178,10 +199,12 @@ def lp_pool(X: ArrayT, *, kernel_shape: Any = None, p: float = 2, auto_pad: str 
 def max_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
              ceil_mode: int = 0, dilations: Any = None, pads: Any = None,
              storage_order: int = 0, strides: Any = None, opset: int = 22,
-             out: ArrayT | None = None, return_indices: bool = False) -> Any:
-    return _pool("MaxPool", X, opset, out, return_indices, kernel_shape=kernel_shape,
-                 auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, pads=pads,
-                 strides=strides, storage_order=storage_order)
+             out: ArrayT | None = None,
+             return_indices: bool = False) -> ArrayT | tuple[ArrayT, ArrayT]:
+    result = _pool("MaxPool", X, opset, out, return_indices, kernel_shape=kernel_shape,
+                   auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, pads=pads,
+                   strides=strides, storage_order=storage_order)
+    return cast("ArrayT | tuple[ArrayT, ArrayT]", result)   # the array type of X
 
 
 def _global(op: str, X: ArrayT, opset: int, out: Any, p: Any = None) -> ArrayT:
