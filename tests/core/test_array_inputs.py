@@ -2,16 +2,15 @@
 inputs, thread-safe one-time kernel compilation, streams and devices on a GPU."""
 from __future__ import annotations
 
-import subprocess
 import threading
 from typing import ClassVar
 
 import numpy as np
 import pytest
-from helpers.util import assert_close, random, to_numpy
+from helpers.util import assert_close, random, record_builds, to_numpy
 
 import onnx_cupy as oc
-from onnx_cupy.core import emulator, execution
+from onnx_cupy.core import execution
 
 POOL = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
 
@@ -99,16 +98,7 @@ def test_unsupported_array_types(bad):
 
 def test_concurrent_calls_compile_each_kernel_once(monkeypatch, tmp_path, rng):
     """Threads racing on a cold emulator cache build the library once and all get right answers."""
-    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
-    monkeypatch.setattr(emulator, "_libraries", {})
-    builds = []
-    real_run = subprocess.run
-
-    def counting_run(cmd, *args, **kwargs):
-        builds.append(cmd)
-        return real_run(cmd, *args, **kwargs)
-
-    monkeypatch.setattr(emulator.subprocess, "run", counting_run)
+    builds = record_builds(monkeypatch, tmp_path)
     inputs = [random(rng, (1, 2, 9, 11), np.float32) for _ in range(8)]
     results = [None] * len(inputs)
     barrier = threading.Barrier(len(inputs))

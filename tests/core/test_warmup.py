@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 from helpers import fake_cupy
-from helpers.util import FLOAT_DTYPES, assert_close, random
+from helpers.util import FLOAT_DTYPES, assert_close, random, record_builds
 
 import onnx_cupy as oc
 from onnx_cupy.core import dtypes, emulator, loader
@@ -122,16 +122,7 @@ def test_dry_run_compiles_nothing(monkeypatch):
 
 
 def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
-    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
-    monkeypatch.setattr(emulator, "_libraries", {})
-    builds = []
-    real_run = subprocess.run
-
-    def counting_run(cmd, *args, **kwargs):
-        builds.append(cmd)
-        return real_run(cmd, *args, **kwargs)
-
-    monkeypatch.setattr(emulator.subprocess, "run", counting_run)
+    builds = record_builds(monkeypatch, tmp_path)
     warmed = oc.warmup("Hardmax", "float64", "emulated", jobs=2)
     libraries = [cmd for cmd in builds if cmd[-1].endswith(".so")]
     assert len(libraries) == len(warmed) == 10

@@ -100,3 +100,23 @@ def onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np
     opts.log_severity_level = 4
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     return sess.run(None, feeds)
+
+
+def record_builds(monkeypatch: Any, cache: Any) -> list[list[str]]:
+    """Point the emulator at an empty cache `cache`, with no library loaded in this process, and
+    return the list that every compiler run from now on is appended to (its command)."""
+    import subprocess
+
+    from onnx_cupy.core import emulator
+
+    monkeypatch.setenv("ONNX_CUPY_CACHE", str(cache))
+    monkeypatch.setattr(emulator, "_libraries", {})
+    builds: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counting_run(cmd: list[str], *args: Any, **kwargs: Any) -> Any:
+        builds.append(cmd)
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(emulator.subprocess, "run", counting_run)
+    return builds
