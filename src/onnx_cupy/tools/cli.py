@@ -247,12 +247,13 @@ def main(argv: list[str] | None = None) -> int:
                       help="compile nothing for a device: time each instantiation with NVRTC")
     warm.add_argument("--before", action="store_true",
                       help="with --dry-run or --backend emulated: also time each family "
-                           "compiled whole, in one module or library")
+                           "compiled whole, in one module or library (emulated: and each "
+                           "operator's first call in a fresh process, empty cache)")
     warm.add_argument("--arch", choices=kernel_report.ARCHS, default=kernel_report.ARCHS[-1],
                       help="with --dry-run: the architecture NVRTC compiles for")
     warm.add_argument("--repeat", type=_positive, default=1,
-                      help="with --dry-run or --before: compiles per measurement (the fastest "
-                           "is kept)")
+                      help="with --dry-run or --before: compiles (and fresh-process first "
+                           "calls) per measurement (the fastest is kept)")
     warm.add_argument("--jobs", type=_positive, help="instantiations compiled at a time "
                                                "(default: the CPU count)")
     warm.add_argument("--list", action="store_true", help="also list every instantiation")
