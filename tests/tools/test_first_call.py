@@ -56,8 +56,9 @@ def test_dry_run_times_each_instantiation_and_the_whole_family(tmp_path, capsys)
     assert op_row[:2] == ["Hardmax", str(len(expected))]
     median, slowest = map(float, op_row[2].split(" / "))
     assert slowest == pytest.approx(max(seconds), abs=1e-3) and median <= slowest
-    whole = float(op_row[4].split()[0])
-    assert re.fullmatch(r"[\d.]+ \(slowest [\d.]+\)", op_row[4])   # fastest of 2 compiles
+    assert op_row[3] == first_call.verdict(slowest, first_call.NVRTC_TARGET)
+    whole = float(op_row[5].split()[0])
+    assert re.fullmatch(r"[\d.]+ \(slowest [\d.]+\)", op_row[5])   # fastest of 2 compiles
     assert whole > slowest   # one module of all 40 instantiations outlasts any one of them
     (dtype_row,) = dtypes
     assert dtype_row[:3] == ["Hardmax", "float16", str(len(expected))]
@@ -100,8 +101,10 @@ def test_emulated_warmup_command_times_the_builds_and_the_whole_family(monkeypat
                      "--before"]) == 0
     text = capsys.readouterr().out
     assert "precompiling the shim header" in text and "g++" in text
-    (op_row,), _ = _tables(text)
+    (op_row,), _, fresh = _tables(text)
     assert op_row[:2] == ["Hardmax", "10"]
+    assert [row[0] for row in fresh] == [label for label, _, _ in first_call.CALLS]
+    assert all(row[3] in ("<=3 met", "<=3 missed") and float(row[2]) > 0 for row in fresh)
     slowest = float(op_row[2].split(" / ")[1])
     assert float(op_row[4]) > slowest   # all 40 in one library outlast any one of them
     assert len(list(tmp_path.glob("emulator/hardmax-*.so"))) == 10
@@ -112,3 +115,52 @@ def test_before_without_a_whole_family_measure_is_refused(monkeypatch, capsys):
     assert cli.main(["warmup", "--backend", "cupy", "--before", "--op", "Hardmax"]) == 2
     assert "warmup: --before needs --dry-run or --backend emulated" in capsys.readouterr().err
     assert not fake.modules
+
+
+@pytest.mark.parametrize("seconds, target, expected", [(0.249, 0.5, "<=0.5 met"),
+                                                       (0.5, 0.5, "<=0.5 met"),
+                                                       (3.2, 3.0, "<=3 missed")])
+def test_verdict_judges_seconds_against_a_ceiling(seconds, target, expected):
+    assert first_call.verdict(seconds, target) == expected
+
+
+def test_nvrtc_operator_table_judges_the_slowest_instantiation():
+    k = [warmup.Instantiation("pool", "a", ("AveragePool",), ("float32",), 0.2),
+         warmup.Instantiation("pool", "b", ("AveragePool",), ("float32",), 0.7),
+         warmup.Instantiation("hardmax", "c", ("Hardmax",), ("float32",), 0.1)]
+    (rows,) = _tables(first_call.operator_table(k, target=first_call.NVRTC_TARGET))
+    assert rows[0][:4] == ["AveragePool", "2", "0.450 / 0.700", "<=0.5 missed"]
+    assert rows[1][:4] == ["Hardmax", "1", "0.100 / 0.100", "<=0.5 met"]
+    assert "target" not in first_call.operator_table(k)
+
+
+def test_fresh_table_gives_the_fastest_and_slowest_and_judges_the_slowest():
+    runs = iter([(0.1, 1.0), (0.3, 2.5), (0.2, 2.0), (0.1, 3.5)] + [(0.1, 0.5)] * 6)
+    fresh = first_call.measure_fresh(2, lambda call, shape: next(runs))
+    assert list(fresh) == [label for label, _, _ in first_call.CALLS]
+    rows = {r[0]: r for r in _tables(first_call.fresh_table(fresh))[0]}
+    assert rows["AveragePool 3x3"][1:] == ["0.10 (slowest 0.30)", "1.00 (slowest 2.50)",
+                                           "<=3 met"]
+    assert rows["LpPool p=2 3x3"][1:] == ["0.10 (slowest 0.20)", "2.00 (slowest 3.50)",
+                                          "<=3 missed"]
+    assert rows["Resize nearest 2x"][2:] == ["0.50 (slowest 0.50)", "<=3 met"]
+
+
+def test_the_representative_calls_cover_every_operator_and_both_resize_modes():
+    calls = " ".join(call for _, call, _ in first_call.CALLS)
+    for name in ("average_pool", "lp_pool", "hardmax", "mode='linear'", "mode='nearest'"):
+        assert name in calls
+
+
+def test_fresh_call_is_timed_in_a_new_process_with_an_empty_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))   # must not be the one it uses
+    _, call, shape = first_call.CALLS[2]                   # Hardmax: one instantiation
+    imported, seconds = first_call.fresh_call(call, shape)
+    assert 0 < imported < 30
+    assert 0.05 < seconds < 60    # it built a library: a cache hit would take milliseconds
+    assert not list(tmp_path.iterdir())
+
+
+def test_fresh_call_reports_a_failing_call(capsys):
+    with pytest.raises(RuntimeError, match="fresh-process call oc.hardmax"):
+        first_call.fresh_call("oc.hardmax(X, axis=7)", (2, 3))

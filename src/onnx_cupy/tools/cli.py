@@ -140,8 +140,9 @@ def _warmup(args: argparse.Namespace) -> int:
         print(exc if str(exc).startswith("warmup:") else f"warmup: {exc}", file=sys.stderr)
         return 2
     command = "onnx-cupy warmup " + " ".join(args.argv)
-    text = first_call.report(*measured, command=command, load_start=load_start,
-                             listing=args.list)
+    title, kernels, compiler, before, target, fresh = measured
+    text = first_call.report(title, kernels, compiler, before, command=command,
+                             load_start=load_start, listing=args.list, target=target, fresh=fresh)
     print(text)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -150,11 +151,14 @@ def _warmup(args: argparse.Namespace) -> int:
     return 0
 
 
-Measured = tuple[str, list[warmup.Instantiation], str, dict[str, list[float]] | None]
+# (title, kernels with their seconds, compiler, whole families' seconds, the target of a first
+# call's slowest instantiation, fresh-process first calls)
+Measured = tuple[str, list[warmup.Instantiation], str, dict[str, list[float]] | None,
+                 float | None, dict[str, list[tuple[float, float]]] | None]
 
 
 def _time_nvrtc(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Measured:
-    """--dry-run: (title, kernels with NVRTC's seconds, compiler, whole families' seconds)."""
+    """--dry-run: NVRTC's seconds, judged against the NVRTC target."""
     from . import first_call
 
     kernels = first_call.measure(kernels, args.arch, args.repeat)
@@ -162,12 +166,13 @@ def _time_nvrtc(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -
                                           args.repeat) if args.before else None)
     title = ("NVRTC seconds per instantiation, each compiled alone as a first call compiles it "
              f"(the fastest of {args.repeat})")
-    return title, kernels, f"{first_call.nvrtc_version()} for {args.arch}", before
+    return (title, kernels, f"{first_call.nvrtc_version()} for {args.arch}", before,
+            first_call.NVRTC_TARGET, None)
 
 
 def _warm(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Measured:
-    """The warm-up of --backend: (title, kernels with their seconds, compiler, whole families'
-    seconds on the emulated path with --before)."""
+    """The warm-up of --backend; on the emulated path with --before, also the whole families'
+    builds and the first call of each operator in a fresh process with an empty cache."""
     from . import first_call
 
     backend = args.backend or ("cupy" if execution.gpu_available() else None)
@@ -187,9 +192,11 @@ def _warm(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Meas
     title = (f"Warm-up of the {backend} path: seconds per instantiation (compile or cache load), "
              f"{len(kernels)} in {time.perf_counter() - start:.1f} s with "
              f"{args.jobs or os.cpu_count()} at a time{shim}")
-    before = (first_call.measure_libraries(sorted({k.family for k in kernels}), args.repeat)
-              if args.before else None)
-    return title, kernels, compiler, before
+    before = fresh = None
+    if args.before:
+        before = first_call.measure_libraries(sorted({k.family for k in kernels}), args.repeat)
+        fresh = first_call.measure_fresh(args.repeat)
+    return title, kernels, compiler, before, None, fresh
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,12 +247,13 @@ def main(argv: list[str] | None = None) -> int:
                       help="compile nothing for a device: time each instantiation with NVRTC")
     warm.add_argument("--before", action="store_true",
                       help="with --dry-run or --backend emulated: also time each family "
-                           "compiled whole, in one module or library")
+                           "compiled whole, in one module or library (emulated: and each "
+                           "operator's first call in a fresh process, empty cache)")
     warm.add_argument("--arch", choices=kernel_report.ARCHS, default=kernel_report.ARCHS[-1],
                       help="with --dry-run: the architecture NVRTC compiles for")
     warm.add_argument("--repeat", type=_positive, default=1,
-                      help="with --dry-run or --before: compiles per measurement (the fastest "
-                           "is kept)")
+                      help="with --dry-run or --before: compiles (and fresh-process first "
+                           "calls) per measurement (the fastest is kept)")
     warm.add_argument("--jobs", type=_positive, help="instantiations compiled at a time "
                                                "(default: the CPU count)")
     warm.add_argument("--list", action="store_true", help="also list every instantiation")

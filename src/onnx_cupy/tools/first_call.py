@@ -3,15 +3,20 @@ instantiation that `onnx_cupy.warmup` picks, compiled alone with NVRTC (the kern
 compile: the loader's source, options and defines, one name expression, CuPy's -ftz=true) as the
 CuPy path compiles it on first use; and, with `before`, each family compiled whole in one module,
 as the loader compiled it on the first call of any of its operators before it compiled per
-instantiation. Tables as Markdown, with the machine, versions and date."""
+instantiation; and on the emulated path, one call of each operator in a fresh process with an
+empty cache, from process start to result, minus the import. Tables as Markdown, with the
+machine, versions and date, and the targets these figures are held to."""
 from __future__ import annotations
 
 import dataclasses
 import datetime
 import functools
+import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +29,8 @@ from . import kernel_report
 from .bench import _cpu_name  # the benchmark's name for the machine's CPU
 
 ARCH = kernel_report.ARCHS[-1]
+NVRTC_TARGET = 0.5      # seconds: NVRTC for a first call's slowest single instantiation
+EMULATED_TARGET = 3.0   # seconds: a first emulated call in a fresh process with an empty cache
 
 
 def _seconds(compile_once: Callable[[], object], repeat: int) -> list[float]:
@@ -102,6 +109,74 @@ def rows(kernels: Sequence[Instantiation]) -> list[Row]:
             for (op, dtype), s in sorted(by_key.items(), key=lambda i: (i[0][0], order[i[0][1]]))]
 
 
+def verdict(seconds: float, target: float) -> str:
+    """`seconds` against `target` (a ceiling), as the tables state it."""
+    return f"<={target:g} {'met' if seconds <= target else 'missed'}"
+
+
+# One representative float32 call per operator: (label, call of `oc` on `X`, shape of X).
+CALLS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    ("AveragePool 3x3", "oc.average_pool(X, kernel_shape=[3, 3])", (1, 3, 32, 32)),
+    ("LpPool p=2 3x3", "oc.lp_pool(X, kernel_shape=[3, 3], p=2)", (1, 3, 32, 32)),
+    ("Hardmax axis -1", "oc.hardmax(X, axis=-1)", (4, 100, 8)),
+    ("Resize linear 2x", "oc.resize(X, scales=np.float32([1, 1, 2, 2]), mode='linear')",
+     (1, 3, 32, 32)),
+    ("Resize nearest 2x", "oc.resize(X, scales=np.float32([1, 1, 2, 2]), mode='nearest')",
+     (1, 3, 32, 32)),
+)
+
+# The fresh process: its import, then one emulated call; it prints the import's seconds and the
+# wall-clock time of the result (the background precompile of the shim header may keep the
+# process alive after it).
+_FRESH = """\
+import time
+start = time.perf_counter()
+import json
+import numpy as np
+import onnx_cupy as oc
+imported = time.perf_counter() - start
+X = np.random.default_rng().standard_normal({shape}).astype(np.float32)
+with oc.backend("emulated"):
+    Y = {call}
+done = time.time()
+assert Y.size and Y.dtype == np.float32
+print(json.dumps({{"import": imported, "result": done}}))
+"""
+
+
+def fresh_call(call: str, shape: Sequence[int]) -> tuple[float, float]:
+    """(import seconds, first-call seconds) of `call` on a float32 X of `shape` under
+    `onnx_cupy.backend("emulated")` in a new Python process with an empty `ONNX_CUPY_CACHE`:
+    the first call's seconds run from the process's start to the result, minus the import."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "ONNX_CUPY_CACHE": cache,
+               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        start = time.time()
+        res = subprocess.run([sys.executable, "-c", _FRESH.format(call=call, shape=tuple(shape))],
+                             env=env, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"warmup: the fresh-process call {call} failed:\n{res.stderr}")
+    times = json.loads(res.stdout.splitlines()[-1])
+    return times["import"], times["result"] - start - times["import"]
+
+
+def measure_fresh(repeat: int = 1,
+                  run: Callable[[str, Sequence[int]], tuple[float, float]] = fresh_call
+                  ) -> dict[str, list[tuple[float, float]]]:
+    """Label -> `repeat` (import, first call) seconds of each representative call."""
+    return {label: [run(call, shape) for _ in range(repeat)] for label, call, shape in CALLS}
+
+
+def fresh_table(fresh: dict[str, list[tuple[float, float]]]) -> str:
+    """Per representative call: the import's seconds and the first call's in a fresh process
+    with an empty cache (the fastest of the runs, with the slowest), judged on the slowest."""
+    body = [[label, _spread([i for i, _ in runs]), _spread([c for _, c in runs]),
+             verdict(max(c for _, c in runs), EMULATED_TARGET)] for label, runs in fresh.items()]
+    return _markdown(["float32 call", "import, s",
+                      "first call in a fresh process, empty cache, s", "target, s (slowest)"],
+                     body)
+
+
 def _markdown(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     """A Markdown table; columns of figures aligned right."""
     figures = [bool(body) and all(r[i][:1].isdigit() for r in body) for i in range(len(header))]
@@ -117,21 +192,24 @@ def _spread(times: Sequence[float]) -> str:
 
 
 def operator_table(kernels: Sequence[Instantiation],
-                   before: dict[str, list[float]] | None = None) -> str:
+                   before: dict[str, list[float]] | None = None,
+                   target: float | None = None) -> str:
     """Per operator: its instantiations, a first call's seconds (median and slowest
-    instantiation), the warm-up's seconds, and where measured, the whole family's (before)."""
+    instantiation) with the slowest judged against `target`, the warm-up's seconds, and where
+    measured, the whole family's (before)."""
     families = {op: k.family for k in kernels for op in k.ops}
     per_op: dict[str, list[float]] = {}
     for k in kernels:
         for op in k.ops:
             per_op.setdefault(op, []).append(k.seconds or 0.0)
-    header = ["operator", "instantiations", "first call: one instantiation, s (median / slowest)",
-              "warm-up: all, s"]
+    header = ["operator", "instantiations", "first call: one instantiation, s (median / slowest)"]
+    header += [*(["target, s (slowest)"] if target is not None else []), "warm-up: all, s"]
     if before:
         header += ["before: whole family at once, s", "before / slowest"]
     body = []
     for op, s in sorted(per_op.items()):
-        row = [op, str(len(s)), f"{statistics.median(s):.3f} / {max(s):.3f}", f"{sum(s):.2f}"]
+        row = [op, str(len(s)), f"{statistics.median(s):.3f} / {max(s):.3f}"]
+        row += [*([verdict(max(s), target)] if target is not None else []), f"{sum(s):.2f}"]
         if before:
             whole = before[families[op]]
             row += [_spread(whole), f"{min(whole) / max(s):.0f}x"]
@@ -180,11 +258,15 @@ def nvrtc_version() -> str:
 
 def report(title: str, kernels: Sequence[Instantiation], compiler: str,
            before: dict[str, list[float]] | None = None, *, command: str,
-           load_start: float | None = None, listing: bool = False) -> str:
-    """The Markdown report: the run's details, per-operator and per-dtype tables (and every
-    instantiation with `listing`)."""
-    parts = [*header(title, command, compiler, load_start), "", operator_table(kernels, before),
-             "", dtype_table(kernels)]
+           load_start: float | None = None, listing: bool = False, target: float | None = None,
+           fresh: dict[str, list[tuple[float, float]]] | None = None) -> str:
+    """The Markdown report: the run's details, per-operator (the slowest instantiation judged
+    against `target`) and per-dtype tables, the fresh-process first calls where measured (see
+    `measure_fresh`), and every instantiation with `listing`."""
+    parts = [*header(title, command, compiler, load_start), "",
+             operator_table(kernels, before, target), "", dtype_table(kernels)]
+    if fresh:
+        parts += ["", fresh_table(fresh)]
     if listing:
         parts += ["", instantiation_table(kernels)]
     return "\n".join(parts) + "\n"
