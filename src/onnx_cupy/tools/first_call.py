@@ -118,6 +118,8 @@ def verdict(seconds: float, target: float) -> str:
 CALLS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("AveragePool 3x3", "oc.average_pool(X, kernel_shape=[3, 3])", (1, 3, 32, 32)),
     ("LpPool p=2 3x3", "oc.lp_pool(X, kernel_shape=[3, 3], p=2)", (1, 3, 32, 32)),
+    ("MaxPool 3x3", "oc.max_pool(X, kernel_shape=[3, 3])", (1, 3, 32, 32)),
+    ("GlobalAveragePool", "oc.global_average_pool(X)", (1, 3, 32, 32)),
     ("Hardmax axis -1", "oc.hardmax(X, axis=-1)", (4, 100, 8)),
     ("Resize linear 2x", "oc.resize(X, scales=np.float32([1, 1, 2, 2]), mode='linear')",
      (1, 3, 32, 32)),
