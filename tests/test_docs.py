@@ -66,6 +66,7 @@ def test_design_page_includes_the_kernel_summary():
     assert "[fast x" not in design and not re.search(r"\d+ of \d+ instantiations", design)
 
 
+@pytest.mark.slow   # NVRTC or g++ builds of whole families
 def test_generated_kernel_report_is_current():
     """docs/_generated/kernels.md, its summary included, is what `onnx-cupy kernels --markdown`
     writes now (the families compiled once per process: the kernel report tests' compilations

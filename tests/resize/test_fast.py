@@ -432,6 +432,7 @@ def report():
     return {k.expression: k for k in kernel_report.family_report("resize", "sm_90")}
 
 
+@pytest.mark.slow   # NVRTC or g++ builds of whole families
 def test_no_instantiation_uses_local_memory(report):
     """No stack frame, spills or LDL/STL in any Resize instantiation, generic or fast, 32-bit or
     64-bit offsets."""
@@ -439,6 +440,7 @@ def test_no_instantiation_uses_local_memory(report):
     assert [e for e, k in report.items() if kernel_report.uses_local_memory(k)] == []
 
 
+@pytest.mark.slow   # NVRTC or g++ builds of whole families
 def test_wide_fast_paths_within_their_budget(report):
     """Every budgeted fast path (nearest, linear on 1-2 axes) has a 64-bit twin, and every 64-bit
     fast path of float16/bfloat16/float32 meets the static targets with 1.5x the budget."""

@@ -93,6 +93,7 @@ def test_warmup_command_rejects_an_unknown_operator(capsys):
     assert "invalid choice: 'Conv'" in capsys.readouterr().err
 
 
+@pytest.mark.slow   # NVRTC or g++ builds of whole families
 def test_emulated_warmup_command_times_the_builds_and_the_whole_family(monkeypatch, tmp_path,
                                                                        capsys):
     monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
