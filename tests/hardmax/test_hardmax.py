@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from helpers.hardmax_cases import rule_rows, sample
-from helpers.node_tests import names_using
+from helpers.node_tests import check_every_node_test_runs, check_node_case
 from helpers.util import (
     BF16,
     FLOAT_DTYPES,
@@ -65,14 +65,12 @@ NODE_CASES = conformance.node_cases(["Hardmax"])
 
 def test_every_node_test_of_hardmax_runs():
     """The cases run below are all of ONNX's node tests that use Hardmax."""
-    names = {case.name for case in NODE_CASES}
-    assert names == names_using("Hardmax") and names, sorted(names ^ names_using("Hardmax"))
+    check_every_node_test_runs("Hardmax", NODE_CASES)
 
 
 @pytest.mark.parametrize("case", NODE_CASES, ids=lambda c: c.name)
 def test_onnx_node_test(case, backend):
-    result = conformance.run_case(case, backend)
-    assert result.passed, f"{result.name} on {backend}: {result.detail}"
+    check_node_case(case, backend)
 
 
 def rank_axes(ranks: range, axes=lambda rank: range(-rank, rank)) -> list:

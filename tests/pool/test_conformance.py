@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers.node_tests import names_using
+from helpers.node_tests import check_every_node_test_runs, check_node_case
 
 from onnx_cupy.tools import conformance
 
@@ -13,11 +13,9 @@ CASES = {op: conformance.node_cases([op]) for op in ("AveragePool", "LpPool")}
 def test_every_node_test_of_the_operator_runs(op):
     """The cases run below are all of ONNX's node tests that use the operator: the conformance
     filter (single-node graphs of a supported operator) drops none of them."""
-    names = {case.name for case in CASES[op]}
-    assert names == names_using(op) and names, sorted(names ^ names_using(op))
+    check_every_node_test_runs(op, CASES[op])
 
 
 @pytest.mark.parametrize("case", CASES["AveragePool"] + CASES["LpPool"], ids=lambda c: c.name)
 def test_node_case(case, backend):
-    result = conformance.run_case(case, backend)
-    assert result.passed, f"{result.name} on {backend}: {result.detail}"
+    check_node_case(case, backend)

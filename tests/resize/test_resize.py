@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from helpers.node_tests import names_using
+from helpers.node_tests import check_every_node_test_runs, check_node_case
 from helpers.util import node_model, onnxruntime, reference, to_backend, to_numpy
 from onnx import helper
 
@@ -71,14 +71,12 @@ NODE_CASES = conformance.node_cases(["Resize"])
 def test_every_node_test_of_resize_runs():
     """The node cases below are all of ONNX's node tests that use Resize: the conformance filter
     drops none of them."""
-    names = {case.name for case in NODE_CASES}
-    assert names == names_using("Resize") and names, sorted(names ^ names_using("Resize"))
+    check_every_node_test_runs("Resize", NODE_CASES)
 
 
 @pytest.mark.parametrize("case", NODE_CASES, ids=lambda c: c.name)
 def test_onnx_node_case(case, backend):
-    result = conformance.run_case(case, backend)
-    assert result.passed, f"{result.name} on {backend}: {result.detail}"
+    check_node_case(case, backend)
 
 
 # ---------------------------------------------------------------- versions without a reference
