@@ -6,9 +6,10 @@
 // Constants shared with the host code, defined by the loader for every compiler (NVRTC and the
 // emulator's host compiler) from their one Python source (onnx_cupy.core.loader.COMMON_DEFINES):
 //   OC_BLOCK                      threads per block of the 1-D launches, the __launch_bounds__
+//   OC_WARP                       threads of a warp (shuffle widths, per-warp partial results)
 //   OC_TIE_BAND, OC_TIE_BAND_MAX  the tie band of round_half_even (onnx_cupy.core.numerics)
-#if !defined(OC_BLOCK) || !defined(OC_TIE_BAND) || !defined(OC_TIE_BAND_MAX)
-#error "compile through onnx_cupy.core.loader, which defines OC_BLOCK, OC_TIE_BAND, OC_TIE_BAND_MAX"
+#if !defined(OC_BLOCK) || !defined(OC_WARP) || !defined(OC_TIE_BAND) || !defined(OC_TIE_BAND_MAX)
+#error "compile through onnx_cupy.core.loader, which defines OC_BLOCK, OC_WARP, OC_TIE_BAND, OC_TIE_BAND_MAX"
 #endif
 
 namespace oc {

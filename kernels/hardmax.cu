@@ -19,10 +19,10 @@
 #include "common.cuh"
 
 // Defined by the loader from onnx_cupy.hardmax.kernel: HARDMAX_PACK_BYTES, the bytes of one
-// vector access; HARDMAX_WARP, the threads of a warp; HARDMAX_MAX_GROUP, the most threads on one
+// vector access; HARDMAX_MAX_GROUP, the most threads on one
 // row of hardmax_rows.
-#if !defined(HARDMAX_PACK_BYTES) || !defined(HARDMAX_WARP) || !defined(HARDMAX_MAX_GROUP)
-#error "compile through onnx_cupy.core.loader, which defines HARDMAX_PACK_BYTES, HARDMAX_WARP, HARDMAX_MAX_GROUP"
+#if !defined(HARDMAX_PACK_BYTES) || !defined(HARDMAX_MAX_GROUP)
+#error "compile through onnx_cupy.core.loader, which defines HARDMAX_PACK_BYTES, HARDMAX_MAX_GROUP"
 #endif
 
 struct HardmaxGeom {
@@ -204,17 +204,17 @@ __global__ void hardmax_rows(const T* __restrict__ x, T* __restrict__ y, const H
     }
   }
 #pragma unroll
-  for (unsigned int d = HARDMAX_WARP / 2; d > 0; d >>= 1)
+  for (unsigned int d = OC_WARP / 2; d > 0; d >>= 1)
     if (d < G)
       oc::take(__shfl_xor_sync(0xFFFFFFFFu, best, d), __shfl_xor_sync(0xFFFFFFFFu, best_k, d),
                best, best_k);
-  if (G > (unsigned int)HARDMAX_WARP) {
-    __shared__ K keys[HARDMAX_MAX_GROUP / HARDMAX_WARP];
-    __shared__ I index[HARDMAX_MAX_GROUP / HARDMAX_WARP];
-    if (t % HARDMAX_WARP == 0) { keys[t / HARDMAX_WARP] = best; index[t / HARDMAX_WARP] = best_k; }
+  if (G > (unsigned int)OC_WARP) {
+    __shared__ K keys[HARDMAX_MAX_GROUP / OC_WARP];
+    __shared__ I index[HARDMAX_MAX_GROUP / OC_WARP];
+    if (t % OC_WARP == 0) { keys[t / OC_WARP] = best; index[t / OC_WARP] = best_k; }
     __syncthreads();
 #pragma unroll 1
-    for (unsigned int w = 0; w < G / HARDMAX_WARP; ++w) oc::take(keys[w], index[w], best, best_k);
+    for (unsigned int w = 0; w < G / OC_WARP; ++w) oc::take(keys[w], index[w], best, best_k);
   }
   if (live && ((unsigned int)(best_k / V) & (G - 1u)) == t) yr[best_k] = (U)oc::bits<T>::one;
 }

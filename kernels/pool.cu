@@ -27,14 +27,15 @@
 // taking the maximum: identical bits. MaxPool of int8/uint8 runs in Acc = float (exact for them).
 #include "common.cuh"
 
-// Defined by the loader from onnx_cupy.pool: POOL_MAXD, the most spatial axes a parameter block
-// holds; POOL_OUTPUTS, the outputs one thread of pool_fast writes along the last axis;
+// Defined by the loader from onnx_cupy.pool: POOL_MAXD, the most spatial axes a PoolGeom
+// holds; POOL_FAST_MAXD, the most spatial axes of pool_fast (and of a PoolFastGeom);
+// POOL_OUTPUTS, the outputs one thread of pool_fast writes along the last axis;
 // POOL_MIN_BLOCKS, the blocks of OC_BLOCK threads pool_fast keeps resident per SM (its registers
 // are capped to allow them: the occupancy target), one fewer for float64 with 64-bit offsets;
 // POOL_AVERAGE, POOL_LP, POOL_MAX, the generic kernel's modes (PoolGeom::mode).
-#if !defined(POOL_MAXD) || !defined(POOL_OUTPUTS) || !defined(POOL_MIN_BLOCKS) \
-    || !defined(POOL_AVERAGE) || !defined(POOL_LP) || !defined(POOL_MAX)
-#error "compile through onnx_cupy.core.loader: it defines POOL_MAXD, POOL_OUTPUTS, POOL_MIN_BLOCKS"
+#if !defined(POOL_MAXD) || !defined(POOL_FAST_MAXD) || !defined(POOL_OUTPUTS) \
+    || !defined(POOL_MIN_BLOCKS) || !defined(POOL_AVERAGE) || !defined(POOL_LP) || !defined(POOL_MAX)
+#error "compile through onnx_cupy.core.loader: it defines POOL_MAXD, POOL_FAST_MAXD, POOL_OUTPUTS, POOL_MIN_BLOCKS and the modes"
 #endif
 
 // ------------------------------------------------------------------------- the generic kernel
@@ -203,7 +204,7 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, long long* __re
 struct PoolFastGeom {
   long long stride_n;      // input element strides of N and C
   long long stride_c;
-  long long in_stride[3];  // input element strides of the spatial axes
+  long long in_stride[POOL_FAST_MAXD];  // input element strides of the spatial axes
   int planes;              // N * C
   int channels;            // C
   int work;                // threads per plane: outer output positions x groups
@@ -212,15 +213,15 @@ struct PoolFastGeom {
   unsigned int by_channels[2];  // oc::fast_div divisors of C, groups and (R == 3) out_len[1]
   unsigned int by_groups[2];
   unsigned int by_mid[2];
-  int in_len[3];
-  int out_len[3];
-  int kernel[3];
-  int step[3];             // ONNX strides
-  int dilation[3];
-  int pad_begin[3];
-  int count_begin[3];      // the divisor counts window positions in [count_begin, count_end)
-  int count_end[3];
-  unsigned int by_dilation[3][2];
+  int in_len[POOL_FAST_MAXD];
+  int out_len[POOL_FAST_MAXD];
+  int kernel[POOL_FAST_MAXD];
+  int step[POOL_FAST_MAXD];  // ONNX strides
+  int dilation[POOL_FAST_MAXD];
+  int pad_begin[POOL_FAST_MAXD];
+  int count_begin[POOL_FAST_MAXD];  // the divisor counts window positions in [count_begin, count_end)
+  int count_end[POOL_FAST_MAXD];
+  unsigned int by_dilation[POOL_FAST_MAXD][2];
 };
 
 namespace oc {
@@ -404,7 +405,7 @@ template <typename U> struct LastAxisRow<RuntimeWindow, U> {
 template <typename T, typename Acc, typename I, oc::PoolMode Mode, int R, typename Window>
 __global__ void __launch_bounds__(OC_BLOCK, oc::fast_min_blocks<Acc, I>)
 pool_fast(const T* __restrict__ x, T* __restrict__ y, const PoolFastGeom fast) {
-  static_assert(1 <= R && R <= 3, "pool_fast serves 1-3 spatial axes");
+  static_assert(1 <= R && R <= POOL_FAST_MAXD, "pool_fast serves 1 .. POOL_FAST_MAXD spatial axes");
   using U = typename oc::offset_of<I>::type;
   constexpr int L = R - 1;  // the last spatial axis
   constexpr int V = POOL_OUTPUTS;
@@ -412,14 +413,14 @@ pool_fast(const T* __restrict__ x, T* __restrict__ y, const PoolFastGeom fast) {
   if (thread >= fast.work) return;
   const int row = oc::fast_div(thread, fast.by_groups);  // outer output position, row-major
   const int first_out = (thread - row * fast.groups) * V;
-  int out_pos[2] = {row, 0};
-  if constexpr (R == 3) {
-    out_pos[0] = oc::fast_div(row, fast.by_mid);
-    out_pos[1] = row - out_pos[0] * fast.out_len[1];
-  }
+  constexpr int OUTER = L > 0 ? L : 1;  // the outer axes (one unused slot where there is none)
+  int out_pos[OUTER];
+  out_pos[0] = oc::unravel<OUTER, 1>(row, out_pos, [&](int, int v) {
+    return oc::fast_div(v, fast.by_mid);  // by out_len[1], the one extent divided (R == 3)
+  }, [&](int a) { return fast.out_len[a]; });
   // Outer axes: their taps as (count, jump) pairs, absent axes one tap.
-  int tap_count[2] = {1, 1}, counted[2] = {1, 1};
-  U tap_jump[2] = {0, 0};
+  int tap_count[POOL_FAST_MAXD - 1] = {1, 1}, counted[POOL_FAST_MAXD - 1] = {1, 1};
+  U tap_jump[POOL_FAST_MAXD - 1] = {0, 0};
   U row_begin = 0;  // offset of the outer axes' first taps in a plane
 #pragma unroll
   for (int a = 0; a < L; ++a) {
@@ -501,8 +502,7 @@ template <typename Acc> __device__ __forceinline__ Acc fold(Acc a, Acc b, bool m
 template <typename T, typename Acc, typename I>
 __global__ void __launch_bounds__(OC_BLOCK)
 pool_global(const T* __restrict__ x, T* __restrict__ y, const PoolGlobalGeom g) {
-  constexpr int WARP = 32;
-  __shared__ Acc partial[OC_BLOCK / WARP];
+  __shared__ Acc partial[OC_BLOCK / OC_WARP];
   const bool lp = g.mode == POOL_LP, max = g.mode == POOL_MAX;
   const Acc p = (Acc)g.p, start = max ? oc::max_identity<T, Acc>() : Acc(0);
   const unsigned int t = threadIdx.x;
@@ -517,14 +517,14 @@ pool_global(const T* __restrict__ x, T* __restrict__ y, const PoolGlobalGeom g) 
       acc = oc::fold<Acc>(acc, lp ? oc::lp_term<Acc>(v, p) : v, max);
     }
 #pragma unroll
-    for (int d = WARP / 2; d > 0; d >>= 1)
+    for (int d = OC_WARP / 2; d > 0; d >>= 1)
       acc = oc::fold<Acc>(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, d), max);
-    if (t % WARP == 0) partial[t / WARP] = acc;
+    if (t % OC_WARP == 0) partial[t / OC_WARP] = acc;
     __syncthreads();
     if (t == 0) {
       Acc r = partial[0];
 #pragma unroll 1
-      for (int w = 1; w < OC_BLOCK / WARP; ++w) r = oc::fold<Acc>(r, partial[w], max);
+      for (int w = 1; w < OC_BLOCK / OC_WARP; ++w) r = oc::fold<Acc>(r, partial[w], max);
       oc::store<Acc>(y + plane, max ? r : lp ? oc::lp_root<Acc>(r, p) : r / (Acc)g.length);
     }
     __syncthreads();  // partial is reused by the next plane

@@ -26,15 +26,17 @@
 #include "common.cuh"
 
 // Defined by the loader from onnx_cupy.resize.kernel: RESIZE_MAXD, the most dims (after merging
-// unresized neighbours) a parameter block holds; RESIZE_OUTSIDE and RESIZE_OUTSIDE_WIDE, the
+// unresized neighbours) a ResizeGeom holds; RESIZE_FAST_MAXD, the most resized dims of the fast
+// kernels (and of a ResizeFastGeom); RESIZE_FILL_BYTES, the largest element (the bytes of a
+// parameter struct's `fill`); RESIZE_OUTSIDE and RESIZE_OUTSIDE_WIDE, the
 // first offset of an extrapolated coordinate in the fast tables of int and long long offsets;
 // RESIZE_TABLE_ALIGN, the fast tables' byte alignment; RESIZE_FAST_MIN_BLOCKS and
 // RESIZE_GENERIC_MIN_BLOCKS, the blocks of OC_BLOCK threads per SM the fast and the generic
 // kernels' registers must allow (the __launch_bounds__).
-#if !defined(RESIZE_MAXD) || !defined(RESIZE_OUTSIDE) || !defined(RESIZE_OUTSIDE_WIDE) || \
-    !defined(RESIZE_TABLE_ALIGN) || !defined(RESIZE_FAST_MIN_BLOCKS) || \
-    !defined(RESIZE_GENERIC_MIN_BLOCKS)
-#error "compile through onnx_cupy.core.loader, which defines RESIZE_MAXD, RESIZE_OUTSIDE, RESIZE_OUTSIDE_WIDE, RESIZE_TABLE_ALIGN, RESIZE_FAST_MIN_BLOCKS, RESIZE_GENERIC_MIN_BLOCKS"
+#if !defined(RESIZE_MAXD) || !defined(RESIZE_FAST_MAXD) || !defined(RESIZE_FILL_BYTES) || \
+    !defined(RESIZE_OUTSIDE) || !defined(RESIZE_OUTSIDE_WIDE) || !defined(RESIZE_TABLE_ALIGN) || \
+    !defined(RESIZE_FAST_MIN_BLOCKS) || !defined(RESIZE_GENERIC_MIN_BLOCKS)
+#error "compile through onnx_cupy.core.loader, which defines RESIZE_MAXD, RESIZE_FAST_MAXD, RESIZE_FILL_BYTES, RESIZE_OUTSIDE, RESIZE_OUTSIDE_WIDE, RESIZE_TABLE_ALIGN, RESIZE_FAST_MIN_BLOCKS, RESIZE_GENERIC_MIN_BLOCKS"
 #endif
 
 // The generic kernels' dims: the output shape, with adjacent unresized dims merged and leading
@@ -45,7 +47,7 @@ struct ResizeGeom {
   long long in_stride[RESIZE_MAXD];  // input element strides
   long long taps[RESIZE_MAXD];       // table entries per output coordinate; 0: dim not resized
   long long table[RESIZE_MAXD];      // first table entry of the dim
-  unsigned char fill[16];            // extrapolation value: the bytes of one storage element
+  unsigned char fill[RESIZE_FILL_BYTES];  // extrapolation value: the bytes of one storage element
 };
 
 namespace rsz {
@@ -89,8 +91,10 @@ template <typename T, typename Acc> struct result<T, Acc, true> {
   }
 };
 
-// The extrapolation value: the first sizeof(T) of a parameter block's `fill` bytes.
-template <typename T> __device__ __forceinline__ T fill_value(const unsigned char (&fill)[16]) {
+// The extrapolation value: the first sizeof(T) of a parameter struct's `fill` bytes.
+template <typename T>
+__device__ __forceinline__ T fill_value(const unsigned char (&fill)[RESIZE_FILL_BYTES]) {
+  static_assert(sizeof(T) <= RESIZE_FILL_BYTES, "the fill holds one element");
   T t;
   memcpy(&t, fill, sizeof(T));
   return t;
@@ -213,9 +217,9 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_GENERIC_MIN_BLOCKS) resize_we
 // for nearest) and TAPS input offsets of the index type (index times the dim's input stride,
 // made on the host). Fields are long long for both index types; kernels read them as I.
 struct ResizeFastGeom {
-  unsigned char fill[16];      // extrapolation value: the bytes of one storage element
-  long long out[3];            // output lengths of the resized dims, outermost first
-  long long table[3];          // their first table record
+  unsigned char fill[RESIZE_FILL_BYTES];  // extrapolation value: one storage element's bytes
+  long long out[RESIZE_FAST_MAXD];    // output lengths of the resized dims, outermost first
+  long long table[RESIZE_FAST_MAXD];  // their first table record
   long long batch_stride;      // input element stride of the merged leading dims
   long long rows;              // rows per batch item: the product of the row dims' lengths
   long long batch_rows;        // batch * rows
@@ -298,16 +302,11 @@ template <typename T, typename Acc, typename W, int A, int TAPS, typename I> str
     index = ((I)blockIdx.z * (I)gridDim.y + (I)blockIdx.y) * (I)blockDim.y + (I)threadIdx.y;
     if (index >= (I)rows.batch_rows) return false;
     const I batch = index / (I)rows.rows;
-    I coord[3] = {index - batch * (I)rows.rows, 0, 0};  // of the row dims, outermost first
-    if (A == 3) {
-      const I outer = coord[0] / (I)rows.out[2];
-      coord[2] = coord[0] - outer * (I)rows.out[2];
-      coord[0] = outer;
-    }
-    if (A >= 2) {
-      const I outer = coord[0] / (I)rows.out[1];
-      coord[1] = coord[0] - outer * (I)rows.out[1];
-      coord[0] = outer;
+    I coord[A > 0 ? A : 1];  // of the row dims, outermost first (one unused slot where A == 0)
+    if constexpr (A > 0) {
+      coord[0] = oc::unravel<A, 1>(index - batch * (I)rows.rows, coord,
+                                   [&](int a, I v) { return v / (I)rows.out[a]; },
+                                   [&](int a) { return (I)rows.out[a]; });
     }
     I offset[A + 1][TAPS];  // dims 0 .. A-1 (one spare row: no zero-length arrays)
     Acc weight[A + 1][TAPS];
@@ -364,6 +363,7 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_neare
     const T* __restrict__ x, T* __restrict__ y,
     const rsz::record<rsz::no_weight, 1, I>* __restrict__ table,
     const rsz::record<rsz::no_weight, 1, I>* __restrict__ inner, const ResizeFastGeom rows) {
+  static_assert(1 <= R && R <= RESIZE_FAST_MAXD, "1 .. RESIZE_FAST_MAXD resized dims");
   rsz::fast_row<T, int, rsz::no_weight, WALK == rsz::KEPT ? R : R - 1, 1, I> row;
   if (!row.locate(x, rows, table)) return;
   const I n = (I)rows.walk, start = row.index * n;
@@ -388,6 +388,7 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_weigh
     const T* __restrict__ x, T* __restrict__ y,
     const rsz::record<W, TAPS, I>* __restrict__ table,
     const rsz::record<W, TAPS, I>* __restrict__ inner, const ResizeFastGeom rows) {
+  static_assert(1 <= R && R <= RESIZE_FAST_MAXD, "1 .. RESIZE_FAST_MAXD resized dims");
   rsz::fast_row<T, Acc, W, WALK == rsz::KEPT ? R : R - 1, TAPS, I> row;
   if (!row.locate(x, rows, table)) return;
   const I n = (I)rows.walk, start = row.index * n;

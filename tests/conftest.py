@@ -50,13 +50,14 @@ def rng(request):
 
 @pytest.fixture
 def launches(monkeypatch):
-    """(expression, shape) of every kernel launch during the test (the launches still run)."""
-    seen: list[tuple[str, object]] = []
+    """(instantiation record, shape) of every kernel launch during the test (the launches still
+    run)."""
+    seen: list[tuple[object, object]] = []
     real = launcher.launch
 
-    def spy(backend, family, expression, work_items, args, shape=None):
-        seen.append((expression, shape))
-        return real(backend, family, expression, work_items, args, shape)
+    def spy(backend, kernel, work_items, args, shape=None):
+        seen.append((kernel, shape))
+        return real(backend, kernel, work_items, args, shape)
 
     monkeypatch.setattr(launcher, "launch", spy)
     return seen

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onnx_cupy.core import emulator, loader
+from onnx_cupy.core import emulator, records
 
 SOURCE = Path(__file__).parent / "kernels" / "cooperative.cu"
 EXPRESSIONS = ["block_sum<true>", "block_sum<false>", "warp_ops", "atomics", "vectors",
@@ -120,14 +120,14 @@ def test_barrier_in_a_sequential_launch_is_an_error(module, rng):
 
 def test_schedule_sets_the_seed_of_registered_kernels(monkeypatch):
     seen = []
-    monkeypatch.setattr(emulator, "library", lambda family, expression: type(
+    monkeypatch.setattr(emulator, "library", lambda k: type(
         "M", (), {"launch": lambda self, *a: seen.append(a[-2:])})())
-    monkeypatch.setattr(loader, "_FAMILIES", dict(loader._FAMILIES))  # the fake stays here
-    loader.register("fake", ["k<1>", "k<2>"], cooperative=["k<1>"])
-    emulator.launch("fake", "k<1>", (1, 1, 1), (1, 1, 1), ())
+    one, two = (records.Instantiation("fake", "k", (records.argument("n", n),), ("Fake",),
+                                      ("float32",), (), cooperative=n == 1) for n in (1, 2))
+    emulator.launch(one, (1, 1, 1), (1, 1, 1), ())
     with emulator.schedule(7):
-        emulator.launch("fake", "k<1>", (1, 1, 1), (1, 1, 1), ())
-        emulator.launch("fake", "k<2>", (1, 1, 1), (1, 1, 1), ())
+        emulator.launch(one, (1, 1, 1), (1, 1, 1), ())
+        emulator.launch(two, (1, 1, 1), (1, 1, 1), ())
     assert seen == [(True, 0), (True, 7), (False, 7)]
 
 

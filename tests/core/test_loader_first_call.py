@@ -12,7 +12,7 @@ from helpers import fake_cupy
 from helpers.util import BF16, random
 
 import onnx_cupy as oc
-from onnx_cupy.core import loader
+from onnx_cupy.core import loader, records
 from onnx_cupy.tools import kernel_report
 
 MAX_EXPRESSIONS = 4   # most instantiations one module may hold
@@ -141,8 +141,10 @@ def test_concurrent_first_calls_compile_once(monkeypatch, rng, case):
 
 
 def test_unregistered_instantiation_is_refused(fake):
-    with pytest.raises(ValueError, match=r"pool: 'pool<int, int, int>' is not a registered"):
-        loader.cuda_function("pool", "pool<int, int, int>")
+    stranger = records.Instantiation("pool", "pool", (records.argument("n", 1),), ("Fake",),
+                                     ("float32",), ())
+    with pytest.raises(ValueError, match=r"pool: 'pool<1>' is not a registered"):
+        loader.cuda_function(stranger)
     assert not fake.modules
 
 
@@ -156,11 +158,11 @@ def test_modules_compile_as_the_kernel_report_does(fake, monkeypatch, family):
                         seen.append((source, expressions, options)))
     kernel_report.compile_family(family, "sm_90")
     (source, expressions, options), = seen
-    expression = loader.instantiations(family)[-1]
-    loader.cuda_function(family, expression)
+    last = loader.instantiations(family)[-1]
+    loader.cuda_function(last)
     (module,) = fake.modules
     assert (module.code, module.options) == (source, options)
-    assert module.name_expressions == (expression,) and expression in expressions
+    assert module.name_expressions == (last.expression,) and last.expression in expressions
     for name, value in loader.defines(family).items():
         assert f"-D{name}={value}" in module.options
     assert "-std=c++17" in module.options

@@ -40,10 +40,11 @@ def assert_exact(x, **kw):
 def test_rows(dtype, n, rng, launches):
     x = sample(rng, (5 if n > 1000 else 37, n), dtype)
     assert_exact(x)
-    ((expression, (grid, block)),) = launches
+    ((kernel, (grid, block)),) = launches
     pack = 16 // dtype.itemsize
     vector = pack if n % pack == 0 else 1
-    assert expression == f"hardmax_rows<{dtypes.FLOAT_TYPES[dtype.name][0]}, {vector}, int>"
+    assert (kernel.template, kernel["storage"], kernel["vector"], kernel.index_bits) == (
+        "hardmax_rows", dtype.name, vector, 32)
     group = block[0]
     assert group & (group - 1) == 0 and (block[1] == 1 or group * block[1] == launcher.BLOCK)
     assert grid[0] * block[1] >= x.shape[0]
@@ -62,8 +63,8 @@ def test_rows_tie_nan_inf_subnormal_rules(dtype, n, launches):
         np.testing.assert_array_equal(hardmax(xt, axis=0).view(np.uint8),
                                       np.ascontiguousarray(expected.T).view(np.uint8))
     lanes = ops.lanes(hardmax_plans.plan(13, xt.shape, xt.dtype, 0))
-    assert launches[0][0].startswith("hardmax_rows<")
-    assert launches[1][0].startswith("hardmax_cols<" if lanes == 1 else "hardmax_scan<")
+    assert launches[0][0].template == "hardmax_rows"
+    assert launches[1][0].template == ("hardmax_cols" if lanes == 1 else "hardmax_scan")
 
 
 def test_block_per_row_under_many_thread_orders(rng, launches):
@@ -77,7 +78,7 @@ def test_block_per_row_under_many_thread_orders(rng, launches):
             np.testing.assert_array_equal(hardmax(x), expected)
     (_, (grid, block)), *_ = launches
     assert block == (ops.MAX_ROW_GROUP, 1, 1) and grid == (3, 1, 1)
-    assert all(loader.cooperative("hardmax", e) for e, _ in launches)
+    assert all(k.cooperative for k, _ in launches)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -94,8 +95,8 @@ def test_warp_groups_under_thread_orders(seed, rng):
 def test_columns(dtype, shape, axis, rng, launches):
     x = sample(rng, shape, dtype)
     assert_exact(x, axis=axis)
-    ((expression, (grid, block)),) = launches
-    assert expression.startswith("hardmax_cols<") and expression.endswith(", int>")
+    ((kernel, (grid, block)),) = launches
+    assert kernel.template == "hardmax_cols" and kernel.index_bits == 32
     inner = int(np.prod(shape[axis + 1:]))
     assert grid[0] * block[0] >= inner and grid[1] * grid[2] * block[1] >= np.prod(shape[:axis])
 
@@ -108,14 +109,14 @@ def test_columns_on_a_3d_grid(rng, monkeypatch, launches):
         assert_exact(x, axis=1)
     finally:
         ops.launches.cache_clear()
-    ((expression, (grid, block)),) = launches
-    assert expression.startswith("hardmax_cols<") and grid == (1, 4, 4) and block == (16, 16, 1)
+    ((kernel, (grid, block)),) = launches
+    assert kernel.template == "hardmax_cols" and grid == (1, 4, 4) and block == (16, 16, 1)
 
 
 def test_few_long_columns_take_the_generic_passes(rng, launches):
     x = sample(rng, (2, 400, 3), np.float32)
     assert_exact(x, axis=1)
-    assert [e.split("<")[0] for e, _ in launches] == list(ops.KERNELS)
+    assert [k.template for k, _ in launches] == ["hardmax_scan", "hardmax_merge"]
 
 
 @pytest.mark.parametrize("shape,axis,opset", [((0, 5), -1, 13), ((4, 0), -1, 13),
@@ -136,16 +137,16 @@ def test_empty(shape, axis, opset, launches):
 def test_non_contiguous_and_unaligned(shape, view, axis, kernel, rng, launches):
     x = view(sample(rng, shape, np.float16))
     assert_exact(x, axis=axis)
-    ((expression, _),) = launches
-    assert expression.startswith(kernel + "<")
+    ((launched, _),) = launches
+    assert launched.template == kernel
     if kernel == "hardmax_rows":
-        assert (", 8, int>" in expression) == (x.ctypes.data % 16 == 0)
+        assert (launched["vector"] == 8) == (x.ctypes.data % 16 == 0)
 
 
 def test_coerced_rows_of_the_old_opsets(rng, launches):
     x = sample(rng, (6, 4, 5, 3), np.float32)
     assert_exact(x, axis=1, opset=11)
-    assert launches[0][0] == "hardmax_rows<float, 4, int>"
+    assert launches[0][0] is ops.ROWS["float32", 32, 4]
 
 
 @pytest.fixture
@@ -163,8 +164,8 @@ def index64(monkeypatch):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=DTYPE_IDS)
 def test_64bit_indices(index64, shape, axis, kernel, dtype, rng, launches):
     assert_exact(sample(rng, shape, dtype), axis=axis)
-    assert launches[0][0].startswith(kernel + "<")
-    assert all(e.endswith("long long>") for e, _ in launches)
+    assert launches[0][0].template == kernel
+    assert all(k.index_bits == 64 for k, _ in launches)
 
 
 def test_64bit_offsets_of_a_column_view(launches):
@@ -174,17 +175,22 @@ def test_64bit_offsets_of_a_column_view(launches):
     x[...] = np.arange(24, dtype=np.float32).reshape(3, 4, 2) % 5
     x[1, 2, 0] = np.nan
     assert_exact(x, axis=1)
-    ((expression, _),) = launches
-    assert expression == "hardmax_cols<float, long long>"
+    ((kernel, _),) = launches
+    assert (kernel.template, kernel["storage"], kernel.index_bits) == (
+        "hardmax_cols", "float32", 64)
     np.testing.assert_array_equal(both(np.ascontiguousarray(x), axis=1)[0], both(x, axis=1)[1])
 
 
 def test_fast_paths_registered():
-    fast = loader.fast_paths("hardmax")
-    for t in ("oc::half_t", "oc::bf16_t", "float", "double"):
-        for i in ("int", "long long"):
-            assert fast[f"hardmax_cols<{t}, {i}>"] == 1
-            assert fast[f"hardmax_rows<{t}, 1, {i}>"] == 1
-    assert fast["hardmax_rows<oc::half_t, 8, int>"] == 8
-    assert fast["hardmax_rows<double, 2, int>"] == 2
-    assert all(loader.cooperative("hardmax", e) == e.startswith("hardmax_rows") for e in fast)
+    fast = {(k.template, k["storage"], k["vector"] if k.template == "hardmax_rows"
+             else None, k.index_bits): k for k in loader.instantiations("hardmax") if k.fast}
+    for t in ("float16", "bfloat16", "float32", "float64"):
+        for bits in (32, 64):
+            assert fast["hardmax_cols", t, None, bits].outputs == 1
+            assert fast["hardmax_rows", t, 1, bits].outputs == 1
+            pack = 16 // (2 if t in ("float16", "bfloat16") else np.dtype(t).itemsize)
+            assert fast["hardmax_rows", t, pack, bits].outputs == pack
+            assert fast["hardmax_rows", t, pack, bits].expression == (
+                f"hardmax_rows<{dtypes.storage_type(t)}, {pack}, {dtypes.INDEX_TYPES[bits]}>")
+    assert all(k.cooperative == (k.template == "hardmax_rows") for k in fast.values())
+    assert len(fast) == 4 * 2 * 3

@@ -41,24 +41,25 @@ def assert_same_bits(got, expected):
     np.testing.assert_array_equal(got.view(bits), expected.view(bits))
 
 
-ENUM = {0: "oc::PoolMode::average", 1: "oc::PoolMode::l1", 2: "oc::PoolMode::l2",
-        3: "oc::PoolMode::max"}  # by p; 3: MaxPool
+FAST_MODES = {0: "average", 1: "l1", 2: "l2", 3: "max"}  # pool_fast's mode by p; 3: MaxPool
 MAX_INTS = ("int8", "uint8")  # MaxPool's integer dtypes, in float
 
 
-def fast_expression(dtype, mode, rank, window=None, bits=32):
-    """pool_fast's name expression; `window` (taps, step) for a fixed last-axis window."""
-    name = np.dtype(dtype).name
-    storage, acc = ((dtypes.INT_TYPES[name], "float") if name in MAX_INTS
-                    else dtypes.FLOAT_TYPES[name][:2])
-    kind = "oc::RuntimeWindow" if window is None else f"oc::FixedWindow<{window[0]}, {window[1]}>"
-    return (f"pool_fast<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {ENUM[mode]}, {rank}, "
-            f"{kind}>")
+def fast_fields(dtype, mode, rank, window=None, bits=32):
+    """The fields of the pool_fast record these arguments select; `window` (taps, step) for a
+    fixed last-axis window."""
+    return ("pool_fast", np.dtype(dtype).name, FAST_MODES[mode], rank, window, bits)
 
 
-def generic_expression(dtype, rank, bits=32):
-    storage, acc, _ = dtypes.FLOAT_TYPES[np.dtype(dtype).name]
-    return f"pool<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {rank}>"
+def generic_fields(dtype, rank, bits=32):
+    return ("pool", np.dtype(dtype).name, None, rank, None, bits)
+
+
+def fields(k):
+    """(template, storage dtype, fast mode, rank, fixed window, offset bits) of a pool record."""
+    fast = k.template == "pool_fast"
+    return (k.template, k["storage"], k["mode"] if fast else None, k["rank"],
+            k["window"] if fast else None, k.index_bits)
 
 
 COMPILED = {(2, 2), (3, 1), (3, 2)}  # last-axis (kernel size, stride) compiled in, 2-D only
@@ -96,15 +97,19 @@ def random_attrs(rng, op, spatial, reached):
 
 
 def test_fast_paths_registered():
-    fast = loader.fast_paths("pool")
-    expected = {fast_expression(t, m, r, w, b)
+    fast = [k for k in loader.instantiations("pool") if k.fast]
+    expected = {fast_fields(t, m, r, w, b)
                 for t in (*dtypes.FLOAT_TYPES, *MAX_INTS)
                 for m in (range(4) if t in dtypes.FLOAT_TYPES else (3,))
                 for r in (1, 2, 3) for w in [None, *(COMPILED if r == 2 else ())]
                 for b in dtypes.INDEX_TYPES}
-    assert set(fast) == expected
-    assert set(fast.values()) == {kernel_pool.OUTPUTS}
-    assert expected <= set(loader.instantiations("pool"))
+    assert sorted(map(fields, fast), key=str) == sorted(expected, key=str)
+    assert {k.outputs for k in fast} == {kernel_pool.OUTPUTS}
+    assert {k.ops for k in fast if k["mode"] == "max"} == {("MaxPool",)}
+    assert {k.ops for k in fast if k["mode"] in ("l1", "l2")} == {("LpPool",)}
+    assert kernel_pool.FAST["float16", 64, kernel_pool.FastMode.max, 2, (3, 2)].expression == (
+        "pool_fast<oc::half_t, float, long long, oc::PoolMode::max, 2, oc::FixedWindow<3, 2>>")
+    assert kernel_pool.GENERIC["uint8", 32, 5].expression == "pool<unsigned char, float, int, 5>"
 
 
 @pytest.mark.parametrize("nd", SPATIAL)
@@ -116,14 +121,14 @@ def test_fast_equals_generic_equals_numpy(nd, dtype, monkeypatch, launches, rng)
         x = random(rng, (2, 3, *SPATIAL[nd]), dtype)
         attrs = random_attrs(rng, op, SPATIAL[nd], reached)
         fast = run(op, x, "emulated", **attrs)
-        expression, shape = launches[-1]
+        kernel, shape = launches[-1]
         generic = run_generic(monkeypatch, op, x, **attrs)
         if op == "LpPool" and attrs["p"] == 3:
-            assert expression.startswith("pool<") and shape is None
+            assert kernel.template == "pool" and shape is None
         else:
             mode = 0 if op == "AveragePool" else attrs["p"]
             window = compiled_window(attrs, nd)
-            assert expression == fast_expression(dtype, mode, nd, window) and shape is not None
+            assert fields(kernel) == fast_fields(dtype, mode, nd, window) and shape is not None
             reached["fast"] += 1
             reached["row not a multiple of 4"] += fast.shape[-1] % kernel_pool.OUTPUTS != 0
         assert_same_bits(fast, generic)
@@ -143,7 +148,7 @@ def test_edges_of_every_mode(op, extra, mode, nd, monkeypatch, launches, rng):
         attrs = {"kernel_shape": [3] * nd, "strides": [3] * nd, "dilations": [1] * (nd - 1) + [2],
                  "pads": [2] * nd + [1] * nd, "ceil_mode": 1, **extra}
         fast = run(op, x, "emulated", **attrs)
-        assert launches[-1][0] == fast_expression(np.float32, mode, nd)
+        assert fields(launches[-1][0]) == fast_fields(np.float32, mode, nd)
         assert fast.shape[-1] == length + 1
         assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
         assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), np.float32)
@@ -167,7 +172,7 @@ def test_compiled_windows(window, dtype, monkeypatch, launches, rng):
                      "dilations": [int(rng.integers(1, 3)), 1], "pads": pads + pads[::-1],
                      "ceil_mode": int(rng.integers(2)), **extra}
             fast = run(op, x, "emulated", **attrs)
-            assert launches[-1][0] == fast_expression(dtype, mode, 2, window)
+            assert fields(launches[-1][0]) == fast_fields(dtype, mode, 2, window)
             reached["clipped"] += length < (kernel_pool.OUTPUTS - 1) * s + k or pads[-1] > 0
             reached["partial group"] += fast.shape[-1] % kernel_pool.OUTPUTS != 0
             reached["several groups"] += fast.shape[-1] > kernel_pool.OUTPUTS
@@ -184,7 +189,7 @@ def test_compiled_window_signed_zeros(op, extra, mode, monkeypatch, launches, rn
     x[:, :, ::2] = -0.0
     attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 2, 1, 2], **extra}
     fast = run(op, x, "emulated", **attrs)
-    assert launches[-1][0] == fast_expression(np.float32, mode, 2, (3, 2))
+    assert fields(launches[-1][0]) == fast_fields(np.float32, mode, 2, (3, 2))
     assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
 
 
@@ -196,11 +201,11 @@ def test_compiled_window_needs_2d_unit_stride_and_dilation(launches, rng):
                                    (x[..., ::2], 1, None), (x.transpose(1, 0, 2, 3), 1, (3, 2))):
         run("AveragePool", view, "emulated", kernel_shape=[3, 3], strides=[1, 2],
             dilations=[1, dilation])
-        assert launches[-1][0] == fast_expression(np.float32, 0, 2, window)
+        assert fields(launches[-1][0]) == fast_fields(np.float32, 0, 2, window)
     for nd in (1, 3):
         run("AveragePool", random(rng, (2, 3, *SPATIAL[nd]), np.float32), "emulated",
             kernel_shape=[3] * nd, strides=[2] * nd)
-        assert launches[-1][0] == fast_expression(np.float32, 0, nd)
+        assert fields(launches[-1][0]) == fast_fields(np.float32, 0, nd)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -239,7 +244,7 @@ def test_non_contiguous_inputs(op, view, kernel, strides, monkeypatch, launches,
     fast = run(op, x, "emulated", **attrs)
     unit = x.strides[-1] == x.itemsize
     window = compiled_window(attrs) if unit else None
-    assert launches[-1][0] == fast_expression(np.float32, 2 if op == "LpPool" else 0, 2, window)
+    assert fields(launches[-1][0]) == fast_fields(np.float32, 2 if op == "LpPool" else 0, 2, window)
     assert_same_bits(fast, run_generic(monkeypatch, op, x, **attrs))
     assert_same_bits(fast, run(op, np.ascontiguousarray(x), "emulated", **attrs))
     assert_close(fast, run(op, x, "numpy", **attrs).astype(np.float64), np.float32)
@@ -272,9 +277,9 @@ def test_launch_shape_for_small_and_large_planes():
                                  ((1, 2, 50, 50), [1, 1], (256, 1, 1))):  # 50 rows x 13 groups
         pl = pool_plans.prepare("AveragePool", shape, np.float32, 22, kernel_shape=kernel)
         strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
-        expression, (grid, blk), _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float32), strides)
-        assert expression == fast_expression(np.float32, 0, len(kernel),
-                                             compiled_window({"kernel_shape": kernel}, len(kernel)))
+        launched, (grid, blk), _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float32), strides)
+        assert fields(launched) == fast_fields(
+            np.float32, 0, len(kernel), compiled_window({"kernel_shape": kernel}, len(kernel)))
         assert blk == block
         work = int(np.prod(pl.out_shape[2:-1])) * -(-pl.out_shape[-1] // kernel_pool.OUTPUTS)
         assert grid[0] * blk[0] >= work > (grid[0] - 1) * blk[0]
@@ -287,16 +292,16 @@ def test_generic_path_at_the_boundaries(launches, rng):
     x = random(rng, (1, 2, 4, 3, 5, 3), np.float64)
     run("AveragePool", x, "emulated", kernel_shape=[2, 2, 2, 2])
     run("LpPool", x[..., 0], "emulated", kernel_shape=[2, 2, 2], p=3)
-    assert [e for e, _ in launches] == [generic_expression(np.float64, 4),
-                                        generic_expression(np.float64, 3)]
+    assert [fields(k) for k, _ in launches] == [generic_fields(np.float64, 4),
+                                                generic_fields(np.float64, 3)]
     assert all(shape is None for _, shape in launches)
     # reach (largest offset plus a dilation step) exactly at and just past 2**31 - 1
     pl = pool_plans.prepare("AveragePool", (2, 1, 5), np.float16, 22, kernel_shape=[2])
     limit = dtypes.INT32_LIMIT - 5
     assert kernel_pool.reach(pl, (limit, 5, 1)) == dtypes.INT32_LIMIT
     for strides, bits in (((limit, 5, 1), 32), ((limit + 1, 5, 1), 64)):
-        expression, _, _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides)
-        assert expression == fast_expression(np.float16, 0, 1, bits=bits)
+        launched, _, _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides)
+        assert fields(launched) == fast_fields(np.float16, 0, 1, bits=bits)
     # a window coordinate (the tap-range division's numerator) just past 2**31 - 1
     widest = (dtypes.INT32_LIMIT - 10) // 3
     for dilation, fast in ((widest, True), (widest + 1, False)):
@@ -306,8 +311,8 @@ def test_generic_path_at_the_boundaries(launches, rng):
         assert (kernel_pool.coordinate_reach(pl) <= dtypes.INT32_LIMIT) == fast
         assert (kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), (5, 5, 1)) is not None) \
             == fast
-        assert kernel_pool.kernel_args(pl, np.dtype(np.float16), (5, 5, 1))[0] == \
-            generic_expression(np.float16, 1, 32 if fast else 64)
+        assert fields(kernel_pool.kernel_args(pl, np.dtype(np.float16), (5, 5, 1))[0]) == \
+            generic_fields(np.float16, 1, 32 if fast else 64)
 
 
 def test_divider_is_exact():
@@ -375,10 +380,10 @@ def test_offsets_past_int32(dtype, nd, layout, monkeypatch, launches, rng):
         got = run(op, x, "emulated", **attrs)
         if nd <= 3:
             window = compiled_window(attrs, nd) if unit else None
-            assert launches[-1][0] == fast_expression(dtype, mode, nd, window, bits=64)
+            assert fields(launches[-1][0]) == fast_fields(dtype, mode, nd, window, bits=64)
             reached["fixed window"] += window is not None
             assert_same_bits(got, run_generic(monkeypatch, op, x, **attrs))
-        assert launches[-1][0] == generic_expression(dtype, nd, 64)
+        assert fields(launches[-1][0]) == generic_fields(dtype, nd, 64)
         with np.errstate(invalid="ignore", divide="ignore"):
             expected = run(op, x, "numpy", **attrs)
         assert_close(got, expected.astype(np.float64), dtype)
@@ -390,5 +395,5 @@ def test_outputs_past_int32_take_the_wide_fast_kernel():
     for shape, bits in (((2**13, 2**9, 2**8), 32), ((2**15, 2**9, 2**8), 64)):
         pl = pool_plans.prepare("AveragePool", shape, np.float16, 22, kernel_shape=[1])
         strides = (shape[1] * shape[2], shape[2], 1)
-        expression, _, _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides)
-        assert expression == fast_expression(np.float16, 0, 1, bits=bits)
+        launched, _, _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides)
+        assert fields(launched) == fast_fields(np.float16, 0, 1, bits=bits)

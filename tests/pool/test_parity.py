@@ -61,7 +61,7 @@ def test_numpy_row_blocks_keep_results(op, dtype, monkeypatch, rng):
         whole = run(op, x, "numpy", **attrs)
         row = int(np.prod(spatial)) * dtypes.accumulate_dtype(x.dtype).itemsize
         with monkeypatch.context() as m:
-            m.setattr(numpy_pool, "BLOCK_BYTES", 2 * row)
+            m.setattr(numpy_pool, "CHUNK_BYTES", 2 * row)
             got = run(op, x, "numpy", **attrs)
         np.testing.assert_array_equal(got.view(np.uint8), whole.view(np.uint8))   # NaNs too
 
@@ -165,13 +165,13 @@ def test_bad_out_raises(op, backend, rng):
 
 @pytest.fixture
 def expressions(monkeypatch):
-    """Kernel name expressions launched during the test (launches still run)."""
+    """The name expressions of the kernels launched during the test (launches still run)."""
     seen = []
     real = launcher.launch
 
-    def spy(backend, family, expression, work_items, args, shape=None):
-        seen.append(expression)
-        return real(backend, family, expression, work_items, args, shape)
+    def spy(backend, kernel, work_items, args, shape=None):
+        seen.append(kernel.expression)
+        return real(backend, kernel, work_items, args, shape)
 
     monkeypatch.setattr(launcher, "launch", spy)
     return seen
@@ -219,10 +219,10 @@ def test_huge_output_grid_stride_uses_64_bit_indices(monkeypatch):
     though every offset does. Four spatial axes: the generic kernel. Virtual memory only: the
     launch is recorded, not run."""
     seen = []
-    monkeypatch.setattr(launcher, "launch", lambda *args: seen.append(args[2]))
+    monkeypatch.setattr(launcher, "launch", lambda *args: seen.append(args[1]))
     for total, bits in ((2**31 - 1 - launcher.MAX_BLOCKS * launcher.BLOCK, "int"),
                         (2**31 - launcher.MAX_BLOCKS * launcher.BLOCK, "long long")):
         shape = (total, 1, 1, 1, 1, 1)
         y = run("AveragePool", np.empty(shape, np.float16), "emulated", kernel_shape=[1] * 4)
         assert y.shape == shape
-        assert seen.pop() == f"pool<oc::half_t, float, {bits}, 4>"
+        assert seen.pop().expression == f"pool<oc::half_t, float, {bits}, 4>"

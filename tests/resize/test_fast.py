@@ -11,7 +11,7 @@ import pytest
 from helpers.util import BF16, TOL
 
 from onnx_cupy import resize
-from onnx_cupy.core import dtypes, execution, launcher, loader
+from onnx_cupy.core import dtypes, execution, launcher, loader, records
 from onnx_cupy.resize import kernel as resize_kernel
 from onnx_cupy.resize import plan as resize_op
 from onnx_cupy.tools import kernel_report
@@ -76,15 +76,15 @@ def check(x: np.ndarray, launches: list, monkeypatch, fast: bool = True, walk: s
     launches.clear()
     got = emulated(x, **kw)
     assert len(launches) == 1
-    expression, shape = launches[0]
-    assert ("_fast<" in expression) == fast and (shape is not None) == fast, expression
-    assert not fast or walk is None or f", {walk}, " in expression, expression
+    kernel, shape = launches[0]
+    assert kernel.fast == fast and (shape is not None) == fast, kernel
+    assert not fast or walk is None or kernel["walk"] == walk.removeprefix("rsz::"), kernel
     generic = emulated(x, monkeypatch, **kw)
-    assert "_fast<" not in launches[-1][0]
+    assert not launches[-1][0].fast
     if bits is not None:
-        assert all(e.endswith(f", {dtypes.INDEX_TYPES[bits]}>") for e, _ in launches), launches
+        assert all(k.index_bits == bits for k, _ in launches), launches
     assert got.dtype == generic.dtype == x.dtype and got.shape == generic.shape
-    assert got.tobytes() == generic.tobytes(), (expression, kw)
+    assert got.tobytes() == generic.tobytes(), (kernel, kw)
     expected = resize(x, **kw)
     if kw.get("mode", "nearest") == "nearest":
         assert got.tobytes() == expected.tobytes()
@@ -282,21 +282,22 @@ def test_fast_args_limits(monkeypatch):
     pl = plan((3, 40, 50), [1, 2, 2])
     f32 = np.dtype(np.float32)
     fast = resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))
-    assert fast.expression == ("resize_weighted_fast<float, float, float, 2, 2, 4, rsz::RESIZED, "
-                               "int>")
+    assert fast.kernel.expression == ("resize_weighted_fast<float, float, float, 2, 2, 4, "
+                                      "rsz::RESIZED, int>")
     assert fast.shape == ((1, 30, 1), (32, 8, 1))  # 3 x 80 rows of 100 outputs
     assert fast.weight == np.float32 and fast.strides == (50, 1) and fast.inner == 80 * 16
     assert fast.bits == 32
     wide = resize_kernel.fast_args(pl, f32, (2**30, 50, 1))
-    assert wide.expression == fast.expression.replace(", int>", ", long long>")
+    assert wide.kernel is resize_kernel.FAST["float32", 2, 2, RESIZED, 64]
     assert wide.bits == 64 and wide.shape == fast.shape and wide.inner == 80 * 24
     nhwc = plan((2, 5, 7, 3), [1, 2, 2, 1])
     fast = resize_kernel.fast_args(nhwc, f32, contiguous(nhwc.in_shape))
-    assert fast.expression == "resize_weighted_fast<float, float, float, 2, 2, 4, rsz::KEPT, int>"
+    assert fast.kernel is resize_kernel.FAST["float32", 2, 2, KEPT, 32]
     assert fast.shape == ((1, 2, 1), (1, 256, 1))  # 2 x 140 rows of 3 outputs
     assert fast.geom["walk"] == 3 and fast.geom["walk_stride"] == 1 and fast.geom["rows"] == 140
     wide = resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30))
-    assert wide.expression.endswith("rsz::KEPT, long long>") and wide.geom["walk_stride"] == 2**30
+    assert wide.kernel is resize_kernel.FAST["float32", 2, 2, KEPT, 64]
+    assert wide.geom["walk_stride"] == 2**30
     resize_kernel.fast_args.cache_clear()
     monkeypatch.setattr(launcher, "MAX_GRID_YZ", 9)
     try:
@@ -402,8 +403,8 @@ def test_strided_view_past_2_31(dtype, mode, launches, monkeypatch):
                                                           7 * big.itemsize, big.itemsize))
     x[...] = sample(np.random.default_rng(hash((dtype.name, mode)) % 2**32), x.shape, dtype)
     check(x, launches, monkeypatch, walk=RESIZED, scales=[1, 1.6, 1.4], mode=mode)
-    assert launches[0][0].endswith("rsz::RESIZED, long long>"), launches
-    assert launches[1][0].startswith("resize_") and launches[1][0].endswith(", long long>")
+    assert launches[0][0]["walk"] == "RESIZED" and launches[0][0].index_bits == 64, launches
+    assert launches[1][0].family == "resize" and launches[1][0].index_bits == 64
 
 
 def test_generic_ranks_pad_to_an_instantiated_rank():
@@ -413,9 +414,9 @@ def test_generic_ranks_pad_to_an_instantiated_rank():
         shape = (2, 3) * dims  # alternate resized and unresized axes: nothing merges
         shape = shape[:dims]
         pl = plan(shape, [1.5 if d % 2 == 0 else 1 for d in range(dims)])
-        expression, g = resize_kernel.kernel_args(pl, np.dtype(np.float32), contiguous(shape))
+        kernel, g = resize_kernel.kernel_args(pl, np.dtype(np.float32), contiguous(shape))
         rank = min(r for r in resize_kernel.GENERIC_RANKS if r >= dims)
-        assert expression == f"resize_weighted<float, float, {rank}, int>"
+        assert kernel is resize_kernel.WEIGHTED["float32", rank, 32] and kernel.rank == rank
         pad = rank - dims
         assert list(g["out_shape"][0][:pad]) == [1] * pad and not g["taps"][0][:pad].any()
         assert list(g["out_shape"][0][pad:rank]) == list(pl.out_shape)
@@ -436,7 +437,7 @@ def report():
 def test_no_instantiation_uses_local_memory(report):
     """No stack frame, spills or LDL/STL in any Resize instantiation, generic or fast, 32-bit or
     64-bit offsets."""
-    assert list(report) == list(loader.instantiations("resize"))
+    assert list(report) == [k.expression for k in loader.instantiations("resize")]
     assert [e for e, k in report.items() if kernel_report.uses_local_memory(k)] == []
 
 
@@ -444,13 +445,12 @@ def test_no_instantiation_uses_local_memory(report):
 def test_wide_fast_paths_within_their_budget(report):
     """Every budgeted fast path (nearest, linear on 1-2 axes) has a 64-bit twin, and every 64-bit
     fast path of float16/bfloat16/float32 meets the static targets with 1.5x the budget."""
-    fast = loader.fast_paths("resize")
-    for e in fast:
-        if e.endswith(", int>") and kernel_report.budget("resize", e) is not None:
-            assert e.replace(", int>", ", long long>") in fast, e
-    wide = [e for e in fast if e.endswith(", long long>") and kernel_report.held_to_targets(e)]
+    fast = {key: k for key, k in resize_kernel.FAST.items()}
+    for (*shape, bits), k in fast.items():
+        if bits == 32 and k.budget is not None:
+            assert (*shape, 64) in fast, k
+    wide = [k for (*_, bits), k in fast.items() if bits == 64 and k.held]
     assert wide
-    for e in wide:
-        budget = kernel_report.budget("resize", e)
-        assert budget in (None, kernel_report.WIDE_INDEX_BUDGET * kernel_report.BUDGETS["resize"])
-        assert kernel_report.check(report[e], budget) == [], report[e]
+    for k in wide:
+        assert k.budget in (None, records.WIDE_INDEX_BUDGET * resize_kernel.BUDGET)
+        assert kernel_report.check(report[k.expression], k.budget) == [], report[k.expression]

@@ -290,7 +290,7 @@ def test_numpy_blocks(monkeypatch, seed):
     case = draw(rng, ctm="tf_crop_and_resize" if seed % 4 == 0 else None)
     x = sample(rng, case.shape, np.dtype(np.float64))
     whole = case.run(x, "numpy")
-    monkeypatch.setattr(numpy_resize, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(numpy_resize, "CHUNK_BYTES", 64)
     np.testing.assert_allclose(case.run(x, "numpy"), whole, rtol=1e-14, atol=1e-14)
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from helpers import fake_cupy
 
-from onnx_cupy.core import emulator, execution, warmup
+from onnx_cupy.core import emulator, execution, records, warmup
 from onnx_cupy.tools import cli, first_call
 
 
@@ -25,10 +25,16 @@ def _tables(text: str) -> list[list[list[str]]]:
     return tables
 
 
+def _warmed(family, name, ops, dtypes, seconds):
+    """A made-up warmed instantiation: template `name` of `family`, no arguments."""
+    kernel = records.Instantiation(family, name, (), ops, dtypes, ())
+    return warmup.Warmed(kernel, ops, dtypes, seconds)
+
+
 def test_rows_group_by_operator_and_dtype():
-    k = [warmup.Instantiation("pool", "a", ("AveragePool", "LpPool"), ("float32",), 0.2),
-         warmup.Instantiation("pool", "b", ("LpPool",), ("float32", "float16"), 0.4),
-         warmup.Instantiation("pool", "c", ("LpPool",), ("float32",), 0.3)]
+    k = [_warmed("pool", "a", ("AveragePool", "LpPool"), ("float32",), 0.2),
+         _warmed("pool", "b", ("LpPool",), ("float32", "float16"), 0.4),
+         _warmed("pool", "c", ("LpPool",), ("float32",), 0.3)]
     got = {(r.op, r.dtype): r for r in first_call.rows(k)}
     assert set(got) == {("AveragePool", "float32"), ("LpPool", "float32"), ("LpPool", "float16")}
     assert got["LpPool", "float32"] == first_call.Row("LpPool", "float32", 3, 0.3, 0.4,
@@ -126,9 +132,9 @@ def test_verdict_judges_seconds_against_a_ceiling(seconds, target, expected):
 
 
 def test_nvrtc_operator_table_judges_the_slowest_instantiation():
-    k = [warmup.Instantiation("pool", "a", ("AveragePool",), ("float32",), 0.2),
-         warmup.Instantiation("pool", "b", ("AveragePool",), ("float32",), 0.7),
-         warmup.Instantiation("hardmax", "c", ("Hardmax",), ("float32",), 0.1)]
+    k = [_warmed("pool", "a", ("AveragePool",), ("float32",), 0.2),
+         _warmed("pool", "b", ("AveragePool",), ("float32",), 0.7),
+         _warmed("hardmax", "c", ("Hardmax",), ("float32",), 0.1)]
     (rows,) = _tables(first_call.operator_table(k, target=first_call.NVRTC_TARGET))
     assert rows[0][:4] == ["AveragePool", "2", "0.450 / 0.700", "<=0.5 missed"]
     assert rows[1][:4] == ["Hardmax", "1", "0.100 / 0.100", "<=0.5 met"]

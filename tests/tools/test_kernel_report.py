@@ -11,7 +11,10 @@ import sys
 
 import pytest
 
-from onnx_cupy.core import launcher, loader
+from onnx_cupy.core import launcher, loader, records
+from onnx_cupy.hardmax import kernel as hardmax_kernel
+from onnx_cupy.pool import kernel as pool_kernel
+from onnx_cupy.resize import kernel as resize_kernel
 from onnx_cupy.tools import cli, kernel_report
 
 pytestmark = pytest.mark.slow  # NVRTC compiles and disassembles every instantiation
@@ -67,13 +70,15 @@ def probes() -> dict[str, kernel_report.Kernel]:
 @pytest.mark.parametrize("family", loader.families())
 def test_report_of_every_instantiation(family, arch):
     kernels = kernel_report.family_report(family, arch)
-    assert [k.expression for k in kernels] == list(loader.instantiations(family))
+    assert [k.instantiation for k in kernels] == list(loader.instantiations(family))
+    assert [k.expression for k in kernels] == [r.expression for r in loader.instantiations(family)]
     assert len({k.name for k in kernels}) == len(kernels)
     for k in kernels:
         assert k.name.startswith("_Z") and k.arch == arch and k.family == family
         assert 0 < k.registers <= 255, k
         assert min(k.stack, k.spill_stores, k.spill_loads, k.shared) >= 0, k
-        assert k.block == loader.block_size(family, k.expression) in (launcher.BLOCK, 512), k
+        assert k.block == loader.block_size(k.instantiation) in (launcher.BLOCK, 512), k
+        assert k.outputs == k.instantiation.outputs and k.fast == k.instantiation.fast, k
         assert 0 < k.occupancy <= 1, k
         if k.sass is not None:
             s = k.sass
@@ -84,12 +89,15 @@ def test_report_of_every_instantiation(family, arch):
     assert kernel_report.family_report(family, arch) is kernels  # compiled once per process
 
 
-def test_block_size_registration():
-    family = loader.families()[0]
-    expression = loader.instantiations(family)[0]
-    assert loader.block_size(family, expression) == launcher.BLOCK
-    with pytest.raises(ValueError, match="not a registered instantiation"):
-        loader.register(family, [], threads={"no_such_kernel<float>": 128})
+def test_block_size_and_registration():
+    first = loader.instantiations()[0]
+    assert first.threads is None and loader.block_size(first) == launcher.BLOCK
+    assert {loader.block_size(k) for k in loader.instantiations("hardmax")} == {
+        launcher.BLOCK, hardmax_kernel.MAX_ROW_GROUP}
+    with pytest.raises(ValueError, match="registered twice"):
+        loader.register(first.family, [dataclasses.replace(first)])   # another record
+    with pytest.raises(ValueError, match="belongs to family"):
+        loader.register("resize", [first])
 
 
 def test_ptxas_figures_of_a_local_array(probes):
@@ -146,16 +154,15 @@ def test_occupancy(registers, threads, shared, arch, expected):
     assert kernel_report.occupancy(registers, threads, shared, arch) == expected
 
 
-def test_template_arguments():
-    assert kernel_report.template_arguments("k<rsz::pod<4>, long long, 3>") == [
-        "rsz::pod<4>", "long long", "3"]
-    assert kernel_report.template_arguments("plain") == []
-    assert kernel_report.held_to_targets("pool_fast<oc::bf16_t, float, int, 2>")
-    assert kernel_report.held_to_targets("pool_fast<float, float, long long, 2>")
-    assert not kernel_report.held_to_targets("pool_fast<double, double, int, 2>")
-    assert not kernel_report.held_to_targets("plain")
-    assert kernel_report.budget("pool", "pool_fast<float, float, int, 2>") == 150
-    assert kernel_report.budget("pool", "pool_fast<float, float, long long, 2>") == 225
+def test_held_and_budgets():
+    mode = pool_kernel.FastMode.average
+    assert pool_kernel.FAST["bfloat16", 32, mode, 2, None].held
+    assert pool_kernel.FAST["float32", 64, mode, 2, None].held
+    assert not pool_kernel.FAST["float64", 32, mode, 2, None].held
+    assert not pool_kernel.GENERIC["float32", 32, 2].held   # generic: not a fast path
+    assert pool_kernel.FAST["float32", 32, mode, 2, None].budget == 150
+    assert pool_kernel.FAST["float32", 64, mode, 2, None].budget == 225
+    assert kernel_report.budgets() == {"hardmax": 30, "pool": 150, "resize": 40}
 
 
 def test_unknown_arch():
@@ -163,28 +170,28 @@ def test_unknown_arch():
         kernel_report.compile_kernels(PROBES, ["fast"], "sm_75")
 
 
-FAST_PATHS = [(f, e) for f in loader.families() for e in loader.fast_paths(f)
-              if kernel_report.held_to_targets(e)]
+FAST_PATHS = [k for k in loader.instantiations() if k.held]
 
 
 def test_fast_paths_are_held_to_targets():
     """Every family has fast paths under the targets; Resize's budget holds nearest and linear
     on 1-2 axes."""
-    held = {f: [e for g, e in FAST_PATHS if g == f] for f in loader.families()}
+    held = {f: [k for k in FAST_PATHS if k.family == f] for f in loader.families()}
     assert all(held.values()), {f: len(e) for f, e in held.items()}
-    for walk in ("rsz::RESIZED", "rsz::KEPT"):
-        weighted = "resize_weighted_fast<float, float, float, {}, {}, 4, " + walk + ">"
-        assert kernel_report.budget("resize", weighted.format(2, 2)) == 40
-        assert kernel_report.budget("resize", weighted.format(3, 2)) is None
-        assert kernel_report.budget("resize", weighted.format(1, 4)) is None
-        assert kernel_report.budget("resize", f"resize_nearest_fast<rsz::pod<4>, 3, 4, {walk}>") == 40
+    fast = resize_kernel.FAST
+    for walk in (resize_kernel.RESIZED, resize_kernel.KEPT):
+        assert fast["float32", 2, 2, walk, 32].budget == 40
+        assert fast["float32", 3, 2, walk, 32].budget is None
+        assert fast["float32", 1, 4, walk, 32].budget is None
+        assert fast[4, 3, 1, walk, 32].budget == 40
 
 
 @needs_nvdisasm
-@pytest.mark.parametrize("family,expression", FAST_PATHS)
-def test_fast_path_targets(family, expression):
-    (k,) = [k for k in kernel_report.family_report(family, "sm_90") if k.expression == expression]
-    assert kernel_report.check(k, kernel_report.budget(family, expression)) == [], k
+@pytest.mark.parametrize("kernel", FAST_PATHS, ids=lambda k: k.expression)
+def test_fast_path_targets(kernel):
+    (k,) = [k for k in kernel_report.family_report(kernel.family, "sm_90")
+            if k.instantiation is kernel]
+    assert kernel_report.check(k, kernel.budget) == [], k
 
 
 # Families none of whose instantiations (every dtype, index width, rank and window) may use local
@@ -208,33 +215,32 @@ def test_no_local_memory(family, arch):
 def test_wide_fast_paths(family):
     """Every fast path held to the targets with 32-bit offsets has a 64-bit twin, held to
     WIDE_INDEX_BUDGET times the family's budget."""
-    held = [e for f, e in FAST_PATHS if f == family]
-    narrow = [e for e in held if "int" in kernel_report.template_arguments(e)]
+    held = {key: k for key, k in pool_kernel.FAST.items() if k.held}
+    narrow = {key: k for key, k in held.items() if k.index_bits == 32}
     assert narrow
-    report = {k.expression: k for k in kernel_report.family_report(family, "sm_90")}
-    for expression in narrow:
-        args = kernel_report.template_arguments(expression)
-        wide = expression.replace(", int,", ", long long,", 1)
-        assert wide in held and args.index("int") == kernel_report.template_arguments(wide).index(
-            "long long"), wide
-        budget = kernel_report.budget(family, wide)
-        assert budget == kernel_report.WIDE_INDEX_BUDGET * kernel_report.BUDGETS[family]
-        assert kernel_report.check(report[wide], budget) == [], report[wide]
+    report = {k.instantiation: k for k in kernel_report.family_report(family, "sm_90")}
+    for (dtype, _, *shape), k in narrow.items():
+        wide = held[(dtype, 64, *shape)]
+        assert [a.name for a in wide.arguments] == [a.name for a in k.arguments]
+        assert [a.value for a in wide.arguments if a.name != "index"] == [
+            a.value for a in k.arguments if a.name != "index"]
+        assert wide.budget == records.WIDE_INDEX_BUDGET * pool_kernel.BUDGET
+        assert kernel_report.check(report[wide], wide.budget) == [], report[wide]
 
 
 def test_cli_table(capsys):
     assert cli.main(["kernels", "--family", "hardmax", "--arch", "sm_90"]) == 0
     out = capsys.readouterr().out
     assert "hardmax (sm_90, block 256, 512)" in out and "pool" not in out
-    for e in loader.instantiations("hardmax"):
-        assert e in out
+    for k in loader.instantiations("hardmax"):
+        assert k.expression in out
 
 
 def test_cli_json(capsys):
     assert cli.main(["kernels", "--family", "pool", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {(r["arch"], r["expression"]) for r in rows} == {
-        (a, e) for a in kernel_report.ARCHS for e in loader.instantiations("pool")}
+        (a, k.expression) for a in kernel_report.ARCHS for k in loader.instantiations("pool")}
     assert all(r["registers"] > 0 and 0 < r["occupancy"] <= 1 for r in rows)
 
 
@@ -258,15 +264,15 @@ def test_cli_without_nvrtc(monkeypatch, capsys):
     assert 'pip install "onnx-cupy[kernels]"' in err and "Traceback" not in err
 
 
-def _made_up(expression: str, per_output: float, *, family: str = "pool", arch: str = "sm_90",
-             registers: int = 32, stack: int = 0, loop_divisions: int = 0) -> kernel_report.Kernel:
-    """A kernel as the report would give it, without compiling: one output per iteration."""
+def _made_up(k, per_output: float, *, arch: str = "sm_90", registers: int = 32,
+             stack: int = 0, loop_divisions: int = 0) -> kernel_report.Kernel:
+    """The registered instantiation `k` as the report would give it, without compiling: one
+    output per iteration."""
     sass = kernel_report.Sass(instructions=int(per_output) + 10, loop=int(per_output),
                               inner_loops=0, loop_stores=1, local=0, divisions=loop_divisions,
                               loop_divisions=loop_divisions, fp64=0, loads=((32, 1),))
-    fast = expression.startswith("pool_fast")
-    return kernel_report.Kernel(family, expression, arch, "_Z1k", registers, stack, 0, 0, 0, 256,
-                                1, fast, sass)
+    return kernel_report.Kernel(k.family, k.expression, arch, "_Z1k", registers, stack, 0, 0, 0,
+                                256, 1, k.fast, sass, k)
 
 
 def _rows(markdown: str) -> dict[tuple[str, ...], dict[str, str]]:
@@ -287,16 +293,16 @@ def _rows(markdown: str) -> dict[tuple[str, ...], dict[str, str]]:
 def test_summary_rows():
     """A row per kernel kind and offset width: instructions per output as min-max per storage
     type over the ranks, the most registers, the least occupancy, local-memory users counted,
-    budgets from BUDGETS; other architectures left out."""
-    kernels = [_made_up("pool<float, float, int, 1>", 300),
-               _made_up("pool<float, float, int, 3>", 445, registers=70),
-               _made_up("pool<oc::half_t, float, int, 2>", 350),
-               _made_up("pool<float, float, long long, 2>", 869, stack=16, loop_divisions=22),
-               _made_up("pool<float, float, int, 2>", 1, arch="sm_80"),
-               _made_up("pool_fast<float, float, int, oc::PoolMode::average, 2, "
-                        "oc::FixedWindow<3, 2>>", 51.5),
-               _made_up("pool_fast<double, double, long long, oc::PoolMode::l2, 2, "
-                        "oc::FixedWindow<3, 2>>", 70)]
+    budgets from the records; other architectures left out."""
+    generic, fast = pool_kernel.GENERIC, pool_kernel.FAST
+    mode = pool_kernel.FastMode
+    kernels = [_made_up(generic["float32", 32, 1], 300),
+               _made_up(generic["float32", 32, 3], 445, registers=70),
+               _made_up(generic["float16", 32, 2], 350),
+               _made_up(generic["float32", 64, 2], 869, stack=16, loop_divisions=22),
+               _made_up(generic["float32", 32, 2], 1, arch="sm_80"),
+               _made_up(fast["float32", 32, mode.average, 2, (3, 2)], 51.5),
+               _made_up(fast["float64", 64, mode.l2, 2, (3, 2)], 70)]
     text = kernel_report.summary(kernels)
     assert "sm_80" not in text and "(pool: 4 instantiations, ranks 1-3)" in text
     rows = _rows(text)
@@ -309,7 +315,7 @@ def test_summary_rows():
         "70", "38%", "0", "0")
     assert (wide["stack"], wide["local"], wide["loop div"]) == ("16", "1", "22")
     fixed, wide_fixed = rows["2-D, 3x3 s2", "32-bit"], rows["2-D, 3x3 s2", "64-bit"]
-    assert fixed["budget"] == str(kernel_report.BUDGETS["pool"]) and fixed["float64"] == "-"
+    assert fixed["budget"] == str(pool_kernel.BUDGET) and fixed["float64"] == "-"
     assert wide_fixed["budget"] == "-" and wide_fixed["float64"] == "70"  # float64: no budget
     assert text.rstrip().endswith("1 of 6 instantiations on sm_90 use local memory (stack "
                                   "frame, spills or LDL/STL).")
@@ -336,12 +342,14 @@ def test_design_claims():
     """What docs/design.md argues from the summary: a Resize fast path walking the kept axes costs
     no more per output than its twin walking a resized axis, and the generic pool with 32-bit
     offsets divides by multiply-shifts only (no division in its loop body)."""
-    resize = {k.expression: k for k in kernel_report.family_report("resize", "sm_90")}
-    twins = [(k, resize[e.replace("rsz::KEPT", "rsz::RESIZED")]) for e, k in resize.items()
-             if "rsz::KEPT" in e and e.replace("rsz::KEPT", "rsz::RESIZED") in resize]
+    resize = {k.instantiation: k for k in kernel_report.family_report("resize", "sm_90")}
+    fast = resize_kernel.FAST
+    twins = [(resize[k], resize[fast[(*shape, resize_kernel.RESIZED, bits)]])
+             for (*shape, walk, bits), k in fast.items()
+             if walk == resize_kernel.KEPT and (*shape, resize_kernel.RESIZED, bits) in fast]
     assert len(twins) > 50
     assert all(kept.per_output <= walked.per_output for kept, walked in twins), [
         kept.expression for kept, walked in twins if kept.per_output > walked.per_output]
     generic = [k for k in kernel_report.family_report("pool", "sm_90")
-               if k.expression.startswith("pool<") and ", int," in k.expression]
+               if k.instantiation.template == "pool" and k.instantiation.index_bits == 32]
     assert generic and all(k.sass.loop_divisions == 0 for k in generic)

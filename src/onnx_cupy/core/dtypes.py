@@ -33,6 +33,11 @@ INDEX_DTYPES: dict[int, np.dtype] = {32: np.dtype(np.int32), 64: np.dtype(np.int
 INT32_LIMIT = 2**31 - 1
 
 
+def storage_type(name: str) -> str:
+    """The kernels' storage type of elements of the dtype `name` (a float or an integer)."""
+    return FLOAT_TYPES[name][0] if name in FLOAT_TYPES else INT_TYPES[name]
+
+
 def float_name(dtype: np.dtype) -> str | None:
     """The table name of a floating dtype, or None if the table has no such float."""
     name = np.dtype(dtype).name

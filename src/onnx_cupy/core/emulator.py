@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 
 from . import loader
+from .records import Instantiation
 
 CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-w")
 _lock = threading.Lock()
-_libraries: dict[tuple[str, str], Module] = {}
-_building: dict[tuple[str, str], threading.Lock] = {}
+_libraries: dict[Instantiation, Module] = {}
+_building: dict[Instantiation, threading.Lock] = {}
 _shim_threads: dict[Path, threading.Thread] = {}   # cache folder -> its shim header's build
 _seed: contextvars.ContextVar[int] = contextvars.ContextVar("onnx_cupy_emulator_seed", default=0)
 
@@ -78,7 +79,7 @@ def _translation_unit(source: str, expressions: Sequence[str]) -> str:
 ERRORS = {1: "deadlock: threads wait at a __syncthreads or warp collective that others never reach",
           2: "a warp collective's mask names a lane that has exited",
           3: "the kernel synchronizes (__syncthreads or a warp collective) but was launched "
-             "sequentially: register it with loader.register(..., cooperative=...)"}
+             "sequentially: register its record with cooperative=True"}
 
 
 class Module:
@@ -221,22 +222,20 @@ def build_file(path: str | os.PathLike[str], expressions: Sequence[str]) -> Modu
                  loader.COMMON_DEFINES)
 
 
-def library(family: str, expression: str) -> Module:
-    """The emulation library of one instantiation of kernels/<family>.cu: built on first use
-    (once per source text, cached on disk), loaded once per process."""
-    key = (family, expression)
-    lib = _libraries.get(key)
+def library(k: Instantiation) -> Module:
+    """The emulation library of the instantiation `k`: built on first use (once per source
+    text, cached on disk), loaded once per process."""
+    lib = _libraries.get(k)
     if lib is not None:
         return lib
-    if expression not in loader.instantiations(family):
-        raise ValueError(f"{family}: {expression!r} is not a registered instantiation")
+    loader.registered(k)
     with _lock:
-        lock = _building.setdefault(key, threading.Lock())
+        lock = _building.setdefault(k, threading.Lock())
     with lock:  # one build per instantiation; different instantiations build in parallel
-        if key not in _libraries:
-            _libraries[key] = build(loader.source(family), [expression], family,
-                                    loader.defines(family))
-        return _libraries[key]
+        if k not in _libraries:
+            _libraries[k] = build(loader.source(k.family), [k.expression], k.family,
+                                  loader.defines(k.family))
+        return _libraries[k]
 
 
 @contextlib.contextmanager
@@ -264,9 +263,8 @@ def _arg_pointer(arg: Any, keep: list[object]) -> int:
     raise TypeError(f"unsupported kernel argument {type(arg).__name__}")
 
 
-def launch(family: str, expression: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+def launch(k: Instantiation, grid: tuple[int, int, int], block: tuple[int, int, int],
            args: tuple[Any, ...]) -> None:
-    """Run `expression` of kernels/<family>.cu over `grid` x `block` on the CPU, cooperatively
-    (in the order of the current `schedule`) where the family registered it so."""
-    library(family, expression).launch(expression, grid, block, args,
-                                       loader.cooperative(family, expression), _seed.get())
+    """Run the instantiation `k` over `grid` x `block` on the CPU, cooperatively (in the order
+    of the current `schedule`) where its record says so."""
+    library(k).launch(k.expression, grid, block, args, k.cooperative, _seed.get())

@@ -1,5 +1,5 @@
 """One launcher for every kernel: the CUDA path (CuPy, current device and stream) or the CPU
-emulator, with the same grid, block and arguments; and the grid arithmetic and parameter blocks
+emulator, with the same grid, block and arguments; and the grid arithmetic and parameter structs
 the families' launches share."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 
 from . import dtypes, loader
 from .loader import BLOCK
+from .records import Instantiation
 
 MAX_BLOCKS = 1 << 20       # most blocks of a 1-D grid-stride launch
 MAX_GRID_X = 2**31 - 1     # CUDA's limits on grid x, and on grid y and z
@@ -45,22 +46,22 @@ def grid_yz(blocks: int) -> tuple[int, int]:
 
 def grid_for(work_items: int, block: int = BLOCK) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """1-D grid for a grid-stride loop over `work_items`."""
-    blocks = max(1, min(MAX_BLOCKS, -(-work_items // block)))
+    blocks = max(1, min(MAX_BLOCKS, cdiv(work_items, block)))
     return (blocks, 1, 1), (block, 1, 1)
 
 
-def parameter_block(dtype: np.dtype, **fields: Any) -> np.ndarray:
+def parameter_struct(dtype: np.dtype, **fields: Any) -> np.ndarray:
     """A kernel's by-value parameter struct: a read-only size-1 array of the struct's NumPy dtype;
     array fields are filled from the front, the rest stays zero."""
-    block = np.zeros(1, dtype=dtype)
+    struct = np.zeros(1, dtype=dtype)
     for name, value in fields.items():
         if dtype[name].shape:
             value = np.asarray(value)
-            block[name][0, :value.size] = value
+            struct[name][0, :value.size] = value
         else:
-            block[name] = value
-    block.flags.writeable = False
-    return block
+            struct[name] = value
+    struct.flags.writeable = False
+    return struct
 
 
 def divider(d: int) -> tuple[int, int]:
@@ -82,17 +83,17 @@ def index_bits(work_items: int, *extents: int) -> int:
 Shape = tuple[tuple[int, int, int], tuple[int, int, int]]
 
 
-def launch(backend: str, family: str, expression: str, work_items: int, args: tuple[Any, ...],
+def launch(backend: str, k: Instantiation, work_items: int, args: tuple[Any, ...],
            shape: Shape | None = None) -> None:
-    """Launch `expression` of kernels/<family>.cu with `args`: over `shape` = (grid, block) when
-    given, else a 1-D grid-stride grid for `work_items`; on the GPU ('cupy') or the CPU
-    emulator ('emulated', loaded on its first launch)."""
+    """Launch the instantiation `k` with `args`: over `shape` = (grid, block) when given, else a
+    1-D grid-stride grid for `work_items`; on the GPU ('cupy') or the CPU emulator ('emulated',
+    loaded on its first launch)."""
     grid, block = shape if shape is not None else grid_for(work_items)
     if backend == "cupy":
-        loader.cuda_function(family, expression)(grid, block, args)
+        loader.cuda_function(k)(grid, block, args)
     else:
         from . import (
             emulator,  # only the emulated path needs the host compiler's libraries
         )
 
-        emulator.launch(family, expression, grid, block, args)
+        emulator.launch(k, grid, block, args)

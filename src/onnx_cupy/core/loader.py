@@ -1,7 +1,8 @@
 """The one kernel loader: reads kernels/<family>.cu (local includes inlined, with #line markers so
-compiler messages name the real file), knows every instantiation a family registers and the
-constants it shares with the host (passed to every compiler as defines), and compiles, per device,
-the one instantiation a call needs on first use (CuPy's on-disk cache serves later processes;
+compiler messages name the real file), holds the registry of every instantiation a family
+registers (records of onnx_cupy.core.records) and the constants it shares with the host (passed
+to every compiler as defines), and compiles, per device, the one instantiation a call needs on
+first use (CuPy's on-disk cache serves later processes;
 onnx_cupy.warmup compiles them ahead of time)."""
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from . import execution, numerics
+from .records import Instantiation
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
 NVRTC_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 BLOCK = 256  # threads per block of the 1-D launches, and the fast kernels' __launch_bounds__
+WARP = 32    # threads of a warp: the width of warp shuffles and of a block's reduction steps
 # constants of kernels/common.cuh, defined for every family
-COMMON_DEFINES: dict[str, int | str] = {"OC_BLOCK": BLOCK, **numerics.DEFINES}
+COMMON_DEFINES: dict[str, int | str] = {"OC_BLOCK": BLOCK, "OC_WARP": WARP, **numerics.DEFINES}
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 
@@ -27,11 +30,8 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 class Family:
     """What a kernel family registers (see `register`)."""
 
-    instantiations: list[str] = dataclasses.field(default_factory=list)
-    blocks: dict[str, Any] = dataclasses.field(default_factory=dict)
-    fast: dict[str, int] = dataclasses.field(default_factory=dict)
-    cooperative: set[str] = dataclasses.field(default_factory=set)
-    threads: dict[str, int] = dataclasses.field(default_factory=dict)
+    instantiations: dict[str, Instantiation] = dataclasses.field(default_factory=dict)
+    structs: dict[str, Any] = dataclasses.field(default_factory=dict)
     defines: dict[str, int | str] = dataclasses.field(default_factory=dict)
 
 
@@ -39,71 +39,50 @@ _FAMILIES: dict[str, Family] = {}
 _lock = threading.Lock()
 
 
-def register(family: str, expressions: Iterable[str], blocks: Mapping[str, Any] | None = None,
-             fast: Mapping[str, int] | None = None, cooperative: Iterable[str] = (),
-             threads: Mapping[str, int] | None = None,
+def register(family: str, instantiations: Iterable[Instantiation],
+             structs: Mapping[str, Any] | None = None,
              defines: Mapping[str, int | str] | None = None) -> None:
-    """Declare a family's kernels: the template instantiations it is compiled with (name
-    expressions), the parameter structs (C name -> NumPy structured dtype of the same layout) its
-    launches pass by value, which instantiations are fast paths (expression -> outputs per thread
-    and loop iteration, held to the kernel report's static targets), which use barriers, shared
-    memory or warp collectives (the emulator runs their blocks' threads as cooperating contexts),
-    the most threads per block of those not launched with BLOCK, and the constants the host shares
-    with the kernel source (macro name -> value, defined for every compiler)."""
+    """Declare a family's kernels: the template instantiations it is compiled with (records of
+    onnx_cupy.core.records, each once), the parameter structs its launches pass by value (C name
+    -> NumPy structured dtype of the same layout), and the constants the host shares with the
+    kernel source (macro name -> value, defined for every compiler)."""
     f = _FAMILIES.setdefault(family, Family())
-    for e in [*expressions, *(fast or {})]:
-        if e not in f.instantiations:
-            f.instantiations.append(e)
-    unknown = [e for e in [*cooperative, *(threads or {})] if e not in f.instantiations]
-    if unknown:
-        raise ValueError(f"{family}: {unknown[0]!r} is not a registered instantiation")
-    f.blocks.update(blocks or {})
-    f.fast.update(fast or {})
-    f.cooperative.update(cooperative)
-    f.threads.update(threads or {})
+    for k in instantiations:
+        if k.family != family:
+            raise ValueError(f"{family}: {k!r} belongs to family {k.family!r}")
+        if f.instantiations.setdefault(k.expression, k) is not k:
+            raise ValueError(f"{family}: {k.expression!r} is registered twice")
+    f.structs.update(structs or {})
     f.defines.update(defines or {})
-
-
-def template_arguments(expression: str) -> list[str]:
-    """Top-level template arguments of a name expression: 'k<float, rsz::pod<4>, int>' ->
-    ['float', 'rsz::pod<4>', 'int']; [] for a plain function name."""
-    if "<" not in expression:
-        return []
-    inner = expression[expression.index("<") + 1:expression.rindex(">")]
-    args, depth, start = [], 0, 0
-    for n, ch in enumerate(inner):
-        depth += {"<": 1, ">": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            args.append(inner[start:n].strip())
-            start = n + 1
-    return [*args, inner[start:].strip()]
 
 
 def families() -> list[str]:
     return sorted(_FAMILIES)
 
 
-def instantiations(family: str) -> tuple[str, ...]:
-    return tuple(_FAMILIES[family].instantiations)
+def instantiations(family: str | None = None) -> tuple[Instantiation, ...]:
+    """The registered instantiations of `family` in registration order (None: of every family,
+    family by family)."""
+    chosen = families() if family is None else [family]
+    return tuple(k for f in chosen for k in _FAMILIES[f].instantiations.values())
 
 
-def parameter_blocks(family: str) -> dict[str, Any]:
-    return dict(_FAMILIES[family].blocks)
+def registered(k: Instantiation) -> Instantiation:
+    """`k`, checked to be the registered record of its expression (ValueError otherwise)."""
+    family = _FAMILIES.get(k.family)
+    if family is None or family.instantiations.get(k.expression) is not k:
+        raise ValueError(f"{k.family}: {k.expression!r} is not a registered instantiation")
+    return k
 
 
-def fast_paths(family: str) -> dict[str, int]:
-    """The family's fast-path instantiations: expression -> outputs per thread and iteration."""
-    return dict(_FAMILIES[family].fast)
+def parameter_structs(family: str) -> dict[str, Any]:
+    """The family's parameter structs: C name -> NumPy structured dtype."""
+    return dict(_FAMILIES[family].structs)
 
 
-def cooperative(family: str, expression: str) -> bool:
-    """Whether the emulator runs `expression`'s blocks cooperatively."""
-    return expression in _FAMILIES[family].cooperative
-
-
-def block_size(family: str, expression: str) -> int:
-    """Most threads per block that `expression` of `family` is launched with."""
-    return _FAMILIES[family].threads.get(expression, BLOCK)
+def block_size(k: Instantiation) -> int:
+    """Most threads per block that `k` is launched with."""
+    return k.threads or BLOCK
 
 
 def defines(family: str) -> dict[str, int | str]:
@@ -139,26 +118,25 @@ def _expand(path: Path, seen: set[Path]) -> str:
     return "\n".join(out) + "\n"
 
 
-_functions: dict[tuple[str, str, int], Any] = {}
-_compiling: dict[tuple[str, str, int], threading.Lock] = {}
+_functions: dict[tuple[Instantiation, int], Any] = {}
+_compiling: dict[tuple[Instantiation, int], threading.Lock] = {}
 
 
-def cuda_function(family: str, expression: str) -> Any:
-    """The compiled `expression` of kernels/<family>.cu on the current device: its own
-    RawModule, compiled on first use (concurrent first calls compile it once); CuPy's on-disk
-    cache serves it to later processes."""
+def cuda_function(k: Instantiation) -> Any:
+    """The compiled instantiation `k` on the current device: its own RawModule, compiled on
+    first use (concurrent first calls compile it once); CuPy's on-disk cache serves it to later
+    processes."""
     cupy = execution.cupy_module()
-    key = (family, expression, cupy.cuda.runtime.getDevice())
+    key = (k, cupy.cuda.runtime.getDevice())
     fn = _functions.get(key)
     if fn is None:
-        if expression not in _FAMILIES[family].instantiations:
-            raise ValueError(f"{family}: {expression!r} is not a registered instantiation")
+        registered(k)
         with _lock:
             lock = _compiling.setdefault(key, threading.Lock())
         with lock:
             fn = _functions.get(key)
             if fn is None:
-                module = cupy.RawModule(code=source(family), options=options(family),
-                                        name_expressions=[expression])
-                fn = _functions[key] = module.get_function(expression)
+                module = cupy.RawModule(code=source(k.family), options=options(k.family),
+                                        name_expressions=[k.expression])
+                fn = _functions[key] = module.get_function(k.expression)
     return fn

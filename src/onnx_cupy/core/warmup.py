@@ -1,16 +1,14 @@
 """Ahead-of-time compilation: the kernel instantiations that the operators' first calls compile,
 compiled before any call (on the CuPy path into CuPy's kernel cache, in memory and on disk under
 CUPY_CACHE_DIR; on the emulated path into ONNX_CUPY_CACHE). Which instantiations serve which
-operator and dtype is read from the families' registrations (loader.register): an instantiation's
-first template argument is its storage type, and a pooling mode in its arguments names the one
-operator it serves."""
+operator and dtype is read from the records the families registered (their `ops` and `dtypes`
+fields); this module knows no family."""
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
 import functools
 import os
-import re
 import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple, cast
@@ -19,87 +17,44 @@ import numpy as np
 
 from . import dtypes as dtype_table
 from . import execution, loader
-
-# Resize (nearest) also moves these, as raw bytes of their size
-BYTES_ONLY = ("bool", "complex64", "complex128")
-_POD = re.compile(r"pod<(\d+)>$")
+from .records import Instantiation
 
 
-class Instantiation(NamedTuple):
-    """One kernel instantiation a warm-up compiles."""
+class Warmed(NamedTuple):
+    """One kernel instantiation a warm-up compiles: the operators and dtypes (of those selected)
+    whose calls may launch it, and the seconds spent compiling or loading it (None: dry run)."""
 
-    family: str                  # kernels/<family>.cu
-    expression: str              # its name expression, as the loader compiles it
-    ops: tuple[str, ...]         # the selected operators whose calls may launch it
-    dtypes: tuple[str, ...]      # the selected input dtypes it serves
-    seconds: float | None = None  # time the warm-up spent on it (None: dry run)
+    kernel: Instantiation
+    ops: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    seconds: float | None = None
 
+    @property
+    def family(self) -> str:
+        return self.kernel.family
 
-@functools.cache
-def _families() -> dict[str, str]:
-    """ONNX operator -> kernel family, from the families' own constants."""
-    from ..hardmax import kernel as hardmax_kernel
-    from ..hardmax import plan as hardmax_plan
-    from ..pool import kernel as pool_kernel
-    from ..pool import plan as pool_plan
-    from ..resize import kernel as resize_kernel
-    from ..resize import plan as resize_plan
-
-    return {**dict.fromkeys(pool_plan.OPS + pool_plan.GLOBAL_OPS, pool_kernel.FAMILY),
-            hardmax_plan.OP: hardmax_kernel.FAMILY, resize_plan.OP: resize_kernel.FAMILY}
-
-
-@functools.cache
-def _kernel_ops() -> dict[str, tuple[str, ...]]:
-    """Kernel name -> the operators whose calls may launch it, for the kernels of a family that
-    serve only some of its operators (the pool family's window and global kernels)."""
-    from ..pool import plan as pool_plan
-
-    return {"pool": pool_plan.OPS, "pool_fast": pool_plan.OPS, "pool_global": pool_plan.GLOBAL_OPS}
-
-
-@functools.cache
-def _modes() -> dict[str, str]:
-    """Pooling mode template argument -> the one operator it serves (AveragePool: no p; MaxPool:
-    "max"; LpPool: its p)."""
-    from ..pool import kernel as pool_kernel
-
-    return {mode: "AveragePool" if p is None else "MaxPool" if p == "max" else "LpPool"
-            for p, mode in pool_kernel.MODES.items()}
+    @property
+    def expression(self) -> str:
+        return self.kernel.expression
 
 
 def operators() -> tuple[str, ...]:
     """The operators that run kernels, by ONNX name."""
-    return tuple(sorted(_families()))
+    return tuple(sorted({op for k in loader.instantiations() for op in k.ops}))
 
 
 @functools.cache
+def _dtype_order() -> dict[str, int]:
+    return {name: i for i, name in enumerate((*dtype_table.FLOAT_TYPES, *dtype_table.INT_TYPES))}
+
+
 def dtype_names() -> tuple[str, ...]:
-    """Every input dtype some kernel serves, by NumPy name."""
-    floats = [t for t in dtype_table.FLOAT_TYPES if t != "bfloat16" or dtype_table.BFLOAT16]
-    return (*floats, *dtype_table.INT_TYPES, *BYTES_ONLY)
-
-
-def _itemsize(name: str) -> int:
-    return np.dtype(dtype_table.BFLOAT16 if name == "bfloat16" else name).itemsize
-
-
-@functools.cache
-def _served(family: str, expression: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(operators, dtype names) whose calls may launch `expression` of `family`."""
-    kernel_ops = _kernel_ops().get(expression.split("<", 1)[0])
-    ops = tuple(op for op, f in sorted(_families().items())
-                if f == family and (kernel_ops is None or op in kernel_ops))
-    named = {op for mode, op in _modes().items() if mode in expression}
-    storage = loader.template_arguments(expression)[0]
-    pod = _POD.search(storage)
-    if pod:
-        names = tuple(n for n in dtype_names() if _itemsize(n) == int(pod[1]))
-    else:
-        by_storage = {**{s[0]: n for n, s in dtype_table.FLOAT_TYPES.items()},
-                      **{s: n for n, s in dtype_table.INT_TYPES.items()}}
-        names = tuple(n for n in dtype_names() if by_storage.get(storage) == n)
-    return tuple(op for op in ops if not named or op in named), names
+    """Every input dtype some kernel serves, by NumPy name (bfloat16 where ml_dtypes is
+    installed): floats, integers, then the rest."""
+    seen = dict.fromkeys(d for k in loader.instantiations() for d in k.dtypes
+                         if d != "bfloat16" or dtype_table.BFLOAT16 is not None)
+    order = _dtype_order()
+    return tuple(sorted(seen, key=lambda n: order.get(n, len(order))))  # stable: first seen
 
 
 def _choose(given: Any, known: tuple[str, ...], what: str, name: Any) -> tuple[str, ...]:
@@ -132,21 +87,19 @@ def _dtype_name(dtype: Any) -> str:
         return str(dtype)
 
 
-def instantiations(ops: Any = None, dtypes: Any = None) -> list[Instantiation]:
+def instantiations(ops: Any = None, dtypes: Any = None) -> list[Warmed]:
     """The registered instantiations that calls of `ops` on inputs of `dtypes` may launch (None:
     all), each once, family by family in registration order (see `warmup`)."""
     chosen_ops = _choose(ops, operators(), "ops", _op_name)
     chosen_dtypes = _choose(dtypes, dtype_names(), "dtypes", _dtype_name)
-    found: list[Instantiation] = []
+    found: list[Warmed] = []
     served: set[str] = set()
-    for family in sorted({_families()[op] for op in chosen_ops}):
-        for expression in loader.instantiations(family):
-            serves_ops, serves_dtypes = _served(family, expression)
-            mine_ops = tuple(op for op in serves_ops if op in chosen_ops)
-            mine_dtypes = tuple(d for d in serves_dtypes if d in chosen_dtypes)
-            if mine_ops and mine_dtypes:
-                found.append(Instantiation(family, expression, mine_ops, mine_dtypes))
-                served.update(mine_dtypes)
+    for k in loader.instantiations():
+        mine_ops = tuple(op for op in sorted(k.ops) if op in chosen_ops)
+        mine_dtypes = tuple(d for d in dtype_names() if d in k.dtypes and d in chosen_dtypes)
+        if mine_ops and mine_dtypes:
+            found.append(Warmed(k, mine_ops, mine_dtypes))
+            served.update(mine_dtypes)
     unserved = [d for d in chosen_dtypes if d not in served]
     if dtypes is not None and unserved:
         raise ValueError(f"warmup: no kernel of {', '.join(chosen_ops)} takes dtype "
@@ -155,7 +108,7 @@ def instantiations(ops: Any = None, dtypes: Any = None) -> list[Instantiation]:
 
 
 def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
-           dry_run: bool = False, jobs: int | None = None) -> list[Instantiation]:
+           dry_run: bool = False, jobs: int | None = None) -> list[Warmed]:
     """Compile ahead of time the kernels that first calls would compile.
 
     A call compiles, on first use per device, the one kernel instantiation it launches (two for
@@ -184,10 +137,11 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
 
     Returns
     -------
-    list of Instantiation
-        Each instantiation once: its family, name expression, the operators and dtypes (of
-        those selected) it serves, and the seconds spent compiling or loading it (next to none
-        where this process had it already; None on a dry run).
+    list of Warmed
+        Each instantiation once: its record (``kernel``; ``family`` and ``expression`` read
+        from it), the operators and dtypes (of those selected) it serves, and the seconds spent
+        compiling or loading it (next to none where this process had it already; None on a dry
+        run).
 
     Raises
     ------
@@ -227,11 +181,11 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
         emulator.shim_header(wait=True)  # precompiled once, for the builds that follow
         compile_one = emulator.library
 
-    def timed(k: Instantiation) -> Instantiation:
+    def timed(w: Warmed) -> Warmed:
         start = time.perf_counter()
         with on_device():
-            compile_one(k.family, k.expression)
-        return k._replace(seconds=time.perf_counter() - start)
+            compile_one(w.kernel)
+        return w._replace(seconds=time.perf_counter() - start)
 
     workers = max(1, jobs or os.cpu_count() or 1)
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:

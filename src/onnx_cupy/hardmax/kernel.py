@@ -18,27 +18,22 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, dtypes, launcher, loader
+from ..core import arrays, dtypes, launcher, loader, records
 from .plan import OP, HardmaxPlan
 
 FAMILY = "hardmax"
-KERNELS = ("hardmax_scan", "hardmax_merge")
 PACK_BYTES = 16          # one vector access (HARDMAX_PACK_BYTES)
 MAX_ROW_GROUP = 512      # most threads on one row (loader.BLOCK otherwise)
 PACKS_PER_THREAD = 4     # fewest packs a thread of hardmax_rows scans before the group widens
-WARP = 32                # threads of a warp (HARDMAX_WARP: the shuffle reduction's width)
 SCAN_ITEMS = 1 << 16     # scan threads that keep a GPU's memory system busy
 MIN_LANE_SPAN = 8        # fewest elements worth one scan lane
 MAX_LANES = 1024
 GRID_SLACK = 1 << 24     # most that a kernel's thread indices overshoot the view's extents
 KEY_DTYPES = {2: np.dtype(np.uint32), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}  # by itemsize
+BUDGET = 30              # instructions per output of a float16/bfloat16/float32 fast path
 
 _GEOM_FIELDS = ("outer", "n", "inner", "lanes", "stride_outer", "stride_n", "stride_inner")
 _GEOM = np.dtype([(f, "<i8") for f in _GEOM_FIELDS])
-
-
-def _storage(dtype_name: str) -> str:
-    return dtypes.FLOAT_TYPES[dtype_name][0]
 
 
 def _pack(dtype_name: str) -> int:
@@ -47,21 +42,32 @@ def _pack(dtype_name: str) -> int:
                           np.dtype(dtype_name).itemsize)
 
 
-def _expression(kernel: str, dtype_name: str, bits: int, vector: int | None = None) -> str:
-    packs = "" if vector is None else f"{vector}, "
-    return f"{kernel}<{_storage(dtype_name)}, {packs}{dtypes.INDEX_TYPES[bits]}>"
+def _record(template: str, dtype_name: str, bits: int, parameters: tuple[str, ...],
+            vector: int | None = None, **fast: Any) -> records.Instantiation:
+    """An instantiation of `template`<T, [vector,] I> serving Hardmax on `dtype_name`."""
+    packs = () if vector is None else (records.argument("vector", vector),)
+    return records.Instantiation(FAMILY, template, (records.storage(dtype_name), *packs,
+                                                    records.index(bits)),
+                                 (OP,), (dtype_name,), parameters, **fast)
 
 
-_ROWS = {_expression("hardmax_rows", t, b, v): v for t in dtypes.FLOAT_TYPES
-         for v in (1, _pack(t)) for b in dtypes.INDEX_TYPES}
-_COLS = {_expression("hardmax_cols", t, b): 1 for t in dtypes.FLOAT_TYPES
-         for b in dtypes.INDEX_TYPES}
-loader.register(FAMILY, [_expression(k, t, b) for k in KERNELS for t in dtypes.FLOAT_TYPES
-                         for b in dtypes.INDEX_TYPES],
-                {"HardmaxGeom": _GEOM}, fast={**_ROWS, **_COLS}, cooperative=_ROWS,
-                threads=dict.fromkeys(_ROWS, MAX_ROW_GROUP),
-                defines={"HARDMAX_PACK_BYTES": PACK_BYTES, "HARDMAX_WARP": WARP,
-                         "HARDMAX_MAX_GROUP": MAX_ROW_GROUP})
+_PARTS = ("x", "y", "part", "part_key", "g")
+SCAN = {(t, b): _record("hardmax_scan", t, b, _PARTS)
+        for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES}
+MERGE = {(t, b): _record("hardmax_merge", t, b, _PARTS)
+         for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES}
+# hardmax_rows by (dtype, bits, elements per access): a pack of 16 bytes, or one element
+ROWS = {(t, b, v): _record("hardmax_rows", t, b, ("x", "y", "g"), v, outputs=v, fast=True,
+                           budget=records.fast_budget(BUDGET, b), cooperative=True,
+                           threads=MAX_ROW_GROUP,
+                           variant="16-byte loads" if v != 1 else "element loads")
+        for t in dtypes.FLOAT_TYPES for v in (1, _pack(t)) for b in dtypes.INDEX_TYPES}
+COLS = {(t, b): _record("hardmax_cols", t, b, ("x", "y", "g"), fast=True,
+                        budget=records.fast_budget(BUDGET, b))
+        for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES}
+loader.register(FAMILY, [*SCAN.values(), *MERGE.values(), *ROWS.values(), *COLS.values()],
+                {"HardmaxGeom": _GEOM},
+                defines={"HARDMAX_PACK_BYTES": PACK_BYTES, "HARDMAX_MAX_GROUP": MAX_ROW_GROUP})
 
 
 @functools.lru_cache(maxsize=512)
@@ -69,9 +75,10 @@ def lanes(pl: HardmaxPlan) -> int:
     """Scan threads per column of hardmax_scan: enough for SCAN_ITEMS in all and, for
     contiguous rows (inner == 1), whole warps so that each warp reads consecutive elements of one
     row; each lane scans at least MIN_LANE_SPAN elements."""
-    count = min(-(-SCAN_ITEMS // max(pl.outer * pl.inner, 1)), pl.n // MIN_LANE_SPAN, MAX_LANES)
-    if pl.inner == 1 and pl.n >= WARP * MIN_LANE_SPAN:
-        return max(count - count % WARP, WARP)
+    count = min(launcher.cdiv(SCAN_ITEMS, max(pl.outer * pl.inner, 1)), pl.n // MIN_LANE_SPAN,
+                MAX_LANES)
+    if pl.inner == 1 and pl.n >= loader.WARP * MIN_LANE_SPAN:
+        return max(count - count % loader.WARP, loader.WARP)
     return max(count, 1)
 
 
@@ -86,16 +93,16 @@ def view_strides(pl: HardmaxPlan, strides: tuple[int, ...]) -> tuple[int, int, i
 
 
 class Launch(NamedTuple):
-    expression: str
+    kernel: records.Instantiation
     shape: launcher.Shape
     part: bool            # takes the scan lanes' candidates (index and key buffers)
 
 
 @functools.lru_cache(maxsize=512)
 def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
-    """The kernels' HardmaxGeom parameter block for view strides `view`."""
-    return launcher.parameter_block(_GEOM, **dict(zip(_GEOM_FIELDS, (pl.outer, pl.n, pl.inner,
-                                                                     lanes(pl), *view))))
+    """The kernels' HardmaxGeom parameter struct for view strides `view`."""
+    return launcher.parameter_struct(_GEOM, **dict(zip(_GEOM_FIELDS, (pl.outer, pl.n, pl.inner,
+                                                                      lanes(pl), *view))))
 
 
 def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: bool
@@ -104,12 +111,11 @@ def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: boo
     if not (aligned and pl.n % vector == 0 and stride_outer % vector == 0):
         vector = 1
     group = min(MAX_ROW_GROUP, launcher.pow2_floor(pl.n // vector // PACKS_PER_THREAD))
-    rows = loader.BLOCK // group if group <= WARP else 1  # a group wider than a warp: a block
+    rows = loader.BLOCK // group if group <= loader.WARP else 1  # wider than a warp: a block
     blocks = launcher.cdiv(pl.outer, rows)
     if blocks > launcher.MAX_GRID_X:
         return None
-    return Launch(_expression("hardmax_rows", name, bits, vector),
-                  ((blocks, 1, 1), (group, rows, 1)), False)
+    return Launch(ROWS[name, bits, vector], ((blocks, 1, 1), (group, rows, 1)), False)
 
 
 def _columns(pl: HardmaxPlan, name: str, bits: int) -> Launch | None:
@@ -117,7 +123,7 @@ def _columns(pl: HardmaxPlan, name: str, bits: int) -> Launch | None:
     grid = (launcher.cdiv(pl.inner, bx), *launcher.grid_yz(launcher.cdiv(pl.outer, by)))
     if grid[0] > launcher.MAX_GRID_X or grid[2] > launcher.MAX_GRID_YZ:
         return None
-    return Launch(_expression("hardmax_cols", name, bits), (grid, (bx, by, 1)), False)
+    return Launch(COLS[name, bits], (grid, (bx, by, 1)), False)
 
 
 def _generic(pl: HardmaxPlan, name: str, bits: int) -> tuple[Launch, Launch]:
@@ -127,8 +133,7 @@ def _generic(pl: HardmaxPlan, name: str, bits: int) -> tuple[Launch, Launch]:
     gx = launcher.cdiv(pl.inner, bx)
     scan = ((gx, launcher.cdiv(count, by), min(pl.outer, launcher.MAX_GRID_YZ)), (bx, by, 1))
     merge = ((gx, min(launcher.cdiv(pl.outer, my), launcher.MAX_GRID_YZ), 1), (bx, my, 1))
-    return (Launch(_expression("hardmax_scan", name, bits), scan, True),
-            Launch(_expression("hardmax_merge", name, bits), merge, True))
+    return (Launch(SCAN[name, bits], scan, True), Launch(MERGE[name, bits], merge, True))
 
 
 @functools.lru_cache(maxsize=512)
@@ -173,5 +178,5 @@ def run(pl: HardmaxPlan, X: Any, out: Any, backend: str) -> Any:
             part = (xp.empty(size, dtype=index_dtype),
                     xp.empty(size, dtype=KEY_DTYPES[X.dtype.itemsize]))
         for step in steps:
-            launcher.launch(backend, FAMILY, step.expression, Y.size, (X, Y, *part, g), step.shape)
+            launcher.launch(backend, step.kernel, Y.size, (X, Y, *part, g), step.shape)
     return Y

@@ -1,4 +1,4 @@
-"""The NumPy path of Hardmax: np.argmax over the plan's [outer, n, inner] view, in blocks of outer rows (first
+"""The NumPy path of Hardmax: np.argmax over the plan's [outer, n, inner] view, in chunks of outer rows (first
 maximum; the first NaN wins, as NumPy defines argmax), then a zero fill and one scatter of ones.
 16-bit floats are ranked through int16 keys, which NumPy's argmax scans much faster than float16."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .plan import OP
 if TYPE_CHECKING:
     from .plan import HardmaxPlan
 
-BLOCK_BYTES = 1 << 20  # input (and key) bytes per block
+CHUNK_BYTES = 1 << 20  # input (and key) bytes per chunk
 INF_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80}  # |bits| of inf; larger magnitudes are NaN
 
 
@@ -40,10 +40,10 @@ def _hardmax(pl: HardmaxPlan, x: np.ndarray, y: np.ndarray) -> None:
     x3 = x.reshape(pl.outer, pl.n, pl.inner)
     inf_bits = INF_BITS.get(x.dtype.name)
     k = np.empty((pl.outer, pl.inner), dtype=np.intp)
-    block = max(1, BLOCK_BYTES // (pl.n * pl.inner * x.itemsize))
-    for r in range(0, pl.outer, block):
-        src = x3[r:r + block]
-        np.argmax(src if inf_bits is None else order_key(src, inf_bits), axis=1, out=k[r:r + block])
+    chunk = max(1, CHUNK_BYTES // (pl.n * pl.inner * x.itemsize))
+    for r in range(0, pl.outer, chunk):
+        src = x3[r:r + chunk]
+        np.argmax(src if inf_bits is None else order_key(src, inf_bits), axis=1, out=k[r:r + chunk])
     y3 = y.reshape(pl.outer, pl.n, pl.inner)
     y3.fill(0)
     np.put_along_axis(y3, k[:, np.newaxis, :], 1, axis=1)

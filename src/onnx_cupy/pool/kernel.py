@@ -1,4 +1,4 @@
-"""The kernel path of AveragePool, LpPool, MaxPool and the global pools: parameter blocks,
+"""The kernel path of AveragePool, LpPool, MaxPool and the global pools: parameter structs,
 instantiation and grid of kernels/pool.cu for a plan (onnx_cupy.pool.plan), launched on the GPU or
 the emulator.
 
@@ -15,24 +15,23 @@ indices come from the generic kernel. The global pools run `pool_global` (run_gl
 (n, c) plane reducing it by warp shuffles and shared memory."""
 from __future__ import annotations
 
+import enum
 import functools
 import math
 from typing import Any
 
 import numpy as np
 
-from ..core import arrays, dtypes, launcher, loader
-from .plan import MAX_SPATIAL, GlobalPlan, PoolPlan
+from ..core import arrays, dtypes, launcher, loader, records
+from .plan import GLOBAL_OPS, MAX_SPATIAL, OPS, GlobalPlan, PoolPlan
 
 FAMILY = "pool"
 RANKS = tuple(range(1, MAX_SPATIAL + 1))  # spatial ranks of the generic kernel
 # the generic kernel's PoolGeom::mode per operator (POOL_AVERAGE, POOL_LP, POOL_MAX)
 GENERIC_MODES = {"AveragePool": 0, "LpPool": 1, "MaxPool": 2}
-# dtype name -> (kernel storage type, accumulate type): the float table, and MaxPool's integers
-# (float holds every int8 and uint8 value exactly)
-MAX_ONLY = ("int8", "uint8")
-TYPES = {**{n: v[:2] for n, v in dtypes.FLOAT_TYPES.items()},
-         **{n: (dtypes.INT_TYPES[n], "float") for n in MAX_ONLY}}
+MAX_ONLY = ("int8", "uint8")   # MaxPool's integer dtypes (float holds every value exactly)
+DTYPES = (*dtypes.FLOAT_TYPES, *MAX_ONLY)
+BUDGET = 150         # instructions per output of a float16/bfloat16/float32 fast path
 
 _GEOM = np.dtype(
     [(f, "<i8") for f in ("total", "channels", "stride_n", "stride_c", "mode", "indices",
@@ -45,48 +44,42 @@ _GEOM = np.dtype(
     align=True,
 )
 
-
-def _expression(dtype_name: str, bits: int, rank: int) -> str:
-    storage, acc = TYPES[dtype_name]
-    return f"pool<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {rank}>"
-
-
 OUTPUTS = 4          # outputs per thread of pool_fast (POOL_OUTPUTS)
 MIN_BLOCKS = 4       # blocks of launcher.BLOCK threads resident per SM that pool_fast is compiled
                      # for (POOL_MIN_BLOCKS, its __launch_bounds__): 50 % occupancy
 THREADS = 1 << 19    # beyond about this many threads (3 waves of an H100), planes loop: each
                      # thread's window set-up then serves several planes
-FAST_RANKS = (1, 2, 3)
+FAST_RANKS = (1, 2, 3)   # spatial ranks of pool_fast; its parameter struct holds max(FAST_RANKS)
 # Last-axis windows (kernel size, stride) compiled in, for 2-D pooling: the image models' 2x2 s2
 # and 3x3 s1/s2; any other window is read from PoolFastGeom (oc::RuntimeWindow).
 WINDOWS = ((2, 2), (3, 1), (3, 2))
 WINDOW_RANKS = (2,)
-# pool_fast's oc::PoolMode by the plan's p (None: AveragePool; "max": MaxPool)
-MODES = {None: "oc::PoolMode::average", 1.0: "oc::PoolMode::l1", 2.0: "oc::PoolMode::l2",
-         "max": "oc::PoolMode::max"}
+
+
+class FastMode(enum.Enum):
+    """What a pool_fast instantiation computes (oc::PoolMode, spelled as the value): AveragePool,
+    LpPool with p = 1 or p = 2, or MaxPool."""
+
+    average = "oc::PoolMode::average"
+    l1 = "oc::PoolMode::l1"
+    l2 = "oc::PoolMode::l2"
+    max = "oc::PoolMode::max"
+
+    @property
+    def op(self) -> str:
+        """The operator it serves."""
+        return {"average": "AveragePool", "max": "MaxPool"}.get(self.name, "LpPool")
+
 
 _FAST_GEOM = np.dtype(
-    [(f, "<i8") for f in ("stride_n", "stride_c")] + [("in_stride", "<i8", (3,))]
+    [(f, "<i8") for f in ("stride_n", "stride_c")] + [("in_stride", "<i8", (max(FAST_RANKS),))]
     + [(f, "<i4") for f in ("planes", "channels", "work", "groups", "out_plane")]
     + [(f, "<u4", (2,)) for f in ("by_channels", "by_groups", "by_mid")]
-    + [(f, "<i4", (3,)) for f in ("in_len", "out_len", "kernel", "step", "dilation", "pad_begin",
-                                   "count_begin", "count_end")]
-    + [("by_dilation", "<u4", (3, 2))],
+    + [(f, "<i4", (max(FAST_RANKS),)) for f in ("in_len", "out_len", "kernel", "step", "dilation",
+                                                 "pad_begin", "count_begin", "count_end")]
+    + [("by_dilation", "<u4", (max(FAST_RANKS), 2))],
     align=True,  # as the C struct: padded to a multiple of its 8-byte fields
 )
-
-
-def window_type(window: tuple[int, int] | None) -> str:
-    """pool_fast's Window argument: oc::FixedWindow<taps, step>, or oc::RuntimeWindow (None)."""
-    return "oc::RuntimeWindow" if window is None else f"oc::FixedWindow<{window[0]}, {window[1]}>"
-
-
-def _fast_expression(dtype_name: str, bits: int, mode: str, rank: int,
-                     window: tuple[int, int] | None) -> str:
-    storage, acc = TYPES[dtype_name]
-    return (f"pool_fast<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}, {mode}, {rank}, "
-            f"{window_type(window)}>")
-
 
 _GLOBAL_GEOM = np.dtype(
     [(f, "<i8") for f in ("planes", "channels", "stride_n", "stride_c", "length", "step", "mode")]
@@ -95,28 +88,49 @@ GLOBAL_MODES = {"GlobalAveragePool": "AveragePool", "GlobalLpPool": "LpPool",
                 "GlobalMaxPool": "MaxPool"}  # the generic kernel's mode each one shares
 
 
-def _global_expression(dtype_name: str, bits: int) -> str:
-    storage, acc = TYPES[dtype_name]
-    return f"pool_global<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
+def _typed(dtype_name: str, bits: int) -> tuple[records.Argument, ...]:
+    """The storage, accumulate and offset arguments every pool kernel starts with."""
+    acc = dtypes.FLOAT_TYPES[dtype_name][1] if dtype_name in dtypes.FLOAT_TYPES else "float"
+    return (records.storage(dtype_name), records.argument("accumulate", acc),
+            records.index(bits))
 
 
-_GLOBAL = [_global_expression(t, b) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES]
+def _window(window: tuple[int, int] | None) -> records.Argument:
+    """pool_fast's Window argument: oc::FixedWindow<taps, step>, or oc::RuntimeWindow (None)."""
+    if window is None:
+        return records.argument("window", None, "oc::RuntimeWindow")
+    return records.argument("window", window, f"oc::FixedWindow<{window[0]}, {window[1]}>")
 
-loader.register(FAMILY,
-                [_expression(t, b, r) for t in TYPES for b in dtypes.INDEX_TYPES for r in RANKS]
-                + _GLOBAL,
+
+# the generic kernel by (dtype, bits, rank): AveragePool, LpPool, MaxPool (every dtype: MaxPool)
+GENERIC = {(t, b, r): records.Instantiation(
+    FAMILY, "pool", (*_typed(t, b), records.argument("rank", r)),
+    ("MaxPool",) if t in MAX_ONLY else OPS, (t,), ("x", "y", "indices", "geom"),
+    variant="per spatial rank", rank=r)
+    for t in DTYPES for b in dtypes.INDEX_TYPES for r in RANKS}
+# the global kernel by (dtype, bits)
+GLOBAL = {(t, b): records.Instantiation(
+    FAMILY, "pool_global", _typed(t, b), GLOBAL_OPS, (t,), ("x", "y", "g"), cooperative=True)
+    for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES}
+# the fast kernel by (dtype, bits, mode, rank, window)
+FAST = {(t, b, m, r, w): records.Instantiation(
+    FAMILY, "pool_fast",
+    (*_typed(t, b), records.argument("mode", m.name, m.value), records.argument("rank", r),
+     _window(w)),
+    (m.op,), (t,), ("x", "y", "fast"), outputs=OUTPUTS, fast=True,
+    budget=records.fast_budget(BUDGET, b),
+    variant=f"{r}-D, " + (f"{w[0]}x{w[0]} s{w[1]}" if w else "runtime window"))
+    for t in DTYPES for b in dtypes.INDEX_TYPES
+    for m in FastMode if t not in MAX_ONLY or m is FastMode.max
+    for r in FAST_RANKS
+    for w in (None, *(WINDOWS if r in WINDOW_RANKS else ()))}
+
+loader.register(FAMILY, [*GENERIC.values(), *GLOBAL.values(), *FAST.values()],
                 {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM, "PoolGlobalGeom": _GLOBAL_GEOM},
-                cooperative=_GLOBAL,
-                fast={_fast_expression(t, b, m, r, w): OUTPUTS
-                      for t in TYPES for b in dtypes.INDEX_TYPES
-                      for m in MODES.values() if t not in MAX_ONLY or m == MODES["max"]
-                      for r in FAST_RANKS
-                      for w in (None, *(WINDOWS if r in WINDOW_RANKS else ()))},
                 defines={"POOL_MAXD": MAX_SPATIAL, "POOL_OUTPUTS": OUTPUTS,
-                         "POOL_MIN_BLOCKS": MIN_BLOCKS,
+                         "POOL_FAST_MAXD": max(FAST_RANKS), "POOL_MIN_BLOCKS": MIN_BLOCKS,
                          **{f"POOL_{k}": v for k, v in zip(("AVERAGE", "LP", "MAX"),
                                                            GENERIC_MODES.values())}})
-
 
 
 def coordinate_reach(pl: PoolPlan) -> int:
@@ -143,7 +157,7 @@ def reach(pl: PoolPlan, strides: tuple[int, ...]) -> int:
 @functools.lru_cache(maxsize=512)
 def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int, indices: bool = False
              ) -> np.ndarray:
-    """The generic kernel's PoolGeom parameter block for an input with these element strides and
+    """The generic kernel's PoolGeom parameter struct for an input with these element strides and
     `bits`-bit indices (the multiply-shift divisors serve 32-bit ones); `indices`: MaxPool writes
     its winners' indices."""
     dividers = {}
@@ -152,7 +166,7 @@ def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int, indices: bool 
         dividers = {"by_channels": launcher.divider(pl.in_shape[1]),
                     "by_out_shape": [launcher.divider(n) for n in (*pl.out_shape[2:], *unused)],
                     "by_dilation": [launcher.divider(d) for d in (*pl.dilations, *unused)]}
-    return launcher.parameter_block(
+    return launcher.parameter_struct(
         _GEOM, total=math.prod(pl.out_shape), channels=pl.in_shape[1],
         stride_n=x_strides[0], stride_c=x_strides[1], mode=GENERIC_MODES[pl.op],
         indices=indices, plane_size=math.prod(pl.in_shape[2:]), index_stride=pl.index_strides,
@@ -164,17 +178,20 @@ def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int, indices: bool 
 
 @functools.lru_cache(maxsize=512)
 def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...], indices: bool = False
-                ) -> tuple[str, np.ndarray]:
-    """(instantiation, PoolGeom block) of the generic kernel for an input of `dtype` with these
+                ) -> tuple[records.Instantiation, np.ndarray]:
+    """(instantiation, PoolGeom struct) of the generic kernel for an input of `dtype` with these
     element strides (`indices`: MaxPool writes its winners' indices)."""
     bits = launcher.index_bits(math.prod(pl.out_shape), reach(pl, x_strides))
-    return (_expression(np.dtype(dtype).name, bits, pl.nd),
-            geometry(pl, x_strides, bits, indices))
+    return (GENERIC[np.dtype(dtype).name, bits, pl.nd], geometry(pl, x_strides, bits, indices))
 
 
-def fast_mode(pl: PoolPlan) -> str | None:
-    """The fast kernel's Mode for this plan, or None (LpPool with p other than 1 and 2)."""
-    return MODES["max"] if pl.op == "MaxPool" else MODES.get(pl.p if pl.lp else None)
+def fast_mode(pl: PoolPlan) -> FastMode | None:
+    """The fast kernel's mode for this plan, or None (LpPool with p other than 1 and 2)."""
+    if pl.op == "MaxPool":
+        return FastMode.max
+    if not pl.lp:
+        return FastMode.average
+    return {1.0: FastMode.l1, 2.0: FastMode.l2}.get(pl.p)
 
 
 def fast_window(pl: PoolPlan, x_strides: tuple[int, ...]) -> tuple[int, int] | None:
@@ -190,8 +207,8 @@ def fast_window(pl: PoolPlan, x_strides: tuple[int, ...]) -> tuple[int, int] | N
 
 @functools.lru_cache(maxsize=512)
 def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
-                     ) -> tuple[str, launcher.Shape, np.ndarray] | None:
-    """(instantiation, (grid, block), PoolFastGeom block) of the fast kernel, or None where the
+                     ) -> tuple[records.Instantiation, launcher.Shape, np.ndarray] | None:
+    """(instantiation, (grid, block), PoolFastGeom struct) of the fast kernel, or None where the
     plan needs the generic one (rank > 3, LpPool p not in {1, 2}, or a coordinate, per-plane size
     or thread index past 2**31 - 1). Offsets and output indices past 2**31 - 1 take its 64-bit
     instantiation."""
@@ -210,7 +227,7 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
         return None
     bits = dtypes.index_bits(math.prod(pl.out_shape), offset_reach(pl, x_strides))
     rank = pl.nd
-    g = launcher.parameter_block(
+    g = launcher.parameter_struct(
         _FAST_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=x_strides[0],
         stride_c=x_strides[1], work=work, groups=groups, out_plane=math.prod(out),
         by_channels=launcher.divider(pl.in_shape[1]), by_groups=launcher.divider(groups),
@@ -218,10 +235,9 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
         in_len=pl.in_shape[2:], in_stride=x_strides[2:], out_len=out, kernel=pl.kernel,
         step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin, count_begin=pl.cnt_lo,
         count_end=pl.cnt_hi,
-        by_dilation=[launcher.divider(d) for d in (*pl.dilations, 1, 1)[:3]])
+        by_dilation=[launcher.divider(d) for d in (*pl.dilations, 1, 1)[:max(FAST_RANKS)]])
     shape = (grid, (bx, by, 1))
-    window = fast_window(pl, x_strides)
-    return _fast_expression(np.dtype(dtype).name, bits, mode, rank, window), shape, g
+    return FAST[np.dtype(dtype).name, bits, mode, rank, fast_window(pl, x_strides)], shape, g
 
 
 def run(pl: PoolPlan, X: Any, out: Any, backend: str, indices: Any = None) -> Any:
@@ -235,13 +251,13 @@ def run(pl: PoolPlan, X: Any, out: Any, backend: str, indices: Any = None) -> An
         X, strides = arrays.element_strides(X)
         fast = None if indices is not None else fast_kernel_args(pl, X.dtype, strides)
         if fast is not None:
-            expression, shape, g = fast
-            launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, g), shape)
+            k, shape, g = fast
+            launcher.launch(backend, k, Y.size, (X, Y, g), shape)
         else:
-            expression, g = kernel_args(pl, X.dtype, strides, indices is not None)
+            k, g = kernel_args(pl, X.dtype, strides, indices is not None)
             written = indices if indices is not None else arrays.module_of(backend).empty(
                 1, dtype=np.int64)  # a pointer the kernel does not write through
-            launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, written, g))
+            launcher.launch(backend, k, Y.size, (X, Y, written, g))
     return Y
 
 
@@ -262,11 +278,10 @@ def run_global(pl: GlobalPlan, X: Any, out: Any, backend: str) -> Any:
         planes = pl.in_shape[0] * pl.in_shape[1]
         bits = dtypes.index_bits(arrays.max_offset(pl.in_shape, strides) + loader.BLOCK
                                  * max(1, abs(walk[1])), planes + launcher.MAX_BLOCKS)
-        g = launcher.parameter_block(
+        g = launcher.parameter_struct(
             _GLOBAL_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=strides[0],
             stride_c=strides[1], length=pl.length, step=walk[1],
             mode=GENERIC_MODES[GLOBAL_MODES[pl.op]], p=pl.p)
         shape = ((min(planes, launcher.MAX_BLOCKS), 1, 1), (loader.BLOCK, 1, 1))
-        launcher.launch(backend, FAMILY, _global_expression(np.dtype(X.dtype).name, bits),
-                        planes, (X, Y, g), shape)
+        launcher.launch(backend, GLOBAL[np.dtype(X.dtype).name, bits], planes, (X, Y, g), shape)
     return Y

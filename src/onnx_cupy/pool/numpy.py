@@ -1,6 +1,6 @@
 """The NumPy path of AveragePool/LpPool/MaxPool. AveragePool and LpPool by separable window sums:
 one pass per spatial axis (outermost first, so every pass but the last adds contiguous rows),
-each pass one strided slice-add per kernel tap, over blocks of N*C rows so that temporaries stay
+each pass one strided slice-add per kernel tap, over chunks of N*C rows so that temporaries stay
 cache-sized.
 
   S = sum over taps j_1 (axis 1) of ... sum over taps j_m (axis m) of x[..., w_1(j_1), ..., w_m(j_m)]
@@ -27,7 +27,7 @@ from ..core import arrays, dtypes
 if TYPE_CHECKING:
     from .plan import GlobalPlan, PoolPlan
 
-BLOCK_BYTES = 1 << 21  # input block, in the accumulation type
+CHUNK_BYTES = 1 << 21  # input chunk, in the accumulation type
 
 Tap = tuple[int, slice, slice]
 
@@ -123,7 +123,7 @@ def _max_pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray, indices: np.ndarray | 
     rows, nd = pl.in_shape[0] * pl.in_shape[1], pl.nd
     xs, ys = x.reshape(rows, *in_sp), y.reshape(rows, *out_sp)
     ids = None if indices is None else indices.reshape(rows, *out_sp)
-    block = max(1, BLOCK_BYTES // (max(1, math.prod(in_sp)) * x.dtype.itemsize))
+    chunk = max(1, CHUNK_BYTES // (max(1, math.prod(in_sp)) * x.dtype.itemsize))
     taps = [_taps(*a) for a in zip(in_sp, out_sp, pl.kernel, pl.strides, pl.dilations,
                                    pl.pads_begin)]
     plane, steps = math.prod(in_sp), pl.index_strides
@@ -134,8 +134,8 @@ def _max_pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray, indices: np.ndarray | 
                + j * pl.dilations[a]) * steps[a]
         return pos.reshape((-1,) + (1,) * (nd - 1 - a))
 
-    for r in range(0, rows, block):
-        rs = slice(r, min(rows, r + block))
+    for r in range(0, rows, chunk):
+        rs = slice(r, min(rows, r + chunk))
         ys[rs] = max_identity(x.dtype)
         if ids is not None:
             ids[rs] = -1
@@ -163,14 +163,14 @@ def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
     rows = pl.in_shape[0] * pl.in_shape[1]
     xs = x.reshape(rows, *in_sp)
     ys = y.reshape(rows, *out_sp)
-    block = max(1, BLOCK_BYTES // (max(1, int(np.prod(in_sp))) * acc_t.itemsize))
+    chunk = max(1, CHUNK_BYTES // (max(1, int(np.prod(in_sp))) * acc_t.itemsize))
     taps = [_taps(*a) for a in zip(in_sp, out_sp, pl.kernel, pl.strides, pl.dilations,
                                    pl.pads_begin)]
     div = None if pl.lp else divisor(pl, acc_t)
     convert = x.dtype != acc_t
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for r in range(0, rows, block):
-            src = xs[r:r + block]
+        for r in range(0, rows, chunk):
+            src = xs[r:r + chunk]
             if convert:
                 src = widen(src, acc_t)
             if pl.lp:
@@ -183,7 +183,7 @@ def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
             for i, axis_taps in enumerate(taps):
                 last = i == len(taps) - 1
                 shape = (src.shape[0], *out_sp[:i + 1], *in_sp[i + 1:])
-                dst = ys[r:r + block] if last and not convert else np.empty(shape, acc_t)
+                dst = ys[r:r + chunk] if last and not convert else np.empty(shape, acc_t)
                 _window_sum(src, i + 1, axis_taps, dst)
                 src = dst
             if pl.lp:
@@ -194,7 +194,7 @@ def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
             else:
                 src /= div
             if convert:
-                ys[r:r + block] = src
+                ys[r:r + chunk] = src
 
 
 def run_global(pl: GlobalPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:

@@ -38,7 +38,7 @@ from ..core import attributes, dtypes, opsets
 OPS = ("AveragePool", "LpPool", "MaxPool")
 INT_FROM = 12  # MaxPool takes int8 and uint8 from this version
 INT_DTYPES = (np.dtype(np.int8), np.dtype(np.uint8))
-MAX_SPATIAL = 8  # most spatial axes (the kernels' parameter blocks hold this many: POOL_MAXD)
+MAX_SPATIAL = 8  # most spatial axes (the kernels' parameter structs hold this many: POOL_MAXD)
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "")  # "" means NOTSET
 
 

@@ -1,5 +1,5 @@
 """The kernel path of Resize: a plan's (onnx_cupy.resize.plan) per-axis tables concatenated and
-uploaded once per device, the parameter block, instantiation and grid of kernels/resize.cu,
+uploaded once per device, the parameter struct, instantiation and grid of kernels/resize.cu,
 launched on the GPU or the emulator. Where 1-3 resized axes are the trailing ones or are followed
 only by unresized axes that merge into one (NHWC resized along H and W), the fast kernels run,
 over a grid of their own; the generic ones, instantiated per rank (dims left after merging,
@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, dtypes, execution, launcher, loader
+from ..core import arrays, dtypes, execution, launcher, loader, records
 from ..core.arrays import readonly
 from .plan import MAX_DIMS, OP, ResizePlan
 
@@ -24,23 +24,27 @@ FAMILY = "resize"
 POD_BYTES = (1, 2, 4, 8, 16)
 DEVICE_TABLE_PLANS = 64    # plans whose tables stay cached on each device
 
-_GEOM = np.dtype(
-    [("total", "<i8")]
-    + [(f, "<i8", (MAX_DIMS,)) for f in ("out_shape", "in_stride", "taps", "table")]
-    + [("fill", "u1", (16,))]
-)
-_FAST_GEOM = np.dtype([("fill", "u1", (16,)), ("out", "<i8", (3,)), ("table", "<i8", (3,))]
-                      + [(f, "<i8") for f in ("batch_stride", "rows", "batch_rows", "walk",
-                                              "walk_stride")], align=True)
 # walked dim of the fast kernels (rsz::walked): the last resized dim, or the unresized dims after
 # the resized ones, merged into one
 RESIZED, KEPT = "rsz::RESIZED", "rsz::KEPT"
-FAST_RANKS = (1, 2, 3)      # resized dims of the fast kernels
+FAST_RANKS = (1, 2, 3)      # resized dims of the fast kernels (RESIZE_FAST_MAXD: the most)
 FAST_TAPS = (1, 2, 4)       # taps per dim: nearest, linear, cubic
+FILL_BYTES = max(POD_BYTES)  # a parameter struct's `fill`: the bytes of the largest element
+BUDGET = 40                 # instructions per output of a float16/bfloat16/float32 fast path
 TABLE_ALIGN = 16           # bytes: a record of the fast tables is read with 16-byte loads
 # the first offset of an extrapolated coordinate in the fast tables, per index width: the least
 # value of the offset type, which no offset of an input indexed with that type reaches
 OUTSIDE = {bits: -2**(bits - 1) for bits in dtypes.INDEX_TYPES}
+
+_GEOM = np.dtype(
+    [("total", "<i8")]
+    + [(f, "<i8", (MAX_DIMS,)) for f in ("out_shape", "in_stride", "taps", "table")]
+    + [("fill", "u1", (FILL_BYTES,))]
+)
+_FAST_GEOM = np.dtype([("fill", "u1", (FILL_BYTES,)), ("out", "<i8", (max(FAST_RANKS),)),
+                       ("table", "<i8", (max(FAST_RANKS),))]
+                      + [(f, "<i8") for f in ("batch_stride", "rows", "batch_rows", "walk",
+                                              "walk_stride")], align=True)
 # ranks of the generic kernels: dims left after merging, padded with leading length-1 dims up to
 # the next of these
 GENERIC_RANKS = (1, 2, 3, 4, 5, MAX_DIMS)
@@ -65,20 +69,11 @@ def _rank(dims: int) -> int:
     return next(r for r in GENERIC_RANKS if r >= dims)
 
 
-def _nearest_expression(itemsize: int, rank: int, bits: int) -> str:
-    return f"resize_nearest<rsz::pod<{itemsize}>, {rank}, {dtypes.INDEX_TYPES[bits]}>"
-
-
 def _storage(dtype_name: str) -> tuple[str, str]:
     """(storage type, accumulate type) of a linear/cubic input dtype."""
     if dtype_name in dtypes.FLOAT_TYPES:
         return dtypes.FLOAT_TYPES[dtype_name][0], dtypes.FLOAT_TYPES[dtype_name][1]
     return dtypes.INT_TYPES[dtype_name], "double"
-
-
-def _weighted_expression(dtype_name: str, rank: int, bits: int) -> str:
-    storage, acc = _storage(dtype_name)
-    return f"resize_weighted<{storage}, {acc}, {rank}, {dtypes.INDEX_TYPES[bits]}>"
 
 
 def _weight_dtype(dtype: np.dtype) -> np.dtype:
@@ -99,33 +94,70 @@ def _fast_shape(walk: str, dtype: np.dtype, ranks: int, taps: int, bits: int) ->
     return combinations <= limit
 
 
-def _fast_expression(dtype: np.dtype, ranks: int, taps: int, walk: str, bits: int) -> str:
-    """The fast kernel for `ranks` resized dims of `taps` taps each (1: nearest), the walked
-    dim `walk` and `bits`-bit offsets."""
-    v, index = _outputs(dtype, ranks, taps, bits), dtypes.INDEX_TYPES[bits]
-    if taps == 1:
-        return f"resize_nearest_fast<rsz::pod<{dtype.itemsize}>, {ranks}, {v}, {walk}, {index}>"
-    storage, acc = _storage(dtype.name)
-    weight = "float" if acc == "float" else "double"
-    return (f"resize_weighted_fast<{storage}, {acc}, {weight}, {ranks}, {taps}, {v}, {walk}, "
-            f"{index}>")
-
-
+_NEAREST_PARAMETERS = ("x", "y", "index", "dims")
+_WEIGHTED_PARAMETERS = ("x", "y", "index", "weight", "dims")
+_FAST_PARAMETERS = ("x", "y", "table", "inner", "rows")
 _WEIGHTED_DTYPES = [np.dtype(t) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
                     if t != "bfloat16"] + ([dtypes.BFLOAT16] if dtypes.BFLOAT16 else [])
-# nearest: one instantiation per element size (a void dtype of that size stands for them all)
-_FAST = {_fast_expression(np.dtype(f"V{n}"), r, 1, walk, b): 4 for b in dtypes.INDEX_TYPES
-         for walk in (RESIZED, KEPT) for n in POD_BYTES for r in FAST_RANKS}
-_FAST.update({_fast_expression(d, r, taps, walk, b): _outputs(d, r, taps, b)
-              for b in dtypes.INDEX_TYPES for walk in (RESIZED, KEPT) for d in _WEIGHTED_DTYPES
-              for r in FAST_RANKS for taps in FAST_TAPS[1:] if _fast_shape(walk, d, r, taps, b)})
+# nearest gathers every fixed-size dtype: one instantiation per element size serves them all
+_NEAREST_DTYPES = [*_WEIGHTED_DTYPES, *map(np.dtype, ("bool", "complex64", "complex128"))]
+_BY_SIZE = {n: tuple(d.name for d in _NEAREST_DTYPES if d.itemsize == n) for n in POD_BYTES}
 
-loader.register(FAMILY, [_nearest_expression(n, r, b) for b in dtypes.INDEX_TYPES
-                         for r in GENERIC_RANKS for n in POD_BYTES]
-                + [_weighted_expression(t, r, b) for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS
-                   for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)],
-                {"ResizeGeom": _GEOM, "ResizeFastGeom": _FAST_GEOM}, fast=_FAST,
-                defines={"RESIZE_MAXD": MAX_DIMS, "RESIZE_TABLE_ALIGN": TABLE_ALIGN,
+
+def _weighted_arguments(dtype_name: str) -> tuple[records.Argument, records.Argument]:
+    return records.storage(dtype_name), records.argument("accumulate", _storage(dtype_name)[1])
+
+
+# the generic kernels by (element size or dtype name, rank, bits)
+NEAREST = {(n, r, b): records.Instantiation(
+    FAMILY, "resize_nearest", (records.pod(n), records.argument("rank", r), records.index(b)),
+    (OP,), _BY_SIZE[n], _NEAREST_PARAMETERS, variant="per rank", rank=r)
+    for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS for n in POD_BYTES}
+WEIGHTED = {(t, r, b): records.Instantiation(
+    FAMILY, "resize_weighted", (*_weighted_arguments(t), records.argument("rank", r),
+                                records.index(b)),
+    (OP,), (t,), _WEIGHTED_PARAMETERS, variant="per rank", rank=r)
+    for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS for t in (*dtypes.FLOAT_TYPES,
+                                                                 *dtypes.INT_TYPES)}
+
+
+def _fast(dtype: np.dtype, ranks: int, taps: int, walk: str, bits: int
+          ) -> records.Instantiation:
+    """The fast kernel for `ranks` resized dims of `taps` taps each (1: nearest, of every dtype
+    of `dtype`'s size), the walked dim `walk` and `bits`-bit offsets."""
+    v = _outputs(dtype, ranks, taps, bits)
+    shape = (records.argument("rank", ranks), *(
+        () if taps == 1 else (records.argument("taps", taps),)),
+        records.argument("outputs", v), records.argument("walk", walk.removeprefix("rsz::"), walk),
+        records.index(bits))
+    if taps == 1:
+        return records.Instantiation(
+            FAMILY, "resize_nearest_fast", (records.pod(dtype.itemsize), *shape), (OP,),
+            _BY_SIZE[dtype.itemsize], _FAST_PARAMETERS, outputs=v, fast=True,
+            budget=records.fast_budget(BUDGET, bits),
+            variant=f"{ranks}-D, {walk.removeprefix('rsz::')}")
+    weight = "float" if _storage(dtype.name)[1] == "float" else "double"
+    mode = {2: "linear", 4: "cubic"}[taps]
+    return records.Instantiation(
+        FAMILY, "resize_weighted_fast",
+        (*_weighted_arguments(dtype.name), records.argument("weight", weight), *shape), (OP,),
+        (dtype.name,), _FAST_PARAMETERS, outputs=v, fast=True,
+        # cubic and 3-D linear gather 4-16x the taps: reported, not budgeted
+        budget=records.fast_budget(BUDGET, bits) if taps == 2 and ranks <= 2 else None,
+        variant=f"{mode} {ranks}-D, {walk.removeprefix('rsz::')}")
+
+
+# the fast kernels by (element size (nearest) or dtype name, resized dims, taps, walk, bits)
+FAST = {(n, r, 1, walk, b): _fast(np.dtype(f"V{n}"), r, 1, walk, b) for b in dtypes.INDEX_TYPES
+        for walk in (RESIZED, KEPT) for n in POD_BYTES for r in FAST_RANKS}
+FAST.update({(d.name, r, taps, walk, b): _fast(d, r, taps, walk, b)
+             for b in dtypes.INDEX_TYPES for walk in (RESIZED, KEPT) for d in _WEIGHTED_DTYPES
+             for r in FAST_RANKS for taps in FAST_TAPS[1:] if _fast_shape(walk, d, r, taps, b)})
+
+loader.register(FAMILY, [*NEAREST.values(), *WEIGHTED.values(), *FAST.values()],
+                {"ResizeGeom": _GEOM, "ResizeFastGeom": _FAST_GEOM},
+                defines={"RESIZE_MAXD": MAX_DIMS, "RESIZE_FAST_MAXD": max(FAST_RANKS),
+                         "RESIZE_FILL_BYTES": FILL_BYTES, "RESIZE_TABLE_ALIGN": TABLE_ALIGN,
                          # the least int and long long, written so no literal overflows
                          "RESIZE_OUTSIDE": f"({OUTSIDE[32] + 1}-1)",
                          "RESIZE_OUTSIDE_WIDE": f"({OUTSIDE[64] + 1}LL-1)",
@@ -216,13 +248,13 @@ def geometry(pl: ResizePlan, x_strides: tuple[int, ...]) -> tuple[int, np.ndarra
     rank = _rank(len(dims))
     dims = [(1, 0, 0, 0)] * (rank - len(dims)) + dims
     columns = dict(zip(("out_shape", "in_stride", "taps", "table"), zip(*dims)))
-    return rank, launcher.parameter_block(_GEOM, total=math.prod(pl.out_shape), fill=_fill(pl),
-                                          **columns)
+    return rank, launcher.parameter_struct(_GEOM, total=math.prod(pl.out_shape), fill=_fill(pl),
+                                           **columns)
 
 
 def _fill(pl: ResizePlan) -> np.ndarray:
     """The bytes of the extrapolation value in the storage type (none without one), as the
-    parameter blocks' `fill` holds them."""
+    parameter structs' `fill` holds them."""
     return np.frombuffer(b"" if pl.fill is None else pl.fill.tobytes(), dtype=np.uint8)
 
 
@@ -255,25 +287,26 @@ def _launch(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
     if fast is not None:
         key = (fast.weight, fast.strides, fast.bits)
         (table,) = _uploaded((pl, *key), fast_table(pl, *key)[:1], backend)
-        launcher.launch(backend, FAMILY, fast.expression, Y.size,
+        launcher.launch(backend, fast.kernel, Y.size,
                         (X, Y, table, table[fast.inner:], fast.geom), fast.shape)
         return
     args = kernel_args(pl, X.dtype, strides)
     if args is None:
         X, strides = arrays.element_strides(arrays.module_of(backend).ascontiguousarray(X))
         args = kernel_args(pl, X.dtype, strides)
-    assert args is not None, "the plan checked that C order merges to at most MAX_DIMS dims"
-    expression, g = args
+    if args is None:  # the plan checked that C order merges to at most MAX_DIMS dims
+        raise RuntimeError(f"{OP}: {len(pl.out_shape)} dims do not merge to {MAX_DIMS} in C order")
+    k, g = args
     index, weight = _uploaded((pl,), kernel_tables(pl)[:2], backend)
     if pl.mode == "nearest":
-        launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, index, g))
+        launcher.launch(backend, k, Y.size, (X, Y, index, g))
     else:
-        launcher.launch(backend, FAMILY, expression, Y.size, (X, Y, index, weight, g))
+        launcher.launch(backend, k, Y.size, (X, Y, index, weight, g))
 
 
 class FastLaunch(NamedTuple):
-    expression: str
-    geom: np.ndarray              # ResizeFastGeom block
+    kernel: records.Instantiation
+    geom: np.ndarray              # ResizeFastGeom struct
     shape: launcher.Shape           # (grid, block)
     weight: np.dtype | None       # fast_table's weight type, input strides and offset bits
     strides: tuple[int, ...]
@@ -304,11 +337,11 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
         return None
     out = [pl.out_shape[t.axis] for t in pl.tables]
     rows, n = (math.prod(out), kept[0]) if walk == KEPT else (math.prod(out[:-1]), out[-1])
-    records = sum(t.index.shape[0] for t in pl.tables)
+    entries = sum(t.index.shape[0] for t in pl.tables)
     v = _outputs(dtype, ranks, taps, 32)
     grid, block = _fast_grid(n, batch[0] * rows, v)
     bits = dtypes.index_bits(math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
-                             n + grid[0] * block[0] * v, grid[1] * grid[2] * block[1], records)
+                             n + grid[0] * block[0] * v, grid[1] * grid[2] * block[1], entries)
     if bits == 64 and _outputs(dtype, ranks, taps, 64) != v:
         v = _outputs(dtype, ranks, taps, 64)
         grid, block = _fast_grid(n, batch[0] * rows, v)
@@ -317,11 +350,11 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
     weight = None if taps == 1 else _weight_dtype(dtype)
     strides = tuple(x_strides[t.axis] for t in pl.tables)
     _, first, record = fast_table(pl, weight, strides, bits)
-    g = launcher.parameter_block(_FAST_GEOM, fill=_fill(pl), out=out, table=first,
-                               batch_stride=batch[1], rows=rows, batch_rows=batch[0] * rows,
-                               walk=n, walk_stride=kept[1])
-    return FastLaunch(_fast_expression(dtype, ranks, taps, walk, bits), g, (grid, block),
-                      weight, strides, bits, first[-1] * record)
+    g = launcher.parameter_struct(_FAST_GEOM, fill=_fill(pl), out=out, table=first,
+                                  batch_stride=batch[1], rows=rows, batch_rows=batch[0] * rows,
+                                  walk=n, walk_stride=kept[1])
+    k = FAST[dtype.itemsize if taps == 1 else dtype.name, ranks, taps, walk, bits]
+    return FastLaunch(k, g, (grid, block), weight, strides, bits, first[-1] * record)
 
 
 def _fast_grid(n: int, rows: int, v: int) -> launcher.Shape:
@@ -335,8 +368,8 @@ def _fast_grid(n: int, rows: int, v: int) -> launcher.Shape:
 
 @functools.lru_cache(maxsize=256)
 def kernel_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
-                ) -> tuple[str, np.ndarray] | None:
-    """(instantiation, ResizeGeom block) for an input of `dtype` with these element strides, or
+                ) -> tuple[records.Instantiation, np.ndarray] | None:
+    """(instantiation, ResizeGeom struct) for an input of `dtype` with these element strides, or
     None if more than MAX_DIMS dims remain after merging."""
     dims = geometry(pl, x_strides)
     if dims is None:
@@ -345,7 +378,7 @@ def kernel_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
     bits = launcher.index_bits(math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
                              kernel_tables(pl)[0].size)
     if pl.mode == "nearest":
-        return _nearest_expression(dtype.itemsize, rank, bits), g
-    return _weighted_expression(dtype.name, rank, bits), g
+        return NEAREST[dtype.itemsize, rank, bits], g
+    return WEIGHTED[dtype.name, rank, bits], g
 
 

@@ -2,7 +2,7 @@
 tensor-product weights factor per axis). Along an axis with inner axes behind it, one gather
 collects every tap and a batched matmul weighs them; along the last axis, per tap, a gather scaled
 by its weights. Shrinking axes go first, so temporaries stay within the larger of input and output;
-the work runs over blocks of output rows so that they also stay within BLOCK_BYTES."""
+the work runs over chunks of output rows so that they also stay within CHUNK_BYTES."""
 from __future__ import annotations
 
 import math
@@ -17,7 +17,7 @@ from .plan import OP
 if TYPE_CHECKING:
     from .plan import AxisTable, ResizePlan
 
-BLOCK_BYTES = 1 << 21  # largest temporary of one block
+CHUNK_BYTES = 1 << 21  # largest temporary of one chunk
 
 
 def _along(a: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray,
@@ -58,7 +58,7 @@ def _order(t: AxisTable, n: int) -> tuple[float, int]:
     return ratio, t.axis if ratio <= 1 else -t.axis
 
 
-def _block(pl: ResizePlan, x: np.ndarray, y: np.ndarray, outer: tuple[int, ...],
+def _chunk(pl: ResizePlan, x: np.ndarray, y: np.ndarray, outer: tuple[int, ...],
            rows: slice, work: np.dtype | None) -> None:
     """y[outer][rows]: the leading axes fixed at `outer` (none of them resized), then the next
     axis restricted to output rows `rows` first, then the rest, shrinking ones first."""
@@ -87,9 +87,9 @@ def _work_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64)
 
 
-def _blocks(pl: ResizePlan, itemsize: int) -> tuple[int, int]:
-    """(lead, rows): a block is `rows` output rows of axis `lead` at one index of the axes before
-    it (never resized ones): lead is the first axis whose rows fit BLOCK_BYTES, at most the first
+def _chunks(pl: ResizePlan, itemsize: int) -> tuple[int, int]:
+    """(lead, rows): a chunk is `rows` output rows of axis `lead` at one index of the axes before
+    it (never resized ones): lead is the first axis whose rows fit CHUNK_BYTES, at most the first
     resized axis. A row's bytes count every tap of the widest filter (one gather holds them)."""
     first = min(t.axis for t in pl.tables)
     taps = max(t.taps for t in pl.tables)
@@ -98,8 +98,8 @@ def _blocks(pl: ResizePlan, itemsize: int) -> tuple[int, int]:
         return max(math.prod(pl.in_shape[lead + 1:]),
                    math.prod(pl.out_shape[lead + 1:])) * itemsize * taps
 
-    lead = next((d for d in range(first) if row(d) <= BLOCK_BYTES), first)
-    return lead, max(1, BLOCK_BYTES // row(lead))
+    lead = next((d for d in range(first) if row(d) <= CHUNK_BYTES), first)
+    return lead, max(1, CHUNK_BYTES // row(lead))
 
 
 def run(pl: ResizePlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
@@ -112,10 +112,10 @@ def run(pl: ResizePlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         y[...] = x
         return y
     work = None if pl.mode == "nearest" else _work_dtype(x.dtype)
-    lead, rows = _blocks(pl, x.dtype.itemsize if work is None else work.itemsize)
+    lead, rows = _chunks(pl, x.dtype.itemsize if work is None else work.itemsize)
     m = pl.out_shape[lead]
     with np.errstate(over="ignore", invalid="ignore"):
         for outer in np.ndindex(*pl.out_shape[:lead]):
             for r0 in range(0, m, rows):
-                _block(pl, x, y, outer, slice(r0, min(r0 + rows, m)), work)
+                _chunk(pl, x, y, outer, slice(r0, min(r0 + rows, m)), work)
     return y

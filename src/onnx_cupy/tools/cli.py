@@ -153,11 +153,11 @@ def _warmup(args: argparse.Namespace) -> int:
 
 # (title, kernels with their seconds, compiler, whole families' seconds, the target of a first
 # call's slowest instantiation, fresh-process first calls)
-Measured = tuple[str, list[warmup.Instantiation], str, dict[str, list[float]] | None,
+Measured = tuple[str, list[warmup.Warmed], str, dict[str, list[float]] | None,
                  float | None, dict[str, list[tuple[float, float]]] | None]
 
 
-def _time_nvrtc(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Measured:
+def _time_nvrtc(args: argparse.Namespace, kernels: list[warmup.Warmed]) -> Measured:
     """--dry-run: NVRTC's seconds, judged against the NVRTC target."""
     from . import first_call
 
@@ -170,7 +170,7 @@ def _time_nvrtc(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -
             first_call.NVRTC_TARGET, None)
 
 
-def _warm(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Measured:
+def _warm(args: argparse.Namespace, kernels: list[warmup.Warmed]) -> Measured:
     """The warm-up of --backend; on the emulated path with --before, also the whole families'
     builds and the first call of each operator in a fresh process with an empty cache."""
     from . import first_call

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..core import loader
-from ..core.warmup import Instantiation, dtype_names
+from ..core.warmup import Warmed, dtype_names
 from . import kernel_report
 from .bench import _cpu_name  # the benchmark's name for the machine's CPU
 
@@ -55,8 +55,8 @@ def start_nvrtc(arch: str = ARCH) -> None:
                                        "start.cu", loader.options())
 
 
-def measure(kernels: Sequence[Instantiation], arch: str = ARCH, repeat: int = 1
-            ) -> list[Instantiation]:
+def measure(kernels: Sequence[Warmed], arch: str = ARCH, repeat: int = 1
+            ) -> list[Warmed]:
     """`kernels` with their NVRTC seconds for `arch`: the fastest of `repeat` compiles each
     (other processes' load on the CPU only adds to a compile's time)."""
     start_nvrtc(arch)
@@ -69,7 +69,7 @@ def measure_families(families: Sequence[str], arch: str = ARCH, repeat: int = 1
     """Family -> NVRTC seconds of each of `repeat` compiles of all its instantiations in one
     module (the first call's cost before per-instantiation compiles)."""
     start_nvrtc(arch)
-    return {f: _seconds(functools.partial(_nvrtc, f, loader.instantiations(f), arch), repeat)
+    return {f: _seconds(functools.partial(_nvrtc, f, kernel_report.family_expressions(f), arch), repeat)
             for f in families}
 
 
@@ -81,7 +81,7 @@ def measure_libraries(families: Sequence[str], repeat: int = 1) -> dict[str, lis
 
     with tempfile.TemporaryDirectory() as tmp:
         return {f: _seconds(functools.partial(
-            emulator.compile_library, loader.source(f), loader.instantiations(f),
+            emulator.compile_library, loader.source(f), kernel_report.family_expressions(f),
             loader.defines(f), Path(tmp) / f"{f}.so", name=f), repeat) for f in families}
 
 
@@ -97,7 +97,7 @@ class Row:
     total: float          # all of them: the warm-up's share for this operator and dtype
 
 
-def rows(kernels: Sequence[Instantiation]) -> list[Row]:
+def rows(kernels: Sequence[Warmed]) -> list[Row]:
     """Per operator and dtype, the seconds of the instantiations serving it."""
     by_key: dict[tuple[str, str], list[float]] = {}
     for k in kernels:
@@ -193,7 +193,7 @@ def _spread(times: Sequence[float]) -> str:
     return f"{min(times):.2f}" + ("" if len(times) == 1 else f" (slowest {max(times):.2f})")
 
 
-def operator_table(kernels: Sequence[Instantiation],
+def operator_table(kernels: Sequence[Warmed],
                    before: dict[str, list[float]] | None = None,
                    target: float | None = None) -> str:
     """Per operator: its instantiations, a first call's seconds (median and slowest
@@ -219,7 +219,7 @@ def operator_table(kernels: Sequence[Instantiation],
     return _markdown(header, body)
 
 
-def dtype_table(kernels: Sequence[Instantiation]) -> str:
+def dtype_table(kernels: Sequence[Warmed]) -> str:
     """Per operator and dtype: instantiations and their seconds (median, slowest, all)."""
     return _markdown(["operator", "dtype", "instantiations", "median, s", "slowest, s",
                       "all, s"],
@@ -227,7 +227,7 @@ def dtype_table(kernels: Sequence[Instantiation]) -> str:
                        f"{r.total:.2f}"] for r in rows(kernels)])
 
 
-def instantiation_table(kernels: Sequence[Instantiation]) -> str:
+def instantiation_table(kernels: Sequence[Warmed]) -> str:
     """Every instantiation with its seconds, the operators and dtypes it serves."""
     return _markdown(["family", "instantiation", "seconds", "operators", "dtypes"],
                      [[k.family, f"`{k.expression}`", f"{k.seconds or 0:.3f}", ", ".join(k.ops),
@@ -258,7 +258,7 @@ def nvrtc_version() -> str:
     return f"NVRTC {major}.{minor}"
 
 
-def report(title: str, kernels: Sequence[Instantiation], compiler: str,
+def report(title: str, kernels: Sequence[Warmed], compiler: str,
            before: dict[str, list[float]] | None = None, *, command: str,
            load_start: float | None = None, listing: bool = False, target: float | None = None,
            fresh: dict[str, list[tuple[float, float]]] | None = None) -> str:

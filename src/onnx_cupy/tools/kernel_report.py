@@ -33,19 +33,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import extras, loader
-from ..core.loader import template_arguments
+from ..core import dtypes, extras, launcher, loader
+from ..core.records import WIDE_INDEX_BUDGET, Instantiation
 
 ARCHS = ("sm_80", "sm_90")
-BUDGETS = {"pool": 150, "resize": 40, "hardmax": 30}  # fast-path instructions per output
-WIDE_INDEX_BUDGET = 1.5    # a fast path with 64-bit offsets may spend this times the budget
 MIN_OCCUPANCY = 0.5
 SM_LIMITS = {  # registers, warps, blocks, shared memory bytes per SM
     "sm_80": (65536, 64, 32, 164 * 1024),
     "sm_90": (65536, 64, 32, 228 * 1024),
 }
-# storage types of float16/bfloat16/float32 elements (Resize nearest moves them as pod<2>/pod<4>)
-SMALL_FLOAT_STORAGE = {"oc::half_t", "oc::bf16_t", "float", "rsz::pod<2>", "rsz::pod<4>"}
 NVDISASM_WHEEL = "nvidia-cuda-nvdisasm"
 
 
@@ -79,6 +75,7 @@ class Kernel:
     outputs: int               # outputs one thread writes per loop iteration
     fast: bool
     sass: Sass | None          # None where the disassembler is not installed
+    instantiation: Instantiation | None = None  # its registered record (None: a probe kernel)
 
     @property
     def occupancy(self) -> float:
@@ -92,7 +89,9 @@ class Kernel:
         return body / self.outputs
 
     def as_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+             if f.name not in ("sass", "instantiation")}
+        d["sass"] = None if self.sass is None else dataclasses.asdict(self.sass)
         if self.sass is not None:
             d["sass"]["loads"] = {str(w): n for w, n in self.sass.loads}
         return {**d, "occupancy": self.occupancy, "per_output": self.per_output}
@@ -101,8 +100,8 @@ class Kernel:
 def occupancy(registers: int, threads: int, shared: int, arch: str) -> float:
     """Theoretical occupancy: resident warps / most warps per SM, for `threads` per block."""
     regs_sm, warps_sm, blocks_sm, shared_sm = SM_LIMITS[arch]
-    warps = -(-threads // 32)
-    per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    warps = launcher.cdiv(threads, loader.WARP)
+    per_warp = launcher.cdiv(max(registers, 1) * loader.WARP, 256) * 256
     blocks = min(blocks_sm, warps_sm // warps, (regs_sm // per_warp) // warps,
                  shared_sm // (shared + 1024))
     return blocks * warps / warps_sm
@@ -176,10 +175,15 @@ def _compile(source: str, expressions: tuple[str, ...], arch: str, filename: str
 
 
 
+def family_expressions(family: str) -> tuple[str, ...]:
+    """The name expressions of every registered instantiation of `family`, in order."""
+    return tuple(k.expression for k in loader.instantiations(family))
+
+
 def compile_family(family: str, arch: str) -> tuple[dict[str, str], str, bytes]:
     """(expression -> lowered name, ptxas log, CUBIN) of every registered instantiation of
     `family`, compiled once per process for `arch` with CuPy's options."""
-    return _compile(loader.source(family), loader.instantiations(family), arch, f"{family}.cu",
+    return _compile(loader.source(family), family_expressions(family), arch, f"{family}.cu",
                     loader.options(family))
 
 
@@ -346,11 +350,12 @@ def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90"
                     family: str = "", filename: str = "kernels.cu",
                     blocks: Mapping[str, int] | None = None,
                     outputs: Mapping[str, int] | None = None,
-                    options: Sequence[str] | None = None) -> list[Kernel]:
+                    options: Sequence[str] | None = None,
+                    records: Mapping[str, Instantiation] | None = None) -> list[Kernel]:
     """Compile `source` once for `arch` with every name expression and `options` (default: the
     loader's, with the common defines) and report each kernel: launched with `blocks[e]` threads
     per block (default loader.BLOCK), writing `outputs[e]` outputs per thread and loop
-    iteration (default 1; listed ones are fast paths)."""
+    iteration (default 1; listed ones are fast paths), registered as `records[e]` if given."""
     if arch not in SM_LIMITS:
         raise ValueError(f"kernel report: arch {arch!r} is not one of {', '.join(SM_LIMITS)}")
     options = loader.options() if options is None else options
@@ -362,18 +367,20 @@ def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90"
     return [Kernel(family=family, expression=e, arch=arch, name=names[e], **ptxas[names[e]],
                    block=(blocks or {}).get(e, loader.BLOCK), outputs=outputs.get(e, 1),
                    fast=e in outputs,
-                   sass=_sass_counts(code[names[e]], labels, code) if tool else None)
+                   sass=_sass_counts(code[names[e]], labels, code) if tool else None,
+                   instantiation=(records or {}).get(e))
             for e in expressions]
 
 
 @functools.cache
 def family_report(family: str, arch: str = "sm_90") -> tuple[Kernel, ...]:
     """Every registered instantiation of `family` on `arch` (compiled once per process)."""
-    expressions = loader.instantiations(family)
+    ks = loader.instantiations(family)
     return tuple(compile_kernels(
-        loader.source(family), expressions, arch, family=family, filename=f"{family}.cu",
-        blocks={e: loader.block_size(family, e) for e in expressions},
-        outputs=loader.fast_paths(family), options=loader.options(family)))
+        loader.source(family), [k.expression for k in ks], arch, family=family,
+        filename=f"{family}.cu", blocks={k.expression: loader.block_size(k) for k in ks},
+        outputs={k.expression: k.outputs for k in ks if k.fast}, options=loader.options(family),
+        records={k.expression: k for k in ks}))
 
 
 def report(families: Sequence[str] | None = None, archs: Sequence[str] | None = None,
@@ -389,24 +396,14 @@ def report(families: Sequence[str] | None = None, archs: Sequence[str] | None = 
     return kernels
 
 
-def held_to_targets(expression: str) -> bool:
-    """Whether a fast path is held to the static targets: float16/bfloat16/float32 storage,
-    32-bit or 64-bit offsets."""
-    args = template_arguments(expression)
-    return bool(args) and args[0] in SMALL_FLOAT_STORAGE
-
-
-def budget(family: str, expression: str) -> float | None:
-    """Instructions per output a fast path may spend, or None where no budget is set: the
-    family's budget (WIDE_INDEX_BUDGET times it with 64-bit offsets, a `long long` template
-    argument), which for Resize holds nearest and linear on 1-2 axes, whichever dim they walk
-    (cubic and 3-D linear gather 4-16x the taps and are reported, not budgeted)."""
-    args = template_arguments(expression)
-    if family == "resize" and expression.startswith("resize_weighted_fast"):
-        ranks, taps = args[3:5]
-        if int(taps) != 2 or int(ranks) > 2:
-            return None
-    return BUDGETS[family] * (WIDE_INDEX_BUDGET if "long long" in args else 1)
+def budgets() -> dict[str, float]:
+    """Family -> the instructions per output its fast paths with 32-bit offsets are held to (from
+    the records' `budget`s; WIDE_INDEX_BUDGET times it with 64-bit offsets)."""
+    found: dict[str, float] = {}
+    for k in loader.instantiations():
+        if k.held and k.budget is not None and k.index_bits == 32:
+            found[k.family] = max(found.get(k.family, 0.0), k.budget)
+    return found
 
 
 def uses_local_memory(kernel: Kernel) -> bool:
@@ -528,14 +525,14 @@ def markdown(kernels: Sequence[Kernel]) -> str:
                  "or LDL/STL).")
     if any(k.sass and k.sass.inner_loops for k in kernels):
         lines.append("`*`: the loop body holds loops that are not unrolled, counted once.")
-    budgets = ", ".join(f"{family} {n}" for family, n in BUDGETS.items())
+    held = ", ".join(f"{family} {n:g}" for family, n in budgets().items())
     lines += ["", ("loads: count x width in bits; loop STG: global stores in the grid-stride loop "
                    "body; per out: its instructions / registered outputs per iteration. Fast "
                    "paths (`[fast xN]`: N outputs per thread and iteration) with float16, "
                    "bfloat16 or float32 storage are held, on sm_90, to: no stack frame, spills or "
                    "LDL/STL, no integer division in the loop body, no FP64, occupancy >= "
                    f"{MIN_OCCUPANCY:.0%}, and instructions per output within the family's budget "
-                   f"({budgets}; {WIDE_INDEX_BUDGET:g}x with 64-bit offsets; Resize: nearest, "
+                   f"({held}; {WIDE_INDEX_BUDGET:g}x with 64-bit offsets; Resize: nearest, "
                    "and linear on 1-2 axes).")]
     return "\n".join(lines) + "\n"
 
@@ -545,58 +542,35 @@ def markdown(kernels: Sequence[Kernel]) -> str:
 SUMMARY_ARCH = "sm_90"   # the architecture the fast paths are held to their targets on
 SUMMARY_START = "<!-- summary: start -->"
 SUMMARY_END = "<!-- summary: end -->"
-STORAGE_NAMES = {"oc::half_t": "float16", "oc::bf16_t": "bfloat16", "float": "float32",
-                 "double": "float64"}
-_WINDOWS = re.compile(r"oc::FixedWindow<(\d+), (\d+)>")
+INTEGERS = "integers"
 
 
-def _storage(argument: str) -> str:
+def _storage(k: Instantiation) -> str:
     """A summary column: the dtype of a float storage type, the size of a moved element
     (Resize nearest), or "integers"."""
-    if m := re.fullmatch(r"rsz::pod<(\d+)>", argument):
-        return f"{m[1]} B"
-    return STORAGE_NAMES.get(argument, "integers")
+    value = k["storage"]
+    if isinstance(value, int):
+        return f"{value} B"
+    return str(value) if value in dtypes.FLOAT_TYPES else INTEGERS
 
 
 def _storage_order(column: str) -> tuple[int, int]:
     """Summary columns in order: float16, bfloat16, float32, float64, integers, then element
     sizes ascending."""
-    names = [*STORAGE_NAMES.values(), "integers"]
+    names = [*dtypes.FLOAT_TYPES, INTEGERS]
     return (0, names.index(column)) if column in names else (1, int(column.split()[0]))
 
 
-def _span(values: Sequence[str]) -> str:
+def _span(values: Sequence[int]) -> str:
     """Sorted integers with runs of 3 or more shortened: "1-5, 16"."""
     runs: list[list[int]] = []
-    for n in sorted(set(map(int, values))):
+    for n in sorted(set(values)):
         if runs and n == runs[-1][1] + 1:
             runs[-1][1] = n
         else:
             runs.append([n, n])
     return ", ".join(f"{a}-{b}" if b > a + 1 else (f"{a}, {b}" if b > a else str(a))
                      for a, b in runs)
-
-
-def _kind(expression: str) -> tuple[str, str]:
-    """(summary row of an instantiation, the template argument its row spans), the storage
-    type and the index width aside: a generic kernel's rank, a fast path's shape."""
-    name, args = expression.split("<")[0], template_arguments(expression)
-    if name == "pool":                 # <T, Acc, I, R>
-        return "per spatial rank", args[3]
-    if name == "pool_fast":            # <T, Acc, I, Mode, R, Window>
-        window = _WINDOWS.fullmatch(args[5])
-        shape = f"{window[1]}x{window[1]} s{window[2]}" if window else "runtime window"
-        return f"{args[4]}-D, {shape}", ""
-    if name in ("resize_nearest", "resize_weighted"):  # <T, [Acc,] R, I>
-        return "per rank", args[-2]
-    if name == "resize_nearest_fast":  # <pod, ranks, outputs, walk, I>
-        return f"{args[1]}-D, {args[3].removeprefix('rsz::')}", ""
-    if name == "resize_weighted_fast":  # <T, Acc, W, ranks, taps, outputs, walk, I>
-        mode = {"2": "linear", "4": "cubic"}.get(args[4], f"{args[4]} taps")
-        return f"{mode} {args[3]}-D, {args[6].removeprefix('rsz::')}", ""
-    if name == "hardmax_rows":         # <T, pack, I>: a pack of 16 bytes, or one element
-        return ("16-byte loads" if args[1] != "1" else "element loads"), ""
-    return "", ""
 
 
 def _range(values: Sequence[float]) -> str:
@@ -611,47 +585,45 @@ def summary(kernels: Sequence[Kernel], arch: str = SUMMARY_ARCH) -> str:
     stack frame, how many instantiations use local memory, the most integer divisions in a loop
     body, and the budget a float16/bfloat16/float32 fast path is held to (`budget`). Empty
     without SASS counts or kernels on `arch`."""
-    chosen = [k for k in kernels if k.arch == arch and k.sass is not None]
+    chosen = [k for k in kernels if k.arch == arch and k.sass is not None
+              and k.instantiation is not None]
     if not chosen:
         return ""
     tables: dict[tuple[str, str], dict[tuple[str, str], list[Kernel]]] = {}
     for k in chosen:
-        args = template_arguments(k.expression)
-        kind, _ = _kind(k.expression)
-        index = "64-bit" if "long long" in args[1:] else "32-bit"  # args[0]: storage
-        tables.setdefault((k.family, k.expression.split("<")[0]), {}).setdefault(
-            (kind, index), []).append(k)
+        r = _record(k)
+        index = f"{r.index_bits}-bit"
+        tables.setdefault((k.family, r.template), {}).setdefault(
+            (r.variant, index), []).append(k)
     lines = [(f"Kernel report summary, {arch}: instructions per output (min-max over the "
              "instantiations of a row) by storage type; regs: most registers; occ: least "
              "occupancy; stack: largest stack frame (bytes); local: instantiations with a stack "
              "frame, spills or LDL/STL; loop div: most integer divisions in a loop body; budget: "
              "instructions per output the float16/bfloat16/float32 fast paths are held to "
-             "(`kernel_report.BUDGETS`, times `WIDE_INDEX_BUDGET` with 64-bit offsets). "
+             "(each instantiation's registered budget, `WIDE_INDEX_BUDGET` times the family's "
+             "with 64-bit offsets). "
              "`*`: the loop body holds loops with runtime bounds, counted once."), ""]
     for (family, name), rows in tables.items():
-        storages = sorted({_storage(template_arguments(k.expression)[0])
-                           for ks in rows.values() for k in ks}, key=_storage_order)
-        spans = sorted({_kind(k.expression)[1] for ks in rows.values() for k in ks} - {""},
-                       key=int)
+        storages = sorted({_storage(_record(k)) for ks in rows.values() for k in ks},
+                          key=_storage_order)
+        spans = [r.rank for ks in rows.values() for k in ks if (r := _record(k)).rank is not None]
         head = ["kernel", "offsets", *storages, "regs", "occ", "stack", "local", "loop div",
                 "budget"]
         body = []
         for (kind, index), ks in rows.items():
             cells = []
             for storage in storages:
-                of = [k for k in ks if _storage(template_arguments(k.expression)[0]) == storage]
+                of = [k for k in ks if _storage(_record(k)) == storage]
                 per = [k.per_output for k in of if k.per_output is not None]
                 star = "*" if any(k.sass and k.sass.inner_loops for k in of) else ""
                 cells.append(_range(per) + star if per else "-")
-            budgets = {budget(family, k.expression) for k in ks
-                       if k.fast and held_to_targets(k.expression)}
+            held = {_record(k).budget for k in ks if _record(k).held}
             body.append((
                 kind or name, index, *cells, str(max(k.registers for k in ks)),
                 f"{min(k.occupancy for k in ks):.0%}", str(max(k.stack for k in ks)),
                 str(sum(map(uses_local_memory, ks))),
                 str(max(k.sass.loop_divisions for k in ks if k.sass)),
-                ", ".join(f"{b:g}" for b in sorted(b for b in budgets if b is not None))
-                or "-"))
+                ", ".join(f"{b:g}" for b in sorted(b for b in held if b is not None)) or "-"))
         count = sum(len(ks) for ks in rows.values())
         what = f", ranks {_span(spans)}" if spans else ""
         lines += [f"**`{name}`** ({family}: {count} instantiations{what})", "",
@@ -660,3 +632,10 @@ def summary(kernels: Sequence[Kernel], arch: str = SUMMARY_ARCH) -> str:
     lines.append(f"{local} of {len(chosen)} instantiations on {arch} use local memory (stack "
                  "frame, spills or LDL/STL).")
     return "\n".join(lines) + "\n"
+
+
+def _record(k: Kernel) -> Instantiation:
+    """The registered record of a family's kernel (the summary reads only those)."""
+    if k.instantiation is None:
+        raise ValueError(f"{k.expression}: not a registered instantiation")
+    return k.instantiation

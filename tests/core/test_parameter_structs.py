@@ -13,7 +13,7 @@ import pytest
 import onnx_cupy
 from onnx_cupy.core import emulator, launcher, loader
 
-pytestmark = pytest.mark.slow  # NVRTC and host compiles of every parameter block
+pytestmark = pytest.mark.slow  # NVRTC and host compiles of every parameter struct
 
 # NumPy scalar type -> the C type a field of that dtype must have
 C_TYPES = {
@@ -23,7 +23,7 @@ C_TYPES = {
 }
 
 BLOCKS = [(family, struct, dtype) for family in loader.families()
-          for struct, dtype in loader.parameter_blocks(family).items()]
+          for struct, dtype in loader.parameter_structs(family).items()]
 
 
 def natural_layout(dtype: np.dtype) -> tuple[dict[str, int], int]:
@@ -143,13 +143,13 @@ def test_layout_catches_a_mismatch(compiler):
 
 def test_launches_pass_single_structs(monkeypatch):
     """Every by-value kernel argument is a read-only NumPy array of size one whose dtype is a
-    registered parameter block of the family (what CuPy passes by value); the rest are arrays."""
+    registered parameter struct of the family (what CuPy passes by value); the rest are arrays."""
     seen = []
     real = launcher.launch
 
-    def record(backend, family, expression, work_items, args, shape=None):
-        seen.append((family, args))
-        real(backend, family, expression, work_items, args, shape)
+    def record(backend, kernel, work_items, args, shape=None):
+        seen.append((kernel.family, args))
+        real(backend, kernel, work_items, args, shape)
 
     monkeypatch.setattr(launcher, "launch", record)
     x = np.arange(2 * 3 * 5 * 4, dtype=np.float32).reshape(2, 3, 5, 4)
@@ -166,5 +166,5 @@ def test_launches_pass_single_structs(monkeypatch):
         assert len(blocks) == 1, (family, args)
         (g,) = blocks
         assert g.shape == (1,) and g.flags.c_contiguous and not g.flags.writeable
-        assert g.dtype in loader.parameter_blocks(family).values()
+        assert g.dtype in loader.parameter_structs(family).values()
         assert all(isinstance(a, np.ndarray) for a in args)
