@@ -68,14 +68,30 @@ CASES = [
          axes=[2, 3.0]),
     case("axes_string", TypeError, "'axes' must be a sequence of ints", scales=[2, 2], axes="23"),
     # attribute values
-    case("mode_unknown", ValueError, r"'mode' = 'bilinear' is not defined at opset .*-19 is in force "
-         r"\(expected one of nearest, linear, cubic\)", scales=S4, mode="bilinear"),
+    case("mode_bilinear", ValueError, r"Resize: attribute 'mode' = 'bilinear' is defined by no "
+         r"version of Resize \(expected one of nearest, linear, cubic\) at opset 19, where "
+         r"Resize-19 is in force; PyTorch's 'bilinear' is mode 'linear' \(on two axes\)$",
+         scales=S4, mode="bilinear"),
+    case("mode_bicubic", ValueError, r"'mode' = 'bicubic' is defined by no version of Resize "
+         r"\(expected one of nearest, linear\) at opset 10, .*; PyTorch's 'bicubic' is mode "
+         r"'cubic'$", scales=S4, mode="bicubic", opset=10),
+    case("mode_trilinear", ValueError, r"'trilinear' is defined by no .*; PyTorch's 'trilinear' "
+         r"is mode 'linear' \(on three axes\)$", scales=S4, mode="trilinear"),
+    case("mode_nearest_exact", ValueError, r"'nearest-exact' is defined by no .*; PyTorch's "
+         r"'nearest-exact' is mode 'nearest' with coordinate_transformation_mode 'half_pixel' and "
+         r"nearest_mode 'round_prefer_ceil'$", scales=S4, mode="nearest-exact"),
+    case("mode_area", ValueError, r"'area' is defined by no .*has no Resize mode$", scales=S4,
+         mode="area"),
+    case("mode_unknown", ValueError, r"'mode' = 'lanczos' is defined by no version of Resize "
+         r"\(expected one of nearest, linear, cubic\) at opset 19, where Resize-19 is in force$",
+         scales=S4, mode="lanczos"),
     case("mode_bytes", TypeError, "'mode' must be a string", scales=S4, mode=b"linear"),
     case("cubic_at_10", ValueError,
          "'mode' = 'cubic' is not defined at opset .*-10 is in force.*came with Resize-11", scales=S4,
          mode="cubic", opset=10),
     case("ctm_unknown", ValueError,
-         "'coordinate_transformation_mode' = 'corners' is not defined at opset .*-19 is in force",
+         "'coordinate_transformation_mode' = 'corners' is defined by no version of Resize "
+         r"\(expected one of .*\) at opset 19, where Resize-19 is in force$",
          scales=S4, coordinate_transformation_mode="corners"),
     case("tf_half_pixel_for_nn_at_13", ValueError,
          r"'tf_half_pixel_for_nn' is not defined at opset .*-13 is in force.*only up to Resize-11 "
@@ -84,9 +100,9 @@ CASES = [
     case("half_pixel_symmetric_at_18", ValueError,
          "'half_pixel_symmetric' is not defined at opset .*-18 is in force.*came with Resize-19",
          scales=S4, opset=18, coordinate_transformation_mode="half_pixel_symmetric"),
-    case("nearest_mode_unknown", ValueError, "'nearest_mode' = 'round' is not defined", scales=S4,
+    case("nearest_mode_unknown", ValueError, "'nearest_mode' = 'round' is defined by no", scales=S4,
          nearest_mode="round"),
-    case("policy_unknown", ValueError, "'keep_aspect_ratio_policy' = 'fit' is not defined",
+    case("policy_unknown", ValueError, "'keep_aspect_ratio_policy' = 'fit' is defined by no",
          sizes=[1, 2, 6, 8], keep_aspect_ratio_policy="fit"),
     case("antialias_nearest", ValueError,
          "'antialias' = 1 applies to modes 'linear' and 'cubic', not to mode 'nearest'", scales=S4,

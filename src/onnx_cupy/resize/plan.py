@@ -156,14 +156,31 @@ def _choice(name: str, value: Any, table: Mapping[int, tuple[str, ...]], opset: 
     if value in allowed:
         return value
     defined = [v for v in VERSIONS if value in table[v]]
-    note = ""
-    if defined and min(defined) > version:
-        note = f"; it came with Resize-{min(defined)}"
-    elif defined:
+    expected = f"(expected one of {', '.join(allowed)})"
+    if not defined:   # no version has it: say so, and name the ONNX value of a PyTorch spelling
+        hint = _NOT_ONNX.get((name, value), "")
+        raise ValueError(f"{OP}: attribute '{name}' = {value!r} is defined by no version of "
+                         f"{OP} {expected} at {opsets.in_force(OP, opset)}{hint}")
+    if min(defined) > version:
+        note = f"it came with Resize-{min(defined)}"
+    else:
         removed = VERSIONS[VERSIONS.index(max(defined)) + 1]
-        note = f"; it exists only up to Resize-{max(defined)} (removed in opset {removed})"
+        note = f"it exists only up to Resize-{max(defined)} (removed in opset {removed})"
     raise ValueError(f"{OP}: attribute '{name}' = {value!r} is not defined at "
-                     f"{opsets.in_force(OP, opset)} (expected one of {', '.join(allowed)}){note}")
+                     f"{opsets.in_force(OP, opset)} {expected}; {note}")
+
+
+# (attribute, value) -> what to write instead, for values no version defines that users bring
+# from PyTorch's interpolate
+_NOT_ONNX = {
+    ("mode", "bilinear"): "; PyTorch's 'bilinear' is mode 'linear' (on two axes)",
+    ("mode", "trilinear"): "; PyTorch's 'trilinear' is mode 'linear' (on three axes)",
+    ("mode", "bicubic"): "; PyTorch's 'bicubic' is mode 'cubic'",
+    ("mode", "nearest-exact"): ("; PyTorch's 'nearest-exact' is mode 'nearest' with "
+                                "coordinate_transformation_mode 'half_pixel' and nearest_mode "
+                                "'round_prefer_ceil'"),
+    ("mode", "area"): "; PyTorch's 'area' (adaptive average pooling) has no Resize mode",
+}
 
 
 # roi, scales and sizes as read on the host (None: not given)
