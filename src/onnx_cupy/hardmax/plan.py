@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import dtypes, opsets
+from ..core import attributes, dtypes, opsets
 
 OP = "Hardmax"
 
@@ -43,12 +43,12 @@ class HardmaxPlan:
 def _axis_value(axis: Any) -> int | None:
     if axis is None:
         return None
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+    if not attributes.is_int(axis):
         raise TypeError(f"{OP}: attribute 'axis' must be an int, got {axis!r}")
     return int(axis)
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=512, typed=True)  # typed: opset 13.0 must not hit 13's plan
 def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) -> HardmaxPlan:
     """Validate dtype and axis for the opset version in force and compute the reduction view."""
     version = opsets.version(OP, opset)
@@ -71,5 +71,5 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) 
 
 def prepare(shape: tuple[int, ...], dtype: Any, axis: Any, opset: int) -> HardmaxPlan:
     """The plan for an input of `shape` and `dtype` (axis validated, default filled in)."""
-    return plan(opset, shape, np.dtype(dtype), _axis_value(axis))
+    return attributes.cached(plan, opset, shape, np.dtype(dtype), _axis_value(axis))
 

@@ -32,8 +32,8 @@ def check_return_indices(op: str, opset: int, return_indices: Any) -> None:
 def _pool(op: str, X: ArrayT, opset: int, out: Any, return_indices: bool = False,
           **attrs: Any) -> Any:
     x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
-    pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)
     check_return_indices(op, opset, return_indices)
+    pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)
     indices = None
     if return_indices:
         out = arrays.output(out, x, pl.out_shape, x.dtype, backend, op)  # `out` checked first

@@ -61,7 +61,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core import arrays, dtypes, execution, numerics, opsets
-from ..core.attributes import flag, float32, ints
+from ..core.attributes import differs, flag, float32, ints
 
 OP = "Resize"
 MAX_DIMS = 16              # most axes left after merging unresized neighbours (RESIZE_MAXD)
@@ -138,16 +138,6 @@ class _Axis(NamedTuple):
 
 # ---------------------------------------------------------------- attributes and inputs
 
-def _differs(value: Any, default: Any) -> bool:
-    """Whether an attribute counts as given: its value differs from the default."""
-    if default is None:
-        return value is not None
-    try:
-        return bool(value != default)
-    except (TypeError, ValueError):
-        return True
-
-
 def _choice(name: str, value: Any, table: Mapping[int, tuple[str, ...]], opset: int) -> str:
     version = opsets.version(OP, opset)
     if not isinstance(value, str):
@@ -211,7 +201,7 @@ def attributes(opset: int, **given: Any) -> Attributes:
 
 def _attributes(opset: int, given: dict[str, Any]) -> Attributes:
     version = opsets.version(OP, opset)
-    opsets.check_given(OP, opset, {k: _differs(v, DEFAULTS[k]) for k, v in given.items()})
+    opsets.check_given(OP, opset, {k: differs(v, DEFAULTS[k]) for k, v in given.items()})
     mode = _choice("mode", given["mode"], MODES, opset)
     if version == 10:
         return Attributes(mode, "asymmetric", RESIZE10_NEAREST, -0.75, False, 0.0, False, None,
