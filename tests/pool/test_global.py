@@ -168,7 +168,9 @@ X = np.random.default_rng(3).uniform(-2, 3, (1, 2, 5)).astype(np.float32)
     ("GlobalAveragePool", X[0], {}, ValueError, r"GlobalAveragePool: X must have rank >= 3"),
     ("GlobalMaxPool", X.astype(np.int8), {}, TypeError, r"GlobalMaxPool: input dtype int8 is not"),
     ("GlobalMaxPool", X.astype(BF16), {"opset": 21}, TypeError,
-     r"GlobalMaxPool: input dtype bfloat16 requires opset >= 22 \(got the opset-1 version\)"),
+     (r"GlobalMaxPool: input dtype bfloat16 requires opset >= 22 \(it came with "
+      r"GlobalMaxPool-22\); GlobalMaxPool-1, in force at opset 21, takes float16, float32, "
+      r"float64$")),
     ("GlobalLpPool", X, {"p": 1.5, "opset": 2}, ValueError,
      (r"GlobalLpPool: attribute 'p' must be an integer at opset 2, where GlobalLpPool-2 is in "
       r"force \(a float p exists only in GlobalLpPool-1\), got 1.5")),

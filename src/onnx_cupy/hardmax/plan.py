@@ -25,6 +25,10 @@ import numpy as np
 from ..core import attributes, dtypes, opsets
 
 OP = "Hardmax"
+# Per operator, the version that brought each input dtype (read by core.dtypes.check)
+DTYPES: dict[str, dict[str, int]] = {
+    OP: {**dtypes.since(1, *dtypes.FLOATS), **dtypes.since(13, "bfloat16")},
+}
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ def _axis_value(axis: Any) -> int | None:
 def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) -> HardmaxPlan:
     """Validate dtype and axis for the opset version in force and compute the reduction view."""
     version = opsets.version(OP, opset)
-    dtypes.check_float(dtype, OP, version, bf16_from=13)
+    dtypes.check(OP, DTYPES[OP], dtype, version, opset)
     rank = len(shape)
     if rank == 0:
         raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")

@@ -37,8 +37,13 @@ from ..core import attributes, dtypes, opsets
 
 OPS = ("AveragePool", "LpPool", "MaxPool")
 GLOBAL_OPS = ("GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool")
-INT_FROM = 12  # MaxPool takes int8 and uint8 from this version
-INT_DTYPES = (np.dtype(np.int8), np.dtype(np.uint8))
+# Per operator, the version that brought each input dtype (read by core.dtypes.check)
+_FLOATS = {**dtypes.since(1, *dtypes.FLOATS), **dtypes.since(22, "bfloat16")}
+DTYPES: dict[str, dict[str, int]] = {
+    **dict.fromkeys(("AveragePool", "LpPool", *GLOBAL_OPS), _FLOATS),
+    "MaxPool": {**_FLOATS, **dtypes.since(12, "int8", "uint8")},
+}
+INDICES_FROM = 8  # MaxPool's second output, Indices, exists from this version
 MAX_SPATIAL = 8  # most spatial axes (the kernels' parameter blocks hold this many: POOL_MAXD)
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "")  # "" means NOTSET
 
@@ -124,12 +129,7 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
     nd = len(shape) - 2
     if nd > MAX_SPATIAL:
         raise ValueError(f"{op}: at most {MAX_SPATIAL} spatial dimensions are supported, got {nd}")
-    if op == "MaxPool" and np.dtype(dtype) in INT_DTYPES:
-        if version < INT_FROM:
-            raise TypeError(f"{op}: input dtype {np.dtype(dtype)} requires opset >= {INT_FROM} "
-                            f"(got the opset-{version} version)")
-    else:
-        dtypes.check_float(dtype, op, version, bf16_from=22)
+    dtypes.check(op, DTYPES[op], dtype, version, opset)
     if kernel_shape is None:
         raise ValueError(f"{op}: attribute 'kernel_shape' is required")
     per = f"for an input with {nd} spatial dimensions"
@@ -204,7 +204,7 @@ def _global_plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, p
     version = opsets.version(op, opset)
     if len(shape) < 3:
         raise ValueError(f"{op}: X must have rank >= 3 ([N, C, D1, ...]), got shape {shape}")
-    dtypes.check_float(dtype, op, version, bf16_from=22)
+    dtypes.check(op, DTYPES[op], dtype, version, opset)
     p_value = 1.0
     if op == "GlobalLpPool":
         p_value = _p_value(op, opset, 2 if p is None else p)

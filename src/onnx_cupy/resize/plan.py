@@ -76,6 +76,14 @@ COORDINATE_MODES = {10: ("asymmetric",), 11: _COMMON + ("tf_half_pixel_for_nn",)
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 RESIZE10_NEAREST = "floor_or_ceil"  # Resize-10: floor on growing axes, ceil on shrinking ones
 POLICIES = ("stretch", "not_larger", "not_smaller")
+# Per mode (Resize's variant of the families' per-operator tables: its modes take different
+# dtypes), the version that brought each input dtype (read by core.dtypes.check): nearest
+# gathers every dtype, linear and cubic interpolate numbers
+_NUMBERS = {**dtypes.since(10, *dtypes.FLOATS, *dtypes.INT_TYPES), **dtypes.since(13, "bfloat16")}
+DTYPES: dict[str, dict[str, int]] = {
+    "nearest": {**_NUMBERS, **dtypes.since(10, "bool", "complex64", "complex128", dtypes.STRING)},
+    "linear": _NUMBERS, "cubic": _NUMBERS,
+}
 DEFAULTS: dict[str, Any] = {
     "antialias": 0, "axes": None, "coordinate_transformation_mode": "half_pixel",
     "cubic_coeff_a": -0.75, "exclude_outside": 0, "extrapolation_value": 0.0,
@@ -260,18 +268,6 @@ def _vector(name: str, value: Any) -> tuple[Any, ...] | None:
 
 
 # ---------------------------------------------------------------- plan
-
-def _check_dtype(dtype: np.dtype, mode: str, version: int) -> None:
-    name = dtype.name
-    numeric = name in dtypes.FLOAT_TYPES or name in dtypes.INT_TYPES
-    if not (numeric or dtype.kind in "OUS" or name in ("bool", "complex64", "complex128")):
-        raise TypeError(f"{OP}: input dtype {dtype} is not supported (expected an integer, float, "
-                        f"bool, complex or string dtype)")
-    dtypes.check_bfloat16(dtype, OP, version, since=13)
-    if mode != "nearest" and not numeric:
-        raise TypeError(f"{OP}: mode '{mode}' interpolates integer and float inputs; input dtype "
-                        f"{dtype} supports mode 'nearest' only")
-
 
 def resized_axes(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
     if axes is None:
@@ -481,7 +477,7 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float
     rank = len(shape)
     if rank == 0:
         raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
-    _check_dtype(dtype, at.mode, version)
+    dtypes.check(OP, DTYPES[at.mode], dtype, version, mode=at.mode)
     axes = resized_axes(at.axes, rank)
     lengths = _lengths(shape, axes, roi, scales, sizes, at, steps)
     out_shape = list(shape)
