@@ -16,6 +16,9 @@ import pytest
 import onnx_cupy
 from onnx_cupy import onnx_backend
 from onnx_cupy.core import dtypes, opsets
+from onnx_cupy.hardmax import plan as hardmax_plan
+from onnx_cupy.pool import plan as pool_plan
+from onnx_cupy.resize import plan as resize_plan
 from onnx_cupy.tools import kernel_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,16 +125,27 @@ def _support_matrix() -> dict[str, dict[str, str]]:
     return {row[0]: dict(zip(header, row)) for row in body}
 
 
-FLOATS = ("float16", "float32", "float64")
 MODES = ("nearest", "linear", "cubic")
+# the dtype tables per operator, by mode (one table, mode "", where the modes take the same)
+TABLES = {**{op: {"": table} for op, table in pool_plan.DTYPES.items()},
+          **{op: {"": table} for op, table in hardmax_plan.DTYPES.items()},
+          "Resize": resize_plan.DTYPES}
+INTS = tuple(dtypes.INT_TYPES)
+OTHERS = ("bool", "complex64", dtypes.STRING)
 
 
-def _accepts(op: str, version: int, dtype: str, backend: str) -> bool:
-    """Whether `op` at opset `version` takes an input of `dtype` (False: a TypeError)."""
+def _takes(op: str, version: int, name: str, mode: str = "") -> bool:
+    """Whether the tables say `op`-`version` takes the dtype `name` (in `mode`)."""
+    return TABLES[op][mode].get(name, version + 1) <= version
+
+
+def _accepts(op: str, version: int, dtype: str, backend: str, mode: str = "nearest") -> bool:
+    """Whether `op` at opset `version` (Resize: in `mode`) takes an input of `dtype` (False: a
+    TypeError)."""
     rng = np.random.default_rng(version)
     x = rng.standard_normal((1, 1, 5)) * 4
-    x = x.astype(np.dtype(dtypes.BFLOAT16) if dtype == "bfloat16" else dtype) if dtype != "str" \
-        else x.astype(str)
+    x = x.astype(np.dtype(dtypes.BFLOAT16) if dtype == "bfloat16" else dtype) \
+        if dtype != dtypes.STRING else x.astype(str)
     call = {"AveragePool": lambda: onnx_cupy.average_pool(x, kernel_shape=[2], opset=version),
             "LpPool": lambda: onnx_cupy.lp_pool(x, kernel_shape=[2], opset=version),
             "MaxPool": lambda: onnx_cupy.max_pool(x, kernel_shape=[2], opset=version),
@@ -139,10 +153,8 @@ def _accepts(op: str, version: int, dtype: str, backend: str) -> bool:
             "GlobalMaxPool": lambda: onnx_cupy.global_max_pool(x, opset=version),
             "GlobalLpPool": lambda: onnx_cupy.global_lp_pool(x, opset=version),
             "Hardmax": lambda: onnx_cupy.hardmax(x, axis=2, opset=version),
-            "Resize": lambda: [onnx_cupy.resize(x, scales=np.array([1, 1, 2], np.float32),
-                                                mode=mode, opset=version)
-                               for mode in MODES[:2 if version == 10 else 3]   # cubic: 11+
-                               if mode == "nearest" or dtype not in ("bool", "complex64", "str")]}
+            "Resize": lambda: onnx_cupy.resize(x, scales=np.array([1, 1, 2], np.float32),
+                                               mode=mode, opset=version)}
     try:
         with onnx_cupy.backend(backend):
             call[op]()
@@ -151,22 +163,46 @@ def _accepts(op: str, version: int, dtype: str, backend: str) -> bool:
     return True
 
 
+def _cell(op: str, names: tuple[str, ...], every: str) -> str:
+    """The README's cell for the dtypes `names`: "no", `every` where every mode of every version
+    takes them all, else "[<dtypes> ]from <version>" (per version that brought some, in mode
+    nearest for Resize; the dtypes named where the column has several)."""
+    tables = TABLES[op]
+    first = min(opsets.ATTRIBUTES[op])
+    if not any(n in t for t in tables.values() for n in names):
+        return "no"
+    if all(t.get(n) == first for t in tables.values() for n in names):
+        return every
+    table = tables.get("nearest", tables.get(""))
+    brought = sorted({table[n] for n in names if n in table})
+    lines = [(", ".join(n for n in names if table.get(n) == v) + " " if len(names) > 1 else "")
+             + f"from {v}" for v in brought]
+    return "; ".join(lines)
+
+
 @pytest.mark.parametrize("op", sorted(opsets.ATTRIBUTES))
 def test_readme_support_matrix(op, cpu_backend):
-    """Each row of the README's support table, against the versions table and what the
-    operator accepts on the NumPy and emulated paths."""
+    """Each row of the README's support table is what the operator's per-version dtype table
+    says (pool.plan.DTYPES, hardmax.plan.DTYPES, resize.plan.DTYPES), and each version accepts
+    exactly the dtypes its table lists, in every mode, on the NumPy and emulated paths."""
     row = _support_matrix()[op]
     versions = sorted(opsets.ATTRIBUTES[op])
     assert row["versions (opset)"] == ", ".join(map(str, versions))
     assert row["paths"] == "cupy, numpy, emulated"
-    assert row["float16, float32, float64"] == "every version"
-    bf16_from = int(row["bfloat16"].removeprefix("from "))
-    assert bf16_from in versions
+    assert row["float16, float32, float64"] == _cell(op, dtypes.FLOATS, "every version")
+    assert row["bfloat16"] == _cell(op, ("bfloat16",), "every version")
+    assert row["integer types"] == _cell(op, INTS, "every mode")
+    others = _cell(op, OTHERS, "")
+    if op == "Resize":   # "nearest": mode nearest takes them from the first version, no other
+        assert row["bool, complex, string"] == "nearest"
+        assert others == f"{', '.join(OTHERS)} from {versions[0]}"
+        assert all(n not in resize_plan.DTYPES[m] for m in ("linear", "cubic") for n in OTHERS)
+    else:
+        assert row["bool, complex, string"] == others
+    names = (*dtypes.FLOATS, "bfloat16", *INTS, *OTHERS[:2],
+             *([dtypes.STRING] if cpu_backend == "numpy" else []))   # strings: NumPy only
     for v in versions:
-        assert all(_accepts(op, v, d, cpu_backend) for d in FLOATS), (op, v)
-        assert _accepts(op, v, "bfloat16", cpu_backend) == (v >= bf16_from), (op, v)
-        ints = all(_accepts(op, v, d, cpu_backend) for d in dtypes.INT_TYPES)
-        assert ints == (row["integer types"] == "every mode"), (op, v)
-        others = ["bool", "complex64"] + (["str"] if cpu_backend == "numpy" else [])
-        assert all(_accepts(op, v, d, cpu_backend) for d in others) == (
-            row["bool, complex, string"] == "nearest"), (op, v)
+        modes = [m for m in MODES if m in resize_plan.MODES[v]] if op == "Resize" else [""]
+        for mode in modes:
+            took = {n: _accepts(op, v, n, cpu_backend, mode or "nearest") for n in names}
+            assert took == {n: _takes(op, v, n, mode) for n in names}, (op, v, mode)

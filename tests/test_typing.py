@@ -48,6 +48,22 @@ def test_numpy_in_gives_numpy_ndarray(mypy):
     for (_, kind), call in zip(revealed[:-1], calls):
         assert re.fullmatch(r"numpy\.ndarray\[.*numpy\.floating\[.*_32Bit\]\]\]", kind), (call, kind)
     assert revealed[-1][1] == "str"   # default_backend()
+    assert "from onnx_cupy.nn.functional import avg_pool2d" in USER_SCRIPT.read_text()
+
+
+def test_public_modules_are_followed(mypy, tmp_path):
+    """A type checker finds the functions of the public modules that re-export interop/."""
+    script = tmp_path / "user_modules.py"
+    script.write_text("from onnx_cupy.dask import average_pool, resize\n"
+                      "from onnx_cupy.nn.functional import avg_pool2d, interpolate\n"
+                      "from onnx_cupy.onnx_backend import OnnxCupyBackend, prepare\n"
+                      "import onnx_cupy.nn.functional as F\n\n"
+                      "reveal_type(F.max_pool2d)\n"
+                      "reveal_type(OnnxCupyBackend.run_model)\n")
+    res = mypy("--strict", "--follow-imports=silent", str(script))
+    assert res.returncode == 0, res.stdout
+    assert res.stdout.count("Revealed type is") == 2, res.stdout
+    assert "has no attribute" not in res.stdout, res.stdout
 
 
 def test_non_arrays_are_type_errors(mypy, tmp_path):

@@ -3,12 +3,13 @@ warp collectives (with partial masks and widths), atomics, vector types, several
 3-D blocks, and a seeded random thread order under which a missing barrier shows."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from onnx_cupy.core import emulator, records
+from onnx_cupy.core import emulator, loader, records
 
 SOURCE = Path(__file__).parent / "kernels" / "cooperative.cu"
 EXPRESSIONS = ["block_sum<true>", "block_sum<false>", "warp_ops", "atomics", "vectors",
@@ -148,3 +149,81 @@ def test_nvrtc_compiles_the_same_source():
             pytest.fail(log.decode(errors="replace"))
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+# ---------------------------------------------------------------- the precompiled shim header
+
+@pytest.fixture
+def failing_gcc(tmp_path, monkeypatch):
+    """A GCC (by its --version) that fails every compile, an empty cache and a fresh process's
+    state of the shim header build."""
+    cxx = tmp_path / "failing-g++"
+    cxx.write_text("#!/bin/sh\n"
+                   'if [ "$1" = --version ]; then echo "g++ (fake) 1.0"; '
+                   'echo "Copyright (C) Free Software Foundation, Inc."; exit 0; fi\n'
+                   'echo "host_shim.h:1: error: out of coffee" >&2; exit 3\n')
+    cxx.chmod(0o755)
+    monkeypatch.setenv("CXX", str(cxx))
+    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(emulator, "_shim_threads", {})
+    monkeypatch.setattr(emulator, "_shim_warned", False)
+    return cxx
+
+
+def test_a_failed_shim_header_build_warns_once_and_is_recorded(failing_gcc, capsys):
+    from onnx_cupy.tools import cli
+
+    assert emulator.shim_status().startswith("not built yet")
+    with pytest.warns(RuntimeWarning, match=r"precompiling the emulator's host_shim.h failed, "
+                                            r"so emulated builds parse it each time .*"
+                                            r"exited with 3: host_shim.h:1: error: out of "
+                                            r"coffee"):
+        header = emulator.shim_header(wait=True)
+    assert header == loader.KERNEL_DIR / "host_shim.h"   # builds go on, parsing the header
+    (thread,) = emulator._shim_threads.values()
+    assert thread.daemon and not thread.is_alive()       # never holds the interpreter's exit
+    status = emulator.shim_status()
+    assert status.startswith("failed (") and status.endswith("RuntimeError: "
+                                                             f"{failing_gcc} exited with 3: "
+                                                             "host_shim.h:1: error: out of coffee")
+    emulator._shim_threads.clear()                       # a second build in this process
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # warned once per process
+        emulator.shim_header(wait=True)
+    assert cli.main(["info"]) == 0
+    assert f"precompiled shim header: {status}" in capsys.readouterr().out
+
+
+def test_an_exception_in_the_shim_header_build_is_recorded(failing_gcc, monkeypatch):
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(emulator.tempfile, "TemporaryDirectory", no_space)
+    with pytest.warns(RuntimeWarning, match=r"OSError: \[Errno 28\] No space left on device"):
+        emulator.shim_header(wait=True)
+    assert emulator.shim_status().endswith("OSError: [Errno 28] No space left on device")
+
+
+# ---------------------------------------------------------------- the platform
+
+@pytest.mark.parametrize("platform, byteorder, pointer", [
+    ("win32", "little", 8), ("darwin", "little", 8), ("linux", "big", 8), ("linux", "little", 4)])
+def test_the_emulated_backend_needs_linux(platform, byteorder, pointer, monkeypatch, capsys):
+    """Where ELF shared libraries built by g++ cannot be loaded, entering the emulated backend
+    (or building a kernel) says so, before any build; onnx-cupy info reports it."""
+    import onnx_cupy
+    from onnx_cupy.tools import cli
+
+    real = emulator.struct.calcsize
+    monkeypatch.setattr(emulator.sys, "platform", platform)
+    monkeypatch.setattr(emulator.sys, "byteorder", byteorder)
+    monkeypatch.setattr(emulator.struct, "calcsize", lambda f: pointer if f == "P" else real(f))
+    monkeypatch.setattr(emulator, "compile_library", None)   # no build may start
+    message = (rf"the emulated backend needs Linux on a 64-bit little-endian machine .*; this is "
+               rf"{platform} on .*, {pointer * 8}-bit {byteorder}-endian: use the numpy path")
+    with pytest.raises(RuntimeError, match=message), onnx_cupy.backend("emulated"):
+        pass
+    with pytest.raises(RuntimeError, match=message):
+        emulator.build_file(SOURCE, EXPRESSIONS[:1])
+    assert cli.main(["info"]) == 0
+    assert "emulated path: unavailable (the emulated backend needs Linux" in capsys.readouterr().out

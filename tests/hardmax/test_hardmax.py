@@ -6,8 +6,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import node_tests
 from helpers.hardmax_cases import rule_rows, sample
-from helpers.node_tests import check_every_node_test_runs, check_node_case
 from helpers.util import (
     BF16,
     FLOAT_DTYPES,
@@ -25,7 +25,6 @@ from onnx_cupy import hardmax, run_node
 from onnx_cupy.core import execution, launcher
 from onnx_cupy.hardmax import kernel as hardmax_kernel
 from onnx_cupy.hardmax import plan as hardmax_op
-from onnx_cupy.tools import conformance
 
 DTYPE_IDS = [d.name for d in FLOAT_DTYPES]
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -60,17 +59,14 @@ def test_exported():
     assert onnx_cupy.hardmax is hardmax and "hardmax" in onnx_cupy.__all__
 
 
-NODE_CASES = conformance.node_cases(["Hardmax"])
-
-
 def test_every_node_test_of_hardmax_runs():
     """The cases run below are all of ONNX's node tests that use Hardmax."""
-    check_every_node_test_runs("Hardmax", NODE_CASES)
+    node_tests.check_every_node_test_runs("Hardmax")
 
 
-@pytest.mark.parametrize("case", NODE_CASES, ids=lambda c: c.name)
-def test_onnx_node_test(case, backend):
-    check_node_case(case, backend)
+@pytest.mark.parametrize("name", node_tests.names("Hardmax"))
+def test_onnx_node_test(name, backend):
+    node_tests.check_node_case("Hardmax", name, backend)
 
 
 def rank_axes(ranks: range, axes=lambda rank: range(-rank, rank)) -> list:
@@ -238,7 +234,8 @@ def test_bad_arguments(cpu_backend, kwargs, shape, error, match):
     (np.int32, 13, r"Hardmax: input dtype int32 is not supported"),
     (np.bool_, 13, r"input dtype bool is not supported"),
     (np.complex64, 13, r"input dtype complex64 is not supported"),
-    (BF16, 12, r"bfloat16 requires opset >= 13 \(got the opset-11 version\)"),
+    (BF16, 12, (r"bfloat16 requires opset >= 13 \(it came with Hardmax-13\); Hardmax-11, in "
+                r"force at opset 12, takes float16, float32, float64$")),
     (BF16, 1, r"bfloat16 requires opset >= 13"),
 ])
 def test_bad_dtype(cpu_backend, dtype, opset, match):

@@ -3,14 +3,17 @@ numpy path and on the emulated kernels), and unit tests of the backend and of ru
 and opset handling."""
 from __future__ import annotations
 
+import functools
 import re
 import unittest
 import warnings
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import onnx
 import pytest
+from helpers import node_tests
 from helpers.util import assert_close, node_model
 from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.test import BackendTest
@@ -40,27 +43,48 @@ class EmulatedBackend(OnnxCupyBackend):
         return device == "CPU"
 
 
-def node_tests(backend: type[OnnxCupyBackend], name: str) -> type[unittest.TestCase]:
-    """A TestCase holding the runner's node tests of the supported operators, one per device (CPU,
-    CUDA; the runner skips a device the backend does not support). The runner's other tests
-    (other operators, model kinds) are left out rather than collected as skipped."""
-    np.random.seed(0)  # the node test generators draw random inputs
+# the runner's test names: the listed node tests of the supported operators, on CPU and CUDA
+METHODS = [f"{name}_{device}" for op in node_tests.OPS for name in node_tests.names(op)
+           for device in ("cpu", "cuda")]
+
+
+@functools.cache
+def runner_tests(backend: type[OnnxCupyBackend]) -> dict[str, Any]:
+    """The runner's node tests of the supported operators on `backend` (the runner's other tests,
+    other operators and model kinds, left out), built on first use: the runner loads ONNX's
+    whole test corpus."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         runner = BackendTest(backend, __name__).include(NODE_TESTS.pattern)
     tests = vars(runner.test_cases["OnnxBackendNodeModelTest"])
-    return type(name, (unittest.TestCase,),
-                {k: v for k, v in tests.items() if NODE_TESTS.search(k)})
+    return {k: v for k, v in tests.items() if NODE_TESTS.search(k)}
 
 
-OnnxBackendNodeTest = node_tests(OnnxCupyBackend, "OnnxBackendNodeTest")
-OnnxBackendNodeEmulatedTest = node_tests(EmulatedBackend, "OnnxBackendNodeEmulatedTest")
+def runner_case(backend: type[OnnxCupyBackend], name: str) -> type[unittest.TestCase]:
+    """A TestCase holding the runner's node tests of the supported operators, one per device (CPU,
+    CUDA; the runner skips a device the backend does not support), named from the listing and
+    run by the runner's own test function."""
+    def deferred(method: str) -> Any:
+        def test(self: unittest.TestCase) -> Any:
+            tests = runner_tests(backend)
+            assert method in tests, f"{method}: not among the runner's node tests"
+            return tests[method](self)
+        test.__name__ = method
+        return test
+    return type(name, (unittest.TestCase,), {m: deferred(m) for m in METHODS})
 
 
-@pytest.mark.parametrize("tests", [OnnxBackendNodeTest, OnnxBackendNodeEmulatedTest])
-def test_node_test_counts(tests):
-    """97 node tests (no `_expanded` function variants among them), each on CPU and CUDA."""
-    names = [k for k in vars(tests) if k.startswith("test_")]
+OnnxBackendNodeTest = runner_case(OnnxCupyBackend, "OnnxBackendNodeTest")
+OnnxBackendNodeEmulatedTest = runner_case(EmulatedBackend, "OnnxBackendNodeEmulatedTest")
+
+
+@pytest.mark.parametrize("backend", [OnnxCupyBackend, EmulatedBackend],
+                         ids=lambda b: b.__name__)
+def test_node_test_counts(backend):
+    """97 node tests (no `_expanded` function variants among them), each on CPU and CUDA: the
+    runner's tests of the supported operators are those collected from the listing."""
+    names = sorted(runner_tests(backend))
+    assert names == sorted(METHODS)
     assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * 97 + ["cuda"] * 97
     assert Counter(NODE_TESTS.search(n).group(1) for n in names if n.endswith("_cpu")) \
         == CASE_COUNTS

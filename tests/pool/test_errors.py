@@ -52,9 +52,10 @@ CASES = [
     case("int32", TypeError, r"input dtype int32 is not supported", x=X.astype(np.int32)),
     case("bool", TypeError, r"input dtype bool is not supported", "LpPool", x=X > 0),
     case("bfloat16_opset_21", TypeError,
-         r"bfloat16 requires opset >= 22 \(got the opset-19 version\)", x=X.astype(BF16), opset=21),
+         r"bfloat16 requires opset >= 22 \(it came with AveragePool-22\); AveragePool-19, in "
+         r"force at opset 21, takes float16, float32, float64$", x=X.astype(BF16), opset=21),
     case("bfloat16_lp_opset_18", TypeError,
-         r"bfloat16 requires opset >= 22 \(got the opset-18 version\)", "LpPool", x=X.astype(BF16),
+         r"bfloat16 requires opset >= 22 \(it came with LpPool-22\)", "LpPool", x=X.astype(BF16),
          opset=18),
     case("p_float_v2", ValueError, r"'p' must be an integer at opset .*LpPool-2 is in force .*got 1.5", "LpPool",
          p=1.5, opset=4),
@@ -121,11 +122,14 @@ CASES = [
     case("max_return_indices_int", TypeError, r"MaxPool: return_indices must be a bool, got 1",
          "MaxPool", return_indices=1),
     case("max_int8_at_11", TypeError, r"MaxPool: input dtype int8 requires opset >= 12 "
-         r"\(got the opset-11 version\)", "MaxPool", x=(X * 10).astype(np.int8), opset=11),
-    case("max_int32", TypeError, r"MaxPool: input dtype int32 is not supported", "MaxPool",
+         r"\(it came with MaxPool-12\); MaxPool-11, in force at opset 11, takes float16, float32, "
+         r"float64$", "MaxPool", x=(X * 10).astype(np.int8), opset=11),
+    case("max_int32", TypeError, r"MaxPool: input dtype int32 is not supported; MaxPool-22, in "
+         r"force at opset 22, takes float16, float32, float64, bfloat16, int8, uint8$", "MaxPool",
          x=X.astype(np.int32)),
     case("max_bfloat16_at_21", TypeError, r"MaxPool: input dtype bfloat16 requires opset >= 22 "
-         r"\(got the opset-12 version\)", "MaxPool", x=X.astype(BF16), opset=21),
+         r"\(it came with MaxPool-22\); MaxPool-12, in force at opset 21, takes float16, float32, "
+         r"float64, int8, uint8$", "MaxPool", x=X.astype(BF16), opset=21),
     case("max_output_size_negative", ValueError, r"MaxPool: output spatial size -1 < 0",
          "MaxPool", kernel_shape=[7, 1]),
 ]

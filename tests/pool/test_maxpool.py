@@ -7,16 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import maxpool_differential as diff
+from helpers import node_tests
 from helpers.differential import parameters, totals
 from helpers.maxpool_oracle import max_pool as oracle
-from helpers.node_tests import check_every_node_test_runs, check_node_case
 from helpers.util import BF16, FLOAT_DTYPES, random, to_backend, to_numpy
 
 import onnx_cupy
 from onnx_cupy import max_pool
-from onnx_cupy.tools import conformance
 
-CASES = conformance.node_cases(["MaxPool"])
 ALL_DTYPES = [*FLOAT_DTYPES, np.dtype(np.int8), np.dtype(np.uint8)]
 
 
@@ -34,13 +32,13 @@ def values(rng, shape, dtype):
 
 
 def test_every_node_test_of_the_operator_runs():
-    check_every_node_test_runs("MaxPool", CASES)
-    assert len(CASES) == 19
+    node_tests.check_every_node_test_runs("MaxPool")
+    assert len(node_tests.names("MaxPool")) == 19
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_node_case(case, backend):
-    check_node_case(case, backend)
+@pytest.mark.parametrize("name", node_tests.names("MaxPool"))
+def test_node_case(name, backend):
+    node_tests.check_node_case("MaxPool", name, backend)
 
 
 # ------------------------------------------------------------------------- differential

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from helpers.node_tests import check_every_node_test_runs, check_node_case
+from helpers import node_tests
 from helpers.util import node_model, onnxruntime, reference, to_backend, to_numpy
 from onnx import helper
 
@@ -18,7 +18,6 @@ from onnx_cupy import resize, run_node
 from onnx_cupy.core import execution, launcher, loader
 from onnx_cupy.resize import kernel as resize_kernel
 from onnx_cupy.resize import plan as resize_op
-from onnx_cupy.tools import conformance
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::DeprecationWarning")
 
@@ -66,18 +65,15 @@ def test_paths(monkeypatch):
     assert seen == ["emulated"]
 
 
-NODE_CASES = conformance.node_cases(["Resize"])
-
-
 def test_every_node_test_of_resize_runs():
     """The node cases below are all of ONNX's node tests that use Resize: the conformance filter
     drops none of them."""
-    check_every_node_test_runs("Resize", NODE_CASES)
+    node_tests.check_every_node_test_runs("Resize")
 
 
-@pytest.mark.parametrize("case", NODE_CASES, ids=lambda c: c.name)
-def test_onnx_node_case(case, backend):
-    check_node_case(case, backend)
+@pytest.mark.parametrize("name", node_tests.names("Resize"))
+def test_onnx_node_case(name, backend):
+    node_tests.check_node_case("Resize", name, backend)
 
 
 # ---------------------------------------------------------------- versions without a reference

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import onnx_cupy as oc
+from onnx_cupy.nn.functional import avg_pool2d
 
 if not TYPE_CHECKING:   # mypy knows reveal_type; at run time it only prints the type
     def reveal_type(value: Any) -> Any:
@@ -26,3 +27,4 @@ reveal_type(oc.resize(x, scales=[1, 1, 2, 2], mode="linear"))
 with oc.backend("emulated"):
     reveal_type(oc.average_pool(x, kernel_shape=[3, 3], opset=11))
 reveal_type(oc.default_backend())
+pooled = avg_pool2d(x, 2)   # the PyTorch-style functions take and give any array

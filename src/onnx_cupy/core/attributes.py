@@ -2,20 +2,50 @@
 FLOATs; each error names the operator, the attribute and the value."""
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, TypeVar
 
 import numpy as np
 
+T = TypeVar("T")
 
-def hashable(value: Any) -> Any:
-    """An attribute list as a tuple (plans are cached by their arguments); anything else as is,
-    to be validated by the plan."""
-    if value is None or isinstance(value, (str, bytes)):
-        return value
+
+def is_int(value: Any) -> bool:
+    """An integer, Python or NumPy, and not a bool (True is no axis, length or opset)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value: Any) -> bool:
+    """A real number (an integer or a float, Python or NumPy), and not a bool."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+
+
+def differs(value: Any, default: Any) -> bool:
+    """Whether an attribute counts as given: its value differs from the default (a value that
+    does not compare, such as an array, differs)."""
+    if default is None:
+        return value is not None
     try:
-        return tuple(value.tolist() if hasattr(value, "tolist") else value)
+        return bool(value != default)
+    except (TypeError, ValueError):
+        return True
+
+
+def cached(fn: functools._lru_cache_wrapper[T], *args: Any) -> T:
+    """`fn(*args)` through `fn`'s cache, for arguments checked only as far as a key needs: INTS
+    as tuples of ints (`ints`), scalars as they are, `fn` caching by type (`typed=True`) so
+    that no value equal to a valid one (1.0, True) hits without validation. Arguments that
+    cannot key a cache (a list where a number belongs) go to the function itself, whose
+    validation raises the error that names them."""
+    try:
+        return fn(*args)
     except TypeError:
-        return value
+        try:
+            hash(args)
+        except TypeError:
+            return fn.__wrapped__(*args)
+        raise
 
 
 def flag(op: str, name: str, value: Any) -> int:
@@ -31,7 +61,7 @@ def ints(op: str, name: str, value: Any, length: int | None = None, minimum: int
     says what sets that length), each >= `minimum` when given."""
     seq = value.tolist() if isinstance(value, np.ndarray) else value
     if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__") or not all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in seq):
+            map(is_int, seq)):
         raise TypeError(f"{op}: attribute '{name}' must be a sequence of ints, got {value!r}")
     seq = tuple(int(v) for v in seq)
     if length is not None and len(seq) != length:
@@ -44,8 +74,7 @@ def ints(op: str, name: str, value: Any, length: int | None = None, minimum: int
 
 def float32(op: str, name: str, value: Any) -> float:
     """A FLOAT attribute: a real number, rounded to float32 as a model stores it."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
-                                                                      np.floating)):
+    if not is_real(value):
         raise TypeError(f"{op}: attribute '{name}' must be a float, got {value!r}")
     with np.errstate(over="ignore"):
         return float(np.float32(value))

@@ -1,8 +1,12 @@
-"""The dtype table: NumPy dtype <-> kernel storage type and accumulate type.
+"""The dtype table: NumPy dtype <-> kernel storage type and accumulate type; and the one checker
+of the families' per-version dtype tables (which dtypes each operator version takes).
 
 bfloat16 comes from ml_dtypes (NumPy) and is the same dtype object CuPy uses.
 """
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -44,29 +48,42 @@ def float_name(dtype: np.dtype) -> str | None:
     return name if name in FLOAT_TYPES else None
 
 
-def check_bfloat16(dtype: np.dtype, op: str, version: int, since: int | None) -> None:
-    """TypeError for a bfloat16 input before version `since` of `op` (None: no version takes it)."""
-    if np.dtype(dtype) == BFLOAT16 and BFLOAT16 is not None and (since is None or version < since):
-        raise TypeError(
-            f"{op}: input dtype bfloat16 requires opset >= {since} "
-            f"(got the opset-{version} version)"
-        )
+# The per-version dtype tables of the families (e.g. pool.plan.DTYPES) map each input dtype an
+# operator takes to the version of the operator that brought it: a version takes every dtype
+# brought by it or before it (no version of these operators dropped one). Keys are NumPy dtype
+# names, and STRING for every string dtype.
+STRING = "string"   # NumPy kinds U and S, and object arrays (of strings)
+FLOATS = ("float16", "float32", "float64")
 
 
-def check_float(dtype: np.dtype, op: str, version: int, bf16_from: int | None) -> str:
-    """Validate an operator input dtype; returns its table name.
+def since(version: int, *names: str) -> dict[str, int]:
+    """A table fragment: each of `names` brought by `version`."""
+    return dict.fromkeys(names, version)
 
-    float16/float32/float64 at every version; bfloat16 from version `bf16_from` on.
-    """
-    name = float_name(dtype)
-    if name is None:
-        raise TypeError(
-            f"{op}: input dtype {np.dtype(dtype)} is not supported "
-            f"(expected float16, float32, float64"
-            f"{' or bfloat16' if bf16_from is not None else ''})"
-        )
-    check_bfloat16(dtype, op, version, bf16_from)
-    return name
+
+def table_name(dtype: np.dtype) -> str:
+    """A dtype's key in the per-version tables."""
+    dtype = np.dtype(dtype)
+    return STRING if dtype.kind in "OUS" else dtype.name
+
+
+def check(op: str, table: Mapping[str, int], dtype: Any, version: int, opset: int | None = None,
+          mode: str = "") -> str:
+    """Validate an input dtype of `op`-`version` (in force at `opset`, where given) against its
+    `table` (of `mode`, for an operator whose modes take different dtypes); returns the dtype's
+    table key. The TypeError lists what the version takes, and for a dtype that a later version
+    brought, names the opset that brought it."""
+    name = table_name(dtype)
+    brought = table.get(name)
+    if brought is not None and brought <= version:
+        return name
+    in_mode = f" in mode {mode!r}" if mode else ""
+    takes = (f"{op}-{version}{f', in force at opset {opset},' if opset is not None else ''} "
+             f"takes {', '.join(n for n, v in table.items() if v <= version)}{in_mode}")
+    if brought is None:
+        raise TypeError(f"{op}: input dtype {np.dtype(dtype)} is not supported{in_mode}; {takes}")
+    raise TypeError(f"{op}: input dtype {name} requires opset >= {brought} (it came with "
+                    f"{op}-{brought}); {takes}")
 
 
 def accumulate_dtype(dtype: np.dtype) -> np.dtype:

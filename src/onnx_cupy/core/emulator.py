@@ -12,11 +12,14 @@ import ctypes
 import functools
 import hashlib
 import os
+import platform
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,22 @@ _lock = threading.Lock()
 _libraries: dict[Instantiation, Module] = {}
 _building: dict[Instantiation, threading.Lock] = {}
 _shim_threads: dict[Path, threading.Thread] = {}   # cache folder -> its shim header's build
+_shim_warned = False   # a failed shim header build has been warned about (once per process)
 _seed: contextvars.ContextVar[int] = contextvars.ContextVar("onnx_cupy_emulator_seed", default=0)
+
+
+def check_platform() -> None:
+    """RuntimeError where the emulated path cannot work: it builds the kernels as ELF shared
+    libraries with g++ and reads their ELF symbol table (the __shared__ storage), so it needs
+    Linux on a 64-bit little-endian machine."""
+    if sys.platform.startswith("linux") and sys.byteorder == "little" and \
+            struct.calcsize("P") == 8:
+        return
+    raise RuntimeError(f"the emulated backend needs Linux on a 64-bit little-endian machine (it "
+                       f"builds the CUDA kernels as ELF shared libraries with g++); this is "
+                       f"{sys.platform} on {platform.machine() or 'an unknown machine'}, "
+                       f"{struct.calcsize('P') * 8}-bit {sys.byteorder}-endian: use the numpy "
+                       f"path here")
 
 
 def compiler() -> str:
@@ -114,6 +132,7 @@ def build(source: str, expressions: Sequence[str], name: str = "kernels",
     """Compile CUDA `source` (kernels/ on the include path) with the host compiler through
     host_shim.h, with the instantiations `expressions` and the macros `defines`; cached on disk
     per source text."""
+    check_platform()
     code = _translation_unit(source, expressions)
     shim = (loader.KERNEL_DIR / "host_shim.h").read_text()
     flags = _flags(defines)
@@ -146,46 +165,96 @@ def compile_library(source: str, expressions: Sequence[str],
         raise RuntimeError(f"host compile of {name} failed:\n{res.stderr}")
 
 
-def shim_header(wait: bool = False) -> Path:
-    """The host_shim.h for a build to include: a copy in the cache next to its GCC precompiled
-    header (which halves a build's time, most of it spent parsing the shim's standard headers)
-    where that exists, else kernels/host_shim.h. A missing precompiled header is built once per
-    process, in the background, so that no call waits for it, or first with `wait` (the
-    warm-up)."""
+def _shim() -> tuple[str, list[str], str, Path]:
+    """(compiler, flags, host_shim.h's text, the cache folder of its precompiled header)."""
     shim = (loader.KERNEL_DIR / "host_shim.h").read_text()
     cxx = compiler()
     flags = [f for f in CXX_FLAGS if f != "-shared"]
     key = hashlib.sha256("\0".join([shim, cxx, *flags]).encode()).hexdigest()[:24]
-    folder = _cache_dir() / f"shim-{key}"
-    header = folder / "host_shim.h"
+    return cxx, flags, shim, _cache_dir() / f"shim-{key}"
+
+
+def shim_header(wait: bool = False) -> Path:
+    """The host_shim.h for a build to include: a copy in the cache next to its GCC precompiled
+    header (which halves a build's time, most of it spent parsing the shim's standard headers)
+    where that exists, else kernels/host_shim.h. A missing precompiled header is built once per
+    process, in a background (daemon) thread, so that no call waits for it, or first with
+    `wait` (the warm-up). A failed build warns once and is recorded for `shim_status`; builds
+    then parse the header."""
+    cxx, flags, shim, folder = _shim()
     if not (folder / "host_shim.h.gch").exists():
         with _lock:
             thread = _shim_threads.get(folder)
             if thread is None:
                 thread = _shim_threads[folder] = threading.Thread(
-                    target=_precompile, args=(cxx, flags, shim, folder))
+                    target=_precompile, args=(cxx, flags, shim, folder), daemon=True,
+                    name="onnx-cupy shim header")
                 thread.start()
         if wait:
             thread.join()
-    return header if (folder / "host_shim.h.gch").exists() else loader.KERNEL_DIR / "host_shim.h"
+    return folder / "host_shim.h" if (folder / "host_shim.h.gch").exists() \
+        else loader.KERNEL_DIR / "host_shim.h"
+
+
+SHIM_FAILED = "failed.txt"   # in the header's cache folder: why its last build failed
+
+
+def shim_status() -> str:
+    """The precompiled shim header's state, for `onnx-cupy info`: ready, not built yet, not used
+    (a compiler other than GCC), or failed and why (recorded by the last build, in any
+    process); building nothing."""
+    try:
+        cxx, _, _, folder = _shim()
+    except RuntimeError as exc:
+        return f"unavailable ({exc})"
+    if (folder / "host_shim.h.gch").exists():
+        return f"ready ({folder / 'host_shim.h.gch'})"
+    if not _is_gcc(cxx):
+        return f"not used ({compiler_version()} is not GCC: builds parse the header)"
+    failed = folder / SHIM_FAILED
+    if failed.exists():
+        return f"failed ({failed}): {failed.read_text().strip()}"
+    return "not built yet (the first emulated build starts it, or onnx-cupy warmup)"
+
+
+def _is_gcc(cxx: str) -> bool:
+    version = _version_text(cxx)
+    return "Free Software Foundation" in version and "clang" not in version.lower()
 
 
 def _precompile(cxx: str, flags: list[str], shim: str, folder: Path) -> None:
     """Write `shim` and its precompiled header into `folder` (GCC only: another compiler's
-    builds parse the header)."""
-    version = _version_text(cxx)
-    if "Free Software Foundation" not in version or "clang" in version.lower():
+    builds parse the header). A failure is written to `folder`/SHIM_FAILED and warned about
+    once per process: builds go on without the header, slower."""
+    if not _is_gcc(cxx):
         return
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        (Path(tmp) / "host_shim.h").write_text(shim)
-        os.replace(Path(tmp) / "host_shim.h", folder / "host_shim.h")
-        pch = Path(tmp) / "host_shim.h.gch"
-        nice = shutil.which("nice")  # at low priority: a call's own build goes first
-        cmd = [*([nice, "-n", "19"] if nice else []), cxx, *flags, "-x", "c++-header",
-               str(folder / "host_shim.h"), "-o", str(pch)]
-        if subprocess.run(cmd, capture_output=True, check=False).returncode == 0:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:
+            (Path(tmp) / "host_shim.h").write_text(shim)
+            os.replace(Path(tmp) / "host_shim.h", folder / "host_shim.h")
+            pch = Path(tmp) / "host_shim.h.gch"
+            nice = shutil.which("nice")  # at low priority: a call's own build goes first
+            cmd = [*([nice, "-n", "19"] if nice else []), cxx, *flags, "-x", "c++-header",
+                   str(folder / "host_shim.h"), "-o", str(pch)]
+            res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if res.returncode != 0:
+                lines = (res.stderr or res.stdout).strip().splitlines()
+                raise RuntimeError(f"{cxx} exited with {res.returncode}: "
+                                   f"{lines[-1] if lines else 'no output'}")
             os.replace(pch, folder / "host_shim.h.gch")  # atomic, as the libraries
+        (folder / SHIM_FAILED).unlink(missing_ok=True)
+    except Exception as exc:  # noqa: BLE001 (a thread's failure would vanish: record it)
+        reason = f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(OSError):
+            (folder / SHIM_FAILED).write_text(reason + "\n")
+        global _shim_warned
+        with _lock:
+            first, _shim_warned = not _shim_warned, True
+        if first:
+            warnings.warn(f"onnx-cupy: precompiling the emulator's host_shim.h failed, so "
+                          f"emulated builds parse it each time (slower): {reason}",
+                          RuntimeWarning, stacklevel=1)
 
 
 def _shared_storage(so: Path, lib: ctypes.CDLL) -> np.ndarray:

@@ -79,6 +79,9 @@ def backend(name: str) -> Iterator[None]:
     ------
     ValueError
         An unknown path name.
+    RuntimeError
+        ``emulated`` on a platform where it cannot work (it needs Linux: ELF shared libraries
+        built by g++).
 
     Examples
     --------
@@ -90,6 +93,10 @@ def backend(name: str) -> Iterator[None]:
     """
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
+    if name == "emulated":
+        from . import emulator  # loaded with the path that uses it
+
+        emulator.check_platform()
     token = _forced.set(name)
     try:
         yield

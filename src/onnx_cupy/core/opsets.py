@@ -4,6 +4,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
+from .attributes import is_int
+
 MAX_OPSET = 28  # newest ONNX opset whose operator versions are listed below
 
 # op -> {version: attributes that version defines}
@@ -37,8 +39,9 @@ _define("Resize", [(10, {"mode"}),
 
 
 def version(op: str, opset: int) -> int:
-    """The version of `op` in force at `opset` (e.g. AveragePool at 21 -> 19)."""
-    if isinstance(opset, bool) or not isinstance(opset, int):
+    """The version of `op` in force at `opset` (e.g. AveragePool at 21 -> 19); `opset` an int,
+    Python or NumPy."""
+    if not is_int(opset):
         raise TypeError(f"{op}: opset must be an int, got {opset!r}")
     return _version(op, int(opset))
 

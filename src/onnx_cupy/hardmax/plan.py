@@ -22,9 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ..core import dtypes, opsets
+from ..core import attributes, dtypes, opsets
 
 OP = "Hardmax"
+# Per operator, the version that brought each input dtype (read by core.dtypes.check)
+DTYPES: dict[str, dict[str, int]] = {
+    OP: {**dtypes.since(1, *dtypes.FLOATS), **dtypes.since(13, "bfloat16")},
+}
 
 
 @dataclass(frozen=True)
@@ -43,16 +47,16 @@ class HardmaxPlan:
 def _axis_value(axis: Any) -> int | None:
     if axis is None:
         return None
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+    if not attributes.is_int(axis):
         raise TypeError(f"{OP}: attribute 'axis' must be an int, got {axis!r}")
     return int(axis)
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=512, typed=True)  # typed: opset 13.0 must not hit 13's plan
 def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) -> HardmaxPlan:
     """Validate dtype and axis for the opset version in force and compute the reduction view."""
     version = opsets.version(OP, opset)
-    dtypes.check_float(dtype, OP, version, bf16_from=13)
+    dtypes.check(OP, DTYPES[OP], dtype, version, opset)
     rank = len(shape)
     if rank == 0:
         raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
@@ -71,5 +75,5 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) 
 
 def prepare(shape: tuple[int, ...], dtype: Any, axis: Any, opset: int) -> HardmaxPlan:
     """The plan for an input of `shape` and `dtype` (axis validated, default filled in)."""
-    return plan(opset, shape, np.dtype(dtype), _axis_value(axis))
+    return attributes.cached(plan, opset, shape, np.dtype(dtype), _axis_value(axis))
 

@@ -122,8 +122,8 @@ def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]
         out_shape = pool_plan.global_plan(op, kw["opset"], tuple(X.shape), X.dtype,
                                           kw.get("p")).out_shape
     else:
-        out_shape = pool_plan.prepare(op, tuple(X.shape), X.dtype, **kw).out_shape
         pool_api.check_return_indices(op, kw["opset"], indices)
+        out_shape = pool_plan.prepare(op, tuple(X.shape), X.dtype, **kw).out_shape
     X = _whole(X, range(2, X.ndim))
     chunks = X.chunks[:2] + tuple((m,) for m in out_shape[2:])
     Y = _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, chunks,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core import execution
+from ..core.attributes import is_int, is_real
 from ..hardmax.api import hardmax
 from ..pool.api import average_pool, max_pool
 from ..resize import kernel as resize_kernel
@@ -40,10 +41,10 @@ def _array(x: Any, name: str) -> Any:
 
 def _tuple(name: str, what: str, value: Any, k: int, optional: bool = False) -> tuple[int, ...]:
     """An int or a sequence of k ints (PyTorch's _single/_pair/_triple), as a tuple of k."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if is_int(value):
         return (int(value),) * k
-    if isinstance(value, Sequence) and all(isinstance(v, (int, np.integer)) and
-                                           not isinstance(v, bool) for v in value):
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(
+            map(is_int, value)):
         if len(value) == 1:
             return (int(value[0]),) * k
         if len(value) == k:
@@ -59,6 +60,21 @@ def _batched(x: Any, name: str, k: int) -> tuple[Any, bool]:
         raise ValueError(f"{name}: expected a {k + 1}D (unbatched) or {k + 2}D (batched) input "
                          f"with non-zero sizes except the batch, got shape {tuple(x.shape)}")
     return (x[None], True) if x.ndim == k + 1 else (x, False)
+
+
+def _check_bools(name: str, optional: tuple[str, ...] = (), **flags: Any) -> None:
+    """TypeError for a flag that is not a bool (or None, where `optional`), as PyTorch's argument
+    parser raises."""
+    for what, value in flags.items():
+        if not (isinstance(value, (bool, np.bool_)) or (value is None and what in optional)):
+            raise TypeError(f"{name}: {what} must be a bool, got {value!r}")
+
+
+def _strides(name: str, stride: Any, kernel: tuple[int, ...]) -> tuple[int, ...]:
+    """PyTorch's stride: the kernel size where omitted (None or an empty sequence)."""
+    if stride is None or (isinstance(stride, Sequence) and not stride):
+        return kernel
+    return _tuple(name, "stride", stride, len(kernel), optional=True)
 
 
 def _check_pool(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
@@ -93,10 +109,12 @@ def _check_pool(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
 def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
               ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> Any:
     x, unbatched = _batched(_array(input, name), name, k)
+    _check_bools(name, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
-    strides = kernel if stride is None or (isinstance(stride, Sequence) and not stride) else \
-        _tuple(name, "stride", stride, k, optional=True)
+    strides = _strides(name, stride, kernel)
     pads = _tuple(name, "padding", padding, k)
+    if divisor_override is not None and not is_int(divisor_override):
+        raise TypeError(f"{name}: divisor_override must be an int, got {divisor_override!r}")
     if divisor_override is not None and divisor_override == 0:
         raise ValueError(f"{name}: divisor_override must be not zero")
     _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode)
@@ -201,10 +219,13 @@ avg_pool3d.__doc__ = _AVG_DOC.format(
 def _lp_pool(name: str, k: int, input: Any, norm_type: float, kernel_size: Any, stride: Any,
              ceil_mode: bool) -> Any:
     x = _array(input, name)
-    if not isinstance(norm_type, (int, float, np.integer, np.floating)) or \
-            isinstance(norm_type, bool):
+    if not is_real(norm_type):
         raise TypeError(f"{name}: norm_type must be a number, got {norm_type!r}")
+    _check_bools(name, ceil_mode=ceil_mode)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
+    # every check before x ** p is computed (avg_pool repeats them on the power)
+    _check_pool(name, tuple(_batched(x, name, k)[0].shape), kernel,
+                _strides(name, stride, kernel), (0,) * k, ceil_mode)
     p = float(norm_type)
     xp = _xp(x)
     with np.errstate(invalid="ignore", over="ignore"):  # x ** p: NaN and inf as PyTorch's
@@ -306,6 +327,8 @@ def one_hot_argmax(input: Any, dim: int = -1) -> Any:
     ------
     ValueError
         `dim` out of range for the input's rank.
+    TypeError
+        `dim` not an int.
 
     Examples
     --------
@@ -316,7 +339,9 @@ def one_hot_argmax(input: Any, dim: int = -1) -> Any:
            [1., 0., 0.]], dtype=float32)
     """
     x = _array(input, "one_hot_argmax")
-    if not isinstance(dim, (int, np.integer)) or not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
+    if not is_int(dim):
+        raise TypeError(f"one_hot_argmax: dim must be an int, got {dim!r}")
+    if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
         raise ValueError(f"one_hot_argmax: dim = {dim!r} is out of range for an input of rank "
                          f"{x.ndim} (expected an int in [{-max(x.ndim, 1)}, {max(x.ndim, 1) - 1}])")
     return hardmax(x, axis=int(dim), opset=13)
@@ -346,7 +371,7 @@ def _interpolate_target(x: Any, size: Any, scale_factor: Any, recompute_scale_fa
             raise ValueError(f"interpolate: input and output must have the same number of spatial "
                              f"dimensions, but got input with spatial dimensions of {spatial} and "
                              f"output size of {list(sizes)}")
-        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in sizes):
+        if not all(map(is_int, sizes)):
             raise TypeError(f"interpolate: size must be an int or a sequence of ints, got {size!r}")
         return [int(v) for v in sizes], None
     if scale_factor is None:
@@ -356,8 +381,7 @@ def _interpolate_target(x: Any, size: Any, scale_factor: Any, recompute_scale_fa
         raise ValueError(f"interpolate: input and scale_factor must have the same number of "
                          f"spatial dimensions, but got input with spatial dimensions of {spatial} "
                          f"and scale_factor of shape {list(factors)}")
-    if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-               for v in factors):
+    if not all(map(is_real, factors)):
         raise TypeError(f"interpolate: scale_factor must be a number or a sequence of numbers, "
                         f"got {scale_factor!r}")
     factors = [float(v) for v in factors]
@@ -439,6 +463,11 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     array([[[0.  , 0.25, 0.75, 1.  ]]])
     """
     x, backend = execution.select(input, resize_plan.OP)
+    if not isinstance(mode, str):
+        raise TypeError(f"interpolate: mode must be a string, got {mode!r}")
+    _check_bools("interpolate", ("align_corners", "recompute_scale_factor"),
+                 align_corners=align_corners, recompute_scale_factor=recompute_scale_factor,
+                 antialias=antialias)
     if mode not in _MODES:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (expected one of "
                                   f"{', '.join(_MODES)})")
@@ -502,9 +531,9 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
 def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
               dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
     x, unbatched = _batched(_array(input, name), name, k)
+    _check_bools(name, ceil_mode=ceil_mode, return_indices=return_indices)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
-    strides = kernel if stride is None or (isinstance(stride, Sequence) and not stride) else \
-        _tuple(name, "stride", stride, k, optional=True)
+    strides = _strides(name, stride, kernel)
     pads = _tuple(name, "padding", padding, k)
     dilations = _tuple(name, "dilation", dilation, k)
     _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode, dilations)

@@ -5,6 +5,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core import opsets
+from ..core.attributes import is_int
 from ..hardmax.api import hardmax
 from ..pool.api import (
     average_pool,
@@ -41,6 +42,9 @@ def default_opset(model: ModelProto) -> int:
 def _align(op: str, names: Sequence[str], inputs: Sequence[Any]) -> list[Any]:
     """`inputs` by position in node.input: an empty name is an omitted input (None), trailing
     omitted inputs may be absent; trailing Nones are dropped."""
+    if not isinstance(inputs, Sequence) or isinstance(inputs, (str, bytes)):  # an array is none
+        raise TypeError(f"run_node: inputs must be a list or tuple of arrays, one per input of "
+                        f"the {op} node, got {type(inputs).__name__}")
     args = list(inputs) + [None] * (len(names) - len(inputs))
     for i, name in enumerate(names):
         if not name and args[i] is not None:
@@ -55,6 +59,8 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
                  ) -> Callable[[Sequence[Any]], list[Any]]:
     """Validate `node` (operator, domain, opset, attributes) once and return a function that runs
     it on a list of inputs, as `run_node` does."""
+    if not all(hasattr(node, field) for field in ("op_type", "domain", "attribute", "input")):
+        raise TypeError(f"run_node: node must be an onnx.NodeProto, got {type(node).__name__}")
     if node.op_type not in RUNNERS:
         raise ValueError(f"run_node: unsupported operator {node.op_type!r} "
                          f"(supported: {', '.join(sorted(RUNNERS))})")
@@ -64,7 +70,7 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
     op = node.op_type
     if opset is None:
         opset = max(opsets.ATTRIBUTES[op])
-    elif not isinstance(opset, int):
+    elif not is_int(opset):
         from onnx import ModelProto
 
         if isinstance(opset, ModelProto):
@@ -100,6 +106,9 @@ def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = 
     ValueError
         An unsupported operator or domain, an attribute the version in force does not define, a
         wrong number of inputs, or any error of the operator function.
+    TypeError
+        A node that is no NodeProto, inputs that are no list or tuple (a single array is not
+        one), an opset that is no int or model, or any error of the operator function.
 
     Examples
     --------

@@ -16,24 +16,21 @@ from . import numpy as numpy_path
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-INDICES_FROM = 8  # MaxPool's second output, Indices, exists from this version
-
-
 def check_return_indices(op: str, opset: int, return_indices: Any) -> None:
     """TypeError for a return_indices that is not a bool, ValueError for True where the
     version in force has no Indices output."""
     if not isinstance(return_indices, bool):
         raise TypeError(f"{op}: return_indices must be a bool, got {return_indices!r}")
-    if return_indices and opsets.version(op, opset) < INDICES_FROM:
+    if return_indices and opsets.version(op, opset) < plan.INDICES_FROM:
         raise ValueError(f"{op}: the Indices output (return_indices=True) is not defined at "
-                         f"{opsets.in_force(op, opset)}; it came with {op}-{INDICES_FROM}")
+                         f"{opsets.in_force(op, opset)}; it came with {op}-{plan.INDICES_FROM}")
 
 
 def _pool(op: str, X: ArrayT, opset: int, out: Any, return_indices: bool = False,
           **attrs: Any) -> Any:
     x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
-    pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)
     check_return_indices(op, opset, return_indices)
+    pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)
     indices = None
     if return_indices:
         out = arrays.output(out, x, pl.out_shape, x.dtype, backend, op)  # `out` checked first

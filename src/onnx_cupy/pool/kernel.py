@@ -23,14 +23,17 @@ from typing import Any
 import numpy as np
 
 from ..core import arrays, dtypes, launcher, loader, records
+from . import plan
 from .plan import GLOBAL_OPS, MAX_SPATIAL, OPS, GlobalPlan, PoolPlan
 
 FAMILY = "pool"
 RANKS = tuple(range(1, MAX_SPATIAL + 1))  # spatial ranks of the generic kernel
 # the generic kernel's PoolGeom::mode per operator (POOL_AVERAGE, POOL_LP, POOL_MAX)
 GENERIC_MODES = {"AveragePool": 0, "LpPool": 1, "MaxPool": 2}
-MAX_ONLY = ("int8", "uint8")   # MaxPool's integer dtypes (float holds every value exactly)
-DTYPES = (*dtypes.FLOAT_TYPES, *MAX_ONLY)
+# every dtype a pooling operator takes, floats first (MaxPool's int8/uint8 accumulate in float,
+# which holds every value exactly)
+DTYPES = tuple(t for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
+               if any(t in plan.DTYPES[op] for op in OPS))
 BUDGET = 150         # instructions per output of a float16/bfloat16/float32 fast path
 
 _GEOM = np.dtype(
@@ -95,6 +98,11 @@ def _typed(dtype_name: str, bits: int) -> tuple[records.Argument, ...]:
             records.index(bits))
 
 
+def _taking(ops: tuple[str, ...], dtype_name: str) -> tuple[str, ...]:
+    """Those of `ops` that take `dtype_name` at some version (pool.plan.DTYPES)."""
+    return tuple(op for op in ops if dtype_name in plan.DTYPES[op])
+
+
 def _window(window: tuple[int, int] | None) -> records.Argument:
     """pool_fast's Window argument: oc::FixedWindow<taps, step>, or oc::RuntimeWindow (None)."""
     if window is None:
@@ -102,16 +110,16 @@ def _window(window: tuple[int, int] | None) -> records.Argument:
     return records.argument("window", window, f"oc::FixedWindow<{window[0]}, {window[1]}>")
 
 
-# the generic kernel by (dtype, bits, rank): AveragePool, LpPool, MaxPool (every dtype: MaxPool)
+# the generic kernel by (dtype, bits, rank): AveragePool, LpPool, MaxPool
 GENERIC = {(t, b, r): records.Instantiation(
-    FAMILY, "pool", (*_typed(t, b), records.argument("rank", r)),
-    ("MaxPool",) if t in MAX_ONLY else OPS, (t,), ("x", "y", "indices", "geom"),
-    variant="per spatial rank", rank=r)
+    FAMILY, "pool", (*_typed(t, b), records.argument("rank", r)), _taking(OPS, t), (t,),
+    ("x", "y", "indices", "geom"), variant="per spatial rank", rank=r)
     for t in DTYPES for b in dtypes.INDEX_TYPES for r in RANKS}
 # the global kernel by (dtype, bits)
 GLOBAL = {(t, b): records.Instantiation(
-    FAMILY, "pool_global", _typed(t, b), GLOBAL_OPS, (t,), ("x", "y", "g"), cooperative=True)
-    for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES}
+    FAMILY, "pool_global", _typed(t, b), _taking(GLOBAL_OPS, t), (t,), ("x", "y", "g"),
+    cooperative=True)
+    for t in DTYPES if _taking(GLOBAL_OPS, t) for b in dtypes.INDEX_TYPES}
 # the fast kernel by (dtype, bits, mode, rank, window)
 FAST = {(t, b, m, r, w): records.Instantiation(
     FAMILY, "pool_fast",
@@ -121,7 +129,7 @@ FAST = {(t, b, m, r, w): records.Instantiation(
     budget=records.fast_budget(BUDGET, b),
     variant=f"{r}-D, " + (f"{w[0]}x{w[0]} s{w[1]}" if w else "runtime window"))
     for t in DTYPES for b in dtypes.INDEX_TYPES
-    for m in FastMode if t not in MAX_ONLY or m is FastMode.max
+    for m in FastMode if m.op in _taking(OPS, t)
     for r in FAST_RANKS
     for w in (None, *(WINDOWS if r in WINDOW_RANKS else ()))}
 

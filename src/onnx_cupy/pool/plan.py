@@ -36,8 +36,14 @@ import numpy as np
 from ..core import attributes, dtypes, opsets
 
 OPS = ("AveragePool", "LpPool", "MaxPool")
-INT_FROM = 12  # MaxPool takes int8 and uint8 from this version
-INT_DTYPES = (np.dtype(np.int8), np.dtype(np.uint8))
+GLOBAL_OPS = ("GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool")
+# Per operator, the version that brought each input dtype (read by core.dtypes.check)
+_FLOATS = {**dtypes.since(1, *dtypes.FLOATS), **dtypes.since(22, "bfloat16")}
+DTYPES: dict[str, dict[str, int]] = {
+    **dict.fromkeys(("AveragePool", "LpPool", *GLOBAL_OPS), _FLOATS),
+    "MaxPool": {**_FLOATS, **dtypes.since(12, "int8", "uint8")},
+}
+INDICES_FROM = 8  # MaxPool's second output, Indices, exists from this version
 MAX_SPATIAL = 8  # most spatial axes (the kernels' parameter structs hold this many: POOL_MAXD)
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "")  # "" means NOTSET
 
@@ -77,7 +83,7 @@ class PoolPlan:
 
 
 def _p_value(op: str, opset: int, p: Any) -> float:
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+    if not attributes.is_real(p):
         raise TypeError(f"{op}: attribute 'p' must be a number, got {p!r}")
     if opsets.version(op, opset) >= 2 and not float(p).is_integer():
         raise ValueError(f"{op}: attribute 'p' must be an integer at {opsets.in_force(op, opset)} "
@@ -111,23 +117,19 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
          strides: Any, p: Any, storage_order: Any = 0) -> PoolPlan:
     """Validate attributes for the opset version in force and compute the pooling plan."""
     version = opsets.version(op, opset)
-    opsets.check_given(op, opset, {
-        "count_include_pad": count_include_pad not in (0, None),
-        "ceil_mode": ceil_mode not in (0, None),
+    opsets.check_given(op, opset, {   # a flag of 0 or None is not given
+        "count_include_pad": count_include_pad is not None and attributes.differs(
+            count_include_pad, 0),
+        "ceil_mode": ceil_mode is not None and attributes.differs(ceil_mode, 0),
         "dilations": dilations is not None,
-        "storage_order": storage_order not in (0, None),
+        "storage_order": storage_order is not None and attributes.differs(storage_order, 0),
     })
     if len(shape) < 3:
         raise ValueError(f"{op}: X must have rank >= 3 ([N, C, D1, ...]), got shape {shape}")
     nd = len(shape) - 2
     if nd > MAX_SPATIAL:
         raise ValueError(f"{op}: at most {MAX_SPATIAL} spatial dimensions are supported, got {nd}")
-    if op == "MaxPool" and np.dtype(dtype) in INT_DTYPES:
-        if version < INT_FROM:
-            raise TypeError(f"{op}: input dtype {np.dtype(dtype)} requires opset >= {INT_FROM} "
-                            f"(got the opset-{version} version)")
-    else:
-        dtypes.check_float(dtype, op, version, bf16_from=22)
+    dtypes.check(op, DTYPES[op], dtype, version, opset)
     if kernel_shape is None:
         raise ValueError(f"{op}: attribute 'kernel_shape' is required")
     per = f"for an input with {nd} spatial dimensions"
@@ -168,13 +170,11 @@ def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_s
             dilations: Any = None, pads: Any = None, strides: Any = None, p: Any = None,
             storage_order: Any = 0) -> PoolPlan:
     """The plan of `op` (AveragePool, LpPool or MaxPool) for an input of `shape` and `dtype`."""
-    return plan(op, opset, shape, np.dtype(dtype), *(attributes.hashable(v) for v in (
-        kernel_shape, auto_pad, ceil_mode, count_include_pad, dilations, pads, strides, p,
-        storage_order)))
-
-
-
-GLOBAL_OPS = ("GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool")
+    kernel, dil, pad, steps = (None if v is None else attributes.ints(op, name, v) for name, v in (
+        ("kernel_shape", kernel_shape), ("dilations", dilations), ("pads", pads),
+        ("strides", strides)))
+    return attributes.cached(plan, op, opset, shape, np.dtype(dtype), kernel, auto_pad, ceil_mode,
+                             count_include_pad, dil, pad, steps, p, storage_order)
 
 
 @dataclass(frozen=True)
@@ -193,14 +193,18 @@ class GlobalPlan:
         return math.prod(self.in_shape[2:])
 
 
-@functools.lru_cache(maxsize=512, typed=True)
-def global_plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, p: Any
-                ) -> GlobalPlan:
+def global_plan(op: str, opset: int, shape: tuple[int, ...], dtype: Any, p: Any) -> GlobalPlan:
     """Validate a global pooling for the opset version in force and compute its plan."""
+    return attributes.cached(_global_plan, op, opset, shape, np.dtype(dtype), p)
+
+
+@functools.lru_cache(maxsize=512, typed=True)
+def _global_plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, p: Any
+                 ) -> GlobalPlan:
     version = opsets.version(op, opset)
     if len(shape) < 3:
         raise ValueError(f"{op}: X must have rank >= 3 ([N, C, D1, ...]), got shape {shape}")
-    dtypes.check_float(dtype, op, version, bf16_from=22)
+    dtypes.check(op, DTYPES[op], dtype, version, opset)
     p_value = 1.0
     if op == "GlobalLpPool":
         p_value = _p_value(op, opset, 2 if p is None else p)

@@ -61,7 +61,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core import arrays, dtypes, execution, numerics, opsets
-from ..core.attributes import flag, float32, ints
+from ..core.attributes import differs, flag, float32, ints
 
 OP = "Resize"
 MAX_DIMS = 16              # most axes left after merging unresized neighbours (RESIZE_MAXD)
@@ -76,6 +76,14 @@ COORDINATE_MODES = {10: ("asymmetric",), 11: _COMMON + ("tf_half_pixel_for_nn",)
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 RESIZE10_NEAREST = "floor_or_ceil"  # Resize-10: floor on growing axes, ceil on shrinking ones
 POLICIES = ("stretch", "not_larger", "not_smaller")
+# Per mode (Resize's variant of the families' per-operator tables: its modes take different
+# dtypes), the version that brought each input dtype (read by core.dtypes.check): nearest
+# gathers every dtype, linear and cubic interpolate numbers
+_NUMBERS = {**dtypes.since(10, *dtypes.FLOATS, *dtypes.INT_TYPES), **dtypes.since(13, "bfloat16")}
+DTYPES: dict[str, dict[str, int]] = {
+    "nearest": {**_NUMBERS, **dtypes.since(10, "bool", "complex64", "complex128", dtypes.STRING)},
+    "linear": _NUMBERS, "cubic": _NUMBERS,
+}
 DEFAULTS: dict[str, Any] = {
     "antialias": 0, "axes": None, "coordinate_transformation_mode": "half_pixel",
     "cubic_coeff_a": -0.75, "exclude_outside": 0, "extrapolation_value": 0.0,
@@ -138,16 +146,6 @@ class _Axis(NamedTuple):
 
 # ---------------------------------------------------------------- attributes and inputs
 
-def _differs(value: Any, default: Any) -> bool:
-    """Whether an attribute counts as given: its value differs from the default."""
-    if default is None:
-        return value is not None
-    try:
-        return bool(value != default)
-    except (TypeError, ValueError):
-        return True
-
-
 def _choice(name: str, value: Any, table: Mapping[int, tuple[str, ...]], opset: int) -> str:
     version = opsets.version(OP, opset)
     if not isinstance(value, str):
@@ -156,14 +154,31 @@ def _choice(name: str, value: Any, table: Mapping[int, tuple[str, ...]], opset: 
     if value in allowed:
         return value
     defined = [v for v in VERSIONS if value in table[v]]
-    note = ""
-    if defined and min(defined) > version:
-        note = f"; it came with Resize-{min(defined)}"
-    elif defined:
+    expected = f"(expected one of {', '.join(allowed)})"
+    if not defined:   # no version has it: say so, and name the ONNX value of a PyTorch spelling
+        hint = _NOT_ONNX.get((name, value), "")
+        raise ValueError(f"{OP}: attribute '{name}' = {value!r} is defined by no version of "
+                         f"{OP} {expected} at {opsets.in_force(OP, opset)}{hint}")
+    if min(defined) > version:
+        note = f"it came with Resize-{min(defined)}"
+    else:
         removed = VERSIONS[VERSIONS.index(max(defined)) + 1]
-        note = f"; it exists only up to Resize-{max(defined)} (removed in opset {removed})"
+        note = f"it exists only up to Resize-{max(defined)} (removed in opset {removed})"
     raise ValueError(f"{OP}: attribute '{name}' = {value!r} is not defined at "
-                     f"{opsets.in_force(OP, opset)} (expected one of {', '.join(allowed)}){note}")
+                     f"{opsets.in_force(OP, opset)} {expected}; {note}")
+
+
+# (attribute, value) -> what to write instead, for values no version defines that users bring
+# from PyTorch's interpolate
+_NOT_ONNX = {
+    ("mode", "bilinear"): "; PyTorch's 'bilinear' is mode 'linear' (on two axes)",
+    ("mode", "trilinear"): "; PyTorch's 'trilinear' is mode 'linear' (on three axes)",
+    ("mode", "bicubic"): "; PyTorch's 'bicubic' is mode 'cubic'",
+    ("mode", "nearest-exact"): ("; PyTorch's 'nearest-exact' is mode 'nearest' with "
+                                "coordinate_transformation_mode 'half_pixel' and nearest_mode "
+                                "'round_prefer_ceil'"),
+    ("mode", "area"): "; PyTorch's 'area' (adaptive average pooling) has no Resize mode",
+}
 
 
 # roi, scales and sizes as read on the host (None: not given)
@@ -194,7 +209,7 @@ def attributes(opset: int, **given: Any) -> Attributes:
 
 def _attributes(opset: int, given: dict[str, Any]) -> Attributes:
     version = opsets.version(OP, opset)
-    opsets.check_given(OP, opset, {k: _differs(v, DEFAULTS[k]) for k, v in given.items()})
+    opsets.check_given(OP, opset, {k: differs(v, DEFAULTS[k]) for k, v in given.items()})
     mode = _choice("mode", given["mode"], MODES, opset)
     if version == 10:
         return Attributes(mode, "asymmetric", RESIZE10_NEAREST, -0.75, False, 0.0, False, None,
@@ -253,18 +268,6 @@ def _vector(name: str, value: Any) -> tuple[Any, ...] | None:
 
 
 # ---------------------------------------------------------------- plan
-
-def _check_dtype(dtype: np.dtype, mode: str, version: int) -> None:
-    name = dtype.name
-    numeric = name in dtypes.FLOAT_TYPES or name in dtypes.INT_TYPES
-    if not (numeric or dtype.kind in "OUS" or name in ("bool", "complex64", "complex128")):
-        raise TypeError(f"{OP}: input dtype {dtype} is not supported (expected an integer, float, "
-                        f"bool, complex or string dtype)")
-    dtypes.check_bfloat16(dtype, OP, version, since=13)
-    if mode != "nearest" and not numeric:
-        raise TypeError(f"{OP}: mode '{mode}' interpolates integer and float inputs; input dtype "
-                        f"{dtype} supports mode 'nearest' only")
-
 
 def resized_axes(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
     if axes is None:
@@ -474,7 +477,7 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float
     rank = len(shape)
     if rank == 0:
         raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
-    _check_dtype(dtype, at.mode, version)
+    dtypes.check(OP, DTYPES[at.mode], dtype, version, mode=at.mode)
     axes = resized_axes(at.axes, rank)
     lengths = _lengths(shape, axes, roi, scales, sizes, at, steps)
     out_shape = list(shape)

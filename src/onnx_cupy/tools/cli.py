@@ -18,10 +18,18 @@ from .progress import Progress
 
 
 def _info(_: argparse.Namespace) -> int:
+    from ..core import emulator  # the emulated path's state (building nothing)
+
     print(f"onnx-cupy {__version__} (Python {platform.python_version()})")
     print(f"default backend: {execution.default_backend()}")
     print(f"kernels: {loader.KERNEL_DIR}")
     print(f"operators: {', '.join(sorted(RUNNERS))}")
+    try:  # the emulated path: its compiler and precompiled shim header
+        emulator.check_platform()
+        print(f"emulated path: {emulator.compiler_version()}; precompiled shim header: "
+              f"{emulator.shim_status()}")
+    except RuntimeError as exc:
+        print(f"emulated path: unavailable ({exc})")
     cp = execution.cupy_module()
     if cp is None:
         print("cupy: not installed")

@@ -20,17 +20,22 @@ class CaseResult:
 
 
 def node_cases(ops: list[str] | None = None) -> list[Any]:
-    """ONNX node test cases (onnx.backend.test) whose single node is one of `ops`."""
+    """ONNX node test cases (onnx.backend.test) whose single node is one of `ops`; NumPy's
+    global random state is left as it was."""
     try:
         from onnx.backend.test.loader import load_model_tests
     except ImportError as exc:
         raise extras.missing("onnx-cupy conformance", "onnx", exc) from exc
 
     wanted = set(ops or RUNNERS)
-    np.random.seed(0)  # the case generators draw random inputs
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cases = load_model_tests(kind="node")
+    state = np.random.get_state()   # the caller's, restored: the case generators reseed it
+    np.random.seed(0)               # and draw random inputs from it
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cases = load_model_tests(kind="node")
+    finally:
+        np.random.set_state(state)
     return [c for c in cases if len(c.model.graph.node) == 1
             and c.model.graph.node[0].op_type in wanted]
 
