@@ -2,17 +2,7 @@
 operators (extra `onnx`). Defined in onnx_cupy.interop.onnx_backend, whose docstring this module
 shares."""
 from .interop import onnx_backend as _implementation
-from .interop.onnx_backend import (
-    SUPPORTED,
-    OnnxCupyBackend,
-    OnnxCupyRep,
-    is_compatible,
-    prepare,
-    run_model,
-    run_node,
-    supports_device,
-)
+from .interop.onnx_backend import *  # every name of its __all__
 
+__all__ = _implementation.__all__
 __doc__ = _implementation.__doc__
-__all__ = ["SUPPORTED", "OnnxCupyBackend", "OnnxCupyRep", "is_compatible", "prepare", "run_model",
-           "run_node", "supports_device"]

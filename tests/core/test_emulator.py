@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onnx_cupy.core import emulator, loader, records
+from onnx_cupy.core import emulator, execution, loader, records
 
 SOURCE = Path(__file__).parent / "kernels" / "cooperative.cu"
 EXPRESSIONS = ["block_sum<true>", "block_sum<false>", "warp_ops", "atomics", "vectors",
@@ -214,10 +214,10 @@ def test_the_emulated_backend_needs_linux(platform, byteorder, pointer, monkeypa
     import onnx_cupy
     from onnx_cupy.tools import cli
 
-    real = emulator.struct.calcsize
-    monkeypatch.setattr(emulator.sys, "platform", platform)
-    monkeypatch.setattr(emulator.sys, "byteorder", byteorder)
-    monkeypatch.setattr(emulator.struct, "calcsize", lambda f: pointer if f == "P" else real(f))
+    real = execution.struct.calcsize
+    monkeypatch.setattr(execution.sys, "platform", platform)
+    monkeypatch.setattr(execution.sys, "byteorder", byteorder)
+    monkeypatch.setattr(execution.struct, "calcsize", lambda f: pointer if f == "P" else real(f))
     monkeypatch.setattr(emulator, "compile_library", None)   # no build may start
     message = (rf"the emulated backend needs Linux on a 64-bit little-endian machine .*; this is "
                rf"{platform} on .*, {pointer * 8}-bit {byteorder}-endian: use the numpy path")

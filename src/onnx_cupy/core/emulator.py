@@ -12,11 +12,9 @@ import ctypes
 import functools
 import hashlib
 import os
-import platform
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import warnings
@@ -26,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import loader
+from . import execution, loader
 from .records import Instantiation
 
 CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-w")
@@ -36,20 +34,6 @@ _building: dict[Instantiation, threading.Lock] = {}
 _shim_threads: dict[Path, threading.Thread] = {}   # cache folder -> its shim header's build
 _shim_warned = False   # a failed shim header build has been warned about (once per process)
 _seed: contextvars.ContextVar[int] = contextvars.ContextVar("onnx_cupy_emulator_seed", default=0)
-
-
-def check_platform() -> None:
-    """RuntimeError where the emulated path cannot work: it builds the kernels as ELF shared
-    libraries with g++ and reads their ELF symbol table (the __shared__ storage), so it needs
-    Linux on a 64-bit little-endian machine."""
-    if sys.platform.startswith("linux") and sys.byteorder == "little" and \
-            struct.calcsize("P") == 8:
-        return
-    raise RuntimeError(f"the emulated backend needs Linux on a 64-bit little-endian machine (it "
-                       f"builds the CUDA kernels as ELF shared libraries with g++); this is "
-                       f"{sys.platform} on {platform.machine() or 'an unknown machine'}, "
-                       f"{struct.calcsize('P') * 8}-bit {sys.byteorder}-endian: use the numpy "
-                       f"path here")
 
 
 def compiler() -> str:
@@ -132,7 +116,7 @@ def build(source: str, expressions: Sequence[str], name: str = "kernels",
     """Compile CUDA `source` (kernels/ on the include path) with the host compiler through
     host_shim.h, with the instantiations `expressions` and the macros `defines`; cached on disk
     per source text."""
-    check_platform()
+    execution.check_emulated_platform()
     code = _translation_unit(source, expressions)
     shim = (loader.KERNEL_DIR / "host_shim.h").read_text()
     flags = _flags(defines)

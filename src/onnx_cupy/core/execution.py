@@ -7,6 +7,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import platform
+import struct
+import sys
 from collections.abc import Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -94,14 +97,26 @@ def backend(name: str) -> Iterator[None]:
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
     if name == "emulated":
-        from . import emulator  # loaded with the path that uses it
-
-        emulator.check_platform()
+        check_emulated_platform()
     token = _forced.set(name)
     try:
         yield
     finally:
         _forced.reset(token)
+
+
+def check_emulated_platform() -> None:
+    """RuntimeError where the emulated path cannot work: it builds the kernels as ELF shared
+    libraries with g++ and reads their ELF symbol table (the __shared__ storage), so it needs
+    Linux on a 64-bit little-endian machine."""
+    if sys.platform.startswith("linux") and sys.byteorder == "little" and \
+            struct.calcsize("P") == 8:
+        return
+    raise RuntimeError(f"the emulated backend needs Linux on a 64-bit little-endian machine (it "
+                       f"builds the CUDA kernels as ELF shared libraries with g++); this is "
+                       f"{sys.platform} on {platform.machine() or 'an unknown machine'}, "
+                       f"{struct.calcsize('P') * 8}-bit {sys.byteorder}-endian: use the numpy "
+                       f"path here")
 
 
 def is_cupy_array(x: Any) -> bool:

@@ -9,16 +9,12 @@ import numpy as np
 
 from . import dtypes, loader
 from .loader import BLOCK
+from .numerics import cdiv
 from .records import Instantiation
 
 MAX_BLOCKS = 1 << 20       # most blocks of a 1-D grid-stride launch
 MAX_GRID_X = 2**31 - 1     # CUDA's limits on grid x, and on grid y and z
 MAX_GRID_YZ = 65535
-
-
-def cdiv(a: int, b: int) -> int:
-    """ceil(a / b) for b > 0."""
-    return -(-a // b)
 
 
 def pow2_floor(v: int) -> int:

@@ -1,10 +1,16 @@
-"""Integer results of float arithmetic, computed alike on every path: round half to even with a
-tie band, then saturate. The kernels' oc::round_half_even (kernels/common.cuh) does the same,
-operation for operation, with TIE_BAND and TIE_BAND_MAX passed to it as OC_TIE_BAND and
-OC_TIE_BAND_MAX (DEFINES)."""
+"""Integer arithmetic the host shares (ceiling division), and integer results of float
+arithmetic, computed alike on every path: round half to even with a tie band, then saturate. The
+kernels' oc::round_half_even (kernels/common.cuh) does the same, operation for operation, with
+TIE_BAND and TIE_BAND_MAX passed to it as OC_TIE_BAND and OC_TIE_BAND_MAX (DEFINES)."""
 from __future__ import annotations
 
 import numpy as np
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for b > 0 and any sign of a, in integers."""
+    return -(-a // b)
+
 
 TIE_BAND = 2.0**-40      # relative half-width of the band around k + 0.5 read as a tie
 TIE_BAND_MAX = 2.0**-12  # its most, absolute (beyond 2^40 the spacing of doubles takes over)

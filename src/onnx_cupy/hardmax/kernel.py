@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, dtypes, launcher, loader, records
+from ..core import arrays, dtypes, launcher, loader, numerics, records
 from .plan import OP, HardmaxPlan
 
 FAMILY = "hardmax"
@@ -75,7 +75,7 @@ def lanes(pl: HardmaxPlan) -> int:
     """Scan threads per column of hardmax_scan: enough for SCAN_ITEMS in all and, for
     contiguous rows (inner == 1), whole warps so that each warp reads consecutive elements of one
     row; each lane scans at least MIN_LANE_SPAN elements."""
-    count = min(launcher.cdiv(SCAN_ITEMS, max(pl.outer * pl.inner, 1)), pl.n // MIN_LANE_SPAN,
+    count = min(numerics.cdiv(SCAN_ITEMS, max(pl.outer * pl.inner, 1)), pl.n // MIN_LANE_SPAN,
                 MAX_LANES)
     if pl.inner == 1 and pl.n >= loader.WARP * MIN_LANE_SPAN:
         return max(count - count % loader.WARP, loader.WARP)
@@ -112,7 +112,7 @@ def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: boo
         vector = 1
     group = min(MAX_ROW_GROUP, launcher.pow2_floor(pl.n // vector // PACKS_PER_THREAD))
     rows = loader.BLOCK // group if group <= loader.WARP else 1  # wider than a warp: a block
-    blocks = launcher.cdiv(pl.outer, rows)
+    blocks = numerics.cdiv(pl.outer, rows)
     if blocks > launcher.MAX_GRID_X:
         return None
     return Launch(ROWS[name, bits, vector], ((blocks, 1, 1), (group, rows, 1)), False)
@@ -120,7 +120,7 @@ def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: boo
 
 def _columns(pl: HardmaxPlan, name: str, bits: int) -> Launch | None:
     bx, by = launcher.block_rows(pl.inner)
-    grid = (launcher.cdiv(pl.inner, bx), *launcher.grid_yz(launcher.cdiv(pl.outer, by)))
+    grid = (numerics.cdiv(pl.inner, bx), *launcher.grid_yz(numerics.cdiv(pl.outer, by)))
     if grid[0] > launcher.MAX_GRID_X or grid[2] > launcher.MAX_GRID_YZ:
         return None
     return Launch(COLS[name, bits], (grid, (bx, by, 1)), False)
@@ -130,9 +130,9 @@ def _generic(pl: HardmaxPlan, name: str, bits: int) -> tuple[Launch, Launch]:
     count = lanes(pl)
     bx, my = launcher.block_rows(pl.inner)
     by = min(my, launcher.pow2_ceil(count))
-    gx = launcher.cdiv(pl.inner, bx)
-    scan = ((gx, launcher.cdiv(count, by), min(pl.outer, launcher.MAX_GRID_YZ)), (bx, by, 1))
-    merge = ((gx, min(launcher.cdiv(pl.outer, my), launcher.MAX_GRID_YZ), 1), (bx, my, 1))
+    gx = numerics.cdiv(pl.inner, bx)
+    scan = ((gx, numerics.cdiv(count, by), min(pl.outer, launcher.MAX_GRID_YZ)), (bx, by, 1))
+    merge = ((gx, min(numerics.cdiv(pl.outer, my), launcher.MAX_GRID_YZ), 1), (bx, my, 1))
     return (Launch(SCAN[name, bits], scan, True), Launch(MERGE[name, bits], merge, True))
 
 

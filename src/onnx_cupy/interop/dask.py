@@ -64,6 +64,9 @@ from ..pool import plan as pool_plan
 from ..resize import api as resize_api
 from ..resize import plan as resize_plan
 
+__all__ = ["average_pool", "global_average_pool", "global_lp_pool", "global_max_pool", "hardmax",
+           "lp_pool", "max_pool", "resize"]
+
 Chunks = tuple[tuple[int, ...], ...]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,9 @@ import numpy as np
 from ..core import execution
 from ..core.attributes import is_int, is_real
 from ..hardmax.api import hardmax
+from ..pool import plan as pool_plan
 from ..pool.api import average_pool, max_pool
-from ..resize import kernel as resize_kernel
-from ..resize import numpy as resize_numpy
+from ..resize import api as resize_api
 from ..resize import plan as resize_plan
 
 __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "lp_pool1d", "lp_pool2d",
@@ -94,12 +95,8 @@ def _check_pool(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
         raise ValueError(f"{name}: pad should be at least 0 and at most half of kernel size, got "
                          f"padding {list(padding)} for kernel_size {list(kernel)}")
     spatial = shape[2:]
-    out = []
-    for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation):
-        o = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
-        if ceil_mode and (o - 1) * s >= n + p:
-            o -= 1
-        out.append(o)
+    out = [pool_plan.spatial_axis(n, k, s, d, p, p, "NOTSET", ceil_mode)[0]
+           for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation)]
     if any(o < 1 for o in out):
         raise ValueError(f"{name}: given input size {list(spatial)}, the calculated output size "
                          f"{out} is too small (kernel_size {list(kernel)}, stride {list(stride)}, "
@@ -122,20 +119,37 @@ def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padd
                      ceil_mode=int(bool(ceil_mode)), opset=_POOL_OPSET,
                      count_include_pad=int(bool(count_include_pad) and divisor_override is None))
     if divisor_override is not None:  # sum / divisor = mean over the real elements * their count
-        counts = _window_counts(tuple(x.shape[2:]), tuple(y.shape[2:]), kernel, strides, pads)
+        pl = pool_plan.prepare("AveragePool", tuple(x.shape), x.dtype, _POOL_OPSET,
+                               kernel_shape=kernel, strides=strides, pads=pads * 2,
+                               ceil_mode=int(bool(ceil_mode)))
+        counts = pool_plan.divisor(pl, np.dtype(np.float64))
         y *= _xp(y).asarray((counts / divisor_override).astype(y.dtype))
     return y[0] if unbatched else y
 
 
-def _window_counts(spatial: tuple[int, ...], out: tuple[int, ...], kernel: tuple[int, ...],
-                   stride: tuple[int, ...], pads: tuple[int, ...]) -> np.ndarray:
-    """How many input elements each output window covers (the product of per-axis counts)."""
-    counts = np.ones((), dtype=np.float64)
-    for n, m, k, s, p in zip(spatial, out, kernel, stride, pads):
-        start = np.arange(m) * s - p
-        per_axis = np.minimum(start + k, n) - np.maximum(start, 0)
-        counts = np.multiply.outer(counts, np.maximum(per_axis, 0))
-    return counts
+_WINDOW_DOC = """    input : numpy.ndarray or cupy.ndarray
+        {shape}.
+    kernel_size : int or sequence of int
+    stride : int or sequence of int, optional
+        Default: kernel_size.
+    padding : int or sequence of int, default 0
+        Implicit {pad} at both ends, at most half the kernel size."""
+
+
+_RETURNS_DOC = """    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        Input's dtype, on its device.
+
+    Raises
+    ------"""
+
+
+def _window_doc(k: int, pad: str) -> str:
+    """The window parameters of a PyTorch-style pooling docstring for k spatial axes."""
+    shape = {1: "(N, C, L) or (C, L)", 2: "(N, C, H, W) or (C, H, W)",
+             3: "(N, C, D, H, W) or (C, D, H, W)"}[k]
+    return _WINDOW_DOC.format(shape=shape, pad=pad)
 
 
 _AVG_DOC = """PyTorch's `torch.nn.functional.avg_pool{k}d` on a NumPy or CuPy array.
@@ -149,23 +163,11 @@ _AVG_DOC = """PyTorch's `torch.nn.functional.avg_pool{k}d` on a NumPy or CuPy ar
 
     Parameters
     ----------
-    input : numpy.ndarray or cupy.ndarray
-        {shape}.
-    kernel_size : int or sequence of int
-    stride : int or sequence of int, optional
-        Default: kernel_size.
-    padding : int or sequence of int, default 0
-        Implicit zeros at both ends, at most half the kernel size.
+{window}
     ceil_mode : bool, default False
     count_include_pad : bool, default True{divisor}
 
-    Returns
-    -------
-    numpy.ndarray or cupy.ndarray
-        Input's dtype, on its device.
-
-    Raises
-    ------
+{returns}
     ValueError
         Where PyTorch raises: kernel_size, stride or padding of the wrong length; kernel or
         stride <= 0; padding above half the kernel; an output length < 1; a zero
@@ -205,13 +207,13 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 
 
 avg_pool1d.__doc__ = _AVG_DOC.format(
-    k=1, shape="(N, C, L) or (C, L)", divisor="", example_shape="1, 1, 5", example_kernel="2",
+    k=1, returns=_RETURNS_DOC, window=_window_doc(1, "zeros"), divisor="", example_shape="1, 1, 5", example_kernel="2",
     example_result="array([[[1.5, 3.5, 5. ]]], dtype=float32)")
 avg_pool2d.__doc__ = _AVG_DOC.format(
-    k=2, shape="(N, C, H, W) or (C, H, W)", divisor=_DIVISOR_DOC, example_shape="1, 1, 5",
+    k=2, returns=_RETURNS_DOC, window=_window_doc(2, "zeros"), divisor=_DIVISOR_DOC, example_shape="1, 1, 5",
     example_kernel="(1, 2)", example_result="array([[[1.5, 3.5, 5. ]]], dtype=float32)")
 avg_pool3d.__doc__ = _AVG_DOC.format(
-    k=3, shape="(N, C, D, H, W) or (C, D, H, W)", divisor=_DIVISOR_DOC,
+    k=3, returns=_RETURNS_DOC, window=_window_doc(3, "zeros"), divisor=_DIVISOR_DOC,
     example_shape="1, 1, 1, 5", example_kernel="(1, 1, 2)",
     example_result="array([[[[1.5, 3.5, 5. ]]]], dtype=float32)")
 
@@ -256,13 +258,7 @@ _LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy arra
         Default: kernel_size.
     ceil_mode : bool, default False
 
-    Returns
-    -------
-    numpy.ndarray or cupy.ndarray
-        Input's dtype, on its device.
-
-    Raises
-    ------
+{returns}
     ValueError
         As avg_pool{k}d (kernel_size, stride, output length, input rank).
     TypeError
@@ -294,13 +290,13 @@ def lp_pool3d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None
 
 
 lp_pool1d.__doc__ = _LP_DOC.format(
-    k=1, shape="(N, C, L) or (C, L)", example_x="[[[3.0, 4.0, 0.0, 1.0]]]", example_kernel="2",
+    k=1, returns=_RETURNS_DOC, shape="(N, C, L) or (C, L)", example_x="[[[3.0, 4.0, 0.0, 1.0]]]", example_kernel="2",
     example_result="array([[[5., 1.]]], dtype=float32)")
 lp_pool2d.__doc__ = _LP_DOC.format(
-    k=2, shape="(N, C, H, W) or (C, H, W)", example_x="[[[[3.0, 4.0, 0.0, 1.0]]]]",
+    k=2, returns=_RETURNS_DOC, shape="(N, C, H, W) or (C, H, W)", example_x="[[[[3.0, 4.0, 0.0, 1.0]]]]",
     example_kernel="(1, 2)", example_result="array([[[[5., 1.]]]], dtype=float32)")
 lp_pool3d.__doc__ = _LP_DOC.format(
-    k=3, shape="(N, C, D, H, W) or (C, D, H, W)", example_x="[[[[[3.0, 4.0, 0.0, 1.0]]]]]",
+    k=3, returns=_RETURNS_DOC, shape="(N, C, D, H, W) or (C, D, H, W)", example_x="[[[[[3.0, 4.0, 0.0, 1.0]]]]]",
     example_kernel="(1, 1, 2)", example_result="array([[[[[5., 1.]]]]], dtype=float32)")
 
 
@@ -359,36 +355,39 @@ def _interpolate_target(x: Any, size: Any, scale_factor: Any, recompute_scale_fa
                         ) -> tuple[list[int], list[float] | None]:
     """PyTorch's output lengths and the scale factors its kernels see (None: from the sizes)."""
     spatial = list(x.shape[2:])
-    k = len(spatial)
     if size is not None and scale_factor is not None:
         raise ValueError("interpolate: only one of size or scale_factor should be defined")
     if size is not None:
         if recompute_scale_factor:
             raise ValueError("interpolate: recompute_scale_factor is not meaningful with an "
                              "explicit size.")
-        sizes = list(size) if isinstance(size, Sequence) else [size] * k
-        if len(sizes) != k:
-            raise ValueError(f"interpolate: input and output must have the same number of spatial "
-                             f"dimensions, but got input with spatial dimensions of {spatial} and "
-                             f"output size of {list(sizes)}")
-        if not all(map(is_int, sizes)):
-            raise TypeError(f"interpolate: size must be an int or a sequence of ints, got {size!r}")
+        sizes = _per_axis(size, spatial, "output", "output size of", "size", is_int, "an int")
         return [int(v) for v in sizes], None
     if scale_factor is None:
         raise ValueError("interpolate: either size or scale_factor should be defined")
-    factors = list(scale_factor) if isinstance(scale_factor, Sequence) else [scale_factor] * k
-    if len(factors) != k:
-        raise ValueError(f"interpolate: input and scale_factor must have the same number of "
-                         f"spatial dimensions, but got input with spatial dimensions of {spatial} "
-                         f"and scale_factor of shape {list(factors)}")
-    if not all(map(is_real, factors)):
-        raise TypeError(f"interpolate: scale_factor must be a number or a sequence of numbers, "
-                        f"got {scale_factor!r}")
+    factors = _per_axis(scale_factor, spatial, "scale_factor", "scale_factor of shape",
+                        "scale_factor", is_real, "a number")
     factors = [float(v) for v in factors]
     if not all(math.isfinite(v) for v in factors):
         raise ValueError(f"interpolate: scale_factor must be finite, got {factors}")
     sizes = [math.floor(n * f) for n, f in zip(spatial, factors)]
     return sizes, None if recompute_scale_factor else factors
+
+
+def _per_axis(value: Any, spatial: list[int], subject: str, named: str, name: str, valid: Any,
+              kind: str) -> list[Any]:
+    """interpolate's `size` or `scale_factor`: one value or one per spatial axis, each `valid`,
+    with PyTorch's errors (`subject` and `named` name it in the length mismatch, `name` and
+    `kind` in the type error)."""
+    values = list(value) if isinstance(value, Sequence) else [value] * len(spatial)
+    if len(values) != len(spatial):
+        raise ValueError(f"interpolate: input and {subject} must have the same number of spatial "
+                         f"dimensions, but got input with spatial dimensions of {spatial} and "
+                         f"{named} {values}")
+    if not all(map(valid, values)):
+        raise TypeError(f"interpolate: {name} must be {kind} or a sequence of {kind}s, "
+                        f"got {value!r}")
+    return values
 
 
 def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
@@ -462,7 +461,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     >>> F.interpolate(np.array([[[0.0, 1.0]]]), size=4, mode="linear")
     array([[[0.  , 0.25, 0.75, 1.  ]]])
     """
-    x, backend = execution.select(input, resize_plan.OP)
+    x = _array(input, resize_plan.OP)
     if not isinstance(mode, str):
         raise TypeError(f"interpolate: mode must be a string, got {mode!r}")
     _check_bools("interpolate", ("align_corners", "recompute_scale_factor"),
@@ -494,7 +493,6 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
                          f"input {spatial} and output {sizes}")
     attrs: dict[str, Any] = {"mode": _ONNX_MODE[mode],
                              "coordinate_transformation_mode": "half_pixel"}
-    steps: tuple[float, ...] | None
     if mode == "nearest":
         attrs.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
     elif mode == "nearest-exact":
@@ -510,22 +508,45 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     copies = mode in ("linear", "bilinear", "trilinear") or antialias or (
         mode == "nearest" and len(spatial) == 2)
     halves = mode == "nearest" and len(spatial) == 2
-    if align_corners:
-        steps = None
-    elif mode.startswith("nearest"):  # float32(1 / scale_factor) or float32(n) / float32(m)
-        steps = tuple(
+    source: _Coordinates | None = None
+    if mode.startswith("nearest"):  # float32(1 / scale_factor) or float32(n) / float32(m)
+        source = _Coordinates(mode == "nearest-exact", tuple(
             1.0 if copies and m == n else 0.5 if halves and m == 2 * n else
             float(np.float32(1.0 / f)) if factors else float(np.float32(n) / np.float32(m))
-            for n, m, f in zip(spatial, sizes, factors or sizes))
-    else:
-        steps = tuple(1.0 if copies and m == n else 1.0 / f if factors else n / m
-                      for n, m, f in zip(spatial, sizes, factors or sizes))
-    pl, _, _ = resize_plan.prepare(
-        tuple(x.shape), x.dtype, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
-        steps=None if steps is None else (1.0, 1.0, *steps), **{**resize_plan.DEFAULTS, **attrs})
-    if backend == "numpy":
-        return resize_numpy.run(pl, x, None)
-    return resize_kernel.run(pl, x, None, backend)
+            for n, m, f in zip(spatial, sizes, factors or sizes)))
+    elif not align_corners:
+        source = _Coordinates(True, tuple(1.0 if copies and m == n else 1.0 / f if factors
+                                          else n / m
+                                          for n, m, f in zip(spatial, sizes, factors or sizes)))
+    return resize_api.run(x, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
+                          {**resize_plan.DEFAULTS, **attrs}, source=source)
+
+
+@dataclass(frozen=True)
+class _Coordinates:
+    """PyTorch's source coordinates, as a Resize coordinate source: along spatial axis d, output
+    coordinate y samples x = (y + 0.5) * step_d - 0.5 (`half_pixel`) or x = y * step_d, with
+    step_d the input distance between output samples (1 / scale_factor, or n / m), computed in
+    float32 for the nearest modes (as PyTorch does; float64 past 2^24) and float64 otherwise;
+    antialias filters stretch by step_d. An axis of step 1 that keeps its length is copied, and
+    so are the batch and channel axes."""
+
+    half_pixel: bool
+    steps: tuple[float, ...]   # per spatial axis
+
+    def coordinates(self, a: resize_plan.Axis, nearest: bool
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+        step = self.steps[a.axis - 2] if a.axis >= 2 else 1.0
+        if step == 1 and a.m == a.n:
+            return None
+        single = nearest and max(a.n, a.m) <= resize_plan.FLOAT32_EXACT
+        f: Any = np.float32 if single else np.float64
+        y = np.arange(a.m, dtype=f)
+        x = (y + f(0.5)) * f(step) - f(0.5) if self.half_pixel else y * f(step)
+        return x.astype(np.float64), np.zeros(a.m, dtype=bool)
+
+    def filter_scale(self, a: resize_plan.Axis) -> float:
+        return 1.0 / self.steps[a.axis - 2]
 
 
 def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
@@ -560,13 +581,7 @@ _MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy ar
 
     Parameters
     ----------
-    input : numpy.ndarray or cupy.ndarray
-        {shape}.
-    kernel_size : int or sequence of int
-    stride : int or sequence of int, optional
-        Default: kernel_size.
-    padding : int or sequence of int, default 0
-        Implicit -inf at both ends, at most half the kernel size.
+{window}
     dilation : int or sequence of int, default 1
     ceil_mode : bool, default False
     return_indices : bool, default False
@@ -612,7 +627,7 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 
 
 max_pool1d.__doc__ = _MAX_DOC.format(
-    k=1, shape="(N, C, L) or (C, L)", example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]], [[0, 1, 0, 1, 2]]]",
+    k=1, window=_window_doc(1, "-inf"), example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]], [[0, 1, 0, 1, 2]]]",
     example_kernel="2",
     example_result="""(array([[[3., 5., 4.]],
     <BLANKLINE>
@@ -620,10 +635,10 @@ max_pool1d.__doc__ = _MAX_DOC.format(
     <BLANKLINE>
            [[1, 3, 4]]]))""")
 max_pool2d.__doc__ = _MAX_DOC.format(
-    k=2, shape="(N, C, H, W) or (C, H, W)", example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]]]",
+    k=2, window=_window_doc(2, "-inf"), example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]]]",
     example_kernel="(1, 2)",
     example_result="(array([[[3., 5., 4.]]], dtype=float32), array([[[1, 3, 4]]]))")
 max_pool3d.__doc__ = _MAX_DOC.format(
-    k=3, shape="(N, C, D, H, W) or (C, D, H, W)", example_x="[[[[1.0, 3.0, 2.0, 5.0, 4.0]]]]",
+    k=3, window=_window_doc(3, "-inf"), example_x="[[[[1.0, 3.0, 2.0, 5.0, 4.0]]]]",
     example_kernel="(1, 1, 2)",
     example_result="(array([[[[3., 5., 4.]]]], dtype=float32), array([[[[1, 3, 4]]]]))")

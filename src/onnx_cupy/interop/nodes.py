@@ -6,16 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import opsets
 from ..core.attributes import is_int
-from ..hardmax.api import hardmax
-from ..pool.api import (
-    average_pool,
-    global_average_pool,
-    global_lp_pool,
-    global_max_pool,
-    lp_pool,
-    max_pool,
-)
-from ..resize.api import resize
+from ..hardmax import api as hardmax_api
+from ..pool import api as pool_api
+from ..resize import api as resize_api
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -139,8 +132,8 @@ def _max_pool(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Seq
         raise ValueError(f"run_node: MaxPool has at most 2 outputs (Y, Indices), got "
                          f"{len(outputs)}")
     if len(outputs) == 2 and outputs[1]:
-        return list(max_pool(inputs[0], opset=opset, return_indices=True, **attrs))
-    return [max_pool(inputs[0], opset=opset, **attrs)]
+        return list(pool_api.max_pool(inputs[0], opset=opset, return_indices=True, **attrs))
+    return [pool_api.max_pool(inputs[0], opset=opset, **attrs)]
 
 
 def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Sequence[str]
@@ -151,17 +144,17 @@ def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Seque
     if not 1 <= len(inputs) <= len(names):
         raise ValueError(f"run_node: Resize at opset {opset} takes 1 to {len(names)} inputs "
                          f"({', '.join(names)}), got {len(inputs)}")
-    return [resize(**dict(zip(names, inputs)), opset=opset, **attrs)]
+    return [resize_api.resize(**dict(zip(names, inputs)), opset=opset, **attrs)]
 
 
 # op_type -> runner(inputs, attributes, opset) -> output
 RUNNERS: dict[str, NodeRunner] = {
-    "AveragePool": _single_input("AveragePool", average_pool),
-    "LpPool": _single_input("LpPool", lp_pool),
+    "AveragePool": _single_input("AveragePool", pool_api.average_pool),
+    "LpPool": _single_input("LpPool", pool_api.lp_pool),
     "MaxPool": _max_pool,
-    "GlobalAveragePool": _single_input("GlobalAveragePool", global_average_pool),
-    "GlobalLpPool": _single_input("GlobalLpPool", global_lp_pool),
-    "GlobalMaxPool": _single_input("GlobalMaxPool", global_max_pool),
-    "Hardmax": _single_input("Hardmax", hardmax),
+    "GlobalAveragePool": _single_input("GlobalAveragePool", pool_api.global_average_pool),
+    "GlobalLpPool": _single_input("GlobalLpPool", pool_api.global_lp_pool),
+    "GlobalMaxPool": _single_input("GlobalMaxPool", pool_api.global_max_pool),
+    "Hardmax": _single_input("Hardmax", hardmax_api.hardmax),
     "Resize": _resize,
 }

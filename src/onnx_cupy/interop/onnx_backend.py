@@ -36,6 +36,9 @@ except ImportError as exc:
     raise extras.missing("onnx_cupy.onnx_backend", "onnx", exc) from exc
 from .nodes import DEFAULT_DOMAINS, RUNNERS, default_opset, prepare_node
 
+__all__ = ["SUPPORTED", "OnnxCupyBackend", "OnnxCupyRep", "is_compatible", "prepare", "run_model",
+           "run_node", "supports_device"]
+
 SUPPORTED = (*sorted(RUNNERS), "Constant", "Identity")
 _CONSTANT_DTYPES = {"value_float": np.float32, "value_floats": np.float32,
                     "value_int": np.int64, "value_ints": np.int64}

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, dtypes, launcher, loader, records
+from ..core import arrays, dtypes, launcher, loader, numerics, records
 from . import plan
 from .plan import GLOBAL_OPS, MAX_SPATIAL, OPS, GlobalPlan, PoolPlan
 
@@ -224,11 +224,11 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     if mode is None or pl.nd not in FAST_RANKS:
         return None
     planes, out = pl.in_shape[0] * pl.in_shape[1], pl.out_shape[2:]
-    groups = launcher.cdiv(out[-1], OUTPUTS)
+    groups = numerics.cdiv(out[-1], OUTPUTS)
     work = math.prod(out[:-1]) * groups
     bx, by = launcher.block_rows(work)
-    gx = launcher.cdiv(work, bx)
-    grid = (gx, max(1, min(launcher.cdiv(planes, by), launcher.MAX_GRID_YZ,
+    gx = numerics.cdiv(work, bx)
+    grid = (gx, max(1, min(numerics.cdiv(planes, by), launcher.MAX_GRID_YZ,
                            THREADS // (gx * bx * by))), 1)
     if dtypes.index_bits(coordinate_reach(pl), math.prod(out), grid[0] * bx,
                          planes + grid[1] * by, out[-1] + OUTPUTS) != 32:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import arrays, dtypes
+from . import plan
 
 if TYPE_CHECKING:
     from .plan import GlobalPlan, PoolPlan
@@ -44,24 +45,6 @@ def _taps(n: int, out: int, k: int, s: int, d: int, b: int) -> list[Tap]:
             start = lo * s + shift
             taps.append((j, slice(lo, hi), slice(start, start + (hi - lo - 1) * s + 1, s)))
     return taps
-
-
-def counts(n_out: int, k: int, s: int, d: int, b: int, lo: int, hi: int) -> np.ndarray:
-    """Per output index: number of taps whose position lies in [lo, hi)."""
-    start = np.arange(n_out, dtype=np.int64) * s - b
-    j0 = np.maximum(0, -((start - lo) // d))
-    j1 = np.minimum(k, -((start - hi) // d))
-    return np.maximum(j1 - j0, 0)
-
-
-def divisor(pl: PoolPlan, acc: np.dtype) -> np.ndarray:
-    """Product over axes of the per-axis counted-window sizes, shaped like the output's spatial dims."""
-    total = np.ones((), dtype=acc)
-    for i, args in enumerate(zip(pl.out_shape[2:], pl.kernel, pl.strides, pl.dilations,
-                                 pl.pads_begin, pl.cnt_lo, pl.cnt_hi)):
-        c = counts(*args).astype(acc)
-        total = np.multiply.outer(total, c) if i else c
-    return total
 
 
 @functools.cache
@@ -166,7 +149,7 @@ def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
     chunk = max(1, CHUNK_BYTES // (max(1, int(np.prod(in_sp))) * acc_t.itemsize))
     taps = [_taps(*a) for a in zip(in_sp, out_sp, pl.kernel, pl.strides, pl.dilations,
                                    pl.pads_begin)]
-    div = None if pl.lp else divisor(pl, acc_t)
+    div = None if pl.lp else plan.divisor(pl, acc_t)
     convert = x.dtype != acc_t
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for r in range(0, rows, chunk):

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import attributes, dtypes, opsets
+from ..core import attributes, dtypes, numerics, opsets
 
 OPS = ("AveragePool", "LpPool", "MaxPool")
 GLOBAL_OPS = ("GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool")
@@ -49,13 +49,19 @@ AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "")  # "" means NOTS
 
 
 @dataclass(frozen=True)
-class PoolPlan:
-    """Everything both execution paths need, computed once on the host."""
+class Shapes:
+    """The operator, its version in force, and the input and output shapes of a pooling."""
 
     op: str
     version: int
     in_shape: tuple[int, ...]
     out_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PoolPlan(Shapes):
+    """Everything both execution paths need, computed once on the host."""
+
     kernel: tuple[int, ...]
     strides: tuple[int, ...]
     dilations: tuple[int, ...]
@@ -93,19 +99,20 @@ def _p_value(op: str, opset: int, p: Any) -> float:
     return float(p)
 
 
-def _axis(n: int, k: int, s: int, d: int, b: int, e: int, auto_pad: str, ceil: int
-          ) -> tuple[int, int, int]:
-    """(output length, begin pad, end pad) of one spatial axis; see the module docstring."""
+def spatial_axis(n: int, k: int, s: int, d: int, b: int, e: int, auto_pad: str, ceil: int
+                 ) -> tuple[int, int, int]:
+    """(output length, begin pad, end pad) of one spatial axis of length `n` with kernel `k`,
+    stride `s`, dilation `d`, explicit pads `b` and `e`; see the module docstring."""
     dk = (k - 1) * d + 1
     if auto_pad == "VALID":
         return (n - dk) // s + 1, 0, 0
     if auto_pad != "NOTSET":
-        length = -(-n // s)
+        length = numerics.cdiv(n, s)
         total = max(0, (length - 1) * s + dk - n)
         b = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
         return length, b, total - b
     span = n + b + e - dk
-    length = (-(-span // s) if ceil else span // s) + 1
+    length = (numerics.cdiv(span, s) if ceil else span // s) + 1
     if ceil and (length - 1) * s >= n + b:   # the last window would start in the right padding
         length -= 1
     return length, b, e
@@ -150,7 +157,7 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
 
     out, begin, end = [], [], []
     for i, (n, k, s, d) in enumerate(zip(shape[2:], kernel, steps, dil)):
-        length, b, e = _axis(n, k, s, d, pad[i], pad[nd + i], auto_pad, ceil)
+        length, b, e = spatial_axis(n, k, s, d, pad[i], pad[nd + i], auto_pad, ceil)
         if length < 0:
             raise ValueError(
                 f"{op}: output spatial size {length} < 0 along spatial axis {i} (input {n}, "
@@ -177,14 +184,31 @@ def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_s
                              count_include_pad, dil, pad, steps, p, storage_order)
 
 
+def window_counts(n_out: int, k: int, s: int, d: int, b: int, lo: int, hi: int) -> np.ndarray:
+    """Per output index of an axis: the number of its window's taps (positions o*s - b + j*d,
+    0 <= j < k) that lie in [lo, hi)."""
+    start = np.arange(n_out, dtype=np.int64) * s - b
+    j0 = np.maximum(0, -((start - lo) // d))
+    j1 = np.minimum(k, -((start - hi) // d))
+    taps: np.ndarray = np.maximum(j1 - j0, 0)
+    return taps
+
+
+def divisor(pl: PoolPlan, acc: np.dtype) -> np.ndarray:
+    """AveragePool's divisor: the product over axes of the counted taps of each window
+    ([cnt_lo, cnt_hi)), shaped like the output's spatial dims, in `acc`."""
+    total: np.ndarray = np.ones((), dtype=acc)
+    for i, args in enumerate(zip(pl.out_shape[2:], pl.kernel, pl.strides, pl.dilations,
+                                 pl.pads_begin, pl.cnt_lo, pl.cnt_hi)):
+        c = window_counts(*args).astype(acc)
+        total = np.multiply.outer(total, c) if i else c
+    return total
+
+
 @dataclass(frozen=True)
-class GlobalPlan:
+class GlobalPlan(Shapes):
     """A global pooling: Y[n, c, 1, ..., 1] reduces X[n, c] over every spatial axis."""
 
-    op: str
-    version: int
-    in_shape: tuple[int, ...]
-    out_shape: tuple[int, ...]
     p: float
 
     @property

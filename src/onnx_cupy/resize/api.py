@@ -87,14 +87,21 @@ def resize(X: ArrayT, roi: Any = None, scales: Any = None, sizes: Any = None, *,
            [3., 3., 4., 4.],
            [3., 3., 4., 4.]], dtype=float32)
     """
+    return cast(ArrayT, run(X, roi, scales, sizes, opset, {
+        "antialias": antialias, "axes": axes,
+        "coordinate_transformation_mode": coordinate_transformation_mode,
+        "cubic_coeff_a": cubic_coeff_a, "exclude_outside": exclude_outside,
+        "extrapolation_value": extrapolation_value,
+        "keep_aspect_ratio_policy": keep_aspect_ratio_policy, "mode": mode,
+        "nearest_mode": nearest_mode}, out=out))
+
+
+def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, Any], *,
+        source: plan.CoordinateSource | None = None, out: Any = None) -> Any:
+    """The Resize family's one entry point (the ONNX function, the node runner, the PyTorch
+    layer and Dask all come here): validate and plan on the host (`source`: where the axes
+    sample, default the coordinate transform of `attrs`), then run the plan on the path the
+    input picks, NumPy or the CUDA kernels (on the GPU or the CPU emulator)."""
     x, backend = execution.select(X, plan.OP)   # DLPack inputs become cupy.ndarray
-    pl, _, _ = plan.prepare(tuple(x.shape), x.dtype, roi, scales, sizes, opset,
-                            antialias=antialias, axes=axes,
-                            coordinate_transformation_mode=coordinate_transformation_mode,
-                            cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside,
-                            extrapolation_value=extrapolation_value,
-                            keep_aspect_ratio_policy=keep_aspect_ratio_policy, mode=mode,
-                            nearest_mode=nearest_mode)
-    o: Any = out   # of X's array type, as the path that runs takes it
-    y = numpy_path.run(pl, x, o) if backend == "numpy" else kernel.run(pl, x, o, backend)
-    return cast(ArrayT, y)   # the array type of X
+    pl, _, _ = plan.prepare(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, **attrs)
+    return numpy_path.run(pl, x, out) if backend == "numpy" else kernel.run(pl, x, out, backend)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, dtypes, execution, launcher, loader, records
+from ..core import arrays, dtypes, execution, launcher, loader, numerics, records
 from ..core.arrays import readonly
 from .plan import MAX_DIMS, OP, ResizePlan
 
@@ -360,9 +360,9 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
 def _fast_grid(n: int, rows: int, v: int) -> launcher.Shape:
     """(grid, block) of a fast kernel over `rows` rows of `n` outputs, `v` per thread and
     iteration (see fast_args)."""
-    bx, by = launcher.block_rows(launcher.cdiv(n, v))
-    grid = (min(launcher.MAX_BLOCKS, launcher.cdiv(n, bx * v)),
-            *launcher.grid_yz(launcher.cdiv(rows, by)))
+    bx, by = launcher.block_rows(numerics.cdiv(n, v))
+    grid = (min(launcher.MAX_BLOCKS, numerics.cdiv(n, bx * v)),
+            *launcher.grid_yz(numerics.cdiv(rows, by)))
     return grid, (bx, by, 1)
 
 

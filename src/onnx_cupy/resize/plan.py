@@ -20,14 +20,14 @@ since which input element is nearest depends on the last bit of x: PyTorch also 
 float32, so an exported model's nearest picks what the PyTorch model picked (the semantics
 table's "nearest at a rounding boundary"); half_pixel_symmetric keeps its one-rounding form and
 tf_crop_and_resize is float32 in every mode. An axis longer than 2^24 (where float32 cannot
-name every index) is computed in float64. A caller may give per-axis `steps` (the input
-distance between output samples, PyTorch's `1 / scale_factor` or `n / m`) in place of 1 / s:
-the coordinate transforms then multiply by the step instead of dividing by s (in float32 for
-nearest, as PyTorch does), s = 1 / step stretches antialias filters; ONNX never gives steps.
+name every index) is computed in float64. These transforms are the plan's default coordinate
+source (`Transform`); a caller may give another (`CoordinateSource`: the PyTorch layer gives
+PyTorch's), which maps each output coordinate to x and says the scale antialias filters stretch
+by.
 X is sampled at taps around x, indices clamped into [0, n) (edge padding):
   nearest  1 tap at x rounded by nearest_mode (round_prefer_floor, round_prefer_ceil, floor,
-           ceil); Resize-10: floor where s >= 1, ceil where s < 1 (as onnxruntime and ONNX's
-           opset-10 node test)
+           ceil); Resize-10, which has no nearest_mode: floor where s >= 1, ceil where s < 1 (as
+           onnxruntime and ONNX's opset-10 node test)
   linear   2 taps, weights (1 - t, t), t = x - floor(x)
   cubic    4 taps, the Keys kernel with a = cubic_coeff_a
   antialias=1 (linear, cubic): the kernel stretched by max(1, 1 / s), weights normalized to sum 1
@@ -56,7 +56,7 @@ import functools
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -74,7 +74,6 @@ _COMMON = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "t
 COORDINATE_MODES = {10: ("asymmetric",), 11: _COMMON + ("tf_half_pixel_for_nn",), 13: _COMMON,
                     18: _COMMON, 19: _COMMON + ("half_pixel_symmetric",)}
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
-RESIZE10_NEAREST = "floor_or_ceil"  # Resize-10: floor on growing axes, ceil on shrinking ones
 POLICIES = ("stretch", "not_larger", "not_smaller")
 # Per mode (Resize's variant of the families' per-operator tables: its modes take different
 # dtypes), the version that brought each input dtype (read by core.dtypes.check): nearest
@@ -96,7 +95,7 @@ class Attributes:
 
     mode: str
     coordinate_transformation_mode: str
-    nearest_mode: str
+    nearest_mode: str | None   # None: Resize-10 (floor on growing axes, ceil on shrinking ones)
     cubic_coeff_a: float
     exclude_outside: bool
     extrapolation_value: float
@@ -133,7 +132,9 @@ class ResizePlan:
     fill: np.ndarray | None        # extrapolation_value as a 0-d array of X's dtype (None: strings)
 
 
-class _Axis(NamedTuple):
+class Axis(NamedTuple):
+    """One resized axis: its lengths, scale, target width and roi."""
+
     axis: int
     n: int        # input length
     m: int        # output length
@@ -141,7 +142,36 @@ class _Axis(NamedTuple):
     w: float      # target width (m before flooring/rounding)
     r0: float     # roi start and end
     r1: float
-    step: float | None = None  # input distance per output sample, in place of 1 / s (PyTorch)
+
+
+class CoordinateSource(Hashable, Protocol):
+    """Where a resized axis samples its input: `coordinates(a, nearest)` gives, for each output
+    coordinate of axis `a`, the input coordinate x (float64, computed as the rounding of
+    `nearest` must see it) and whether it is extrapolated (tf_crop_and_resize), or None where
+    the axis is left as is; `filter_scale(a)` is the scale antialias filters stretch by (by
+    1 / min(1, scale)). Hashable: plans are cached by it."""
+
+    def coordinates(self, a: Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray] | None: ...
+
+    def filter_scale(self, a: Axis) -> float: ...
+
+
+@dataclass(frozen=True)
+class Transform:
+    """ONNX's coordinate_transformation_mode `mode` as a coordinate source (the module docstring
+    gives the formulas): an axis with scale 1 and unchanged length is left as is (under
+    tf_crop_and_resize only with the roi (0, 1))."""
+
+    mode: str
+
+    def coordinates(self, a: Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        if a.s == 1 and a.m == a.n and (self.mode != "tf_crop_and_resize"
+                                        or (a.r0, a.r1) == (0, 1)):
+            return None
+        return _source(self.mode, a, nearest)
+
+    def filter_scale(self, a: Axis) -> float:
+        return a.s
 
 
 # ---------------------------------------------------------------- attributes and inputs
@@ -212,8 +242,7 @@ def _attributes(opset: int, given: dict[str, Any]) -> Attributes:
     opsets.check_given(OP, opset, {k: differs(v, DEFAULTS[k]) for k, v in given.items()})
     mode = _choice("mode", given["mode"], MODES, opset)
     if version == 10:
-        return Attributes(mode, "asymmetric", RESIZE10_NEAREST, -0.75, False, 0.0, False, None,
-                          "stretch")
+        return Attributes(mode, "asymmetric", None, -0.75, False, 0.0, False, None, "stretch")
     antialias = bool(flag(OP, "antialias", given["antialias"]))
     if antialias and mode == "nearest":
         raise ValueError(f"{OP}: attribute 'antialias' = 1 applies to modes 'linear' and 'cubic', "
@@ -283,10 +312,9 @@ def resized_axes(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
 
 
 def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple[float, ...] | None,
-             scales: tuple[float, ...] | None, sizes: tuple[int, ...] | None, at: Attributes,
-             steps: tuple[float, ...] | None = None) -> list[_Axis]:
-    """Per resized axis: lengths, scale and target width, from scales or sizes (and the steps
-    that replace 1 / scale, if given)."""
+             scales: tuple[float, ...] | None, sizes: tuple[int, ...] | None, at: Attributes
+             ) -> list[Axis]:
+    """Per resized axis: lengths, scale and target width, from scales or sizes."""
     given = [(name, v) for name, v in (("scales", scales), ("sizes", sizes)) if v]
     if len(given) != 1:
         hint = (f"; the roi {list(roi)} was given: the second positional argument of resize() is "
@@ -313,16 +341,12 @@ def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple[float, ..
                              f"got {list(scales)}")
         widths = [n * s for n, s in zip(ns, scales)]
         outs = [math.floor(w) for w in widths]
-        result = [_Axis(a, n, m, s, w, r0, r1) for a, n, m, s, w, r0, r1 in zip(
+        result = [Axis(a, n, m, s, w, r0, r1) for a, n, m, s, w, r0, r1 in zip(
             axes, ns, outs, scales, widths, starts, ends)]
     elif sizes:  # the one given
         if any(m < 0 for m in sizes):
             raise ValueError(f"{OP}: input 'sizes' values must be >= 0, got {list(sizes)}")
         result = _sized(axes, ns, sizes, starts, ends, at.keep_aspect_ratio_policy)
-    if steps is not None:
-        if len(steps) != k or not all(math.isfinite(t) and t > 0 for t in steps):
-            raise ValueError(f"{OP}: steps must be {k} finite values > 0, got {list(steps)}")
-        result = [a._replace(s=1 / t, w=float(a.m), step=t) for a, t in zip(result, steps)]
     for a in result:
         if a.n == 0 and a.m > 0:
             raise ValueError(f"{OP}: axis {a.axis} of X is empty and cannot be resized to "
@@ -331,20 +355,20 @@ def _lengths(shape: tuple[int, ...], axes: tuple[int, ...], roi: tuple[float, ..
 
 
 def _sized(axes: tuple[int, ...], ns: list[int], sizes: tuple[int, ...],
-           starts: tuple[float, ...], ends: tuple[float, ...], policy: str) -> list[_Axis]:
+           starts: tuple[float, ...], ends: tuple[float, ...], policy: str) -> list[Axis]:
     if policy == "stretch":
-        return [_Axis(a, n, m, m / n if n else 1.0, float(m), r0, r1)
+        return [Axis(a, n, m, m / n if n else 1.0, float(m), r0, r1)
                 for a, n, m, r0, r1 in zip(axes, ns, sizes, starts, ends)]
     if 0 in ns:
         raise ValueError(f"{OP}: keep_aspect_ratio_policy {policy!r} needs non-empty resized axes, "
                          f"got lengths {ns}")
     ratios = [m / n for m, n in zip(sizes, ns)]
     s = min(ratios) if policy == "not_larger" else max(ratios)
-    return [_Axis(a, n, math.floor(s * n + 0.5), s, s * n, r0, r1)
+    return [Axis(a, n, math.floor(s * n + 0.5), s, s * n, r0, r1)
             for a, n, r0, r1 in zip(axes, ns, starts, ends)]
 
 
-def _source(ctm: str, a: _Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
+def _source(ctm: str, a: Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
     """Input coordinate of every output coordinate, and the tf_crop_and_resize outside mask;
     for `nearest` every operation in float32, as onnxruntime (and PyTorch) compute it."""
     single = nearest and ctm != "half_pixel_symmetric" and max(a.n, a.m) <= FLOAT32_EXACT
@@ -352,8 +376,8 @@ def _source(ctm: str, a: _Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
     y: Any = np.arange(a.m, dtype=f)
     n, w, half, one = f(a.n), f(a.w), f(0.5), f(1)
 
-    def per_scale(v: np.ndarray) -> np.ndarray:  # v / s, or v * step where a step is given
-        scaled: np.ndarray = v * f(a.step) if a.step is not None else v / f(a.s)
+    def per_scale(v: np.ndarray) -> np.ndarray:  # v / s
+        scaled: np.ndarray = v / f(a.s)
         return scaled
 
     outside = np.zeros(a.m, dtype=bool)
@@ -408,22 +432,22 @@ def _antialias(mode: str, r: np.ndarray, s: float, a: float) -> tuple[int, np.nd
     return start, w / w.sum(axis=1, keepdims=True)
 
 
-def _taps(at: Attributes, x: np.ndarray, s: float, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(indices clamped into [0, n), weights), [m, taps] each."""
+def _taps(at: Attributes, x: np.ndarray, s: float, stretch: float, n: int
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """(indices clamped into [0, n), weights), [m, taps] each, for an axis of scale `s` whose
+    antialias filter stretches by 1 / min(1, `stretch`)."""
     x = np.clip(x, -2.0**53, 2.0**53)       # beyond, every double is an integer
     xi = np.floor(x)
     whole = x == xi
     r = np.where(whole, 1.0, x - xi)        # in (0, 1]: an integral x ends the interval [x-1, x]
     left = xi.astype(np.int64) - whole
     if at.mode == "nearest":
-        rounding = at.nearest_mode
-        if rounding == RESIZE10_NEAREST:
-            rounding = "ceil" if s < 1 else "floor"
+        rounding = at.nearest_mode or ("ceil" if s < 1 else "floor")
         up = {"round_prefer_floor": r > 0.5, "round_prefer_ceil": r >= 0.5,
               "floor": whole, "ceil": np.ones_like(whole)}[rounding] | whole
         return np.clip(left + up, 0, n - 1)[:, None], np.ones((x.size, 1))
     if at.antialias:
-        start, weight = _antialias(at.mode, r, s, at.cubic_coeff_a)
+        start, weight = _antialias(at.mode, r, stretch, at.cubic_coeff_a)
     elif at.mode == "linear":
         start, weight = 0, np.stack([1 - r, r], axis=1)
     else:
@@ -445,12 +469,12 @@ def _is_identity(index: np.ndarray, weight: np.ndarray, outside: np.ndarray, n: 
                 and np.all(np.where(hit, weight, 0.0).sum(axis=1) == 1))
 
 
-def _table(a: _Axis, at: Attributes) -> AxisTable | None:
-    ctm = at.coordinate_transformation_mode
-    if a.s == 1 and a.m == a.n and (ctm != "tf_crop_and_resize" or (a.r0, a.r1) == (0, 1)):
+def _table(a: Axis, at: Attributes, source: CoordinateSource) -> AxisTable | None:
+    sampled = source.coordinates(a, at.mode == "nearest")
+    if sampled is None:
         return None
-    x, outside = _source(ctm, a, at.mode == "nearest")
-    index, weight = _taps(at, x, a.s, a.n)
+    x, outside = sampled
+    index, weight = _taps(at, x, a.s, source.filter_scale(a), a.n)
     if _is_identity(index, weight, outside, a.n):
         return None
     return AxisTable(a.axis, *map(arrays.readonly, (index, weight, outside)))
@@ -471,15 +495,16 @@ def _fill(value: float, dtype: np.dtype) -> np.ndarray | None:
 @functools.lru_cache(maxsize=128)
 def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float, ...] | None,
          scales: tuple[float, ...] | None, sizes: tuple[int, ...] | None, at: Attributes,
-         steps: tuple[float, ...] | None = None) -> ResizePlan:
+         source: CoordinateSource | None = None) -> ResizePlan:
     """Validate inputs against the attributes `at` of Resize-`version`; output shape and
-    per-axis tables (`steps`: see the module docstring)."""
+    per-axis tables, sampling where `source` says (default: at's coordinate transform)."""
     rank = len(shape)
     if rank == 0:
         raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
     dtypes.check(OP, DTYPES[at.mode], dtype, version, mode=at.mode)
     axes = resized_axes(at.axes, rank)
-    lengths = _lengths(shape, axes, roi, scales, sizes, at, steps)
+    lengths = _lengths(shape, axes, roi, scales, sizes, at)
+    source = source or Transform(at.coordinate_transformation_mode)
     out_shape = list(shape)
     for a in lengths:
         out_shape[a.axis] = a.m
@@ -487,7 +512,8 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float
         raise ValueError(f"{OP}: output shape {tuple(out_shape)} has more than 2^62 elements")
     tables: tuple[AxisTable, ...] = ()
     if math.prod(out_shape):
-        tables = tuple(t for t in (_table(a, at) for a in sorted(lengths)) if t is not None)
+        tables = tuple(t for t in (_table(a, at, source) for a in sorted(lengths))
+                       if t is not None)
     dims = len(arrays.merge_axes(shape, arrays.c_strides(shape),
                                  frozenset(t.axis for t in tables)))
     if dims > MAX_DIMS:
@@ -501,10 +527,10 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float
 
 
 def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: Any, opset: int,
-            steps: tuple[float, ...] | None = None,
+            source: CoordinateSource | None = None,
             **attrs: Any) -> tuple[ResizePlan, Attributes, Inputs]:
     """Validate inputs and attributes for the version in force at `opset`: (plan, attributes,
-    (roi, scales, sizes) as read on the host); `steps` as in `plan`."""
+    (roi, scales, sizes) as read on the host); `source` as in `plan`."""
     version = opsets.version(OP, opset)
     at = attributes(opset, **attrs)
     if version == 10:
@@ -514,6 +540,6 @@ def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: An
                                  f"{opsets.in_force(OP, opset)} "
                                  f"(Resize-10 takes X and scales)")
     inputs = (_vector("roi", roi), _vector("scales", scales), _vector("sizes", sizes))
-    return plan(version, shape, np.dtype(dtype), *inputs, at, steps), at, inputs
+    return plan(version, shape, np.dtype(dtype), *inputs, at, source), at, inputs
 
 

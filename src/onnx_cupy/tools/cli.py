@@ -25,7 +25,7 @@ def _info(_: argparse.Namespace) -> int:
     print(f"kernels: {loader.KERNEL_DIR}")
     print(f"operators: {', '.join(sorted(RUNNERS))}")
     try:  # the emulated path: its compiler and precompiled shim header
-        emulator.check_platform()
+        execution.check_emulated_platform()
         print(f"emulated path: {emulator.compiler_version()}; precompiled shim header: "
               f"{emulator.shim_status()}")
     except RuntimeError as exc:

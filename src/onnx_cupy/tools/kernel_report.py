@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import dtypes, extras, launcher, loader
+from ..core import dtypes, extras, loader, numerics
 from ..core.records import WIDE_INDEX_BUDGET, Instantiation
 
 ARCHS = ("sm_80", "sm_90")
@@ -100,8 +100,8 @@ class Kernel:
 def occupancy(registers: int, threads: int, shared: int, arch: str) -> float:
     """Theoretical occupancy: resident warps / most warps per SM, for `threads` per block."""
     regs_sm, warps_sm, blocks_sm, shared_sm = SM_LIMITS[arch]
-    warps = launcher.cdiv(threads, loader.WARP)
-    per_warp = launcher.cdiv(max(registers, 1) * loader.WARP, 256) * 256
+    warps = numerics.cdiv(threads, loader.WARP)
+    per_warp = numerics.cdiv(max(registers, 1) * loader.WARP, 256) * 256
     blocks = min(blocks_sm, warps_sm // warps, (regs_sm // per_warp) // warps,
                  shared_sm // (shared + 1024))
     return blocks * warps / warps_sm

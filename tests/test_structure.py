@@ -1,0 +1,97 @@
+"""The layout's rules, read from the source: imports go one way (no cycle, `core` imports no
+family, also not inside functions), no module replaces itself in `sys.modules`, and nothing
+parses a kernel's name expression back (the records' fields are read instead)."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import onnx_cupy
+
+PACKAGE = Path(onnx_cupy.__file__).parent
+TESTS = Path(__file__).parent
+FAMILIES = ("pool", "resize", "hardmax")
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _imports(name: str) -> set[str]:
+    """Every onnx_cupy module `name` imports, at module level or inside functions."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("onnx_cupy"))
+        elif isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            base = (f"{base}.{node.module}" if node.module else base) if node.level else (
+                node.module or "")
+            if not base.startswith("onnx_cupy"):
+                continue
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+    return found - {name}
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def test_the_graph_covers_the_package():
+    assert {"onnx_cupy.core.records", "onnx_cupy.pool.kernel", "onnx_cupy.nn.functional"} <= set(
+        GRAPH)
+    assert "onnx_cupy.core.records" in GRAPH["onnx_cupy.pool.kernel"]
+    assert "onnx_cupy.interop.functional" in GRAPH["onnx_cupy.nn.functional"]
+
+
+def test_no_import_cycle():
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for dep in sorted(GRAPH.get(name, ())):
+            if state.get(dep) == 1:
+                pytest.fail("import cycle: " + " -> ".join([*path[path.index(dep):], dep]))
+            if dep not in state:
+                visit(dep, [*path, dep])
+        state[name] = 2
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("onnx_cupy.core")))
+def test_core_imports_no_family(name):
+    above = {f"onnx_cupy.{f}" for f in (*FAMILIES, "interop", "tools", "nn")}
+    wrong = [m for m in GRAPH[name] if any(m == a or m.startswith(a + ".") for a in above)]
+    assert wrong == [] and "onnx_cupy" not in GRAPH[name], (name, wrong)
+
+
+def test_no_module_replaces_itself():
+    for path in MODULES.values():
+        assert not re.search(r"sys\.modules\s*\[[^\]]*\]\s*=", path.read_text()), path
+
+
+# an expression string taken apart: split, searched, sliced by its text or matched by a pattern
+PARSING = re.compile(r"expression\w*\)?\.(split|startswith|endswith|index|find|partition|"
+                     r"removeprefix|removesuffix|replace)\(|re\.\w+\([^)]*expression|"
+                     r"\.(startswith|endswith)\(\"(pool|resize|hardmax)|\.split\(\"<\"\)")
+
+
+@pytest.mark.parametrize("root", [PACKAGE, TESTS], ids=["src", "tests"])
+def test_no_expression_is_parsed_back(root):
+    offenders = [f"{p}:{n}" for p in root.rglob("*.py") if p != Path(__file__)
+                 for n, line in enumerate(p.read_text().splitlines(), 1) if PARSING.search(line)]
+    assert offenders == []
