@@ -249,7 +249,8 @@ def _warm(args: argparse.Namespace, kernels: list[warmup.Instantiation]) -> Meas
     return title, kernels, compiler, before, None, fresh
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser: every command and option."""
     parser = argparse.ArgumentParser(prog="onnx-cupy", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -314,7 +315,11 @@ def main(argv: list[str] | None = None) -> int:
                      help="directory for the pictures and gallery.md, the page showing them")
     gal.add_argument("--picture", action="append", choices=[p.name for p in gallery.PICTURES],
                      help="draw only this picture (repeatable)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)[1:]
     return {"info": _info, "conformance": _conformance, "bench": _bench,
             "kernels": _kernels, "warmup": _warmup, "gallery": _gallery}[args.command](args)

@@ -73,11 +73,11 @@ def _matplotlib() -> Any:
     return matplotlib.figure, cbook
 
 
-def render(out: str | Path, names: Sequence[str] | None = None) -> list[Path]:
+def render(out: str | Path, names: Sequence[str] | None = None, images: str = "") -> list[Path]:
     """Draw the pictures (those named in `names`, else all whose input file is there: the
     benchmark's results are in a clone, not in the installed package) into `out` as PNG files,
-    and write `out/gallery.md`, the page fragment that shows them with their captions; the paths
-    written."""
+    and write `out/gallery.md`, the page fragment that shows them with their captions, naming the
+    images `<images><name>.png` (by default beside it); the paths written."""
     figure_module, _ = _matplotlib()
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -96,20 +96,20 @@ def render(out: str | Path, names: Sequence[str] | None = None) -> list[Path]:
         fig.savefig(path, metadata={"Software": None}, pil_kwargs={"optimize": True})
         written.append(path)
     page = folder / "gallery.md"
-    page.write_text(markdown(chosen), encoding="utf-8")
+    page.write_text(markdown(chosen, images), encoding="utf-8")
     return [*written, page]
 
 
-def markdown(pictures: Sequence[Picture]) -> str:
+def markdown(pictures: Sequence[Picture], images: str = "") -> str:
     """The gallery as MyST Markdown: the photograph's credit, a heading per section, each
-    picture as a figure with its caption (its first sentence as the image's alternative text);
-    images are named `<name>.png`, beside the page."""
+    picture as a figure with its caption (its first sentence as the image's alternative text),
+    the image named `<images><name>.png`."""
     lines = [f"{PHOTO_CREDIT}.", ""]
     for section in dict.fromkeys(p.section for p in pictures):
         lines += [f"## {section}", ""]
         for pic in (p for p in pictures if p.section == section):
             alt = pic.caption.split(". ")[0].rstrip(".")
-            lines += [f"```{{figure}} {pic.name}.png", f":alt: {alt}",
+            lines += [f"```{{figure}} {images}{pic.name}.png", f":alt: {alt}",
                       f":name: gallery-{pic.name}", "", pic.caption, "```", ""]
     return "\n".join(lines)
 
