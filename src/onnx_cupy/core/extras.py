@@ -24,15 +24,19 @@ def requirements(extra: str) -> list[str]:
     return [r.split(";")[0].strip() for r in listed if ";" in r and marker.search(r)]
 
 
-def install_hint(extra: str) -> str:
-    """How to install extra `extra`: its requirements directly, or the extra from a clone."""
-    own = " ".join(f'"{r}"' for r in requirements(extra) if not r.startswith(DISTRIBUTION))
+def install_hint(extra: str, only: str | None = None) -> str:
+    """How to install extra `extra` (or, with `only`, that one of its requirements): the
+    requirements directly, or the extra from a clone."""
+    own = " ".join(f'"{r}"' for r in requirements(extra) if not r.startswith(DISTRIBUTION)
+                   and (only is None or re.match(rf"{re.escape(only)}\b", r)))
     clone = f'pip install ".[{extra}]" in a clone of onnx-cupy'
     return f"pip install {own} (or {clone})" if own else clone
 
 
-def missing(feature: str, extra: str, exc: ImportError) -> ModuleNotFoundError:
-    """The error to raise (from `exc`) when `feature` cannot import what extra `extra` installs."""
+def missing(feature: str, extra: str, exc: ImportError, only: str | None = None
+            ) -> ModuleNotFoundError:
+    """The error to raise (from `exc`) when `feature` cannot import what extra `extra` installs
+    (`only`: the one requirement of the extra that it needs)."""
     return ModuleNotFoundError(
         f"{feature} needs the optional dependency '{exc.name or exc}' (onnx-cupy's extra "
-        f"'{extra}'); install it with: {install_hint(extra)}", name=exc.name)
+        f"'{extra}'); install it with: {install_hint(extra, only)}", name=exc.name)

@@ -69,7 +69,7 @@ def _matplotlib() -> Any:
         import matplotlib.figure
         from matplotlib import cbook
     except ImportError as exc:
-        raise extras.missing("onnx-cupy gallery", "docs", exc) from exc
+        raise extras.missing("onnx-cupy gallery", "docs", exc, only="matplotlib") from exc
     return matplotlib.figure, cbook
 
 
