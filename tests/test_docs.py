@@ -6,10 +6,16 @@ import doctest
 import importlib
 import importlib.util
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:   # Python 3.10
+    tomllib = pytest.importorskip("tomli")
 
 import onnx_cupy
 from onnx_cupy import onnx_backend
@@ -110,6 +116,61 @@ def test_readme_test_command_is_what_ci_runs():
                      ".venv/bin/python -m pytest -q"]
     at = [ci.index(step + "\n") for step in steps]
     assert at == sorted(at), "CI runs the README's test command, in its order"
+
+
+def test_readme_test_command_says_how_long():
+    """The comment above the test command gives the suite's duration and the quick subset with
+    its own; docs/testing.md gives the same figures."""
+    lines = README.splitlines()
+    at = next(i for i, line in enumerate(lines) if '".[test]"' in line)
+    comment = " ".join(line for line in lines[at - 3:at] if line.startswith("#"))
+    assert '-m "not slow"' in comment, comment
+    figures = re.findall(r"about (\d+ (?:minutes|seconds))", comment)
+    assert len(figures) == 2, comment
+    testing = " ".join((DOCS / "testing.md").read_text(encoding="utf-8").split())
+    assert all(f"about {f}" in testing for f in figures), figures
+
+
+OPERATORS = sorted(opsets.ATTRIBUTES)
+
+
+@pytest.mark.parametrize("where", ["README.md", "pyproject.toml", "docs/index.md",
+                                   "src/onnx_cupy/__init__.py"])
+def test_every_operator_is_named_up_front(where):
+    """The README's first paragraph, the package description, the docs' index and the
+    package docstring name every operator."""
+    text = (ROOT / where).read_text(encoding="utf-8")
+    if where == "pyproject.toml":
+        text = re.search(r'^description = "(.*)"$', text, re.MULTILINE).group(1)
+    elif where.endswith(".md"):
+        text = text.split("\n\n")[1]
+    elif where.endswith(".py"):
+        text = onnx_cupy.__doc__.replace("the global pools", "GlobalAveragePool GlobalMaxPool "
+                                         "GlobalLpPool")
+    assert OPERATORS == ["AveragePool", "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool",
+                         "Hardmax", "LpPool", "MaxPool", "Resize"]
+    missing = [op for op in OPERATORS if not re.search(rf"\b{op}\b", text)]
+    assert not missing, (where, missing)
+
+
+def test_readme_docs_command_builds_into_an_ignored_folder():
+    (command,) = re.findall(r"python -m sphinx[^`]*", README)
+    out = command.split()[-1]
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    res = subprocess.run(["git", "check-ignore", "-q", f"{out}/index.html"], cwd=ROOT,
+                         check=False)
+    assert res.returncode == 0, f"{out}/ would be left untracked by the README's docs command"
+
+
+def test_contributing_tools_come_with_the_test_extra():
+    """Every .venv/bin tool that CONTRIBUTING.md runs is installed by the extra it installs."""
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    installed = {re.split(r"[<>=\[ ]", r)[0] for r in extras["test"]}
+    tools = set(re.findall(r"\.venv/bin/(\w+) ", contributing)) - {"python", "pip", "onnx"}
+    assert {"ruff", "mypy"} <= tools <= installed | {"onnx-cupy"}, (tools, installed)
 
 
 def _support_matrix() -> dict[str, dict[str, str]]:
