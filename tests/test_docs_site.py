@@ -6,6 +6,7 @@ example. (The layout in a browser: docs/_tools/check_layout.py, with Chromium.)"
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("html")
     res = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(DOCS),
                           str(out)], capture_output=True, text=True, timeout=900, check=False,
-                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert res.returncode == 0, res.stderr
     return out
 

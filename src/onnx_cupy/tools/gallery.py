@@ -209,14 +209,16 @@ def resize_coordinates(fig: Any) -> None:
 
 
 @picture(RESIZE_PHOTO, """Which input element each output takes in nearest mode when 10
-elements become 16 (half_pixel), for each nearest_mode: the steps differ only where the source
-coordinate falls exactly halfway between two inputs (round_prefer_floor against
-round_prefer_ceil), or everywhere by flooring or ceiling the coordinate.""")
+elements become 16 with asymmetric coordinates (output i reads input i * 10 / 16), for each
+nearest_mode. round_prefer_floor and round_prefer_ceil differ only where that coordinate falls
+exactly halfway between two inputs (outputs 4 and 12, at 2.5 and 7.5); floor and ceil differ
+wherever it is not a whole number.""")
 def resize_nearest_modes(fig: Any) -> None:
     ax = fig.subplots()
     x = np.arange(10, dtype=np.float32)[None, None]
     for offset, m in enumerate(("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")):
-        y = resize(x, sizes=np.array([1, 1, 16]), mode="nearest", nearest_mode=m)[0, 0]
+        y = resize(x, sizes=np.array([1, 1, 16]), mode="nearest", nearest_mode=m,
+                   coordinate_transformation_mode="asymmetric")[0, 0]
         ax.step(np.arange(16), y + 0.08 * offset, where="mid", label=m)
     ax.set_xlabel("output index")
     ax.set_ylabel("input index taken")
@@ -257,7 +259,7 @@ def zone_plate_original(fig: Any) -> None:
 @picture(RESIZE_ZONE, """The zone plate reduced to a quarter (scales 0.25). Nearest, linear and
 cubic sample the rings too sparsely: away from the centre, false rings (moire) appear, centred
 at the corners and edges. With antialias=1 the rings the 64 x 64 grid cannot hold fade to an
-even gray, and only the centre rings remain: the correct result.""", height=2.4)
+even gray, and only the centre rings remain: the correct result.""", height=2.2)
 def zone_plate_downscale(fig: Any) -> None:
     scales = np.array([1, 1, 0.25, 0.25], np.float32)
     _row(fig, [(resize(zone_plate(), scales=scales, mode=m, antialias=a),
@@ -282,9 +284,9 @@ POOLING = "Pooling on an image"
 
 @picture(POOLING, """The photograph (in gray) pooled over 8 x 8 windows with stride 8. Average
 is a plain box-filtered downscale; max keeps each window's brightest pixel, so light areas grow
-and thin dark lines (the eyebrows, the collar's edge) vanish; LpPool with p = 2 and p = 8 lies
-between the sum of the window and its maximum (shown divided by the window's size to the power
-1/p, which makes it the p-mean).""", height=3.3)
+and thin dark lines (the eyebrows, the glasses' frame) vanish. LpPool gives the window's p-norm,
+shown divided by the window size to the power 1/p (the power mean): it lies between the average
+(p = 1) and the maximum (p growing), so p = 8 already looks much like max.""", height=3.3)
 def pool_modes(fig: Any) -> None:
     x = gray()
     window: dict[str, Any] = {"kernel_shape": [8, 8], "strides": [8, 8]}
