@@ -9,10 +9,12 @@
 - Each page's first Python block is a CPU example.
 - Each `onnx-cupy ...` command of a shell block is one the command line accepts, and every
   `pip install` names extras that exist (from a clone: onnx-cupy is not on a package index).
+- Every `onnx_cupy.x.y` a page names exists.
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import re
 import shlex
@@ -201,3 +203,27 @@ def test_installs_name_existing_extras():
         for group in re.findall(r"""pip install (?:-e )?["']?[^"'\s]*\.\[([\w,]+)\]""", text):
             named |= set(group.split(","))
     assert named and named <= extras, named - extras
+
+
+def _resolve(dotted: str) -> object:
+    """The object a dotted name such as onnx_cupy.core.emulator.schedule names."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attribute in parts[i:]:
+            obj = getattr(obj, attribute)
+        return obj
+    raise ImportError(dotted)
+
+
+NAMES = sorted({(name, page.relative_to(ROOT).as_posix()) for page in PAGES
+                for name in re.findall(r"\b(onnx_cupy(?:\.\w+)+)", page.read_text("utf-8"))})
+
+
+@pytest.mark.parametrize("name,page", NAMES, ids=[f"{p}:{n}" for n, p in NAMES])
+def test_named_objects_exist(name, page):
+    """Every onnx_cupy.x.y a page names is importable (modules move: the pages follow)."""
+    assert _resolve(name) is not None
