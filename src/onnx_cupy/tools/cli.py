@@ -16,10 +16,10 @@ from .. import __version__
 from ..core import execution, extras, loader, warmup
 from ..interop.nodes import RUNNERS
 from . import bench, gallery, kernel_report
+from .progress import Progress
 
 if TYPE_CHECKING:
     from . import conformance
-from .progress import Progress
 
 
 def _info(_: argparse.Namespace) -> int:

@@ -78,15 +78,15 @@ def render(out: str | Path, names: Sequence[str] | None = None, images: str = ""
     benchmark's results are in a clone, not in the installed package) into `out` as PNG files,
     and write `out/gallery.md`, the page fragment that shows them with their captions, naming the
     images `<images><name>.png` (by default beside it); the paths written."""
-    figure_module, _ = _matplotlib()
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    chosen = [p for p in PICTURES if p.name in names] if names is not None else \
-        [p for p in PICTURES if p.reads is None or p.reads.exists()]
     unknown = sorted(set(names or ()) - {p.name for p in PICTURES})
     if unknown:
         raise ValueError(f"gallery: no picture named {', '.join(unknown)}; the pictures are "
                          f"{', '.join(p.name for p in PICTURES)}")
+    chosen = [p for p in PICTURES if p.name in names] if names is not None else \
+        [p for p in PICTURES if p.reads is None or p.reads.exists()]
+    figure_module, _ = _matplotlib()
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
     written = []
     for pic in chosen:
         fig = figure_module.Figure(figsize=(FIGURE_WIDTH, pic.height), dpi=DPI,
