@@ -57,7 +57,7 @@ class Exports(SphinxDirective):
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source=f"<exports {module_name}>"),
                                  container)
-        return container.children
+        return list(container.children)
 
 
 def setup(app: Any) -> dict[str, Any]:
