@@ -226,4 +226,4 @@ def test_the_emulated_backend_needs_linux(platform, byteorder, pointer, monkeypa
     with pytest.raises(RuntimeError, match=message):
         emulator.build_file(SOURCE, EXPRESSIONS[:1])
     assert cli.main(["info"]) == 0
-    assert "emulated path: unavailable (the emulated backend needs Linux" in capsys.readouterr().out
+    assert "emulated path: unavailable: the emulated backend needs Linux" in capsys.readouterr().out

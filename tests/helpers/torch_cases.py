@@ -1,6 +1,5 @@
-"""PyTorch's recorded results (../shared/torch/ beside the repository: cases.json and
-cases.npz, see its README), read as data; the environment variable ONNX_CUPY_TORCH_CASES names
-another folder holding them (e.g. from a git worktree elsewhere)."""
+"""PyTorch's recorded results (tests/data/torch/: cases.json and cases.npz, see its README), read
+as data; the environment variable ONNX_CUPY_TORCH_CASES names another folder holding them."""
 from __future__ import annotations
 
 import ast
@@ -13,7 +12,7 @@ import numpy as np
 import pytest
 
 FOLDER = Path(os.environ.get("ONNX_CUPY_TORCH_CASES",
-                             Path(__file__).parents[2] / ".." / "shared" / "torch"))
+                             Path(__file__).parents[1] / "data" / "torch"))
 
 
 def cases(where: Any = None) -> list:

@@ -261,7 +261,7 @@ def test_cli_without_nvrtc(monkeypatch, capsys):
     monkeypatch.setattr(kernel_report, "family_report", kernel_report.family_report.__wrapped__)
     assert cli.main(["kernels", "--family", "pool"]) == 2
     err = capsys.readouterr().err
-    assert 'pip install "onnx-cupy[kernels]"' in err and "Traceback" not in err
+    assert 'pip install ".[kernels]"' in err and "Traceback" not in err
 
 
 def _made_up(k, per_output: float, *, arch: str = "sm_90", registers: int = 32,

@@ -1,4 +1,5 @@
-"""The `onnx-cupy` command line: `info`, `conformance`, `bench`, `kernels` and `warmup`."""
+"""The `onnx-cupy` command line: `info`, `conformance`, `bench`, `kernels`, `warmup` and
+`gallery`."""
 from __future__ import annotations
 
 import argparse
@@ -9,27 +10,25 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import __version__
-from ..core import execution, loader, warmup
+from ..core import execution, extras, loader, warmup
 from ..interop.nodes import RUNNERS
-from . import bench, kernel_report
+from . import bench, gallery, kernel_report
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from . import conformance
 
 
 def _info(_: argparse.Namespace) -> int:
-    from ..core import emulator  # the emulated path's state (building nothing)
-
     print(f"onnx-cupy {__version__} (Python {platform.python_version()})")
     print(f"default backend: {execution.default_backend()}")
     print(f"kernels: {loader.KERNEL_DIR}")
     print(f"operators: {', '.join(sorted(RUNNERS))}")
-    try:  # the emulated path: its compiler and precompiled shim header
-        execution.check_emulated_platform()
-        print(f"emulated path: {emulator.compiler_version()}; precompiled shim header: "
-              f"{emulator.shim_status()}")
-    except RuntimeError as exc:
-        print(f"emulated path: unavailable ({exc})")
+    print(f"emulated path: {_host_compiler()}")
+    print(f"kernel report: {_nvrtc()}")
     cp = execution.cupy_module()
     if cp is None:
         print("cupy: not installed")
@@ -46,31 +45,67 @@ def _info(_: argparse.Namespace) -> int:
     return 0
 
 
-def _conformance(args: argparse.Namespace) -> int:
-    from . import conformance  # onnx: only this command needs it
+def _host_compiler() -> str:
+    """Whether the emulated path can build its kernels: the platform, the host C++ compiler it
+    would use, and the state of its precompiled shim header."""
+    from ..core import emulator
 
+    try:
+        execution.check_emulated_platform()
+        return (f"available ({emulator.compiler_version()}; precompiled shim header: "
+                f"{emulator.shim_status()})")
+    except RuntimeError as exc:
+        return f"unavailable: {exc}"
+
+
+def _nvrtc() -> str:
+    """Whether `onnx-cupy kernels` can compile: NVRTC's version, and the disassembler's presence."""
+    from . import first_call
+
+    try:
+        version = first_call.nvrtc_version()
+    except ModuleNotFoundError:
+        return f"unavailable: NVRTC is not installed ({extras.install_hint('kernels')})"
+    sass = "with SASS counts" if kernel_report.nvdisasm() else \
+        f"without SASS counts ({kernel_report.NVDISASM_WHEEL} is not installed)"
+    return f"available ({version}, {sass})"
+
+
+def _conformance(args: argparse.Namespace) -> int:
     backend = execution.default_backend() if args.backend == "auto" else args.backend
     if backend == "cupy" and not execution.gpu_available():
         print("conformance: backend 'cupy' needs a visible GPU", file=sys.stderr)
         return 2
     try:
+        from . import conformance  # onnx: only this command needs it
+
         results = conformance.run(backend, args.op)
     except ModuleNotFoundError as exc:
         print(f"conformance: {exc}", file=sys.stderr)
         return 2
-    width = max((len(r.name) for r in results), default=10)
-    print(f"ONNX node tests on backend '{backend}'")
-    print(f"{'operator':<12} {'test':<{width}} result")
-    for r in results:
-        print(f"{r.op:<12} {r.name:<{width}} {'pass' if r.passed else 'FAIL  ' + r.detail}")
-    print()
-    print(f"{'operator':<12} passed/total")
-    for op in sorted({r.op for r in results}):
+    print(_conformance_table(results, backend, args.op or sorted(RUNNERS)))
+    return 0 if all(r.passed for r in results) else 1
+
+
+def _conformance_table(results: list[conformance.CaseResult], backend: str,
+                       ops: list[str]) -> str:
+    """Each case's result, then passed/total per operator (an operator without a node test in
+    the installed onnx says so) and over all, in aligned columns."""
+    import onnx
+
+    op_width = max(len("operator"), *map(len, ops))
+    width = max((len(r.name) for r in results), default=len("test"))
+    lines = [f"ONNX node tests on backend '{backend}'",
+             f"{'operator':<{op_width}} {'test':<{width}} result"]
+    lines += [f"{r.op:<{op_width}} {r.name:<{width}} "
+              f"{'pass' if r.passed else 'FAIL  ' + r.detail}" for r in results]
+    lines += ["", f"{'operator':<{op_width}} passed/total"]
+    for op in sorted(set(ops)):
         mine = [r for r in results if r.op == op]
-        print(f"{op:<12} {sum(r.passed for r in mine)}/{len(mine)}")
-    passed = sum(r.passed for r in results)
-    print(f"{'all':<12} {passed}/{len(results)}")
-    return 0 if results and passed == len(results) else 1
+        lines.append(f"{op:<{op_width}} {sum(r.passed for r in mine)}/{len(mine)}" if mine else
+                     f"{op:<{op_width}} no node test in onnx {onnx.__version__}")
+    lines.append(f"{'all':<{op_width}} {sum(r.passed for r in results)}/{len(results)}")
+    return "\n".join(lines)
 
 
 def _write(path: str, text: str) -> None:
@@ -125,8 +160,18 @@ def _kernels(args: argparse.Namespace) -> int:
         _write(args.markdown, page)
     if kernel_report.nvdisasm() is None:
         print(f"kernels: no SASS counts: they need the CUDA disassembler, pip install "
-              f'{kernel_report.NVDISASM_WHEEL} (or pip install "onnx-cupy[kernels]")',
+              f"{kernel_report.NVDISASM_WHEEL} (or {extras.install_hint('kernels')})",
               file=sys.stderr)
+    return 0
+
+
+def _gallery(args: argparse.Namespace) -> int:
+    try:
+        paths = gallery.render(args.out, args.picture)
+    except ModuleNotFoundError as exc:
+        print(f"gallery: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(paths) - 1} pictures and their page, {paths[-1]}, to {args.out}")
     return 0
 
 
@@ -207,7 +252,8 @@ def _warm(args: argparse.Namespace, kernels: list[warmup.Warmed]) -> Measured:
     return title, kernels, compiler, before, None, fresh
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser: every command and option."""
     parser = argparse.ArgumentParser(prog="onnx-cupy", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -266,10 +312,20 @@ def main(argv: list[str] | None = None) -> int:
                                                "(default: the CPU count)")
     warm.add_argument("--list", action="store_true", help="also list every instantiation")
     warm.add_argument("--out", metavar="FILE", help="also write the tables as Markdown")
-    args = parser.parse_args(argv)
+    gal = sub.add_parser("gallery", help="draw the documentation's pictures of what the "
+                                         "operators do (PNG, with matplotlib)")
+    gal.add_argument("--out", metavar="DIR", required=True,
+                     help="directory for the pictures and gallery.md, the page showing them")
+    gal.add_argument("--picture", action="append", choices=[p.name for p in gallery.PICTURES],
+                     help="draw only this picture (repeatable)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)[1:]
     return {"info": _info, "conformance": _conformance, "bench": _bench,
-            "kernels": _kernels, "warmup": _warmup}[args.command](args)
+            "kernels": _kernels, "warmup": _warmup, "gallery": _gallery}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,403 @@
+"""The gallery: pictures of what the operators do, drawn with matplotlib from the operators' own
+results (`onnx-cupy gallery --out DIR`; the documentation build draws them into the site).
+
+A picture is one function registered with `@picture(section, caption)`: it draws on the
+matplotlib Figure it is given, and the gallery page shows it under `section` with `caption`
+(what to look at). Adding an operator's pictures is adding such functions.
+
+The photograph is matplotlib's sample portrait of Grace Hopper (`grace_hopper.jpg`, shipped in
+matplotlib's sample data; a U.S. Navy photograph, in the public domain).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import (
+    average_pool,
+    global_average_pool,
+    global_lp_pool,
+    global_max_pool,
+    hardmax,
+    lp_pool,
+    max_pool,
+    resize,
+)
+from ..core import extras
+
+PHOTO_CREDIT = ("The photograph: Grace Hopper, a U.S. Navy photograph in the public domain "
+                "(`grace_hopper.jpg`, shipped with matplotlib's sample data)")
+BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "numpy.json"
+DPI = 80
+FIGURE_WIDTH = 10.0   # inches: 800 px at DPI, the width of the documentation's content column
+
+
+@dataclasses.dataclass(frozen=True)
+class Picture:
+    """One picture of the gallery: `draw(figure)` fills a matplotlib Figure of `height` inches."""
+
+    name: str
+    section: str
+    caption: str
+    height: float
+    draw: Callable[[Any], None]
+    reads: Path | None = None   # a file of the source tree it draws from (absent: not drawn)
+
+
+PICTURES: list[Picture] = []
+
+
+def picture(section: str, caption: str, height: float = 3.2, reads: Path | None = None
+            ) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    """Register the decorated function as a picture named after it (`resize_modes` ->
+    `resize-modes.png`), shown under `section` with `caption`; `reads`: a file it draws from."""
+    def register(draw: Callable[[Any], None]) -> Callable[[Any], None]:
+        PICTURES.append(Picture(draw.__name__.replace("_", "-"), section, " ".join(caption.split()),
+                                height, draw, reads))
+        return draw
+    return register
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib.figure
+        from matplotlib import cbook
+    except ImportError as exc:
+        raise extras.missing("onnx-cupy gallery", "docs", exc, only="matplotlib") from exc
+    return matplotlib.figure, cbook
+
+
+def render(out: str | Path, names: Sequence[str] | None = None, images: str = "") -> list[Path]:
+    """Draw the pictures (those named in `names`, else all whose input file is there: the
+    benchmark's results are in a clone, not in the installed package) into `out` as PNG files,
+    and write `out/gallery.md`, the page fragment that shows them with their captions, naming the
+    images `<images><name>.png` (by default beside it); the paths written."""
+    unknown = sorted(set(names or ()) - {p.name for p in PICTURES})
+    if unknown:
+        raise ValueError(f"gallery: no picture named {', '.join(unknown)}; the pictures are "
+                         f"{', '.join(p.name for p in PICTURES)}")
+    chosen = [p for p in PICTURES if p.name in names] if names is not None else \
+        [p for p in PICTURES if p.reads is None or p.reads.exists()]
+    figure_module, _ = _matplotlib()
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for pic in chosen:
+        fig = figure_module.Figure(figsize=(FIGURE_WIDTH, pic.height), dpi=DPI,
+                                   layout="constrained")
+        pic.draw(fig)
+        path = folder / f"{pic.name}.png"
+        fig.savefig(path, metadata={"Software": None}, pil_kwargs={"optimize": True})
+        written.append(path)
+    page = folder / "gallery.md"
+    page.write_text(markdown(chosen, images), encoding="utf-8")
+    return [*written, page]
+
+
+def markdown(pictures: Sequence[Picture], images: str = "") -> str:
+    """The gallery as MyST Markdown: the photograph's credit, a heading per section, each
+    picture as a figure with its caption (its first sentence as the image's alternative text),
+    the image named `<images><name>.png`."""
+    lines = [f"{PHOTO_CREDIT}.", ""]
+    for section in dict.fromkeys(p.section for p in pictures):
+        lines += [f"## {section}", ""]
+        for pic in (p for p in pictures if p.section == section):
+            alt = pic.caption.split(". ")[0].rstrip(".")
+            lines += [f"```{{figure}} {images}{pic.name}.png", f":alt: {alt}",
+                      f":name: gallery-{pic.name}", "", pic.caption, "```", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ the inputs
+
+@functools.cache
+def photo() -> np.ndarray:
+    """The photograph as float32 (1, 3, H, W) in [0, 1]."""
+    _, cbook = _matplotlib()
+    from matplotlib import image
+
+    with cbook.get_sample_data("grace_hopper.jpg") as f:
+        rgb = image.imread(f, format="jpg")
+    pixels: np.ndarray = np.asarray(rgb, np.float32).transpose(2, 0, 1)[None] / 255
+    return np.ascontiguousarray(pixels)
+
+
+def gray() -> np.ndarray:
+    """The photograph in luminance, (1, 1, H, W)."""
+    weights = np.array([0.299, 0.587, 0.114], np.float32).reshape(1, 3, 1, 1)
+    luminance: np.ndarray = (photo() * weights).sum(axis=1, keepdims=True)
+    return luminance
+
+
+def zone_plate(n: int = 256) -> np.ndarray:
+    """A zone plate, (1, 1, n, n): cos(pi r^2 / n), its local frequency r / n cycles per pixel
+    growing from 0 at the centre to 0.5 (the Nyquist limit) at the edges' midpoints."""
+    r = np.arange(n, dtype=np.float64) - (n - 1) / 2
+    radius2 = r[:, None] ** 2 + r[None, :] ** 2
+    return (0.5 + 0.5 * np.cos(np.pi * radius2 / n)).astype(np.float32)[None, None]
+
+
+def _show(ax: Any, x: np.ndarray, title: str) -> None:
+    """An (1, C, H, W) image on `ax`, values clipped to [0, 1]; matplotlib filters it where the
+    panel is smaller than the image, so the display adds no aliasing of its own."""
+    img = np.clip(x[0].transpose(1, 2, 0), 0, 1)
+    ax.imshow(img[..., 0] if img.shape[-1] == 1 else img, cmap="gray", vmin=0, vmax=1,
+              interpolation="antialiased")
+    ax.set_title(title, fontsize=10)
+    ax.set_axis_off()
+
+
+def _row(fig: Any, images: Sequence[tuple[np.ndarray, str]]) -> None:
+    for ax, (x, title) in zip(fig.subplots(1, len(images)), images):
+        _show(ax, x, title)
+
+
+# ------------------------------------------------------------------------------ Resize
+
+RESIZE_PHOTO = "Resize on a photograph"
+RESIZE_ZONE = "Resize on a zone plate: aliasing"
+
+
+@picture(RESIZE_PHOTO, """A 40 x 40 crop around an eye and the glasses enlarged 8 times. Nearest repeats each
+pixel as a block; linear is smooth but softens edges; cubic (cubic_coeff_a = -0.75, the
+default) keeps edges sharper, with a faint light or dark fringe beside strong edges: the
+overshoot of its negative weights.""", height=3.6)
+def resize_modes(fig: Any) -> None:
+    crop = photo()[:, :, 165:205, 175:215]
+    scales = np.array([1, 1, 8, 8], np.float32)
+    _row(fig, [(resize(crop, scales=scales, mode=m), m) for m in ("nearest", "linear", "cubic")])
+
+
+@picture(RESIZE_PHOTO, """The photograph reduced to a fifth (scales 0.2), each result enlarged
+back for display. Without antialias a linear or cubic downscale reads only the 2 or 4 input
+pixels nearest to each output along an axis, so fine detail (hair, the stripes and braid of the
+uniform) turns to grainy noise; antialias=1 stretches the filter over the 5 input pixels each
+output covers, and the picture is a faithful smaller copy.""", height=3.3)
+def resize_antialias(fig: Any) -> None:
+    scales = np.array([1, 1, 0.2, 0.2], np.float32)
+    _row(fig, [(resize(photo(), scales=scales, mode=m, antialias=a),
+                f"{m}{', antialias' if a else ''}")
+               for m in ("linear", "cubic") for a in (0, 1)])
+
+
+@picture(RESIZE_PHOTO, """Four samples (dots, at their pixel centres) enlarged to 16 with linear
+interpolation under four coordinate_transformation_mode values, each output drawn at its own
+pixel centre. half_pixel and pytorch_half_pixel (the same here) align the ends of the two
+pixel grids: the outputs follow straight lines between the samples and stay flat beyond the
+outer ones; align_corners puts the first and last outputs on the first and last samples;
+asymmetric maps output i to input i / scale, which shifts the result towards the start by half
+an input pixel less half an output pixel, and its last outputs repeat the last sample.""")
+def resize_coordinates(fig: Any) -> None:
+    ax = fig.subplots()
+    samples = np.array([0.2, 1.0, 0.1, 0.7], np.float32)
+    ax.plot(np.arange(4) + 0.5, samples, "ko", label="input samples", zorder=3)
+    centres = (np.arange(16) + 0.5) / 4
+    for m in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+        y = resize(samples[None, None], sizes=np.array([1, 1, 16]), mode="linear",
+                   coordinate_transformation_mode=m)[0, 0]
+        ax.plot(centres, y, marker=".", label=m,
+                linestyle="--" if m == "pytorch_half_pixel" else "-")
+    ax.set_xlabel("position along the axis (input pixels)")
+    ax.set_ylabel("value")
+    ax.legend(fontsize=9, ncols=5, loc="upper center", bbox_to_anchor=(0.5, 1.18))
+
+
+@picture(RESIZE_PHOTO, """Which input element each output takes in nearest mode when 10
+elements become 16 with asymmetric coordinates (output i reads input i * 10 / 16), for each
+nearest_mode. round_prefer_floor and round_prefer_ceil differ only where that coordinate falls
+exactly halfway between two inputs (outputs 4 and 12, at 2.5 and 7.5); floor and ceil differ
+wherever it is not a whole number.""")
+def resize_nearest_modes(fig: Any) -> None:
+    ax = fig.subplots()
+    x = np.arange(10, dtype=np.float32)[None, None]
+    for offset, m in enumerate(("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")):
+        y = resize(x, sizes=np.array([1, 1, 16]), mode="nearest", nearest_mode=m,
+                   coordinate_transformation_mode="asymmetric")[0, 0]
+        ax.step(np.arange(16), y + 0.08 * offset, where="mid", label=m)
+    ax.set_xlabel("output index")
+    ax.set_ylabel("input index taken")
+    ax.legend(fontsize=9)
+
+
+@picture(RESIZE_PHOTO, """The weights each mode gives to the input samples around an output:
+the response to a single 1 among zeros, enlarged 16 times. Linear is a triangle; cubic has
+negative lobes (deeper with cubic_coeff_a = -0.75, the default, than with -0.5, which PyTorch's
+antialiased bicubic uses): those lobes make the fringes of the cubic enlargement.""")
+def resize_weights(fig: Any) -> None:
+    ax = fig.subplots()
+    impulse = np.zeros((1, 1, 9), np.float32)
+    impulse[..., 4] = 1
+    sizes = np.array([1, 1, 144])
+    position = (np.arange(144) + 0.5) / 16 - 0.5 - 4
+    for mode, a in (("linear", -0.75), ("cubic", -0.75), ("cubic", -0.5)):
+        y = resize(impulse, sizes=sizes, mode=mode, cubic_coeff_a=a)[0, 0]
+        ax.plot(position, y, label=mode if mode == "linear" else f"cubic, a = {a}")
+    ax.axhline(0, color="gray", linewidth=0.5)
+    ax.set_xlabel("distance from the input sample (input pixels)")
+    ax.set_ylabel("weight")
+    ax.legend(fontsize=9)
+
+
+@picture(RESIZE_ZONE, """The zone plate that the next pictures resize: concentric rings whose
+frequency grows from the centre outward, reaching the finest pattern a pixel grid can hold (one
+cycle every 2 pixels) at the middle of each edge. Any ring pattern that appears elsewhere after
+a resize is an artefact: aliasing.""", height=3.7)
+def zone_plate_original(fig: Any) -> None:
+    plate = zone_plate()[0, 0]
+    width, height = (int(v * DPI) for v in fig.get_size_inches())
+    fig.figimage(plate, (width - plate.shape[1]) // 2, 8, cmap="gray", vmin=0, vmax=1)
+    fig.text(0.5, 1 - 10 / height, f"zone plate, {plate.shape[0]} x {plate.shape[1]}, one "
+             "screen pixel per pixel", ha="center", va="top", fontsize=10)
+
+
+@picture(RESIZE_ZONE, """The zone plate reduced to a quarter (scales 0.25). Nearest, linear and
+cubic sample the rings too sparsely: away from the centre, false rings (moire) appear, centred
+at the corners and edges. With antialias=1 the rings the 64 x 64 grid cannot hold fade to an
+even gray, and only the centre rings remain: the correct result.""", height=2.2)
+def zone_plate_downscale(fig: Any) -> None:
+    scales = np.array([1, 1, 0.25, 0.25], np.float32)
+    _row(fig, [(resize(zone_plate(), scales=scales, mode=m, antialias=a),
+                f"{m}{', antialias' if a else ''}")
+               for m, a in (("nearest", 0), ("linear", 0), ("cubic", 0), ("linear", 1),
+                            ("cubic", 1))])
+
+
+@picture(RESIZE_ZONE, """A coarse zone plate (32 x 32) enlarged 8 times. Nearest gives stairs;
+linear gives smooth rings with visible kinks along the pixel grid; cubic follows the rings
+most closely. Upscaling needs no antialias: antialias only changes a downscale.""", height=3.6)
+def zone_plate_upscale(fig: Any) -> None:
+    scales = np.array([1, 1, 8, 8], np.float32)
+    small = zone_plate(32)
+    _row(fig, [(resize(small, scales=scales, mode=m), m) for m in ("nearest", "linear", "cubic")])
+
+
+# ------------------------------------------------------------------------------ pooling
+
+POOLING = "Pooling on an image"
+
+
+@picture(POOLING, """The photograph (in gray) pooled over 8 x 8 windows with stride 8. Average
+is a plain box-filtered downscale; max keeps each window's brightest pixel, so light areas grow
+and thin dark lines (the eyebrows, the glasses' frame) vanish. LpPool gives the window's p-norm,
+shown divided by the window size to the power 1/p (the power mean): it lies between the average
+(p = 1) and the maximum (p growing), so p = 8 already looks much like max.""", height=3.3)
+def pool_modes(fig: Any) -> None:
+    x = gray()
+    window: dict[str, Any] = {"kernel_shape": [8, 8], "strides": [8, 8]}
+    _row(fig, [(average_pool(x, **window), "AveragePool"), (max_pool(x, **window), "MaxPool"),
+               (lp_pool(x, p=2, **window) / 64 ** (1 / 2), "LpPool, p = 2"),
+               (lp_pool(x, p=8, **window) / 64 ** (1 / 8), "LpPool, p = 8")])
+
+
+@picture(POOLING, """AveragePool over 41 x 41 windows, stride 1, padded by 20 on every side so
+that the output keeps the input's size (the input: the photograph in gray, brightened). count_include_pad=0 divides each sum by the pixels
+inside the image: the borders stay as bright as the picture; count_include_pad=1 divides by
+the whole window, counting the padding as zeros: the borders darken.""", height=4.2)
+def pool_padding(fig: Any) -> None:
+    x = 0.4 + 0.6 * gray()
+    window: dict[str, Any] = {"kernel_shape": [41, 41], "pads": [20, 20, 20, 20]}
+    _row(fig, [(x, "input"),
+               (average_pool(x, count_include_pad=0, **window), "count_include_pad = 0"),
+               (average_pool(x, count_include_pad=1, **window), "count_include_pad = 1")])
+
+
+@picture(POOLING, """MaxPool, 3 x 3 windows with stride 1 and SAME_UPPER padding, on single
+bright dots. With dilations 1 each dot grows into a 3 x 3 square; with dilations 4 the window's
+taps are 4 pixels apart, and each dot becomes a 3 x 3 lattice of dots: the shape of the dilated
+window.""", height=3.6)
+def max_pool_dilations(fig: Any) -> None:
+    dots = np.zeros((1, 1, 48, 48), np.float32)
+    dots[..., 12::24, 12::24] = 1
+    _row(fig, [(dots, "input")] + [
+        (max_pool(dots, kernel_shape=[3, 3], auto_pad="SAME_UPPER", dilations=[d, d]),
+         f"dilations = {d}") for d in (1, 4)])
+
+
+@picture(POOLING, """The global pools reduce each channel of the photograph to one value: the
+mean (GlobalAveragePool), the maximum (GlobalMaxPool) and the 2-norm (GlobalLpPool, shown
+divided by the square root of the pixel count: the root mean square).""")
+def global_pools(fig: Any) -> None:
+    x = photo()
+    values = {"GlobalAveragePool": global_average_pool(x),
+              "GlobalMaxPool": global_max_pool(x),
+              "GlobalLpPool / sqrt(H W)": global_lp_pool(x, p=2) / np.sqrt(x[0, 0].size)}
+    ax = fig.subplots()
+    width = 0.8 / len(values)
+    for i, (label, v) in enumerate(values.items()):
+        ax.bar(np.arange(3) + (i - 1) * width, v.ravel(), width, label=label)
+    ax.set_xticks(range(3), ["red", "green", "blue"])
+    ax.set_ylabel("value (pixels in [0, 1])")
+    ax.set_ylim(0, 1.25)
+    ax.legend(fontsize=9, ncols=3, loc="upper center")
+
+
+# ------------------------------------------------------------------------------ Hardmax
+
+@picture("Hardmax", """Hardmax over the colour axis (axis=1 of the (1, 3, H, W) photograph): each
+pixel becomes pure red, green or blue, whichever of its channels is largest (the first on a
+tie). The portrait's blue background and shirt stay blue, the skin turns red.""", height=4.4)
+def hardmax_channels(fig: Any) -> None:
+    x = photo()
+    _row(fig, [(x, "input"), (hardmax(x, axis=1), "Hardmax, axis = 1")])
+
+
+# ------------------------------------------------------------------------------ the benchmark
+
+BENCH = "The benchmark (NumPy path, committed results)"
+
+
+def _bench_rows(dtype: str) -> list[dict[str, Any]]:
+    with open(BENCHMARK, encoding="utf-8") as f:
+        return [r for r in json.load(f)["rows"] if r["dtype"] == dtype]
+
+
+def _throughput(fig: Any, dtype: str) -> None:
+    rows = _bench_rows(dtype)
+    ax = fig.subplots()
+    y = np.arange(len(rows))
+    for offset, (label, runs) in enumerate((
+            ("onnx-cupy (NumPy path)", rows),
+            ("onnxruntime (CPU)", [r["peers"]["onnxruntime"] for r in rows]))):
+        mid = np.array([r["melem_s"] for r in runs])
+        low, high = np.array([r.get("melem_s_range", [r["melem_s"]] * 2) for r in runs]).T
+        ax.barh(y + (offset - 0.5) * 0.4, mid, 0.4, xerr=[mid - low, high - mid], label=label,
+                capsize=2)
+    ax.set_yticks(y, [r["case"] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("million output elements per second (median, range over the runs)")
+    ax.legend(fontsize=9, loc="lower right")
+
+
+@picture(BENCH, """Throughput of each float32 benchmark case on the NumPy path and in onnxruntime
+(1 thread), from benchmarks/results/numpy.json: bars are medians over the runs, whiskers their
+range. Longer is faster.""", height=5.0, reads=BENCHMARK)
+def bench_float32(fig: Any) -> None:
+    _throughput(fig, "float32")
+
+
+@picture(BENCH, """The same for float16: onnxruntime runs its float32 kernels between two casts,
+and NumPy's float16 conversions cost about as much, so the two are closer.""", height=5.0,
+         reads=BENCHMARK)
+def bench_float16(fig: Any) -> None:
+    _throughput(fig, "float16")
+
+
+@picture(BENCH, """The NumPy path's throughput over onnx.reference's (the executable
+specification, timed on a reduced shape) for each float32 case, on a log scale: right of the
+line at 1 the NumPy path is faster. The pools gain most: onnx.reference loops over the output
+elements in Python.""", height=5.0, reads=BENCHMARK)
+def bench_reference(fig: Any) -> None:
+    rows = [r for r in _bench_rows("float32") if "onnx.reference" in r["peers"]]
+    ax = fig.subplots()
+    ax.barh(np.arange(len(rows)), [r["peers"]["onnx.reference"]["ratio"] for r in rows])
+    ax.set_yticks(np.arange(len(rows)), [r["case"] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.axvline(1, color="black", linewidth=0.8)
+    ax.set_xlabel("throughput over onnx.reference's (x)")

@@ -1,0 +1,135 @@
+"""The built documentation site: it builds with warnings as errors; the API page documents every
+exported name with readable return types; no table or code block can be cut (each sits in a box
+that scrolls sideways inside the content column, and the theme's column gives way on narrow
+windows); the gallery shows its pictures with captions; the index page shows a picture and an
+example. (The layout in a browser: docs/_tools/check_layout.py, with Chromium.)"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import onnx_cupy
+
+pytest.importorskip("sphinx", reason="the documentation needs the docs extra")
+pytest.importorskip("furo", reason="the documentation needs the docs extra")
+bs4 = pytest.importorskip("bs4", reason="furo's dependency beautifulsoup4 reads the pages")
+
+pytestmark = pytest.mark.slow   # one Sphinx build, gallery included: about 15 s
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+API_MODULES = ["onnx_cupy", "onnx_cupy.nn.functional", "onnx_cupy.dask", "onnx_cupy.onnx_backend"]
+
+
+def _exports_extension():
+    spec = importlib.util.spec_from_file_location("exports", DOCS / "_ext" / "exports.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("html")
+    res = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(DOCS),
+                          str(out)], capture_output=True, text=True, timeout=900, check=False,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert res.returncode == 0, res.stderr
+    return out
+
+
+def _page(site: Path, name: str):
+    return bs4.BeautifulSoup((site / name).read_text(encoding="utf-8"), "html.parser")
+
+
+def _pages(site: Path) -> list[Path]:
+    return sorted(p for p in site.glob("*.html") if p.stem not in ("genindex", "search"))
+
+
+def test_every_export_is_documented(site):
+    api = _page(site, "api.html")
+    documented = {dt["id"] for dt in api.select("dt.sig[id]")}
+    exports = _exports_extension()
+    wanted = {f"{m}.{n}" for m in API_MODULES for n in exports.public_names(m)}
+    assert {f"onnx_cupy.{n}" for n in onnx_cupy.__all__ if n != "__version__"} <= wanted
+    assert {"onnx_cupy.warmup", "onnx_cupy.max_pool", "onnx_cupy.global_lp_pool",
+            "onnx_cupy.nn.functional.max_pool2d", "onnx_cupy.dask.max_pool",
+            "onnx_cupy.onnx_backend.prepare"} <= wanted
+    assert wanted <= documented, sorted(wanted - documented)
+
+
+def test_return_types_are_readable(site):
+    """No bare type variable as a return type: the Returns section's words stand."""
+    api = _page(site, "api.html")
+    for field in api.select("dl.field-list > dt"):
+        if field.get_text(strip=True).startswith("Return"):
+            text = field.find_next_sibling("dd").get_text(" ", strip=True)
+            assert "ArrayT" not in text, text
+    for sig in api.select("dl.py.function"):
+        fields = [dt.get_text(strip=True) for dt in sig.select("dl.field-list > dt")]
+        assert any(f.startswith("Return") for f in fields), sig.dt["id"]
+
+
+def _css_rules(css: str) -> dict[str, str]:
+    """selector -> declarations of a plain CSS file (media queries flattened)."""
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
+    rules: dict[str, str] = {}
+    for selectors, body in re.findall(r"([^{}@]+)\{([^{}]*)\}", css):
+        for selector in selectors.split(","):
+            rules[" ".join(selector.split())] = rules.get(" ".join(selector.split()), "") + body
+    return rules
+
+
+def test_no_table_or_code_block_can_be_cut(site):
+    rules = _css_rules((site / "_static" / "layout.css").read_text(encoding="utf-8"))
+    for box in ("div.table-wrapper", "div.highlight", "article pre"):
+        assert re.search(r"overflow-x:\s*auto", rules[box]), box
+        assert re.search(r"max-width:\s*100%", rules[box]), box
+    assert re.search(r"min-width:\s*0", rules[".content"])      # the column gives way
+    assert re.search(r"overflow-wrap:\s*break-word", rules["article table.docutils td"])
+    assert re.search(r"box-sizing:\s*border-box", rules["div.table-wrapper"])
+    tables = code = 0
+    for path in _pages(site):
+        page = _page(site, path.name)
+        assert page.select_one('link[href^="_static/layout.css"]'), path.name
+        for table in page.select("article table"):
+            assert table.find_parent("div", class_="table-wrapper"), path.name
+            tables += 1
+        for pre in page.select("article pre"):
+            assert pre.find_parent("div", class_="highlight"), path.name
+            code += 1
+    assert tables > 30 and code > 30, (tables, code)
+
+
+def test_every_image_is_there(site):
+    for path in _pages(site):
+        for img in _page(site, path.name).select("article img"):
+            assert (site / img["src"]).is_file(), (path.name, img["src"])
+
+
+def test_gallery_page(site):
+    page = _page(site, "gallery.html")
+    figures = page.select("article figure")
+    assert len(figures) >= 12
+    for figure in figures:
+        img, caption = figure.find("img"), figure.find("figcaption")
+        assert img["alt"] and len(caption.get_text(" ", strip=True).split()) >= 15
+        image = site / img["src"]
+        assert image.suffix == ".png" and image.stat().st_size <= 300_000, image
+    assert "Grace Hopper" in page.get_text() and "public domain" in page.get_text()
+
+
+def test_index_shows_a_picture_and_an_example(site):
+    page = _page(site, "index.html")
+    assert page.select_one("article figure img")
+    assert page.select_one("article div.highlight-python pre")
+    text = page.select_one("article").get_text(" ")
+    for op in ("AveragePool", "LpPool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool",
+               "GlobalLpPool", "Hardmax", "Resize"):
+        assert op in text
