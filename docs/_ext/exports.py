@@ -40,6 +40,8 @@ def directive(module_name: str, name: str) -> list[str]:
     obj = getattr(importlib.import_module(module_name), name)
     if inspect.isclass(obj):
         return [f".. autoclass:: {module_name}.{name}", "   :members:", ""]
+    if not callable(obj):   # a constant: its value
+        return [f".. autodata:: {module_name}.{name}", ""]
     return [f".. autofunction:: {module_name}.{name}", ""]
 
 
