@@ -85,7 +85,8 @@ def test_cpu_dlpack_becomes_numpy_without_copy(rng):
 
 def test_cuda_input_without_cupy_is_a_clear_type_error(monkeypatch):
     monkeypatch.setattr(execution, "cupy_module", lambda: None)
-    with pytest.raises(TypeError, match=r"AveragePool: X is a CUDA array \(CudaInterface\); install cupy"):
+    with pytest.raises(TypeError, match=r"AveragePool: X is a CUDA array \(CudaInterface\); install "
+                                        r"CuPy to run on it: pip install \"cupy-cuda12x"):
         oc.average_pool(CudaInterface(), kernel_shape=[1])
 
 

@@ -1,4 +1,4 @@
-"""onnx_cupy.nn.functional against PyTorch's recorded results (every case of ../shared/torch/ on
+"""onnx_cupy.nn.functional against PyTorch's recorded results (every case of tests/data/torch/ on
 the numpy and emulated paths: float64 within 1e-9 relative, float32 within 1e-5 relative plus
 1e-6 of the largest magnitude, for outputs that cancel to near zero: PyTorch computes float32
 coordinates, weights and sums in float32, 17 of its float32 results are off by about one unit

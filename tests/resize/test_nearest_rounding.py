@@ -2,7 +2,7 @@
 computes them (((y + 0.5f) / s) - 0.5f and the like; PyTorch also works in float32), not from
 float64 ones (onnx.reference): checked on the cases that differ, against onnxruntime on seeded
 configurations at a rounding boundary, and against PyTorch's recorded results with the
-attributes its ONNX exporter writes (../shared/torch/)."""
+attributes its ONNX exporter writes (tests/data/torch/)."""
 from __future__ import annotations
 
 import numpy as np

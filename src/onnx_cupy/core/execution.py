@@ -154,8 +154,10 @@ def as_array(x: Any, op: str) -> Any:
     if cuda_interface or device in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
         cp = cupy_module()
         if cp is None:
-            raise TypeError(f"{op}: X is a CUDA array ({type(x).__name__}); install cupy "
-                            f"(onnx-cupy[cuda12]) to run on it")
+            from . import extras
+
+            raise TypeError(f"{op}: X is a CUDA array ({type(x).__name__}); install CuPy to run "
+                            f"on it: {extras.install_hint('cuda12')}")
         return cp.asarray(x) if cuda_interface else cp.from_dlpack(x)
     if device == _DLPACK_CPU:
         return np.from_dlpack(x)

@@ -118,7 +118,7 @@ def _nvrtc() -> Any:
     except RuntimeError as exc:  # cuda.bindings without the NVRTC library
         raise ModuleNotFoundError(
             f"onnx-cupy kernels needs NVRTC ({exc}); install it with: "
-            'pip install "onnx-cupy[kernels]"',
+            f"{extras.install_hint('kernels', 'nvidia-cuda-nvrtc')}",
             name="nvidia-cuda-nvrtc-cu12") from exc
     return nvrtc
 
