@@ -60,6 +60,8 @@ loader.register(FAMILY, [_expression(k, t, b) for k in KERNELS for t in dtypes.F
                          for b in dtypes.INDEX_TYPES],
                 {"HardmaxGeom": _GEOM}, fast={**_ROWS, **_COLS}, cooperative=_ROWS,
                 threads=dict.fromkeys(_ROWS, MAX_ROW_GROUP),
+                grid_stride={_expression(k, t, b): axis for k, axis in zip(KERNELS, "zy")
+                             for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES},
                 defines={"HARDMAX_PACK_BYTES": PACK_BYTES, "HARDMAX_WARP": WARP,
                          "HARDMAX_MAX_GROUP": MAX_ROW_GROUP})
 

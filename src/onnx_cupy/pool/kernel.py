@@ -100,18 +100,19 @@ def _global_expression(dtype_name: str, bits: int) -> str:
     return f"pool_global<{storage}, {acc}, {dtypes.INDEX_TYPES[bits]}>"
 
 
+_GENERIC = [_expression(t, b, r) for t in TYPES for b in dtypes.INDEX_TYPES for r in RANKS]
+_FAST = {_fast_expression(t, b, m, r, w): OUTPUTS
+         for t in TYPES for b in dtypes.INDEX_TYPES
+         for m in MODES.values() if t not in MAX_ONLY or m == MODES["max"]
+         for r in FAST_RANKS for w in (None, *(WINDOWS if r in WINDOW_RANKS else ()))}
 _GLOBAL = [_global_expression(t, b) for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES]
 
-loader.register(FAMILY,
-                [_expression(t, b, r) for t in TYPES for b in dtypes.INDEX_TYPES for r in RANKS]
-                + _GLOBAL,
+loader.register(FAMILY, _GENERIC + _GLOBAL,
                 {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM, "PoolGlobalGeom": _GLOBAL_GEOM},
-                cooperative=_GLOBAL,
-                fast={_fast_expression(t, b, m, r, w): OUTPUTS
-                      for t in TYPES for b in dtypes.INDEX_TYPES
-                      for m in MODES.values() if t not in MAX_ONLY or m == MODES["max"]
-                      for r in FAST_RANKS
-                      for w in (None, *(WINDOWS if r in WINDOW_RANKS else ()))},
+                cooperative=_GLOBAL, fast=_FAST,
+                # outputs on x (generic), planes on y (fast), planes on x (global)
+                grid_stride={**dict.fromkeys(_GENERIC, "x"), **dict.fromkeys(_FAST, "y"),
+                             **dict.fromkeys(_GLOBAL, "x")},
                 defines={"POOL_MAXD": MAX_SPATIAL, "POOL_OUTPUTS": OUTPUTS,
                          "POOL_MIN_BLOCKS": MIN_BLOCKS,
                          **{f"POOL_{k}": v for k, v in zip(("AVERAGE", "LP", "MAX"),

@@ -120,11 +120,13 @@ _FAST.update({_fast_expression(d, r, taps, walk, b): _outputs(d, r, taps, b)
               for b in dtypes.INDEX_TYPES for walk in (RESIZED, KEPT) for d in _WEIGHTED_DTYPES
               for r in FAST_RANKS for taps in FAST_TAPS[1:] if _fast_shape(walk, d, r, taps, b)})
 
-loader.register(FAMILY, [_nearest_expression(n, r, b) for b in dtypes.INDEX_TYPES
-                         for r in GENERIC_RANKS for n in POD_BYTES]
-                + [_weighted_expression(t, r, b) for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS
-                   for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)],
-                {"ResizeGeom": _GEOM, "ResizeFastGeom": _FAST_GEOM}, fast=_FAST,
+_GENERIC = ([_nearest_expression(n, r, b) for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS
+             for n in POD_BYTES]
+            + [_weighted_expression(t, r, b) for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS
+               for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)])
+loader.register(FAMILY, _GENERIC, {"ResizeGeom": _GEOM, "ResizeFastGeom": _FAST_GEOM}, fast=_FAST,
+                # outputs on x (generic), a row's walk on x (fast)
+                grid_stride=dict.fromkeys([*_GENERIC, *_FAST], "x"),
                 defines={"RESIZE_MAXD": MAX_DIMS, "RESIZE_TABLE_ALIGN": TABLE_ALIGN,
                          # the least int and long long, written so no literal overflows
                          "RESIZE_OUTSIDE": f"({OUTSIDE[32] + 1}-1)",
