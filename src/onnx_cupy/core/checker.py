@@ -101,11 +101,15 @@ class KernelCheckError(RuntimeError):
 @dataclasses.dataclass
 class Session:
     """What the launches inside one `checking()` block did: `launches` checked, `accesses` to
-    global and shared memory checked; `stride_blocks` narrows grid-stride axes (`narrowed`)."""
+    global and shared memory checked, the `instantiations` launched ((family, expression) of
+    the registered kernels); `stride_blocks` narrows grid-stride axes (`narrowed`); with
+    `record_only`, launches of registered kernels are recorded and not run."""
 
     stride_blocks: int | None = None
+    record_only: bool = False
     launches: int = 0
     accesses: int = 0
+    instantiations: set[tuple[str, str]] = dataclasses.field(default_factory=set)
 
 
 _session: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
@@ -118,8 +122,13 @@ def active() -> bool:
     return _session.get() is not None or os.environ.get(ENVIRONMENT, "") not in ("", "0")
 
 
+def session() -> Session | None:
+    """The enclosing `checking()` block's session, if any."""
+    return _session.get()
+
+
 @contextlib.contextmanager
-def checking(stride_blocks: int | None = None) -> Iterator[Session]:
+def checking(stride_blocks: int | None = None, record_only: bool = False) -> Iterator[Session]:
     """Check every emulated launch inside the block; yields the `Session` that counts them.
 
     Parameters
@@ -128,6 +137,9 @@ def checking(stride_blocks: int | None = None) -> Iterator[Session]:
         Launch at most this many blocks along each grid axis that the kernel walks in a
         grid-stride loop (as registered with the family), so that one block serves several
         planes or rows and races between the loop's iterations show. The host's grid by default.
+    record_only : bool
+        Record which registered instantiations the calls launch, launching nothing (their
+        outputs stay unwritten): what to compile ahead of a checked run.
 
     Examples
     --------
@@ -141,7 +153,7 @@ def checking(stride_blocks: int | None = None) -> Iterator[Session]:
     """
     if stride_blocks is not None and stride_blocks < 1:
         raise ValueError(f"checking: stride_blocks must be at least 1, got {stride_blocks}")
-    session = Session(stride_blocks)
+    session = Session(stride_blocks, record_only)
     token = _session.set(session)
     try:
         yield session

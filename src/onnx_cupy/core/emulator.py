@@ -352,6 +352,11 @@ def launch(family: str, expression: str, grid: tuple[int, int, int], block: tupl
         library(family, expression).launch(expression, grid, block, args, cooperative,
                                            _seed.get())
         return
+    session = checker.session()
+    if session is not None:
+        session.instantiations.add((family, expression))
+        if session.record_only:
+            return
     grid = checker.narrowed(grid, loader.grid_stride_axes(family, expression))
     library(family, expression, checked=True).launch(expression, grid, block, args, cooperative,
                                                      _seed.get())
