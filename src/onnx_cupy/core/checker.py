@@ -336,13 +336,18 @@ def _site(file: bytes | None, line: int) -> str:
 
 
 def _location(module: Module, pc: int) -> str | None:
-    """file:line of the access whose call returns to `pc` (the library's line tables)."""
+    """file:line of the access whose call returns to `pc` (the library's line tables), and,
+    where that is in a function inlined into the kernel, the kernel's line that calls it."""
     if not pc:
         return None
     try:
-        out = subprocess.run(["addr2line", "-e", str(module.path), hex(pc - module.base - 1)],
+        out = subprocess.run(["addr2line", "-i", "-e", str(module.path),
+                              hex(pc - module.base - 1)],
                              capture_output=True, text=True, check=False, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
-    line = out.strip().splitlines()[0] if out.strip() else ""
-    return None if not line or line.startswith("??") else Path(line.split(" ")[0]).name
+    frames = [Path(line.split(" ")[0]).name for line in out.splitlines()
+              if line and not line.startswith("??")]
+    if not frames:
+        return None
+    return frames[0] if len(frames) == 1 else f"{frames[0]} (inlined into {frames[-1]})"

@@ -132,19 +132,28 @@ def table(result: Result) -> str:
                                for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
 
 
+def versions() -> str:
+    """The versions the figures depend on (the compiler decides which accesses remain to
+    check), as the generated page's `- versions:` line."""
+    return (f"- versions: onnx-cupy {__version__}, {emulator.compiler_version()}, NumPy "
+            f"{_numpy()}, Python {platform.python_version()}")
+
+
 def markdown(result: Result, command: str) -> str:
-    """The figures as the documentation includes them (docs/_generated/check_kernels.md)."""
-    header = (f"Configurations of every family run under the checker "
-              f"({'the quick subset' if result.quick else 'all of them'}), each on the host's "
-              f"grid and again with its grid-stride axes narrowed to {STRIDE_BLOCKS} block: "
-              f"{result.instantiations} kernel instantiations; onnx-cupy {__version__}, "
-              f"{emulator.compiler_version()}, NumPy {_numpy()}, Python "
-              f"{platform.python_version()}, {date.today().isoformat()}.")
-    lines = [f"<!-- written by `{command}`; do not edit -->", header, "",
+    """The figures as the documentation includes them (docs/_generated/check_kernels.md):
+    lines starting with '- ' describe the run, the rest is what the configurations give."""
+    t = result.total()
+    run = (f"- run: {result.seconds:.0f} s on {platform.machine()} ({os.cpu_count()} CPUs), "
+           f"{date.today().isoformat()}")
+    what = (f"{'The quick subset of the' if result.quick else 'All'} configurations of every "
+            f"family, each run on the host's grid and again with its grid-stride axes narrowed "
+            f"to {STRIDE_BLOCKS} block: {t.configurations:,} configurations, "
+            f"{result.instantiations} kernel instantiations.")
+    lines = [f"<!-- written by `{command}`: do not edit -->", run, versions(), "", what, "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(r) + " |" for r in _rows(result)]
     lines += ["", f"`{result.last_line()}`"]
-    lines += [f"- {name}: {message}" for name, message in result.errors]
+    lines += [f"\n**Error** in {name}: {message}" for name, message in result.errors]
     return "\n".join(lines) + "\n"
 
 
