@@ -269,30 +269,36 @@ OC_UNCHECKED inline bool element_byte(const Region& r, unsigned long long at) {
   return (reinterpret_cast<const unsigned char*>(r.map)[bit / 8] >> (bit % 8)) & 1u;
 }
 
+// The error of an access to region r whose span holds it: GAP, READ_ONLY, or NONE.
+OC_UNCHECKED inline Kind region_error(const Region& r, unsigned long long address,
+                                      unsigned long long size, Access access) {
+  for (unsigned long long at = address; at < address + size; ++at)
+    if (!element_byte(r, at)) return GAP;
+  return access != LOAD && r.read_only ? READ_ONLY : NONE;
+}
+
+// Arguments may alias (a view of another's memory): an access is fine if one argument whose
+// span holds it allows it; else the first such argument's error, or OUTSIDE of them all (the
+// report names the nearest).
 OC_UNCHECKED inline void global_access(unsigned long long address, unsigned long long size,
                                        Access access) {
   const State& s = state;
-  long long nearest = -1;
+  long long nearest = -1, holder = -1;
+  Kind error = OUTSIDE;
   unsigned long long distance = ~0ull;
   for (int i = 0; i < s.n_regions; ++i) {
     const Region& r = s.regions[i];
     if (address >= r.lo && address + size <= r.hi) {
-      for (unsigned long long at = address; at < address + size; ++at)
-        if (!element_byte(r, at)) {
-          report(GAP, access, address, size).region = i;
-          stop();
-        }
-      if (access != LOAD && r.read_only) {
-        report(READ_ONLY, access, address, size).region = i;
-        stop();
-      }
-      return;
+      const Kind k = region_error(r, address, size, access);
+      if (k == NONE) return;
+      if (holder < 0) { holder = i; error = k; }
+      continue;
     }
     const unsigned long long d = address + size <= r.lo ? r.lo - address
                                  : address >= r.hi ? address - r.hi + 1 : 0;
     if (d < distance) { distance = d; nearest = i; }
   }
-  report(OUTSIDE, access, address, size).region = nearest;
+  report(error, access, address, size).region = holder >= 0 ? holder : nearest;
   stop();
 }
 

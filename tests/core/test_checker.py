@@ -4,7 +4,10 @@ the faulty access and leaves the caller's arrays as they were; the correct twins
 cooperative test kernels and the families' kernels run clean and give the unchecked results."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +18,7 @@ from onnx_cupy.core import checker, emulator, loader
 from onnx_cupy.core.checker import KernelCheckError
 
 HERE = Path(__file__).parent / "kernels"
+ROOT = Path(__file__).resolve().parents[2]
 BROKEN = ["copy_until<0>", "copy_until<1>", "neighbour<true>", "neighbour<false>", "half_filled",
           "branch_barrier<0>", "branch_barrier<1>", "plane_sums<true>", "plane_sums<false>",
           "warp_exchange<0>", "warp_exchange<1>", "warp_exchange<2>", "shared_count<false>",
@@ -296,18 +300,23 @@ def test_narrowing_takes_the_registered_grid_stride_axes(monkeypatch, rng):
         pass
 
 
-def test_environment_variable_turns_checking_on(monkeypatch, rng):
-    x = rng.standard_normal((2, 3, 8)).astype(np.float32)
-    monkeypatch.setenv(checker.ENVIRONMENT, "1")
-    assert checker.active()
-    monkeypatch.setattr(emulator, "_libraries", {})
-    with oc.backend("emulated"):
-        y = oc.global_lp_pool(x, p=2)
-    assert [checked for *_, checked in emulator._libraries] == [True]
-    np.testing.assert_allclose(y[..., 0], np.sqrt((x.astype(np.float64) ** 2).sum(-1)),
-                               rtol=1e-5)
-    monkeypatch.setenv(checker.ENVIRONMENT, "0")
-    assert not checker.active()
+def test_environment_variable_turns_checking_on(tmp_path):
+    """A process started with ONNX_CUPY_CHECK=1 checks every emulated launch (and one started
+    with 0 does not)."""
+    script = ("import numpy as np, onnx_cupy as oc\n"
+              "from onnx_cupy.core import emulator\n"
+              "x = np.random.default_rng(0).standard_normal((2, 3, 8)).astype(np.float32)\n"
+              "with oc.backend('emulated'):\n"
+              "    y = oc.global_lp_pool(x, p=2)\n"
+              "assert np.allclose(y[..., 0], np.sqrt((x.astype(np.float64) ** 2).sum(-1)))\n"
+              "print([checked for *_, checked in emulator._libraries])\n")
+    for value, checked in (("1", True), ("0", False)):
+        env = {**os.environ, checker.ENVIRONMENT: value,
+               "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+        res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env=env, cwd=tmp_path, timeout=600, check=False)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.split() == [f"[{checked}]"]
 
 
 def test_checked_libraries_are_cached_apart():

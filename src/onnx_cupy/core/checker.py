@@ -18,8 +18,8 @@ guard bytes (at the original's address modulo GUARD_ALIGN), so that an access pa
 cannot land in another; the results are copied back only after a clean launch, so nothing is
 written to the caller's arrays after an error.
 
-Turn it on with `checking()` around emulated calls, or for a whole process with the
-environment variable ONNX_CUPY_CHECK=1; `checking` also counts launches and accesses.
+Turn it on with `checking()` around emulated calls, or for a whole process by starting it with
+the environment variable ONNX_CUPY_CHECK=1; `checking` also counts launches and accesses.
 """
 from __future__ import annotations
 
@@ -116,10 +116,14 @@ _session: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
     "onnx_cupy_checker", default=None)
 
 
+# ONNX_CUPY_CHECK, read once: the process's setting
+_environment = os.environ.get(ENVIRONMENT, "") not in ("", "0")
+
+
 def active() -> bool:
-    """Whether emulated launches are checked here: inside `checking()`, or ONNX_CUPY_CHECK set
-    to anything but '' or '0'."""
-    return _session.get() is not None or os.environ.get(ENVIRONMENT, "") not in ("", "0")
+    """Whether emulated launches are checked here: inside `checking()`, or in a process started
+    with ONNX_CUPY_CHECK set to anything but '' or '0'."""
+    return _environment or _session.get() is not None
 
 
 def session() -> Session | None:

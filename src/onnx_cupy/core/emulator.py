@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import loader
+from . import checker, loader
 
 CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-w")
 # The checking mode's compile: the checker compiled into the shim, every load and store of the
@@ -121,12 +121,9 @@ class Module:
         drawn from `seed`. A checked library raises checker.KernelCheckError at the first error
         it finds, before the faulty access, leaving the arrays of `args` as they were."""
         if self.checked:
-            from . import checker
-
             checker.launch(self, expression, grid, block, args, cooperative, seed)
-        else:
-            self.check_status(self.run(expression, grid, block, args, cooperative, seed),
-                              expression, grid, block)
+        elif status := self.run(expression, grid, block, args, cooperative, seed):
+            self.check_status(status, expression, grid, block)
 
     def run(self, expression: str, grid: tuple[int, int, int], block: tuple[int, int, int],
             args: tuple[Any, ...], cooperative: bool, seed: int) -> int:
@@ -134,10 +131,11 @@ class Module:
         fn = self._functions[expression]
         keep: list[object] = []
         ptrs = (ctypes.c_void_p * len(args))(*[_arg_pointer(a, keep) for a in args])
-        return int(fn((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), ptrs,
-                      ctypes.c_int(bool(cooperative)), ctypes.c_ulonglong(seed % 2**64),
-                      ctypes.c_void_p(self._shared.ctypes.data),
-                      ctypes.c_int(self._shared.size // 2)))
+        status: int = fn((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), ptrs,
+                         ctypes.c_int(bool(cooperative)), ctypes.c_ulonglong(seed % 2**64),
+                         ctypes.c_void_p(self._shared.ctypes.data),
+                         ctypes.c_int(self._shared.size // 2))
+        return status
 
     def check_status(self, status: int, expression: str, grid: tuple[int, int, int],
                      block: tuple[int, int, int]) -> None:
@@ -345,8 +343,6 @@ def launch(family: str, expression: str, grid: tuple[int, int, int], block: tupl
     """Run `expression` of kernels/<family>.cu over `grid` x `block` on the CPU, cooperatively
     (in the order of the current `schedule`) where the family registered it so; checked in
     checking mode (see checker.checking), with the grid-stride axes narrowed if it asks so."""
-    from . import checker
-
     cooperative = loader.cooperative(family, expression)
     if not checker.active():
         library(family, expression).launch(expression, grid, block, args, cooperative,
