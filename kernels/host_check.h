@@ -32,6 +32,19 @@ enum Kind {
 };
 enum Access { LOAD, STORE, ATOMIC };
 
+// What the host prints of each Kind (the compute-sanitizer tool that reports such errors, and
+// the error) and of each Access: the reports carry these names, not the numbers.
+inline const char* const CHECKS[] = {"", "memcheck", "memcheck", "memcheck", "memcheck",
+                                     "racecheck", "initcheck", "synccheck", "synccheck",
+                                     "synccheck", "synccheck", "synccheck"};
+inline const char* const ERRORS[] = {"", "out of bounds", "between elements", "misaligned",
+                                     "store to a const parameter", "race",
+                                     "uninitialized shared memory", "barrier with exited threads",
+                                     "barriers at different call sites",
+                                     "warp collective mismatch",
+                                     "warp collective naming an exited lane", "deadlock"};
+inline const char* const ACCESSES[] = {"load", "store", "atomic read-modify-write"};
+
 // An array argument of the launch, as the host describes it (onnx_cupy.core.checker.REGION).
 struct Region {
   unsigned long long lo, hi;  // the bytes its elements span: [lo, hi)
@@ -42,12 +55,14 @@ struct Region {
 
 // What stopped the launch (onnx_cupy.core.checker.Report mirrors the layout).
 struct Report {
-  long long kind, access;
+  const char* check;          // CHECKS[kind], ERRORS[kind]: empty where the launch ran clean
+  const char* error;
+  const char* access;         // ACCESSES[the access]
   unsigned long long address, size, pc;
   long long region, shared;   // the argument (the nearest one for OUTSIDE) and the __shared__
                               // variable (index among the launch's), or -1
   unsigned int block[3], thread[3], other[3];
-  long long other_access;     // the other thread's access in a race
+  const char* other_access;   // the other thread's access in a race
   const char* file;           // the barrier or collective the thread waits at (synccheck)
   long long line;
   const char* other_file;
@@ -171,8 +186,9 @@ OC_UNCHECKED inline void block_begin() {
 OC_UNCHECKED inline Report& report(Kind kind, Access access, unsigned long long address,
                                    unsigned long long size) {
   Report& r = state.report;
-  r.kind = kind;
-  r.access = access;
+  r.check = CHECKS[kind];
+  r.error = ERRORS[kind];
+  r.access = ACCESSES[access];
   r.address = address;
   r.size = size;
   r.region = r.shared = -1;
@@ -231,7 +247,7 @@ OC_UNCHECKED inline void shared_access(long long index, unsigned long long addre
       Report& r = report(RACE, access, address, size);
       r.shared = index;
       set_thread(r.other, (unsigned int)other.first);
-      r.other_access = other.second;
+      r.other_access = ACCESSES[other.second];
       stop();
     }
   }
@@ -458,8 +474,8 @@ OC_UNCHECKED void oc_check_regions(const oc_check::Region* regions, int n) {
   oc_check::next_n_regions = n;
 }
 
-// The calling thread's last launch's report (kind NONE where it ran clean); returns its checked
-// accesses.
+// The calling thread's last launch's report (empty names where it ran clean); returns its
+// checked accesses.
 OC_UNCHECKED unsigned long long oc_check_result(oc_check::Report* out) {
   *out = oc_check::last_report;
   return oc_check::last_accesses;

@@ -46,36 +46,25 @@ GUARD_ALIGN = 1 << 12    # a copy keeps its original's address modulo this (vect
 # oc_check::Region: the bytes an array argument's elements span, a bit per byte of that span
 # (0: all of them are elements'), and whether the kernel's parameter is a pointer to const
 REGION = np.dtype([("lo", "<u8"), ("hi", "<u8"), ("map", "<u8"), ("read_only", "<i8")])
-ACCESSES = ("load", "store", "atomic read-modify-write")
 
 
 class Report(ctypes.Structure):
-    """oc_check::Report: what stopped a launch."""
+    """oc_check::Report: what stopped a launch (its names are host_check.h's; `check` None where
+    the launch ran clean)."""
 
-    _fields_ = [("kind", ctypes.c_longlong), ("access", ctypes.c_longlong),
-                ("address", ctypes.c_ulonglong), ("size", ctypes.c_ulonglong),
-                ("pc", ctypes.c_ulonglong), ("region", ctypes.c_longlong),
-                ("shared", ctypes.c_longlong), ("block", ctypes.c_uint * 3),
-                ("thread", ctypes.c_uint * 3), ("other", ctypes.c_uint * 3),
-                ("other_access", ctypes.c_longlong), ("file", ctypes.c_char_p),
-                ("line", ctypes.c_longlong), ("other_file", ctypes.c_char_p),
-                ("other_line", ctypes.c_longlong)]
-
-
-# oc_check::Kind -> (the compute-sanitizer tool that reports such errors, what went wrong)
-KINDS = {1: ("memcheck", "out of bounds"), 2: ("memcheck", "between elements"),
-         3: ("memcheck", "misaligned"), 4: ("memcheck", "store to a const parameter"),
-         5: ("racecheck", "race"), 6: ("initcheck", "uninitialized shared memory"),
-         7: ("synccheck", "barrier with exited threads"),
-         8: ("synccheck", "barriers at different call sites"),
-         9: ("synccheck", "warp collective mismatch"),
-         10: ("synccheck", "warp collective naming an exited lane"),
-         11: ("synccheck", "deadlock")}
+    _fields_ = [("check", ctypes.c_char_p), ("error", ctypes.c_char_p),
+                ("access", ctypes.c_char_p), ("address", ctypes.c_ulonglong),
+                ("size", ctypes.c_ulonglong), ("pc", ctypes.c_ulonglong),
+                ("region", ctypes.c_longlong), ("shared", ctypes.c_longlong),
+                ("block", ctypes.c_uint * 3), ("thread", ctypes.c_uint * 3),
+                ("other", ctypes.c_uint * 3), ("other_access", ctypes.c_char_p),
+                ("file", ctypes.c_char_p), ("line", ctypes.c_longlong),
+                ("other_file", ctypes.c_char_p), ("other_line", ctypes.c_longlong)]
 
 
 class KernelCheckError(RuntimeError):
     """An error the checker found in a launch: `check` (memcheck, racecheck, initcheck or
-    synccheck) and `kind`, the instantiation `kernel` (of library `library`), `block` and
+    synccheck) and `kind` (kernels/host_check.h's names), the instantiation `kernel` (of library `library`), `block` and
     `thread` (CUDA's indices), the faulty access (`access`: load, store or atomic; `address`,
     `size` in bytes), the `array` (a kernel parameter's name, or `__shared__ <name>`) and the
     byte `offset` in it, the `other_thread` of a race or barrier error, the source `location`
@@ -257,7 +246,7 @@ def launch(module: Module, expression: str, grid: tuple[int, int, int],
     if session is not None:
         session.launches += 1
         session.accesses += accesses
-    if report.kind:
+    if report.check:
         raise _error(module, expression, report, [parameters[i].name for i in order],
                      [arrays[i] for i in order], [copies[i] for i in order])
     module.check_status(status, expression, grid, block)
@@ -268,71 +257,88 @@ def launch(module: Module, expression: str, grid: tuple[int, int, int],
 
 def _error(module: Module, expression: str, r: Report, names: list[str],
            originals: list[np.ndarray], copies: list[np.ndarray]) -> KernelCheckError:
-    check, kind = KINDS.get(int(r.kind), ("checker", f"error {r.kind}"))
-    block, thread, other = tuple(r.block), tuple(r.thread), tuple(r.other)
+    """The exception for report `r` of a launch of `expression` whose array arguments were
+    `originals` (parameter `names`), run on `copies`."""
+    check, kind = _text(r.check), _text(r.error)
     fields: dict[str, Any] = {"check": check, "kind": kind, "library": module.name,
-                              "kernel": expression, "block": block, "thread": thread}
-    where = f"{expression}, block {block}, thread {thread}"
-    if check in ("synccheck",):
-        site = _site(r.file, r.line)
-        fields["location"] = site
-        if r.kind == 7:
-            text = f"waits at the barrier at {site} while thread {other} has exited"
-            fields["other_thread"] = other
-        elif r.kind == 8:
-            text = (f"waits at the barrier at {site} while thread {other} waits at the one "
-                    f"at {_site(r.other_file, r.other_line)}")
-            fields["other_thread"] = other
-        elif r.kind == 9:
-            text = (f"calls a warp collective at {site} with mask {r.address:#010x}, lane "
-                    f"{other} one at {_site(r.other_file, r.other_line)} with mask "
-                    f"{r.size:#010x} (or another collective or width)")
-            fields["other_thread"] = other
-        else:
-            text = f"waits at {site}, which the threads it waits for never reach"
-        return KernelCheckError(f"{check}: {kind}: {where}: {text}", **fields)
-    access = ACCESSES[int(r.access)]
+                              "kernel": expression, "block": tuple(r.block),
+                              "thread": tuple(r.thread)}
+    head = f"{check}: {kind}: {expression}, block {tuple(r.block)}, thread {tuple(r.thread)}"
+    if check == "synccheck":
+        return KernelCheckError(f"{head}: {_barrier_text(r, fields)}", **fields)
     location = _location(module, int(r.pc))
-    fields.update(access=access, address=int(r.address), size=int(r.size), location=location)
-    at = f" at {location}" if location else ""
-    what = f"{access} of {r.size} bytes at {r.address:#x}{at}"
+    fields.update(access=_text(r.access), address=int(r.address), size=int(r.size),
+                  location=location)
+    what = (f"{fields['access']} of {r.size} bytes at {r.address:#x}"
+            f"{f' at {location}' if location else ''}")
     if r.shared >= 0:
-        name = module.shared_names[int(r.shared)]
-        offset = int(r.address) - int(module.shared_pair(int(r.shared))[0])
-        fields.update(array=f"__shared__ {name}", offset=offset)
-        target = f"offset {offset} of __shared__ {name}"
-        if r.kind == 5:
-            fields["other_thread"] = other
-            text = (f"{target} races with a {ACCESSES[int(r.other_access)]} by thread {other} "
-                    f"since the last barrier")
-        elif r.kind == 6:
-            text = f"{target}, which no thread of the block has written"
-        elif r.kind == 3:
-            text = f"{target} is not aligned to {r.size} bytes"
-        else:
-            size = int(module.shared_pair(int(r.shared))[1])
-            text = f"{target} passes the end of the variable ({size} bytes)"
-        return KernelCheckError(f"{check}: {kind}: {where}: {what}: {text}", **fields)
-    if r.region < 0:
+        text = _shared_text(module, r, fields)
+    elif r.region >= 0:
+        i = int(r.region)
+        text = _array_text(r, names[i], originals[i], copies[i], fields)
+    else:
         text = "outside every array of the launch (there is none)"
-        return KernelCheckError(f"{check}: {kind}: {where}: {what}: {text}", **fields)
-    name, original, copy = names[int(r.region)], originals[int(r.region)], copies[int(r.region)]
+    return KernelCheckError(f"{head}: {what}: {text}", **fields)
+
+
+def _text(name: bytes | None) -> str:
+    return (name or b"").decode()
+
+
+def _barrier_text(r: Report, fields: dict[str, Any]) -> str:
+    """A synccheck report's explanation (fields: the location and other thread added)."""
+    site, other = _site(r.file, r.line), tuple(r.other)
+    fields["location"] = site
+    if fields["kind"] in ("barrier with exited threads", "barriers at different call sites",
+                          "warp collective mismatch"):
+        fields["other_thread"] = other
+    if fields["kind"] == "barrier with exited threads":
+        return f"waits at the barrier at {site} while thread {other} has exited"
+    if fields["kind"] == "barriers at different call sites":
+        return (f"waits at the barrier at {site} while thread {other} waits at the one at "
+                f"{_site(r.other_file, r.other_line)}")
+    if fields["kind"] == "warp collective mismatch":
+        return (f"calls a warp collective at {site} with mask {r.address:#010x}, lane {other} "
+                f"one at {_site(r.other_file, r.other_line)} with mask {r.size:#010x} (or "
+                f"another collective or width)")
+    return f"waits at {site}, which the threads it waits for never reach"
+
+
+def _shared_text(module: Module, r: Report, fields: dict[str, Any]) -> str:
+    """What a report on __shared__ memory found (fields: the array and offset added)."""
+    name = module.shared_names[int(r.shared)]
+    start, size = module.shared_pair(int(r.shared))
+    offset = int(r.address) - start
+    fields.update(array=f"__shared__ {name}", offset=offset)
+    target = f"offset {offset} of __shared__ {name}"
+    if fields["kind"] == "race":
+        fields["other_thread"] = tuple(r.other)
+        return (f"{target} races with a {_text(r.other_access)} by thread {tuple(r.other)} "
+                f"since the last barrier")
+    if fields["kind"] == "uninitialized shared memory":
+        return f"{target}, which no thread of the block has written"
+    if fields["kind"] == "misaligned":
+        return f"{target} is not aligned to {r.size} bytes"
+    return f"{target} passes the end of the variable ({size} bytes)"
+
+
+def _array_text(r: Report, name: str, original: np.ndarray, copy: np.ndarray,
+                fields: dict[str, Any]) -> str:
+    """What a report on array argument `name` found (fields: the array and offset added)."""
     offset = int(r.address) - copy.ctypes.data
     fields.update(array=name, offset=offset)
     extent = (f"{name} is {original.dtype} of shape {original.shape}, strides "
               f"{original.strides}, {original.nbytes} bytes")
-    if r.kind == 1:
+    if fields["kind"] == "out of bounds":
         lo, hi = _span(copy)
         side = (f"{lo - int(r.address)} bytes before its first byte" if int(r.address) < lo
                 else f"{int(r.address) + int(r.size) - hi} bytes past its last byte")
-        text = f"outside every array of the launch: offset {offset} of {name}, {side} ({extent})"
-    elif r.kind == 2:
-        text = f"offset {offset} of {name} is not on one of its elements ({extent})"
-    elif r.kind == 3:
-        text = f"offset {offset} of {name} is not aligned to {r.size} bytes"
-    else:
-        text = f"offset {offset} of {name}, a pointer to const"
-    return KernelCheckError(f"{check}: {kind}: {where}: {what}: {text}", **fields)
+        return f"outside every array of the launch: offset {offset} of {name}, {side} ({extent})"
+    if fields["kind"] == "between elements":
+        return f"offset {offset} of {name} is not on one of its elements ({extent})"
+    if fields["kind"] == "misaligned":
+        return f"offset {offset} of {name} is not aligned to {r.size} bytes"
+    return f"offset {offset} of {name}, a pointer to const"
 
 
 def _site(file: bytes | None, line: int) -> str:
