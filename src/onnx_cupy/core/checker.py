@@ -64,11 +64,11 @@ class Report(ctypes.Structure):
 
 class KernelCheckError(RuntimeError):
     """An error the checker found in a launch: `check` (memcheck, racecheck, initcheck or
-    synccheck) and `kind` (kernels/host_check.h's names), the instantiation `kernel` (of library `library`), `block` and
-    `thread` (CUDA's indices), the faulty access (`access`: load, store or atomic; `address`,
-    `size` in bytes), the `array` (a kernel parameter's name, or `__shared__ <name>`) and the
-    byte `offset` in it, the `other_thread` of a race or barrier error, the source `location`
-    (file:line) where known."""
+    synccheck) and `kind` (kernels/host_check.h's names), the instantiation `kernel` (of
+    library `library`), `block` and `thread` (CUDA's indices), the faulty access (`access`:
+    load, store or atomic read-modify-write; `address`, `size` in bytes), the `array` (a kernel
+    parameter's name, or `__shared__ <name>`) and the byte `offset` in it, the `other_thread` of
+    a race or barrier error, the source `location` (file:line) where known."""
 
     def __init__(self, message: str, **fields: Any) -> None:
         super().__init__(message)
@@ -160,8 +160,9 @@ def narrowed(grid: tuple[int, int, int], axes: str) -> tuple[int, int, int]:
     session = _session.get()
     if session is None or session.stride_blocks is None:
         return grid
-    return tuple(min(n, session.stride_blocks) if "xyz"[a] in axes else n  # type: ignore[return-value]
-                 for a, n in enumerate(grid))
+    cap = session.stride_blocks
+    x, y, z = (min(n, cap) if axis in axes else n for axis, n in zip("xyz", grid))
+    return x, y, z
 
 
 def _span(a: np.ndarray) -> tuple[int, int]:
@@ -227,7 +228,7 @@ def launch(module: Module, expression: str, grid: tuple[int, int, int],
               if isinstance(a, np.ndarray) and a.dtype.names is None}
     copies = _guarded(arrays)
     regions = np.zeros(len(arrays), REGION)
-    maps, order = [], sorted(arrays)
+    maps, order = [], sorted(arrays)   # maps: the element bits, alive until the launch returns
     for r, i in enumerate(order):
         lo, hi = _span(copies[i])
         bits = _element_map(copies[i], lo, hi)
