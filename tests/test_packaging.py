@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slow  # builds a wheel
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_FILES = sorted(p.name for p in (ROOT / "kernels").iterdir()
-                      if p.suffix == ".cu" or p.name in ("common.cuh", "host_shim.h"))
+                      if p.suffix == ".cu"
+                      or p.name in ("common.cuh", "host_shim.h", "host_check.h"))
 
 
 @pytest.fixture(scope="module")

@@ -25,11 +25,18 @@ MODULES = {_module(p): p for p in PACKAGE.rglob("*.py")}
 
 
 def _imports(name: str) -> set[str]:
-    """Every onnx_cupy module `name` imports, at module level or inside functions."""
+    """Every onnx_cupy module `name` imports at run time, at module level or inside
+    functions."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                   for n in ast.walk(block)}   # imports for type checkers only run no code
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("onnx_cupy"))
         elif isinstance(node, ast.ImportFrom):

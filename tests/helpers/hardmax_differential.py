@@ -12,23 +12,20 @@ classified (docs/semantics.md) and counted; below opset 13 onnx-cupy gives onnxr
 from __future__ import annotations
 
 import functools
-import math
-from typing import NamedTuple
 
 import numpy as np
 import onnx
 
 from helpers.differential import Record
-from helpers.util import BF16, inferred_shape, node_model, onnxruntime, reference
+from helpers.util import inferred_shape, node_model, onnxruntime, reference
 from onnx_cupy import hardmax
 from onnx_cupy.core import execution
+from onnx_cupy.tools.cases import hardmax as drawn
 
-CONFIGS = 1200
-SEED = 20261122
+# the configurations, drawn in the package (the kernel checker runs them too)
+CONFIGS, configuration, input_values = drawn.CONFIGS, drawn.configuration, drawn.input_values
+
 EMULATED_EVERY = 4
-DTYPES = (np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64))
-OPSETS = (1, 7, 11, 12, 13, 18, 21)
-MAX_ELEMENTS = 1 << 20  # of an input: the oracle loops over rows in Python
 
 
 def oracle(x: np.ndarray, axis: int, opset: int) -> np.ndarray:
@@ -58,68 +55,11 @@ def model(shape: tuple[int, ...], dtype: np.dtype, axis: int | None, opset: int)
                       shape=shape)
 
 
-def sample(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, nan: bool) -> np.ndarray:
-    """Small integers (frequent ties), fractions, +/-inf, and NaN when `nan`; exact in every dtype."""
-    x = rng.integers(-4, 5, size=shape).astype(np.float64)
-    mask = rng.random(shape)
-    x = np.where(mask < 0.4, rng.uniform(-3, 3, size=shape), x)
-    x[(mask > 0.95) & (mask <= 0.97)] = np.inf
-    x[mask > 0.97] = -np.inf
-    if nan:
-        x[mask < 0.02] = np.nan
-    return x.astype(dtype)
-
-
 def _try(fn, *args):
     try:
         return fn(*args)[0]
     except Exception:  # noqa: BLE001 (a runtime without a kernel for this dtype/opset)
         return None
-
-
-class Config(NamedTuple):
-    """Configuration `index`: opset, input shape and dtype, axis (None: the default), whether
-    the input holds NaN."""
-
-    index: int
-    opset: int
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    axis: int | None
-    nan: bool
-
-    @property
-    def name(self) -> str:
-        """The test id: index, opset, dtype, shape and axis."""
-        shape = "x".join(map(str, self.shape))
-        axis = "default" if self.axis is None else self.axis
-        return f"{self.index:04d}-opset{self.opset}-{self.dtype.name}-{shape}-axis{axis}"
-
-    def __str__(self) -> str:
-        return (f"config {self.index}: opset {self.opset} {self.shape} {self.dtype.name} "
-                f"axis={self.axis}{' with NaN' if self.nan else ''}")
-
-
-def _generator(index: int, stream: int) -> np.random.Generator:
-    """The generator of configuration `index`: stream 0 draws it, stream 1 its input."""
-    return np.random.default_rng([SEED, index, stream])
-
-
-@functools.cache
-def configuration(index: int) -> Config:
-    rng = _generator(index, 0)
-    opset = int(rng.choice(OPSETS))
-    dtype = DTYPES[int(rng.integers(len(DTYPES)))]
-    if dtype == BF16 and opset < 13:
-        dtype = np.dtype(np.float32)
-    rank = int(rng.integers(1, 6))
-    shape = (MAX_ELEMENTS + 1,)
-    while math.prod(shape) > MAX_ELEMENTS:
-        shape = tuple(int(v) for v in rng.choice([1, 2, 3, 5, 7, 33], size=rank))
-    axis = None if rng.random() < 0.15 else int(rng.integers(-rank, rank))
-    if axis is None and opset < 13 and rank < 2:
-        axis = 0
-    return Config(index, opset, dtype, shape, axis, bool(rng.random() < 0.2))
 
 
 @functools.cache
@@ -130,7 +70,7 @@ def evaluate(index: int) -> Record:
     `reference ran`, `runtimes agree` and the `differ: ...` classes."""
     c = configuration(index)
     record = Record(c)
-    x = sample(_generator(index, 1), c.shape, c.dtype, c.nan)
+    x = input_values(c)
     m = model(c.shape, c.dtype, c.axis, c.opset)
     default = -1 if c.opset >= 13 else 1
     expected = oracle(x, default if c.axis is None else c.axis, c.opset)

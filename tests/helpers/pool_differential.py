@@ -26,8 +26,6 @@ from helpers.differential import Record
 from helpers.pool_oracle import geometry, output_shape
 from helpers.pool_oracle import pool as oracle
 from helpers.util import (
-    BF16,
-    FLOAT_DTYPES,
     TOL,
     assert_close,
     inferred_shape,
@@ -35,51 +33,13 @@ from helpers.util import (
     onnxruntime,
     reference,
 )
-from onnx_cupy import average_pool, lp_pool
+from onnx_cupy.tools.cases import pool as drawn
 
-CONFIGS = 1000
-SEED = 20261123
+# the configurations, drawn in the package (the kernel checker runs them too)
+CONFIGS, OPS, RUN, configuration, sample = (drawn.CONFIGS, drawn.OPS, drawn.RUN,
+                                            drawn.configuration, drawn.sample)
+
 EMULATED_EVERY = 10
-OPS = ("AveragePool", "LpPool")
-RUN = {"AveragePool": average_pool, "LpPool": lp_pool}
-# opsets drawn: every version, and opsets in between (the version in force decides)
-OPSETS = {"AveragePool": (1, 7, 9, 10, 11, 15, 19, 21, 22),
-          "LpPool": (1, 2, 8, 11, 17, 18, 22)}
-SINCE = {"AveragePool": {"count_include_pad": 7, "ceil_mode": 10, "dilations": 19},
-         "LpPool": {"ceil_mode": 18, "dilations": 18}}
-VERSIONS = {"AveragePool": (1, 7, 10, 11, 19, 22), "LpPool": (1, 2, 11, 18, 22)}
-
-
-def version_of(op: str, opset: int) -> int:
-    return max(v for v in VERSIONS[op] if v <= opset)
-
-
-def draw(rng: np.random.Generator, op: str, opset: int) -> tuple[tuple[int, ...], dict]:
-    """A small random shape and attributes: pads up to kernel + 1, auto_pad (also "") sometimes
-    with pads, dilations, ceil_mode, count_include_pad, p."""
-    nd = int(rng.integers(1, 4))
-    spatial = [int(rng.integers(1, {1: 10, 2: 7, 3: 5}[nd])) for _ in range(nd)]
-    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 3)), *spatial)
-    attrs: dict[str, Any] = {"kernel_shape": rng.integers(1, 4, nd).tolist()}
-    if rng.random() < 0.7:
-        attrs["strides"] = rng.integers(1, 4, nd).tolist()
-    if opset >= SINCE[op]["dilations"] and rng.random() < 0.4:
-        attrs["dilations"] = rng.integers(1, 4, nd).tolist()
-    auto_pad = str(rng.choice(["NOTSET", "NOTSET", "", "SAME_UPPER", "SAME_LOWER", "VALID"]))
-    if auto_pad != "NOTSET" or rng.random() < 0.3:
-        attrs["auto_pad"] = auto_pad
-    if rng.random() < (0.8 if auto_pad in ("NOTSET", "") else 0.15):
-        if rng.random() < 0.25:   # up to and beyond the kernel
-            attrs["pads"] = rng.integers(0, max(attrs["kernel_shape"]) + 2, 2 * nd).tolist()
-        else:                     # below the kernel, as onnxruntime requires
-            attrs["pads"] = [int(rng.integers(0, k)) for k in 2 * attrs["kernel_shape"]]
-    for name in ("ceil_mode", "count_include_pad"):
-        if opset >= SINCE[op].get(name, 99) and rng.random() < 0.5:
-            attrs[name] = 1
-    if op == "LpPool":
-        attrs["p"] = (float(rng.choice([1, 2, 3, 0.5, 1.5])) if opset == 1
-                      else int(rng.integers(1, 4)))
-    return shape, attrs
 
 
 # --- the runtimes ---------------------------------------------------------------------------
@@ -227,46 +187,6 @@ def off_cases(op: str, version: int, shape: tuple[int, ...], attrs: dict) -> lis
 
 # --- one configuration ------------------------------------------------------------------------
 
-class Config(NamedTuple):
-    """Configuration `index` of `op`: the opset (every listed one in turn), the dtype (those the
-    version takes, in turn), the input shape and the attributes drawn."""
-
-    op: str
-    index: int
-    opset: int
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    attrs: dict
-
-    @property
-    def version(self) -> int:
-        return version_of(self.op, self.opset)
-
-    @property
-    def name(self) -> str:
-        """The test id: operator, index, opset, dtype and spatial rank."""
-        return (f"{self.op}-{self.index:04d}-opset{self.opset}-{self.dtype.name}-"
-                f"{len(self.shape) - 2}d")
-
-    def __str__(self) -> str:
-        return (f"config {self.index}: {self.op} opset {self.opset} {self.shape} "
-                f"{self.dtype.name} {self.attrs}")
-
-
-def _generator(op: str, index: int, stream: int) -> np.random.Generator:
-    """The generator of configuration `index`: stream 0 draws it, stream 1 its input."""
-    return np.random.default_rng([SEED, OPS.index(op), index, stream])
-
-
-@functools.cache
-def configuration(op: str, index: int) -> Config:
-    opset = OPSETS[op][index % len(OPSETS[op])]
-    dtypes = [t for t in FLOAT_DTYPES if t != BF16 or version_of(op, opset) >= 22]
-    dtype = np.dtype(dtypes[(index // len(OPSETS[op])) % len(dtypes)])
-    shape, attrs = draw(_generator(op, index, 0), op, opset)
-    return Config(op, index, opset, dtype, shape, attrs)
-
-
 def ours(op: str, x: np.ndarray, opset: int, attrs: dict, backend: str) -> np.ndarray | str:
     with onnx_cupy.backend(backend):
         try:
@@ -287,7 +207,7 @@ def evaluate(op: str, index: int) -> Record:
     `runtimes_shape_coincide`, `all_reject`, `inference_differs`."""
     c = configuration(op, index)
     record = Record(c)
-    x = _generator(op, index, 1).uniform(-2, 3, c.shape).astype(c.dtype)
+    x = sample(c)
 
     # the oracle
     got = ours(op, x, c.opset, c.attrs, "numpy")

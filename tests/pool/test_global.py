@@ -21,6 +21,7 @@ from onnx import helper
 import onnx_cupy
 from onnx_cupy.core import arrays, launcher, opsets
 from onnx_cupy.pool import numpy as numpy_pool
+from onnx_cupy.tools.cases import global_pool as global_cases
 
 FUNCTIONS = {"GlobalAveragePool": onnx_cupy.global_average_pool,
              "GlobalMaxPool": onnx_cupy.global_max_pool,
@@ -64,22 +65,14 @@ def test_node_case(op, name, backend):
     node_tests.check_node_case(op, name, backend)
 
 
-SHAPES = [(2, 3, 17), (1, 4, 9, 11), (3, 2, 5, 4, 3), (1, 2, 3, 2, 3, 2), (2, 1, 2, 3, 2, 3, 2),
-          (1, 1, 1000), (2, 2, 1)]
-VERSIONS = {"GlobalAveragePool": (1, 22), "GlobalMaxPool": (1, 22), "GlobalLpPool": (1, 2, 22)}
+VERSIONS = global_cases.VERSIONS
 
 
 def configurations():
-    for op in FUNCTIONS:
-        for version in VERSIONS[op]:
-            for dtype in FLOAT_DTYPES:
-                if dtype == BF16 and version < 22:
-                    continue
-                for i, shape in enumerate(SHAPES):
-                    p = ([1, 2, 3] if version >= 2 else [1.5, 2.0, 0.5])[i % 3] \
-                        if op == "GlobalLpPool" else None
-                    yield pytest.param(op, version, dtype, shape, p,
-                                       id=f"{op}-{version}-{dtype}-{shape}-p{p}")
+    """The global pools' configurations (drawn in the package, which the kernel checker runs
+    too), one test each."""
+    for c in global_cases.configurations():
+        yield pytest.param(c.op, c.version, c.dtype, c.shape, c.p, id=c.name)
 
 
 def model(op, version, dtype, p):

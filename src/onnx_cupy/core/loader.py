@@ -12,7 +12,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import execution, numerics
 from .records import Instantiation
@@ -50,10 +50,63 @@ def register(family: str, instantiations: Iterable[Instantiation],
     for k in instantiations:
         if k.family != family:
             raise ValueError(f"{family}: {k!r} belongs to family {k.family!r}")
+        if not set(k.grid_stride) <= set("xyz"):
+            raise ValueError(f"{family}: {k!r}: grid-stride axes {k.grid_stride!r} are not some "
+                             f"of 'xyz'")
         if f.instantiations.setdefault(k.expression, k) is not k:
             raise ValueError(f"{family}: {k.expression!r} is registered twice")
     f.structs.update(structs or {})
     f.defines.update(defines or {})
+
+
+class Parameter(NamedTuple):
+    """A kernel parameter: its name, and whether it is a pointer to const (the kernel reads
+    what it points to, never writes it)."""
+
+    name: str
+    read_only: bool
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_PAIRS = {"(": ")", "<": ">", "[": "]", "{": "}"}
+
+
+@functools.lru_cache(maxsize=256)
+def kernel_parameters(source: str, kernel: str) -> tuple[Parameter, ...]:
+    """The parameters of `__global__` function `kernel` as its definition in CUDA `source`
+    declares them (the last identifier of each declaration, default values and array bounds
+    aside). The one place that knows kernel parameter names: the checker's messages name
+    arrays by them."""
+    text = _COMMENT.sub(" ", source)
+    for m in re.finditer(rf"\b{re.escape(kernel)}\s*\(", text):
+        head = text[max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start())) + 1:
+                    m.start()]
+        if "__global__" not in head:
+            continue
+        declarations, depth, start = [], 0, m.end()
+        for at in range(m.end(), len(text)):
+            ch = text[at]
+            if ch in _PAIRS:
+                depth += 1
+            elif ch in _PAIRS.values() and depth:
+                depth -= 1
+            elif ch == ")" or (ch == "," and depth == 0):
+                declarations.append(text[start:at])
+                start = at + 1
+                if ch == ")":
+                    break
+        return tuple(_parameter(d) for d in declarations if d.strip() not in ("", "void"))
+    raise ValueError(f"no __global__ definition of {kernel!r} in the source")
+
+
+def _parameter(declaration: str) -> Parameter:
+    """A Parameter from one declaration, e.g. 'const T* __restrict__ x'."""
+    text = re.sub(r"\[[^\]]*\]", " ", declaration.split("=", 1)[0])
+    names = re.findall(r"[A-Za-z_]\w*", text)
+    if not names:
+        raise ValueError(f"a kernel parameter without a name: {declaration.strip()!r}")
+    pointer = text.rfind("*")
+    return Parameter(names[-1], pointer >= 0 and "const" in re.findall(r"\w+", text[:pointer]))
 
 
 def families() -> list[str]:

@@ -42,28 +42,27 @@ def _pack(dtype_name: str) -> int:
                           np.dtype(dtype_name).itemsize)
 
 
-def _record(template: str, dtype_name: str, bits: int, parameters: tuple[str, ...],
-            vector: int | None = None, **fast: Any) -> records.Instantiation:
+def _record(template: str, dtype_name: str, bits: int, vector: int | None = None,
+            **fields: Any) -> records.Instantiation:
     """An instantiation of `template`<T, [vector,] I> serving Hardmax on `dtype_name`."""
     packs = () if vector is None else (records.argument("vector", vector),)
     return records.Instantiation(FAMILY, template, (records.storage(dtype_name), *packs,
                                                     records.index(bits)),
-                                 (OP,), (dtype_name,), parameters, **fast)
+                                 (OP,), (dtype_name,), **fields)
 
 
-_PARTS = ("x", "y", "part", "part_key", "g")
-SCAN = {(t, b): _record("hardmax_scan", t, b, _PARTS)
+# the scan's lanes loop over grid z, the merge's rows over grid y
+SCAN = {(t, b): _record("hardmax_scan", t, b, grid_stride="z")
         for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES}
-MERGE = {(t, b): _record("hardmax_merge", t, b, _PARTS)
+MERGE = {(t, b): _record("hardmax_merge", t, b, grid_stride="y")
          for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES}
 # hardmax_rows by (dtype, bits, elements per access): a pack of 16 bytes, or one element
-ROWS = {(t, b, v): _record("hardmax_rows", t, b, ("x", "y", "g"), v, outputs=v, fast=True,
+ROWS = {(t, b, v): _record("hardmax_rows", t, b, v, outputs=v, fast=True,
                            budget=records.fast_budget(BUDGET, b), cooperative=True,
                            threads=MAX_ROW_GROUP,
                            variant="16-byte loads" if v != 1 else "element loads")
         for t in dtypes.FLOAT_TYPES for v in (1, _pack(t)) for b in dtypes.INDEX_TYPES}
-COLS = {(t, b): _record("hardmax_cols", t, b, ("x", "y", "g"), fast=True,
-                        budget=records.fast_budget(BUDGET, b))
+COLS = {(t, b): _record("hardmax_cols", t, b, fast=True, budget=records.fast_budget(BUDGET, b))
         for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES}
 loader.register(FAMILY, [*SCAN.values(), *MERGE.values(), *ROWS.values(), *COLS.values()],
                 {"HardmaxGeom": _GEOM},

@@ -110,22 +110,22 @@ def _window(window: tuple[int, int] | None) -> records.Argument:
     return records.argument("window", window, f"oc::FixedWindow<{window[0]}, {window[1]}>")
 
 
-# the generic kernel by (dtype, bits, rank): AveragePool, LpPool, MaxPool
+# the generic kernel by (dtype, bits, rank): AveragePool, LpPool, MaxPool; outputs on grid x
 GENERIC = {(t, b, r): records.Instantiation(
     FAMILY, "pool", (*_typed(t, b), records.argument("rank", r)), _taking(OPS, t), (t,),
-    ("x", "y", "indices", "geom"), variant="per spatial rank", rank=r)
+    grid_stride="x", variant="per spatial rank", rank=r)
     for t in DTYPES for b in dtypes.INDEX_TYPES for r in RANKS}
-# the global kernel by (dtype, bits)
+# the global kernel by (dtype, bits); planes on grid x
 GLOBAL = {(t, b): records.Instantiation(
-    FAMILY, "pool_global", _typed(t, b), _taking(GLOBAL_OPS, t), (t,), ("x", "y", "g"),
-    cooperative=True)
+    FAMILY, "pool_global", _typed(t, b), _taking(GLOBAL_OPS, t), (t,), cooperative=True,
+    grid_stride="x")
     for t in DTYPES if _taking(GLOBAL_OPS, t) for b in dtypes.INDEX_TYPES}
 # the fast kernel by (dtype, bits, mode, rank, window)
 FAST = {(t, b, m, r, w): records.Instantiation(
     FAMILY, "pool_fast",
     (*_typed(t, b), records.argument("mode", m.name, m.value), records.argument("rank", r),
      _window(w)),
-    (m.op,), (t,), ("x", "y", "fast"), outputs=OUTPUTS, fast=True,
+    (m.op,), (t,), grid_stride="y", outputs=OUTPUTS, fast=True,  # planes on grid y
     budget=records.fast_budget(BUDGET, b),
     variant=f"{r}-D, " + (f"{w[0]}x{w[0]} s{w[1]}" if w else "runtime window"))
     for t in DTYPES for b in dtypes.INDEX_TYPES

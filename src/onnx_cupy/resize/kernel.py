@@ -94,9 +94,7 @@ def _fast_shape(walk: str, dtype: np.dtype, ranks: int, taps: int, bits: int) ->
     return combinations <= limit
 
 
-_NEAREST_PARAMETERS = ("x", "y", "index", "dims")
-_WEIGHTED_PARAMETERS = ("x", "y", "index", "weight", "dims")
-_FAST_PARAMETERS = ("x", "y", "table", "inner", "rows")
+# outputs on grid x (generic kernels) and a row's walk on grid x (fast kernels): grid_stride="x"
 _WEIGHTED_DTYPES = [np.dtype(t) for t in (*dtypes.FLOAT_TYPES, *dtypes.INT_TYPES)
                     if t != "bfloat16"] + ([dtypes.BFLOAT16] if dtypes.BFLOAT16 else [])
 # nearest gathers every fixed-size dtype: one instantiation per element size serves them all
@@ -111,12 +109,12 @@ def _weighted_arguments(dtype_name: str) -> tuple[records.Argument, records.Argu
 # the generic kernels by (element size or dtype name, rank, bits)
 NEAREST = {(n, r, b): records.Instantiation(
     FAMILY, "resize_nearest", (records.pod(n), records.argument("rank", r), records.index(b)),
-    (OP,), _BY_SIZE[n], _NEAREST_PARAMETERS, variant="per rank", rank=r)
+    (OP,), _BY_SIZE[n], grid_stride="x", variant="per rank", rank=r)
     for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS for n in POD_BYTES}
 WEIGHTED = {(t, r, b): records.Instantiation(
     FAMILY, "resize_weighted", (*_weighted_arguments(t), records.argument("rank", r),
                                 records.index(b)),
-    (OP,), (t,), _WEIGHTED_PARAMETERS, variant="per rank", rank=r)
+    (OP,), (t,), grid_stride="x", variant="per rank", rank=r)
     for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS for t in (*dtypes.FLOAT_TYPES,
                                                                  *dtypes.INT_TYPES)}
 
@@ -133,7 +131,7 @@ def _fast(dtype: np.dtype, ranks: int, taps: int, walk: str, bits: int
     if taps == 1:
         return records.Instantiation(
             FAMILY, "resize_nearest_fast", (records.pod(dtype.itemsize), *shape), (OP,),
-            _BY_SIZE[dtype.itemsize], _FAST_PARAMETERS, outputs=v, fast=True,
+            _BY_SIZE[dtype.itemsize], grid_stride="x", outputs=v, fast=True,
             budget=records.fast_budget(BUDGET, bits),
             variant=f"{ranks}-D, {walk.removeprefix('rsz::')}")
     weight = "float" if _storage(dtype.name)[1] == "float" else "double"
@@ -141,7 +139,7 @@ def _fast(dtype: np.dtype, ranks: int, taps: int, walk: str, bits: int
     return records.Instantiation(
         FAMILY, "resize_weighted_fast",
         (*_weighted_arguments(dtype.name), records.argument("weight", weight), *shape), (OP,),
-        (dtype.name,), _FAST_PARAMETERS, outputs=v, fast=True,
+        (dtype.name,), grid_stride="x", outputs=v, fast=True,
         # cubic and 3-D linear gather 4-16x the taps: reported, not budgeted
         budget=records.fast_budget(BUDGET, bits) if taps == 2 and ranks <= 2 else None,
         variant=f"{mode} {ranks}-D, {walk.removeprefix('rsz::')}")

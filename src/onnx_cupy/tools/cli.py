@@ -1,5 +1,5 @@
 """The `onnx-cupy` command line: `info`, `conformance`, `bench`, `kernels`, `warmup` and
-`gallery`."""
+`gallery`, `check-kernels`."""
 from __future__ import annotations
 
 import argparse
@@ -175,6 +175,28 @@ def _gallery(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_kernels(args: argparse.Namespace) -> int:
+    try:
+        from . import (  # the configurations draw bfloat16: ml_dtypes
+            cases,
+            check_kernels,
+        )
+    except ModuleNotFoundError as exc:
+        print(f"check-kernels: {exc}", file=sys.stderr)
+        return 2
+    command = "onnx-cupy check-kernels " + " ".join(args.argv)
+    with Progress(len(cases.cases(args.op, args.quick))) as bar:
+        result = check_kernels.run(args.op, args.quick, bar.step,
+                                   lambda line: print(line, flush=True), args.jobs)
+    print(f"{sum(t.configurations for t in result.tallies.values())} configurations, "
+          f"{result.instantiations} kernel instantiations, {result.seconds:.0f} s")
+    print(check_kernels.table(result))
+    if args.markdown:
+        _write(args.markdown, check_kernels.markdown(result, command))
+    print(result.last_line())
+    return 1 if result.total().errors else 0
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -318,6 +340,25 @@ def parser() -> argparse.ArgumentParser:
                      help="directory for the pictures and gallery.md, the page showing them")
     gal.add_argument("--picture", action="append", choices=[p.name for p in gallery.PICTURES],
                      help="draw only this picture (repeatable)")
+    check = sub.add_parser(
+        "check-kernels", help="run every family's randomized configurations on the emulated "
+                              "path under the kernel checker (no GPU needed)",
+        description="Run the randomized differential configurations of every operator family "
+                    "on the emulated path in checking mode (the kernels the package loads, "
+                    "compiled with every access and barrier checked, as compute-sanitizer's "
+                    "memcheck, racecheck, initcheck and synccheck would on a GPU), each on the "
+                    "host's grid and again with its grid-stride axes narrowed to one block. "
+                    "Prints each error, a table per operator and, last, 'checked: L launches, "
+                    "A accesses, E errors'; exits with 1 if E > 0. Without this command, "
+                    "ONNX_CUPY_CHECK=1 checks every emulated launch of a process.")
+    check.add_argument("--quick", action="store_true",
+                       help="a representative subset (every few configurations of each family)")
+    check.add_argument("--op", action="append", choices=_case_operators(),
+                       help="limit to this operator, by its ONNX name (repeatable)")
+    check.add_argument("--jobs", type=_positive, help="checked libraries compiled at a time "
+                                                      "(default: the CPU count)")
+    check.add_argument("--markdown", metavar="FILE",
+                       help="also write the figures as Markdown for the docs to include")
     return parser
 
 
@@ -325,7 +366,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)[1:]
     return {"info": _info, "conformance": _conformance, "bench": _bench,
-            "kernels": _kernels, "warmup": _warmup, "gallery": _gallery}[args.command](args)
+            "kernels": _kernels, "warmup": _warmup, "gallery": _gallery,
+            "check-kernels": _check_kernels}[args.command](args)
+
+
+def _case_operators() -> list[str]:
+    """The operators check-kernels has configurations of (those nodes can run, without
+    ml_dtypes)."""
+    try:
+        from .cases import operators
+    except ModuleNotFoundError:
+        return sorted(RUNNERS)
+    return operators()
 
 
 if __name__ == "__main__":

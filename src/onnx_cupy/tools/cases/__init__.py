@@ -1,0 +1,30 @@
+"""The randomized configurations of every operator family, seeded and deterministic: the
+differential tests judge onnx-cupy on them against the runtimes (tests/helpers/*_differential.py
+import them from here), and `onnx-cupy check-kernels` runs them under the emulator's checker.
+
+Each family's module gives its configurations as `Case`s: the operator (its ONNX name), the
+test id, and the onnx-cupy call on the configuration's seeded input, on whatever backend is
+current. `cases(ops, quick)` lists them (`quick`: a representative subset).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import global_pool, hardmax, layouts, maxpool, pool, resize
+from .common import Case
+
+__all__ = ["Case", "cases", "operators"]
+FAMILIES = (pool, maxpool, global_pool, hardmax, resize)   # each with OPS and cases(wanted)
+
+
+def cases(ops: Iterable[str] | None = None, quick: bool = False) -> list[Case]:
+    """Every family's cases (those of `ops` only, if given; the quick subset if `quick`), in a
+    fixed order, then the layouts at every alignment."""
+    wanted = None if ops is None else set(ops)
+    found = [c for module in (*FAMILIES, layouts) for c in module.cases(wanted)]
+    return [c for c in found if not quick or c.quick]
+
+
+def operators() -> list[str]:
+    """The ONNX operators that have cases."""
+    return sorted({op for m in FAMILIES for op in m.OPS})

@@ -1,0 +1,167 @@
+"""Layouts the drawn configurations do not reach: inputs and outputs that start at every
+element offset within 16 bytes (one at a time) and end exactly where their buffer ends, so that
+the fast kernels' vector accesses and the tails of their per-thread groups meet the arrays' ends
+at every alignment (Hardmax's 16-byte packs, whole and partial; the pooling and Resize fast
+paths' 4 or 2 outputs per thread, at every remainder of the walked length); strided and reversed
+views; and long rows that take Hardmax's block-wide (shared memory) reduction."""
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ... import (
+    average_pool,
+    global_lp_pool,
+    global_max_pool,
+    hardmax,
+    lp_pool,
+    max_pool,
+    resize,
+)
+from .common import FLOAT_DTYPES, Case, wanted_ops
+
+SEED = 20261127
+OPS = ("Hardmax", "AveragePool", "LpPool", "MaxPool", "GlobalLpPool", "GlobalMaxPool", "Resize")
+VECTOR_BYTES = 16
+QUICK_EVERY = 6      # the checker's representative subset
+Call = Callable[[int], Any]   # a case's call, given its index (which seeds its values)
+
+
+def placed(values: np.ndarray, offset: int) -> np.ndarray:
+    """`values` (C order) copied into a buffer `offset` elements after its start, which ends
+    where they end (the buffer itself starts 64-byte aligned)."""
+    n = offset + values.size
+    raw = np.empty(n * values.itemsize + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    buffer = raw[start:start + n * values.itemsize].view(values.dtype)
+    view = buffer[offset:].reshape(values.shape)
+    view[...] = values
+    return view
+
+
+def _values(index: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    rng = np.random.default_rng([SEED, index])
+    if dtype.kind in "iu":
+        return rng.integers(0, 100, shape).astype(dtype)
+    return rng.uniform(-2, 3, shape).astype(dtype)
+
+
+def _offsets(dtype: np.dtype) -> range:
+    """Element offsets from 16-byte alignment: every one."""
+    return range(max(1, VECTOR_BYTES // dtype.itemsize))
+
+
+def _hardmax_row(index: int, dtype: np.dtype, shape: tuple[int, int], a: int, b: int) -> Any:
+    x = placed(_values(index, shape, dtype), a)
+    return hardmax(x, axis=-1, out=placed(np.zeros(shape, dtype), b))
+
+
+def _hardmax_view(index: int, dtype: np.dtype, shape: tuple[int, ...], axis: int,
+                  view: tuple[slice, ...]) -> Any:
+    return hardmax(_values(index, shape, dtype)[view], axis=axis)
+
+
+def _hardmax() -> list[tuple[str, str, Call]]:
+    """Rows of n consecutive elements: whole 16-byte packs (n a multiple of the pack, X and Y
+    aligned: the vector path) and every other alignment of X and of `out`; rows long enough for
+    a group of a warp and of several warps (shared memory); then columns and strided views."""
+    found: list[tuple[str, str, Call]] = []
+    for dtype in FLOAT_DTYPES:
+        pack = VECTOR_BYTES // (2 if dtype.itemsize == 2 else dtype.itemsize)
+        for n, rows in ((pack, 3), (3 * pack, 5), (3 * pack + 1, 2), (64 * pack, 3),
+                        (256 * pack, 2), (256 * pack + 3, 1), (1024 * pack, 1)):
+            for a, b in [*((a, 0) for a in range(pack)), *((0, b) for b in range(1, pack))]:
+                found.append(("Hardmax", f"rows-{dtype}-{rows}x{n}-x+{a}-y+{b}", functools.partial(
+                    _hardmax_row, dtype=dtype, shape=(rows, n), a=a, b=b)))
+    for dtype, (shape, axis, view) in itertools.product(
+            (np.dtype(np.float16), np.dtype(np.float64)),
+            [((6, 40, 7), 1, (slice(None), slice(None, None, -1), slice(None))),
+             ((3, 700, 2), 1, (slice(None), slice(None), slice(None, None, 2))),
+             ((5, 9, 33), 0, (slice(1, None), slice(None), slice(None)))]):
+        found.append(("Hardmax", f"view-{dtype}-{'x'.join(map(str, shape))}-axis{axis}",
+                      functools.partial(_hardmax_view, dtype=dtype, shape=shape, axis=axis,
+                                        view=view)))
+    return found
+
+
+def _fast_pool(index: int, dtype: np.dtype, kernel: list[int], strides: list[int], width: int,
+               a: int) -> Any:
+    x = placed(_values(index, (2, 5, 7, width), dtype), a)
+    return average_pool(x, kernel_shape=kernel, strides=strides, pads=[1] * 4)
+
+
+def _strided_pool(index: int, run: Callable[..., Any], view: tuple[Any, ...]) -> Any:
+    x = _values(index, (3, 4, 9, 13), np.dtype(np.float32))[view]
+    return run(x, kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1])
+
+
+def _transposed_indices(index: int) -> Any:
+    x = _values(index, (2, 9, 7, 3), np.dtype(np.float32)).transpose(0, 3, 1, 2)
+    return max_pool(x, kernel_shape=[2, 2], return_indices=True)
+
+
+def _strided_plane(index: int, run: Callable[..., Any], view: tuple[Any, ...]) -> Any:
+    return run(_values(index, (5, 6, 9, 8), np.dtype(np.float64))[view])
+
+
+def _pools() -> list[tuple[str, str, Call]]:
+    """The pooling fast path's last axis at every remainder of its outputs modulo 4 (fixed and
+    run-time windows), inputs at every offset; strided and reversed views; many planes."""
+    found: list[tuple[str, str, Call]] = []
+    windows = (([2, 2], [2, 2]), ([3, 3], [1, 1]), ([3, 3], [2, 2]), ([2, 3], [1, 2]))
+    for dtype in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
+        for (kernel, strides), width in itertools.product(windows, (8, 9, 10, 11)):
+            for a in _offsets(dtype):
+                found.append(("AveragePool", f"fast-{dtype}-k{kernel}-s{strides}-w{width}-x+{a}",
+                              functools.partial(_fast_pool, dtype=dtype, kernel=kernel,
+                                                strides=strides, width=width, a=a)))
+    pooled: list[tuple[str, Callable[..., Any]]] = [("LpPool", lp_pool), ("MaxPool", max_pool)]
+    for (op, run), view in itertools.product(pooled, [(slice(None), slice(None, None, -1)),
+                                                      (Ellipsis, slice(1, None, 2))]):
+        found.append((op, f"strided-{op}-{view}", functools.partial(_strided_pool, run=run,
+                                                                    view=view)))
+    found.append(("MaxPool", "indices-transposed", _transposed_indices))
+    planes: list[tuple[str, Callable[..., Any]]] = [("GlobalMaxPool", global_max_pool),
+                                                    ("GlobalLpPool", global_lp_pool)]
+    for (op, run), view in itertools.product(planes, [
+            (slice(None), slice(None, None, -1), slice(1, None, 2)), (Ellipsis, slice(2, 3))]):
+        found.append((op, f"strided-{op}-{view}", functools.partial(_strided_plane, run=run,
+                                                                    view=view)))
+    return found
+
+
+def _walk(index: int, dtype: np.dtype, mode: str, width: int, a: int) -> Any:
+    x = placed(_values(index, (2, 3, 5, 7), dtype), a)
+    return resize(x, sizes=[2, 3, 4, width], mode=mode)
+
+
+def _channels(index: int, dtype: np.dtype, mode: str, channels: int) -> Any:
+    x = placed(_values(index, (2, 5, 6, channels), dtype), 1)
+    return resize(x, scales=[1, 1.5, 0.7, 1], mode=mode)
+
+
+def _resizes() -> list[tuple[str, str, Call]]:
+    """The Resize fast paths' walked axis at every remainder modulo the outputs per iteration
+    (the last resized axis, and channels of NHWC), inputs at every offset."""
+    found: list[tuple[str, str, Call]] = []
+    dtypes = [np.dtype(t) for t in ("uint8", "float16", "float32", "float64")]
+    for dtype, mode in itertools.product(dtypes, ("nearest", "linear", "cubic")):
+        for width in (12, 13, 14, 15):
+            for a in _offsets(dtype):
+                found.append(("Resize", f"walk-{dtype}-{mode}-w{width}-x+{a}", functools.partial(
+                    _walk, dtype=dtype, mode=mode, width=width, a=a)))
+        for channels in (5, 6, 7, 8):
+            found.append(("Resize", f"channels-{dtype}-{mode}-c{channels}", functools.partial(
+                _channels, dtype=dtype, mode=mode, channels=channels)))
+    return found
+
+
+def cases(ops: set[str] | None = None) -> list[Case]:
+    wanted = set(wanted_ops(OPS, ops))
+    return [Case(op, f"layout-{name}", functools.partial(call, i), i % QUICK_EVERY == 0)
+            for i, (op, name, call) in enumerate([*_hardmax(), *_pools(), *_resizes()])
+            if op in wanted]

@@ -1,0 +1,142 @@
+"""`onnx-cupy check-kernels`: the quick subset of every family's configurations runs clean under
+the checker (its last line, its exit status, its table); the cases are the differential tests'
+configurations; a kernel source edited with an error is checked as edited and fails the command;
+the documented figures are what the full command gives now."""
+from __future__ import annotations
+
+import difflib
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from onnx_cupy.core import emulator, loader
+from onnx_cupy.tools import cases, check_kernels, cli
+from onnx_cupy.tools.cases import global_pool, hardmax, maxpool, pool, resize
+
+ROOT = Path(__file__).resolve().parents[2]
+FIGURES = ROOT / "docs" / "_generated" / "check_kernels.md"
+COMMAND = "onnx-cupy check-kernels --markdown docs/_generated/check_kernels.md"
+LAST = re.compile(r"checked: (\d+) launches, (\d+) accesses, (\d+) errors")
+
+
+def command(capsys, *argv: str) -> tuple[int, list[str]]:
+    status = cli.main(["check-kernels", *argv])
+    return status, capsys.readouterr().out.splitlines()
+
+
+def table(lines: list[str]) -> dict[str, list[str]]:
+    """The printed table's rows: operator (or 'all') -> its other cells."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("operator "))
+    return {line.split()[0]: line.split()[1:] for line in lines[start + 1:-1]}
+
+
+def test_quick_subset_runs_clean(capsys):
+    """The suite's run of the checker: every operator's representative configurations, each
+    launch on the host's grid and narrowed, every access and barrier checked, no error."""
+    status, lines = command(capsys, "--quick")
+    launches, accesses, errors = map(int, LAST.fullmatch(lines[-1]).groups())
+    assert status == 0 and errors == 0, "\n".join(lines)
+    assert launches >= 500 and accesses >= 10**6
+    rows = table(lines)
+    assert list(rows) == [*cases.operators(), "all"]
+    narrowed = int(rows["all"][3].replace(",", ""))
+    assert 0.4 * launches <= narrowed <= 0.6 * launches
+
+
+def test_one_operator(capsys):
+    status, lines = command(capsys, "--quick", "--op", "Hardmax")
+    assert status == 0 and list(table(lines)) == ["Hardmax", "all"], lines
+    assert LAST.fullmatch(lines[-1]).group(3) == "0"
+
+
+def test_the_cases_are_the_differential_configurations():
+    """One generator for the differential tests and the checker: the same ids, every one."""
+    names = {op: [c.name for c in cases.cases([op]) if not c.name.startswith("layout-")]
+             for op in cases.operators()}
+    assert names["AveragePool"] == [pool.configuration("AveragePool", i).name
+                                    for i in range(pool.CONFIGS)]
+    assert len(names["LpPool"]) == pool.CONFIGS == 1000
+    assert names["MaxPool"] == [maxpool.name(i) for i in range(maxpool.CONFIGS)]
+    assert names["Hardmax"] == [hardmax.configuration(i).name for i in range(hardmax.CONFIGS)]
+    assert len(names["Resize"]) == resize.COUNT + len(resize.EXTRAS) == 2403
+    assert sum(len(names[op]) for op in global_pool.OPS) == len(global_pool.configurations())
+    assert [c.name for c in cases.cases(["Resize"], quick=True)][:2] == [resize.name(0),
+                                                                          resize.name(80)]
+
+
+OFF_BY_ONE = (r"memcheck: out of bounds: pool_global<.*>, block \(\d+, 0, 0\), thread \(\d+, "
+              r"0, 0\): load of \d bytes at 0x[0-9a-f]+ at common\.cuh:\d+ \(inlined into "
+              r"pool\.cu:\d+\): outside every array of the launch: offset \d+ of x")
+NO_BARRIER = (r"\(grid-stride axes narrowed\): KernelCheckError: racecheck: race: "
+              r"pool_global<.*__shared__ partial")
+EDITS = {
+    # the last element of every plane's walk, then one past it: memcheck in the last plane
+    "read past the plane": ("for (I i = (I)t; i < (I)g.length; i += (I)OC_BLOCK)",
+                            "for (I i = (I)t; i <= (I)g.length; i += (I)OC_BLOCK)", OFF_BY_ONE),
+    # the next plane's partials written while thread 0 reads this plane's: only where one
+    # block serves several planes (the narrowed runs)
+    "no barrier before the next plane": (
+        "    __syncthreads();  // partial is reused by the next plane\n", "\n", NO_BARRIER),
+}
+
+
+@pytest.fixture
+def edited_kernels(monkeypatch, tmp_path):
+    """kernels/ copied to a temporary folder the loader reads from; yields a function that
+    edits pool.cu there (the package's kernel sources as a user would edit them)."""
+    folder = tmp_path / "kernels"
+    shutil.copytree(loader.KERNEL_DIR, folder)
+    monkeypatch.setattr(loader, "KERNEL_DIR", folder)
+    monkeypatch.setattr(emulator, "_libraries", {})
+    loader.source.cache_clear()
+
+    def edit(old: str, new: str) -> None:
+        text = (folder / "pool.cu").read_text()
+        assert text.count(old) == 1
+        (folder / "pool.cu").write_text(text.replace(old, new))
+        loader.source.cache_clear()   # as a new process would read and build it
+        emulator._libraries.clear()
+
+    yield edit
+    loader.source.cache_clear()
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
+def test_an_edited_kernel_is_checked_as_edited(edited_kernels, capsys, edit):
+    old, new, message = EDITS[edit]
+    status, lines = command(capsys, "--quick", "--op", "GlobalMaxPool")
+    assert status == 0 and lines[-1].endswith(" 0 errors")
+    edited_kernels(old, new)
+    status, lines = command(capsys, "--quick", "--op", "GlobalMaxPool")
+    assert status == 1, lines
+    errors = int(LAST.fullmatch(lines[-1]).group(3))
+    reported = [line for line in lines if "Error: " in line]
+    assert errors == len(reported) > 0
+    assert all(re.search(message, line) for line in reported), "\n".join(reported)
+    if edit == "no barrier before the next plane":   # the host's grid: a block per plane
+        assert all("narrowed" in line for line in reported)
+
+
+def _figures(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith("- ")]
+
+
+@pytest.mark.slow   # every configuration, compiled and checked
+def test_documented_figures_are_current():
+    """docs/_generated/check_kernels.md (included in the testing page) is what the full command
+    gives now, under the versions its header names."""
+    assert FIGURES.exists(), f"run {COMMAND}"
+    committed = FIGURES.read_text(encoding="utf-8")
+    written = next((line for line in committed.splitlines() if line.startswith("- versions:")),
+                   "")
+    assert written == check_kernels.versions(), (
+        f"{FIGURES.name} was written under other versions ({written}) than this run's "
+        f"({check_kernels.versions()}), and the counts of checked accesses depend on the "
+        f"compiler: regenerate it with {COMMAND}")
+    result = check_kernels.run()
+    assert result.total().errors == 0, result.errors
+    fresh = check_kernels.markdown(result, COMMAND)
+    assert _figures(committed) == _figures(fresh), "\n".join(difflib.unified_diff(
+        _figures(committed), _figures(fresh), "committed", "this run", lineterm=""))
