@@ -522,14 +522,18 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
                           {**resize_plan.DEFAULTS, **attrs}, source=source)
 
 
+_FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)
+
+
 @dataclass(frozen=True)
 class _Coordinates:
     """PyTorch's source coordinates, as a Resize coordinate source: along spatial axis d, output
     coordinate y samples x = (y + 0.5) * step_d - 0.5 (`half_pixel`) or x = y * step_d, with
     step_d the input distance between output samples (1 / scale_factor, or n / m), computed in
     float32 for the nearest modes (as PyTorch does; float64 past 2^24) and float64 otherwise;
-    antialias filters stretch by step_d. An axis of step 1 that keeps its length is copied, and
-    so are the batch and channel axes."""
+    antialias filters stretch by step_d. Rounding ties are exact (nearest-exact floors
+    (y + 0.5) * step_d). An axis of step 1 that keeps its length is copied, and so are the batch
+    and channel axes."""
 
     half_pixel: bool
     steps: tuple[float, ...]   # per spatial axis
@@ -539,7 +543,7 @@ class _Coordinates:
         step = self.steps[a.axis - 2] if a.axis >= 2 else 1.0
         if step == 1 and a.m == a.n:
             return None
-        single = nearest and max(a.n, a.m) <= resize_plan.FLOAT32_EXACT
+        single = nearest and max(a.n, a.m) <= _FLOAT32_EXACT
         f: Any = np.float32 if single else np.float64
         y = np.arange(a.m, dtype=f)
         x = (y + f(0.5)) * f(step) - f(0.5) if self.half_pixel else y * f(step)
@@ -547,6 +551,9 @@ class _Coordinates:
 
     def filter_scale(self, a: resize_plan.Axis) -> float:
         return 1.0 / self.steps[a.axis - 2]
+
+    def tie(self, a: resize_plan.Axis) -> float:
+        return 0.0   # PyTorch floors (y + 0.5) * step: an exact test
 
 
 def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
