@@ -27,16 +27,16 @@ import numpy as np
 
 from helpers import nearest_rounding
 from helpers.differential import Record
+from helpers.resize_differential import (
+    COORDINATE_MODES,
+    NEAREST_MODES,
+    POLICIES,
+    VERSIONS,
+)
 from helpers.util import node_model, onnxruntime, reference
 from onnx_cupy import resize
 from onnx_cupy.core import execution
 
-VERSIONS = (10, 11, 13, 18, 19)
-COMMON = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize")
-COORDINATE_MODES = {10: ("asymmetric",), 11: COMMON + ("tf_half_pixel_for_nn",), 13: COMMON,
-                    18: COMMON, 19: COMMON + ("half_pixel_symmetric",)}
-NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
-POLICIES = ("stretch", "not_larger", "not_smaller")
 DECIMALS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.1, 1.2, 1.25, 1.3, 1.4,
             1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.5, 2.9, 3.0, 3.3, 3.4, 3.5, 4.0)
 MAX_ELEMENTS = 12000   # input and output elements of a configuration
