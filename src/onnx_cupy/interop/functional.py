@@ -8,6 +8,7 @@ docs/pytorch.md maps every call to what an exporter writes.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import numpy as np
 from ..core import execution
 from ..core.attributes import is_int, is_real
 from ..hardmax.api import hardmax
+from ..pool import api as pool_api
 from ..pool import plan as pool_plan
 from ..pool.api import average_pool, max_pool
 from ..resize import api as resize_api
@@ -405,6 +407,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     linear/bilinear/trilinear       linear, half_pixel (align_corners: align_corners)
     bicubic                         cubic, cubic_coeff_a -0.75, half_pixel or align_corners
     antialias=True                  antialias 1, exclude_outside 1 (bicubic: a = -0.5)
+    area                            none: adaptive average pooling (adaptive_avg_pool*d)
     ==============================  =====================================================
 
     with PyTorch's lengths and coordinates: the output length is floor(n * scale_factor) in
@@ -415,10 +418,12 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     PyTorch does. An axis whose length stays is copied in the linear and antialiased modes and
     in 2-D nearest, whatever the scale factor (1-D and 3-D nearest, nearest-exact and bicubic
     resample it), and 2-D nearest takes element y // 2 where the length doubles (e.g. at
-    scale_factor 2.05), as PyTorch's CPU kernels do. Not reproduced: PyTorch 2.13's antialiased
-    modes give every row the same values when the output width is 1 and the height changes (a
-    defect of its kernel); this function gives the filtered rows. The model an exporter writes
-    (scales = float32(scale_factor)) can differ from these results; see docs/pytorch.md.
+    scale_factor 2.05), as PyTorch's CPU kernels do. The antialiased modes sample
+    x = (y + 0.5) * step - 0.5 and stretch the filter by step where step > 1: step is
+    1 / scale_factor or n / size, and with align_corners (n - 1) / (size - 1) (0 for one
+    output); where the output width is 1 and the height changes, every output row takes row 0's
+    samples, as PyTorch's kernels do. The model an exporter writes (scales =
+    float32(scale_factor)) can differ from these results; see docs/pytorch.md.
 
     Parameters
     ----------
@@ -429,7 +434,8 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     scale_factor : float or sequence of float, optional
         Multipliers of the spatial lengths; give size or scale_factor.
     mode : str, default "nearest"
-        nearest, nearest-exact, linear, bilinear, bicubic, trilinear ("area" is not supported).
+        nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area (adaptive average
+        pooling to the output lengths, as adaptive_avg_pool1d/2d/3d).
     align_corners : bool, optional
         For linear, bilinear, bicubic and trilinear only (default False).
     recompute_scale_factor : bool, optional
@@ -449,7 +455,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         mismatch; align_corners with a nearest mode; recompute_scale_factor with size;
         antialias outside bilinear/bicubic on 4-D input; output or input lengths < 1.
     NotImplementedError
-        Where PyTorch raises it (a mode that does not fit the input's rank), and for "area".
+        Where PyTorch raises it (a mode that does not fit the input's rank).
 
     Examples
     --------
@@ -483,11 +489,13 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     if mode in _RANK_OF_MODE and x.ndim != _RANK_OF_MODE[mode]:
         raise NotImplementedError(f"interpolate: got {x.ndim}D input, but {mode} mode needs "
                                   f"{_RANK_OF_MODE[mode]}D input")
-    if mode == "area":
-        raise NotImplementedError("interpolate: mode 'area' (adaptive average pooling) is not "
-                                  "supported by onnx_cupy.nn.functional")
     sizes, factors = _interpolate_target(x, size, scale_factor, recompute_scale_factor)
     spatial = list(x.shape[2:])
+    if mode == "area":   # adaptive average pooling to the output lengths (which may be 0)
+        if any(n < 1 for n in spatial):
+            raise ValueError(f"interpolate: expected input to have non-zero size for non-batch "
+                             f"dimensions, got input {spatial}")
+        return pool_api.adaptive_pool("AdaptiveAveragePool", x, sizes)
     if any(n < 1 for n in spatial) or any(m < 1 for m in sizes):
         raise ValueError(f"interpolate: input and output sizes should be greater than 0, but got "
                          f"input {spatial} and output {sizes}")
@@ -514,10 +522,15 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
             1.0 if copies and m == n else 0.5 if halves and m == 2 * n else
             float(np.float32(1.0 / f)) if factors else float(np.float32(n) / np.float32(m))
             for n, m, f in zip(spatial, sizes, factors or sizes)))
+    elif antialias and align_corners:  # half-pixel centres at the align_corners step
+        source = _Coordinates(True, tuple((n - 1) / (m - 1) if m > 1 else 0.0
+                                          for n, m in zip(spatial, sizes)))
     elif not align_corners:
         source = _Coordinates(True, tuple(1.0 if copies and m == n else 1.0 / f if factors
                                           else n / m
                                           for n, m, f in zip(spatial, sizes, factors or sizes)))
+    if source is not None and antialias and sizes[-1] == 1 and sizes[0] != spatial[0]:
+        source = dataclasses.replace(source, first_row=True)
     return resize_api.run(x, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
                           {**resize_plan.DEFAULTS, **attrs}, source=source)
 
@@ -529,14 +542,17 @@ _FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest
 class _Coordinates:
     """PyTorch's source coordinates, as a Resize coordinate source: along spatial axis d, output
     coordinate y samples x = (y + 0.5) * step_d - 0.5 (`half_pixel`) or x = y * step_d, with
-    step_d the input distance between output samples (1 / scale_factor, or n / m), computed in
-    float32 for the nearest modes (as PyTorch does; float64 past 2^24) and float64 otherwise;
-    antialias filters stretch by step_d. Rounding ties are exact (nearest-exact floors
-    (y + 0.5) * step_d). An axis of step 1 that keeps its length is copied, and so are the batch
-    and channel axes."""
+    step_d the input distance between output samples (1 / scale_factor, or n / m; antialias with
+    align_corners: (n - 1) / (m - 1), 0 for m = 1), computed in float32 for the nearest modes
+    (as PyTorch does; float64 past 2^24) and float64 otherwise; antialias filters stretch by
+    step_d (not below 1), and `first_row` gives every output row of axis 2 output row 0's
+    coordinate (PyTorch's antialiased kernels where the output width is 1). Rounding ties are
+    exact (nearest-exact floors (y + 0.5) * step_d). An axis of step 1 that keeps its length is
+    copied, and so are the batch and channel axes."""
 
     half_pixel: bool
     steps: tuple[float, ...]   # per spatial axis
+    first_row: bool = False    # every output row samples output row 0's coordinate
 
     def coordinates(self, a: resize_plan.Axis, nearest: bool
                     ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -547,10 +563,13 @@ class _Coordinates:
         f: Any = np.float32 if single else np.float64
         y = np.arange(a.m, dtype=f)
         x = (y + f(0.5)) * f(step) - f(0.5) if self.half_pixel else y * f(step)
+        if self.first_row and a.axis == 2:
+            x = np.full_like(x, x[:1])
         return x.astype(np.float64), np.zeros(a.m, dtype=bool)
 
     def filter_scale(self, a: resize_plan.Axis) -> float:
-        return 1.0 / self.steps[a.axis - 2]
+        step = self.steps[a.axis - 2]
+        return 1.0 / step if step else math.inf
 
     def tie(self, a: resize_plan.Axis) -> float:
         return 0.0   # PyTorch floors (y + 0.5) * step: an exact test
@@ -649,3 +668,161 @@ max_pool3d.__doc__ = _MAX_DOC.format(
     k=3, window=_window_doc(3, "-inf"), example_x="[[[[1.0, 3.0, 2.0, 5.0, 4.0]]]]",
     example_kernel="(1, 1, 2)",
     example_result="(array([[[[3., 5., 4.]]]], dtype=float32), array([[[[1, 3, 4]]]]))")
+
+
+# ---------------------------------------------------------------- adaptive pooling
+
+__all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d"]
+
+
+def _output_size(name: str, value: Any, spatial: tuple[int, ...]) -> tuple[int, ...]:
+    """PyTorch's adaptive output_size: an int, or a sequence of one int per spatial axis (from
+    2-D on, None keeps that axis' length), each >= 0."""
+    k = len(spatial)
+    if is_int(value):
+        values: list[Any] = [int(value)] * k
+    elif isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        values = list(value)
+        if k == 1 and len(values) != 1:
+            raise ValueError(f"{name}: output_size should contain one int (got {len(values)})")
+        if len(values) != k:
+            raise ValueError(f"{name}: output_size must be {k}, got {values}")
+    else:
+        raise TypeError(f"{name}: output_size must be an int or a tuple of ints, got {value!r}")
+    if not all(is_int(v) or (v is None and k > 1) or isinstance(v, (bool, np.bool_))
+               for v in values):
+        raise TypeError(f"{name}: output_size must be a tuple of ints"
+                        f"{' (or None)' if k > 1 else ''}, got {value!r}")
+    sizes = tuple(n if v is None else int(v) for v, n in zip(values, spatial))
+    if any(m < 0 for m in sizes):
+        raise ValueError(f"{name}: elements of output_size must be greater than or equal to 0 "
+                         f"but received {list(sizes)}")
+    return sizes
+
+
+def _adaptive(name: str, op: str, k: int, input: Any, output_size: Any,
+              return_indices: bool = False) -> Any:
+    x = _array(input, name)
+    if x.ndim not in (k + 1, k + 2):
+        raise ValueError(f"{name}: expected a {k + 1}D (unbatched) or {k + 2}D (batched) "
+                         f"input, got shape {tuple(x.shape)}")
+    if any(d == 0 for d in x.shape[-k:]):
+        raise ValueError(f"{name}: expected input to have non-zero size for non-batch "
+                         f"dimensions, got shape {tuple(x.shape)}")
+    _check_bools(name, return_indices=return_indices)
+    unbatched = x.ndim == k + 1
+    xb = x[None] if unbatched else x
+    sizes = _output_size(name, output_size, tuple(xb.shape[2:]))
+    result = pool_api.adaptive_pool(op, xb, sizes, bool(return_indices))
+    if not return_indices:
+        return result[0] if unbatched else result
+    y, indices = result
+    return (y[0], indices[0]) if unbatched else (y, indices)
+
+
+_ADAPTIVE_DOC = """PyTorch's `torch.nn.functional.adaptive_{kind}_pool{k}d` on a NumPy or CuPy
+    array.
+
+    Output o is the {what} over its window: along a spatial axis of input length n and output
+    length m, [floor(o * n / m), ceil((o + 1) * n / m)).{rule}
+
+    ONNX has no adaptive pooling: an exported model expresses it where the lengths divide
+    (docs/pytorch.md); this runs the pool family's own kernel (or its NumPy path).
+
+    Parameters
+    ----------
+    input : numpy.ndarray or cupy.ndarray
+        {shape}, float16, bfloat16, float32 or float64; spatial lengths >= 1.
+    output_size : int or sequence of int
+        The output's spatial lengths (>= 0; {none}).{indices}
+
+    Returns
+    -------
+    {returns}
+
+    Raises
+    ------
+    ValueError
+        Where PyTorch raises: a wrong input rank, an empty spatial axis, an output_size of the
+        wrong length or below 0.
+    TypeError
+        An output_size that is no int or sequence of ints; an unsupported dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx_cupy.nn import functional as F
+    >>> x = np.array({example_x}, dtype=np.float32)
+    >>> F.adaptive_{kind}_pool{k}d(x, {example_size}{example_more})
+    {example_result}
+    """
+
+
+def _adaptive_doc(kind: str, k: int, **parts: str) -> str:
+    shape = {1: "(N, C, L) or (C, L)", 2: "(N, C, H, W) or (C, H, W)",
+             3: "(N, C, D, H, W) or (C, D, H, W)"}[k]
+    maximum = kind == "max"
+    return _ADAPTIVE_DOC.format(
+        kind=kind, k=k, shape=shape,
+        what="maximum" if maximum else "mean",
+        rule=("\n    The first of equal values wins; a NaN propagates (the last NaN, with its index)."
+              if maximum else ""),
+        none="None keeps an axis' length" if k > 1 else "one int",
+        indices="""
+    return_indices : bool, default False
+        Also return the maximum's index within each (n, c) plane (row-major over the spatial
+        axes, PyTorch's convention), int64.""" if maximum else "",
+        returns=("numpy.ndarray or cupy.ndarray" + (", or (output, indices)" if maximum else "")
+                 + "\n        Input's dtype, on its device" + ("; indices int64." if maximum
+                                                             else ".")), **parts)
+
+
+def adaptive_avg_pool1d(input: Any, output_size: Any) -> Any:
+    return _adaptive("adaptive_avg_pool1d", "AdaptiveAveragePool", 1, input, output_size)
+
+
+def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
+    return _adaptive("adaptive_avg_pool2d", "AdaptiveAveragePool", 2, input, output_size)
+
+
+def adaptive_avg_pool3d(input: Any, output_size: Any) -> Any:
+    return _adaptive("adaptive_avg_pool3d", "AdaptiveAveragePool", 3, input, output_size)
+
+
+def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
+    return _adaptive("adaptive_max_pool1d", "AdaptiveMaxPool", 1, input, output_size,
+                     return_indices)
+
+
+def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
+    return _adaptive("adaptive_max_pool2d", "AdaptiveMaxPool", 2, input, output_size,
+                     return_indices)
+
+
+def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
+    return _adaptive("adaptive_max_pool3d", "AdaptiveMaxPool", 3, input, output_size,
+                     return_indices)
+
+
+adaptive_avg_pool1d.__doc__ = _adaptive_doc(
+    "avg", 1, example_x="[[[1.0, 2.0, 4.0, 8.0, 16.0]]]", example_size="2", example_more="",
+    example_result="array([[[2.3333333, 9.333333 ]]], dtype=float32)")
+adaptive_avg_pool2d.__doc__ = _adaptive_doc(
+    "avg", 2, example_x="[[[[1.0, 2.0, 4.0, 8.0, 16.0]]]]", example_size="(None, 2)",
+    example_more="", example_result="array([[[[2.3333333, 9.333333 ]]]], dtype=float32)")
+adaptive_avg_pool3d.__doc__ = _adaptive_doc(
+    "avg", 3, example_x="[[[[[1.0, 2.0, 4.0, 8.0, 16.0]]]]]", example_size="(1, 1, 2)",
+    example_more="", example_result="array([[[[[2.3333333, 9.333333 ]]]]], dtype=float32)")
+adaptive_max_pool1d.__doc__ = _adaptive_doc(
+    "max", 1, example_x="[[[1.0, 5.0, 4.0, 8.0, 3.0]]]", example_size="2",
+    example_more=", return_indices=True",
+    example_result="(array([[[5., 8.]]], dtype=float32), array([[[1, 3]]]))")
+adaptive_max_pool2d.__doc__ = _adaptive_doc(
+    "max", 2, example_x="[[[[1.0, 5.0, 4.0, 8.0, 3.0]]]]", example_size="(None, 2)",
+    example_more=", return_indices=True",
+    example_result="(array([[[[5., 8.]]]], dtype=float32), array([[[[1, 3]]]]))")
+adaptive_max_pool3d.__doc__ = _adaptive_doc(
+    "max", 3, example_x="[[[[[1.0, 5.0, 4.0, 8.0, 3.0]]]]]", example_size="(1, 1, 2)",
+    example_more=", return_indices=True",
+    example_result="(array([[[[[5., 8.]]]]], dtype=float32), array([[[[[1, 3]]]]]))")
