@@ -1,32 +1,71 @@
-"""PyTorch-style functions on CuPy and NumPy arrays: `torch.nn.functional`'s pooling and
-interpolation (and the one-hot argmax idiom) with PyTorch's argument names, order, defaults,
-errors and results, built on the ONNX operators' plans; public as `onnx_cupy.nn.functional`.
+"""PyTorch-style functions on CuPy and NumPy arrays and PyTorch tensors: `torch.nn.functional`'s
+pooling (adaptive pooling included) and interpolation (and the one-hot argmax idiom) with
+PyTorch's argument names, order, defaults, errors and results, built on the ONNX operators'
+plans and the pool family's adaptive pooling; public as `onnx_cupy.nn.functional`.
 
 Arrays are channels-first, (N, C, *spatial) (or (C, *spatial) where PyTorch takes an unbatched
-input). Each function names the ONNX attributes it runs with and PyTorch's quirks it reproduces;
-docs/pytorch.md maps every call to what an exporter writes.
+input). A PyTorch tensor in gives tensors out on its device, zero-copy through DLPack (a CPU
+tensor runs the NumPy path, a CUDA tensor the CuPy path; interop/tensors.py); no autograd graph
+is recorded, so a tensor that requires grad is a TypeError. Each function names the ONNX
+attributes it runs with and PyTorch's quirks it reproduces; docs/pytorch.md maps every call to
+what an exporter writes.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    cast,
+    overload,
+)
 
 import numpy as np
+import numpy.typing as npt
 
 from ..core import execution
 from ..core.attributes import is_int, is_real
+from ..core.execution import ArrayT, NDArray
 from ..hardmax.api import hardmax
 from ..pool import api as pool_api
 from ..pool import plan as pool_plan
 from ..pool.api import average_pool, max_pool
 from ..resize import api as resize_api
 from ..resize import plan as resize_plan
+from . import tensors
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "lp_pool1d", "lp_pool2d",
            "lp_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "one_hot_argmax"]
+
+# The input's kind, which the result keeps: a NumPy or CuPy array, or a PyTorch tensor
+_In = TypeVar("_In", bound="NDArray | Tensor")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _tensors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A PyTorch-style function that also takes a PyTorch tensor as its `input` and then gives
+    tensors (zero-copy, interop/tensors.py)."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not args and "input" not in kwargs:
+            return fn(*args, **kwargs)   # fn names what is missing
+        given = args[0] if args else kwargs.pop("input")
+        x, give = tensors.intake(given, fn.__name__)
+        return give(fn(x, *args[1:], **kwargs))
+    return cast(Callable[_P, _R], call)
+
 
 _POOL_OPSET = 22    # the newest AveragePool and MaxPool
 _RESIZE_OPSET = 19  # the newest Resize
@@ -129,7 +168,7 @@ def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padd
     return y[0] if unbatched else y
 
 
-_WINDOW_DOC = """    input : numpy.ndarray or cupy.ndarray
+_WINDOW_DOC = """    input : numpy.ndarray, cupy.ndarray or torch.Tensor
         {shape}.
     kernel_size : int or sequence of int
     stride : int or sequence of int, optional
@@ -140,7 +179,7 @@ _WINDOW_DOC = """    input : numpy.ndarray or cupy.ndarray
 
 _RETURNS_DOC = """    Returns
     -------
-    numpy.ndarray or cupy.ndarray
+    numpy.ndarray, cupy.ndarray or torch.Tensor
         Input's dtype, on its device.
 
     Raises
@@ -188,24 +227,27 @@ _DIVISOR_DOC = """
         Divide each window's sum by this instead of the window's size."""
 
 
-def avg_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True) -> Any:
-    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
-                     count_include_pad, None)
+@_tensors
+def avg_pool1d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> _In:
+    return cast(_In, _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None))
 
 
-def avg_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+@_tensors
+def avg_pool2d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override: int | None = None) -> Any:
-    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
-                     count_include_pad, divisor_override)
+               divisor_override: int | None = None) -> _In:
+    return cast(_In, _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override))
 
 
-def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+@_tensors
+def avg_pool3d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override: int | None = None) -> Any:
-    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
-                     count_include_pad, divisor_override)
+               divisor_override: int | None = None) -> _In:
+    return cast(_In, _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override))
 
 
 avg_pool1d.__doc__ = _AVG_DOC.format(
@@ -251,7 +293,7 @@ _LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy arra
 
     Parameters
     ----------
-    input : numpy.ndarray or cupy.ndarray
+    input : numpy.ndarray, cupy.ndarray or torch.Tensor
         {shape}.
     norm_type : int or float
         The power p.
@@ -276,19 +318,22 @@ _LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy arra
     """
 
 
-def lp_pool1d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,
-              ceil_mode: bool = False) -> Any:
-    return _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode)
+@_tensors
+def lp_pool1d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> _In:
+    return cast(_In, _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode))
 
 
-def lp_pool2d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,
-              ceil_mode: bool = False) -> Any:
-    return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
+@_tensors
+def lp_pool2d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> _In:
+    return cast(_In, _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode))
 
 
-def lp_pool3d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,
-              ceil_mode: bool = False) -> Any:
-    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)
+@_tensors
+def lp_pool3d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> _In:
+    return cast(_In, _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode))
 
 
 lp_pool1d.__doc__ = _LP_DOC.format(
@@ -302,7 +347,8 @@ lp_pool3d.__doc__ = _LP_DOC.format(
     example_kernel="(1, 1, 2)", example_result="array([[[[[5., 1.]]]]], dtype=float32)")
 
 
-def one_hot_argmax(input: Any, dim: int = -1) -> Any:
+@_tensors
+def one_hot_argmax(input: _In, dim: int = -1) -> _In:
     """PyTorch's one-hot argmax idiom on a NumPy or CuPy array: the result of
     `torch.zeros_like(x).scatter_(dim, x.argmax(dim=dim, keepdim=True), 1)`.
 
@@ -311,14 +357,14 @@ def one_hot_argmax(input: Any, dim: int = -1) -> Any:
 
     Parameters
     ----------
-    input : numpy.ndarray or cupy.ndarray
+    input : numpy.ndarray, cupy.ndarray or torch.Tensor
         Any rank >= 1, a float dtype.
     dim : int, default -1
         The axis, negative counting from the end.
 
     Returns
     -------
-    numpy.ndarray or cupy.ndarray
+    numpy.ndarray, cupy.ndarray or torch.Tensor
         Input's shape and dtype, on its device.
 
     Raises
@@ -342,7 +388,7 @@ def one_hot_argmax(input: Any, dim: int = -1) -> Any:
     if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
         raise ValueError(f"one_hot_argmax: dim = {dim!r} is out of range for an input of rank "
                          f"{x.ndim} (expected an int in [{-max(x.ndim, 1)}, {max(x.ndim, 1) - 1}])")
-    return hardmax(x, axis=int(dim), opset=13)
+    return cast(_In, hardmax(x, axis=int(dim), opset=13))
 
 
 # ---------------------------------------------------------------- interpolate
@@ -392,9 +438,10 @@ def _per_axis(value: Any, spatial: list[int], subject: str, named: str, name: st
     return values
 
 
-def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+@_tensors
+def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
-                antialias: bool = False) -> Any:
+                antialias: bool = False) -> _In:
     """PyTorch's `torch.nn.functional.interpolate` on a NumPy or CuPy array.
 
     Runs ONNX Resize-19 on the spatial axes (N and C kept):
@@ -427,7 +474,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
 
     Parameters
     ----------
-    input : numpy.ndarray or cupy.ndarray
+    input : numpy.ndarray, cupy.ndarray or torch.Tensor
         (N, C, *spatial) with 1-3 spatial axes (linear: 1, bilinear/bicubic: 2, trilinear: 3).
     size : int or sequence of int, optional
         Output spatial lengths.
@@ -445,7 +492,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
 
     Returns
     -------
-    numpy.ndarray or cupy.ndarray
+    numpy.ndarray, cupy.ndarray or torch.Tensor
         Input's dtype, on its device.
 
     Raises
@@ -495,7 +542,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         if any(n < 1 for n in spatial):
             raise ValueError(f"interpolate: expected input to have non-zero size for non-batch "
                              f"dimensions, got input {spatial}")
-        return pool_api.adaptive_pool("AdaptiveAveragePool", x, sizes)
+        return cast(_In, pool_api.adaptive_pool("AdaptiveAveragePool", x, sizes))
     if any(n < 1 for n in spatial) or any(m < 1 for m in sizes):
         raise ValueError(f"interpolate: input and output sizes should be greater than 0, but got "
                          f"input {spatial} and output {sizes}")
@@ -531,8 +578,8 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
                                           for n, m, f in zip(spatial, sizes, factors or sizes)))
     if source is not None and antialias and sizes[-1] == 1 and sizes[0] != spatial[0]:
         source = dataclasses.replace(source, first_row=True)
-    return resize_api.run(x, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
-                          {**resize_plan.DEFAULTS, **attrs}, source=source)
+    return cast(_In, resize_api.run(x, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
+                                    {**resize_plan.DEFAULTS, **attrs}, source=source))
 
 
 _FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)
@@ -614,7 +661,7 @@ _MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy ar
 
     Returns
     -------
-    numpy.ndarray or cupy.ndarray, or (output, indices)
+    numpy.ndarray, cupy.ndarray or torch.Tensor, or (output, indices)
         Input's dtype, on its device; indices int64.
 
     Raises
@@ -634,18 +681,50 @@ _MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy ar
     """
 
 
+class _MaxPooling(Protocol):
+    """max_pool1d/2d/3d as a type checker sees them: an array in, that array type out (with
+    int64 indices); a PyTorch tensor in, tensors out."""
+
+    @overload
+    def __call__(self, input: ArrayT, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ..., *, return_indices: Literal[True]
+                 ) -> tuple[ArrayT, npt.NDArray[np.int64]]: ...
+
+    @overload
+    def __call__(self, input: Tensor, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ..., *, return_indices: Literal[True]
+                 ) -> tuple[Tensor, Tensor]: ...
+
+    @overload
+    def __call__(self, input: _In, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ...,
+                 return_indices: Literal[False] = ...) -> _In: ...
+
+    @overload
+    def __call__(self, input: _In, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ..., return_indices: bool = ...
+                 ) -> Any: ...
+
+
+def _max_pooling(fn: Callable[..., Any]) -> _MaxPooling:
+    return cast(_MaxPooling, _tensors(fn))
+
+
+@_max_pooling
 def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices)
 
 
+@_max_pooling
 def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices)
 
 
+@_max_pooling
 def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
@@ -732,7 +811,7 @@ _ADAPTIVE_DOC = """PyTorch's `torch.nn.functional.adaptive_{kind}_pool{k}d` on a
 
     Parameters
     ----------
-    input : numpy.ndarray or cupy.ndarray
+    input : numpy.ndarray, cupy.ndarray or torch.Tensor
         {shape}, float16, bfloat16, float32 or float64; spatial lengths >= 1.
     output_size : int or sequence of int
         The output's spatial lengths (>= 0; {none}).{indices}
@@ -773,33 +852,67 @@ def _adaptive_doc(kind: str, k: int, **parts: str) -> str:
     return_indices : bool, default False
         Also return the maximum's index within each (n, c) plane (row-major over the spatial
         axes, PyTorch's convention), int64.""" if maximum else "",
-        returns=("numpy.ndarray or cupy.ndarray" + (", or (output, indices)" if maximum else "")
-                 + "\n        Input's dtype, on its device" + ("; indices int64." if maximum
-                                                             else ".")), **parts)
+        returns=("numpy.ndarray, cupy.ndarray or torch.Tensor"
+                 + (", or (output, indices)" if maximum else "")
+                 + "\n        Input's dtype, on its device"
+                 + ("; indices int64." if maximum else ".")), **parts)
 
 
-def adaptive_avg_pool1d(input: Any, output_size: Any) -> Any:
-    return _adaptive("adaptive_avg_pool1d", "AdaptiveAveragePool", 1, input, output_size)
+@_tensors
+def adaptive_avg_pool1d(input: _In, output_size: Any) -> _In:
+    return cast(_In, _adaptive("adaptive_avg_pool1d", "AdaptiveAveragePool", 1, input,
+                               output_size))
 
 
-def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
-    return _adaptive("adaptive_avg_pool2d", "AdaptiveAveragePool", 2, input, output_size)
+@_tensors
+def adaptive_avg_pool2d(input: _In, output_size: Any) -> _In:
+    return cast(_In, _adaptive("adaptive_avg_pool2d", "AdaptiveAveragePool", 2, input,
+                               output_size))
 
 
-def adaptive_avg_pool3d(input: Any, output_size: Any) -> Any:
-    return _adaptive("adaptive_avg_pool3d", "AdaptiveAveragePool", 3, input, output_size)
+@_tensors
+def adaptive_avg_pool3d(input: _In, output_size: Any) -> _In:
+    return cast(_In, _adaptive("adaptive_avg_pool3d", "AdaptiveAveragePool", 3, input,
+                               output_size))
 
 
+class _AdaptiveMaxPooling(Protocol):
+    """adaptive_max_pool1d/2d/3d as a type checker sees them: an array in, that array type out
+    (with int64 indices); a PyTorch tensor in, tensors out."""
+
+    @overload
+    def __call__(self, input: ArrayT, output_size: Any, return_indices: Literal[True]
+                 ) -> tuple[ArrayT, npt.NDArray[np.int64]]: ...
+
+    @overload
+    def __call__(self, input: Tensor, output_size: Any, return_indices: Literal[True]
+                 ) -> tuple[Tensor, Tensor]: ...
+
+    @overload
+    def __call__(self, input: _In, output_size: Any, return_indices: Literal[False] = ...
+                 ) -> _In: ...
+
+    @overload
+    def __call__(self, input: _In, output_size: Any, return_indices: bool = ...) -> Any: ...
+
+
+def _adaptive_max_pooling(fn: Callable[..., Any]) -> _AdaptiveMaxPooling:
+    return cast(_AdaptiveMaxPooling, _tensors(fn))
+
+
+@_adaptive_max_pooling
 def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
     return _adaptive("adaptive_max_pool1d", "AdaptiveMaxPool", 1, input, output_size,
                      return_indices)
 
 
+@_adaptive_max_pooling
 def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
     return _adaptive("adaptive_max_pool2d", "AdaptiveMaxPool", 2, input, output_size,
                      return_indices)
 
 
+@_adaptive_max_pooling
 def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
     return _adaptive("adaptive_max_pool3d", "AdaptiveMaxPool", 3, input, output_size,
                      return_indices)
