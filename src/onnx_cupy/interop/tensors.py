@@ -9,7 +9,7 @@ as int16 bits (`tensor.view(int16)`) and is viewed back (ml_dtypes.bfloat16 on t
 A tensor that requires grad is a TypeError: these functions record no autograd graph."""
 from __future__ import annotations
 
-import sys
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +34,7 @@ def intake(x: Any, name: str) -> tuple[Any, Callable[[Any], Any]]:
     if x.requires_grad:
         raise TypeError(f"{name}: the input tensor requires grad, and onnx_cupy.nn.functional "
                         f"has no autograd (its results carry no graph); pass input.detach()")
-    torch = sys.modules[type(x).__module__]
+    torch = importlib.import_module(type(x).__module__)   # imported already: its own
     bf16 = x.dtype == getattr(torch, "bfloat16", None)
     array = execution.as_array(x.view(torch.int16) if bf16 else x, name)
     if bf16:
