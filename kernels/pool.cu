@@ -20,6 +20,8 @@
 //                 block per (n, c) plane, a warp-shuffle and shared-memory reduction.
 //   pool<T, Acc, I, R>                     everything else (R = 1 .. POOL_MAXD spatial axes, any
 //                 p, any size, MaxPool's indices): one thread per output, grid-stride.
+//   pool_adaptive<T, Acc, I, R>            PyTorch's adaptive average and max pooling (no ONNX
+//                 operator; R = 1 .. 3): per-output windows, one thread per output, grid-stride.
 // I, the offset type, is int where every input offset and output index fits one, else long long.
 // The spatial rank R is a template parameter of both: loops over axes are unrolled, so per-axis
 // state lives in registers (no stack frame, no local memory). Both visit a window's taps in the
@@ -186,6 +188,81 @@ __global__ void pool(const T* __restrict__ x, T* __restrict__ y, long long* __re
     };
     oc::for_each_tap<0, R>(offset, index, tap_count, tap_jump, index_jump, add);
     oc::store<Acc>(y + idx, max ? acc : lp ? oc::lp_root<Acc>(acc, p) : acc / count);
+    if (geom.indices) indices[idx] = best;
+  }
+}
+
+// ----------------------------------------------------------------------- the adaptive kernel
+// PyTorch's adaptive pooling: output o of an axis of input length n and output length m reads
+// the window [floor(o * n / m), ceil((o + 1) * n / m)) of that axis (never empty for n >= 1),
+//   average: y = sum over the window / its size
+//   max:     y = max over the window (oc::max_wins: the first of equal values, a NaN always, the
+//            last NaN), and the optional indices[n, c, o] = the winner's index within its (n, c)
+//            plane, row-major over the spatial axes (PyTorch's convention)
+// visiting the window as the generic kernel does (axis 0 outermost, taps ascending). The window
+// bounds divide by m: by the host's multiply-shift numbers with 32-bit indices (the host checks
+// that (o + 1) * n + m - 1 fits an int), by division with 64-bit ones.
+
+struct PoolAdaptiveGeom {
+  long long total;     // output elements
+  long long channels;  // C
+  long long stride_n;  // input element strides of N and C
+  long long stride_c;
+  long long max;       // 1: the maximum, 0: the average
+  long long indices;   // 1: write the winners' indices (max)
+  long long in_shape[POOL_MAXD];
+  long long in_stride[POOL_MAXD];
+  long long out_shape[POOL_MAXD];
+  // oc::fast_div divisors of C and the output extents (32-bit indices only)
+  unsigned int by_channels[2];
+  unsigned int by_out_shape[POOL_MAXD][2];
+};
+
+template <typename T, typename Acc, typename I, int R>
+__global__ void pool_adaptive(const T* __restrict__ x, T* __restrict__ y,
+                              long long* __restrict__ indices, const PoolAdaptiveGeom geom) {
+  static_assert(1 <= R && R <= POOL_MAXD, "spatial rank out of range");
+  const bool max = geom.max != 0;
+#pragma unroll 1  // grid-stride loop: no trip-count division
+  for (I idx = oc::first_index<I>(); idx < (I)geom.total; idx += oc::grid_stride<I>()) {
+    I out_pos[R];
+    auto by_length = [&](int a, I v) {
+      return oc::quotient<I>(v, (I)geom.out_shape[a], geom.by_out_shape[a]);
+    };
+    const I plane = oc::unravel<R>(idx, out_pos, by_length,  // n * C + c
+                                   [&](int a) { return (I)geom.out_shape[a]; });
+    const I n = oc::quotient<I>(plane, (I)geom.channels, geom.by_channels);
+    I offset = n * (I)geom.stride_n + (plane - n * (I)geom.channels) * (I)geom.stride_c;
+    I tap_count[R], tap_jump[R];
+    long long index_jump[R];
+    long long index = 0, step = 1;  // the window's first index in the plane; an axis' index step
+    Acc count = Acc(1);
+#pragma unroll
+    for (int a = R - 1; a >= 0; --a) {  // the divisor's product order: last axis first
+      const I length = (I)geom.in_shape[a], out_length = (I)geom.out_shape[a];
+      const I start = by_length(a, out_pos[a] * length);
+      const I end = by_length(a, (out_pos[a] + 1) * length + out_length - 1);
+      tap_count[a] = end - start;
+      count *= (Acc)(end - start);
+      tap_jump[a] = (I)geom.in_stride[a];
+      index_jump[a] = step;
+      offset += start * (I)geom.in_stride[a];
+      index += (long long)start * step;
+      step *= (long long)length;
+    }
+    Acc acc = max ? oc::max_identity<T, Acc>() : Acc(0);
+    long long best = -1;  // the winner's index, -1 while none
+    auto add = [&](I at, long long at_index) {
+      const Acc v = oc::load<Acc>(x + at);
+      if (!max) {
+        acc += v;
+      } else if (best < 0 || oc::max_wins<Acc>(v, acc)) {
+        acc = v;
+        best = at_index;
+      }
+    };
+    oc::for_each_tap<0, R>(offset, index, tap_count, tap_jump, index_jump, add);
+    oc::store<Acc>(y + idx, max ? acc : acc / count);
     if (geom.indices) indices[idx] = best;
   }
 }

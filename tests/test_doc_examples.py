@@ -5,6 +5,8 @@
 - A Python block whose first line is a comment starting "# runs on a GPU" runs against the
   stand-in cupy (tests/helpers/fake_cupy.py: arrays that say they live on a device, launches
   recorded, kernels not run) and must compile and launch kernels (a warm-up: compile them).
+- A Python block whose first line starts "# runs with PyTorch" runs where torch is importable
+  (CI does not install it: skipped there, with the reason).
 - A Python block whose first line starts "# not run in the test suite:" says why; it must compile.
 - Each page's first Python block is a CPU example.
 - Each `onnx-cupy ...` command of a shell block is one the command line accepts, and every
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import os
 import re
 import shlex
@@ -37,6 +40,7 @@ PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md",
          *sorted((ROOT / "docs").glob("*.md"))]
 GPU = "# runs on a GPU"
 NOT_RUN = "# not run in the test suite:"
+TORCH = "# runs with PyTorch"
 SHELLS = ("bash", "console", "sh", "shell")
 
 
@@ -52,7 +56,7 @@ class Block:
     def kind(self) -> str:
         first = self.code.splitlines()[0] if self.code.strip() else ""
         return "gpu" if first.startswith(GPU) else "not run" if first.startswith(NOT_RUN) \
-            else "cpu"
+            else "torch" if first.startswith(TORCH) else "cpu"
 
     def __str__(self) -> str:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
@@ -136,6 +140,9 @@ def test_python_block_runs_as_pasted(block, tmp_path):
         assert len(reason) > 10, f"{block}: say why it cannot run"
         compile(block.code, str(block), "exec")
         return
+    if block.kind == "torch" and importlib.util.find_spec("torch") is None:
+        compile(block.code, str(block), "exec")
+        pytest.skip(f"{block}: PyTorch is not installed (the suite does not need it)")
     if block.kind == "gpu":
         assert block.output is None, f"{block}: the stand-in cupy computes nothing to print"
         driver = tmp_path / "stand_in.py"

@@ -14,6 +14,8 @@ pytest.importorskip("mypy", reason="mypy is not installed")
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_SCRIPT = ROOT / "tests" / "typing" / "user_numpy.py"
+TORCH_SCRIPT = ROOT / "tests" / "typing" / "user_torch.py"
+TORCH_STUB = ROOT / "tests" / "typing" / "stubs"   # used where torch is absent
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +23,8 @@ def mypy(tmp_path_factory):
     """Run mypy from the project root (its pyproject.toml configuration), with one cache."""
     cache = tmp_path_factory.mktemp("mypy-cache")
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "MYPYPATH": str(ROOT / "src")}
+    def run(*args: str, path: tuple[Path, ...] = ()) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "MYPYPATH": os.pathsep.join(map(str, (ROOT / "src", *path)))}
         return subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache), *args],
                               capture_output=True, text=True, cwd=ROOT, env=env, timeout=600,
                               check=False)
@@ -73,3 +75,25 @@ def test_non_arrays_are_type_errors(mypy, tmp_path):
     res = mypy("--strict", "--follow-imports=silent", str(script))
     assert res.returncode == 1
     assert res.stdout.count('[type-var]') + res.stdout.count('[arg-type]') == 2, res.stdout
+
+
+def test_tensor_in_gives_tensor_out(mypy):
+    """A type checker sees torch.Tensor in, torch.Tensor out (a pair with return_indices), and
+    NumPy arrays keep their type with int64 indices; the package checks clean against torch's
+    Tensor type too (imports followed: the overloads' Tensor and array variants do not clash).
+    Against the installed torch where there is one, else a stub of its few types."""
+    try:
+        import torch  # noqa: F401
+        path: tuple[Path, ...] = ()
+    except ImportError:
+        path = (TORCH_STUB,)
+    res = mypy("--strict", str(TORCH_SCRIPT), path=path)
+    assert res.returncode == 0, res.stdout
+    revealed = [kind for _, kind in re.findall(
+        r'user_torch\.py:(\d+): note: Revealed type is "([^"]+)"', res.stdout)]
+    int64 = r"numpy\.ndarray\[.*numpy\.signedinteger\[.*_64Bit\]\]\]"
+    assert revealed[:4] == ["torch.Tensor"] * 4, revealed
+    assert revealed[4:6] == ["tuple[torch.Tensor, torch.Tensor]"] * 2, revealed
+    assert re.fullmatch(rf"tuple\[numpy\.ndarray\[.*_32Bit\]\]\], {int64}\]", revealed[6])
+    assert re.fullmatch(rf"tuple\[numpy\.ndarray\[.*float64\]\], {int64}\]", revealed[7])
+    assert len(revealed) == 8

@@ -16,6 +16,7 @@ from helpers.util import FLOAT_DTYPES, assert_close, random, record_builds
 import onnx_cupy as oc
 from onnx_cupy.core import dtypes, emulator, loader
 from onnx_cupy.core import warmup as warmup_module
+from onnx_cupy.pool.api import adaptive_pool
 
 RESIZE_DTYPES = [*FLOAT_DTYPES, *map(np.dtype, ("int8", "uint8", "int16", "uint16", "int32",
                                                 "uint32", "int64", "uint64", "bool",
@@ -45,6 +46,12 @@ CALLS = {
                                                       return_indices=True)[0], True),
                 ((1, 2, 5, 4, 3, 6), lambda x: oc.max_pool(x, kernel_shape=[2, 2, 2, 3]), True)],
     "GlobalAveragePool": [((2, 3, 9, 11), lambda x: oc.global_average_pool(x), True)],
+    "AdaptiveAveragePool": [((2, 3, 9, 11), lambda x: adaptive_pool("AdaptiveAveragePool", x,
+                                                                    (4, 5)), True),
+                            ((2, 3, 9), lambda x: adaptive_pool("AdaptiveAveragePool", x, (4,)),
+                             True)],
+    "AdaptiveMaxPool": [((2, 3, 5, 4, 3), lambda x: adaptive_pool("AdaptiveMaxPool", x, (2, 3, 2),
+                                                                  True)[0], True)],
     "GlobalMaxPool": [((2, 3, 5, 4, 3), lambda x: oc.global_max_pool(x), True)],
     "GlobalLpPool": [((2, 3, 17), lambda x: oc.global_lp_pool(x, p=3), True)],
     "Hardmax": [((4, 37), lambda x: oc.hardmax(x), True),
@@ -142,8 +149,9 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AveragePool, GlobalAveragePool, "
-                       r"GlobalLpPool, GlobalMaxPool, Hardmax, LpPool, MaxPool, Resize")),
+    ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AdaptiveAveragePool, AdaptiveMaxPool, "
+                       r"AveragePool, GlobalAveragePool, GlobalLpPool, GlobalMaxPool, Hardmax, "
+                       r"LpPool, MaxPool, Resize")),
     ({"ops": []}, r"warmup: ops is empty"),
     ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
     ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},

@@ -21,7 +21,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import NamedTuple
 
-from helpers import hardmax_differential, pool_differential, resize_differential
+from helpers import (
+    hardmax_differential,
+    nearest_differential,
+    pool_differential,
+    resize_differential,
+)
 from helpers.differential import Record, totals
 
 PATH = Path(__file__).resolve().parents[2] / "docs" / "_generated" / "differential.md"
@@ -94,6 +99,20 @@ RESIZE_CHECKS = {
 }
 
 
+NEAREST_CHECKS = {
+    "oracle": "onnx-cupy picks what the oracle picks (onnxruntime's float32 formulas and tie "
+              "band; half_pixel_symmetric exactly)",
+    "emulated_equals_numpy": "the emulated kernels equal the NumPy path",
+    "equals_onnxruntime": "no listed case applies: ours equals onnxruntime's output",
+    "listed_ort_differs": "a listed case applies and onnxruntime's output differs from ours",
+    "axis_equals_onnxruntime": "... and ours picks what onnxruntime picks on every axis no "
+                               "listed case puts off (where readable)",
+    "reference_sides_with_exact": "half_pixel_symmetric where onnxruntime differs: onnx.reference "
+                                  "picks what exact arithmetic (and ours) picks",
+    "runtimes_round_off_exact": "... except where both runtimes pick alike, off exact arithmetic",
+}
+
+
 def _pool(op: str) -> Family:
     return Family("tests/pool/test_differential.py",
                   lambda: [pool_differential.evaluate(op, i)
@@ -115,6 +134,12 @@ FAMILIES = {
                      RESIZE_CHECKS, "known:", {k.name: (FOLLOWS[k.follows], k.why)
                                 for k in resize_differential.KNOWN},
                      ("onnx-cupy gives", "what")),
+    "Resize nearest": Family("tests/resize/test_nearest_differential.py",
+                             lambda: [nearest_differential.evaluate(i)
+                                      for i in range(nearest_differential.COUNT)],
+                             NEAREST_CHECKS, "listed:", {k.name: (k.checked, k.why)
+                                                         for k in nearest_differential.LISTED},
+                             ("onnx-cupy checked against", "what")),
 }
 CASE_NOTE = {
     "case:": "configurations each listed case applies to (the runtimes it puts off are not "
@@ -122,6 +147,8 @@ CASE_NOTE = {
     "differ: ": "configurations where the runtimes disagree, by class",
     "known:": "configurations where the runtimes disagree, by listed case (several can apply "
               "to one)",
+    "listed:": "configurations each listed case applies to (a row of the semantics page where "
+               "onnx-cupy keeps another length or coordinate than onnxruntime)",
 }
 
 

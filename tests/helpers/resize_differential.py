@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from helpers import nearest_rounding
 from helpers.differential import Record
 from helpers.util import inferred_shape, node_model, onnxruntime, reference
 from onnx_cupy.core import execution
@@ -208,26 +209,23 @@ def coordinates(config: Config, a: Axis, single: bool = False,
     return np.asarray(x, dtype=np.float64)
 
 
-def decisions(config: Config, x: np.ndarray, a: Axis) -> tuple:
+def decisions(config: Config, x: np.ndarray, a: Axis, tie: float = 0.0) -> tuple:
     """What a coordinate decides beyond interpolation weights: the tf_crop_and_resize outside
-    mask and, for nearest, the input index chosen."""
+    mask and, for nearest, the input index chosen (a fraction within `tie` of 0.5 rounding as
+    the tie)."""
     outside = tuple((x < 0) | (x > a.n - 1)) if config.ctm == "tf_crop_and_resize" else ()
     if config.mode != "nearest":
         return outside, ()
-    fl = np.floor(x)
-    frac = x - fl
-    rule = config.attrs.get("nearest_mode", "floor" if config.opset > 10 else
-                            ("ceil" if a.s < 1 else "floor"))
-    up = {"round_prefer_floor": frac > 0.5, "round_prefer_ceil": frac >= 0.5,
-          "floor": np.zeros_like(frac, bool), "ceil": frac > 0}[rule]
-    return outside, tuple(np.clip(fl + up, 0, a.n - 1))
+    rule = config.attrs.get("nearest_mode", "round_prefer_floor" if config.opset > 10 else "")
+    return outside, tuple(nearest_rounding.picks(x, rule, a.n, a.s, tie))
 
 
 def _runtimes_decide_differently(config: Config) -> bool:
-    """Whether onnxruntime's float32 coordinates and onnx.reference's (float64; float32 roi
-    terms) fall on different sides of a rounding or crop boundary."""
+    """Whether onnxruntime's float32 coordinates and tie band and onnx.reference's coordinates
+    (float64; float32 roi terms; exact ties) fall on different sides of a rounding or crop
+    boundary."""
     crop = config.ctm == "tf_crop_and_resize"
-    return any(decisions(config, coordinates(config, a, single=True), a)
+    return any(decisions(config, coordinates(config, a, single=True), a, nearest_rounding.TIE)
                != decisions(config, coordinates(config, a, rounded_roi=crop), a)
                for a in axes_of(config) if _moved(a, config))
 
@@ -307,9 +305,10 @@ KNOWN = (
     Known("coordinates_float32", "ort",
           lambda c: c.ctm not in ("tf_crop_and_resize", "half_pixel_symmetric")
           and _runtimes_decide_differently(c),
-          "nearest at a rounding boundary: onnxruntime computes the coordinate in float32 (as "
-          "PyTorch) and lands on the other side than onnx.reference's float64 value; onnx-cupy "
-          "computes it as onnxruntime (test_nearest_rounding.py)"),
+          "nearest at a rounding boundary: onnxruntime computes the coordinate in float32 and "
+          "rounds a fraction within 1e-6 of 0.5 as the tie, landing on the other side than "
+          "onnx.reference's float64 value and exact ties; onnx-cupy computes it as onnxruntime "
+          "(test_nearest_rounding.py, test_nearest_differential.py)"),
     Known("half_pixel_symmetric_boundary", "exact",
           lambda c: c.ctm == "half_pixel_symmetric" and (_runtimes_decide_differently(c)
                                                           or _reference_loses_fraction(c)),

@@ -299,7 +299,9 @@ X4 = np.ones((1, 2, 6, 6), np.float32)
      "anti-alias"),
     (lambda: F.interpolate(X3, size=3, mode="bilinear"), NotImplementedError, "needs 4D"),
     (lambda: F.interpolate(X4, size=3, mode="linear"), NotImplementedError, "needs 3D"),
-    (lambda: F.interpolate(X4, size=3, mode="area"), NotImplementedError, "area"),
+    (lambda: F.interpolate(X4, size=3, mode="area", align_corners=True), ValueError,
+     "align_corners"),
+    (lambda: F.interpolate(X4[:, :, :0], size=3, mode="area"), ValueError, "non-zero size"),
     (lambda: F.interpolate(X4, size=3, mode="cubic"), NotImplementedError, "cubic"),
     (lambda: F.interpolate(X3, scale_factor=0.1), ValueError, "greater than 0"),
     (lambda: F.interpolate(np.ones((2, 3), np.float32), size=3), NotImplementedError, "2D"),
@@ -335,14 +337,18 @@ def test_docstring_examples_run_and_sections_exist():
 # ---------------------------------------------------------------- docs/pytorch.md's examples
 
 def test_exported_nearest_differs_at_a_boundary(cpu_backend):
-    """17 elements, nearest-exact, scale_factor 0.3: PyTorch's (4 + 0.5) * float32(1 / 0.3)
-    rounds to 15.0 (element 15); Resize's (4.5f / 0.3f) - 0.5f is 14.499999 (element 14)."""
-    x = np.arange(17, dtype=np.float32).reshape(1, 1, 17)
+    """30 elements, nearest-exact, scale_factor 0.3: PyTorch's (7 + 0.5) * float32(1 / 0.3)
+    rounds to 25.0 (element 25); Resize's (7.5f / 0.3f) - 0.5f is 24.499998, 2^-19 below the
+    tie, outside onnxruntime's tie band (element 24). At 17 elements output 4 (14.499999, within
+    the band) both take 15."""
+    x = np.arange(30, dtype=np.float32).reshape(1, 1, 30)
     with execution.backend(cpu_backend):
         torch_style = F.interpolate(x, scale_factor=0.3, mode="nearest-exact")
         exported = onnx_cupy.resize(x, scales=[1, 1, 0.3], nearest_mode="round_prefer_ceil")
-    np.testing.assert_array_equal(torch_style[0, 0], [1, 5, 8, 11, 15])
-    np.testing.assert_array_equal(exported[0, 0], [1, 5, 8, 11, 14])
+        short = onnx_cupy.resize(x[..., :17], scales=[1, 1, 0.3], nearest_mode="round_prefer_ceil")
+    np.testing.assert_array_equal(torch_style[0, 0], [1, 5, 8, 11, 15, 18, 21, 25, 28])
+    np.testing.assert_array_equal(exported[0, 0], [1, 5, 8, 11, 15, 18, 21, 24, 28])
+    np.testing.assert_array_equal(short[0, 0], [1, 5, 8, 11, 15])
 
 
 def test_exported_linear_resamples_a_kept_length(cpu_backend, rng):

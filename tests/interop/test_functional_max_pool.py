@@ -109,3 +109,12 @@ def test_errors(k, args, kw, pattern, cpu_backend):
 def test_wrong_rank():
     with pytest.raises(ValueError, match=r"max_pool2d: expected a 3D \(unbatched\) or 4D"):
         F.max_pool2d(np.ones((5, 5), np.float32), 2)
+
+
+def test_window_over_padding_only_gives_minus_inf_and_minus_one(cpu_backend):
+    """n = 2, kernel 2, padding 1, dilation 3: the one window reads positions -1 and 2, no input
+    element. PyTorch gives -inf and an index past the plane; onnx-cupy keeps -inf and -1 (no
+    element; docs/pytorch.md)."""
+    x = np.array([[[3.0, 4.0]]], np.float32)
+    y, i = run(1, x, cpu_backend, 2, 1, 1, dilation=3, return_indices=True)
+    assert y.tolist() == [[[-np.inf]]] and i.tolist() == [[[-1]]]

@@ -1,8 +1,9 @@
 """Resize nearest picks its input element from float32 coordinates computed as onnxruntime
-computes them (((y + 0.5f) / s) - 0.5f and the like; PyTorch also works in float32), not from
-float64 ones (onnx.reference): checked on the cases that differ, against onnxruntime on seeded
-configurations at a rounding boundary, and against PyTorch's recorded results with the
-attributes its ONNX exporter writes (tests/data/torch/)."""
+computes them (((y + 0.5f) / s) - 0.5f and the like), a fraction within 1e-6 of 0.5 rounding as
+the tie (onnxruntime's 2026 fix of GH28291), not from float64 ones (onnx.reference): checked on
+onnxruntime's regression cases, at the edges of the tie band, on the cases that differ, against
+onnxruntime on seeded configurations at a rounding boundary, and against PyTorch's recorded
+results with the attributes its ONNX exporter writes (tests/data/torch/)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +13,7 @@ from helpers.util import node_model, onnxruntime
 
 from onnx_cupy import resize
 from onnx_cupy.core import execution
+from onnx_cupy.resize import plan
 
 F32 = np.float32
 COORDINATE_MODES = {10: ("asymmetric",), 11: nearest_rounding.ROUNDING_CTMS,
@@ -86,23 +88,63 @@ def _onnxruntime(opset: int, n: int, attrs: dict, inputs: dict) -> np.ndarray:
 @pytest.mark.parametrize("seed", range(40))
 def test_boundary_against_onnxruntime(cpu_backend, seed):
     """A configuration where float32 and float64 pick differently: onnx-cupy picks what the
-    float32 formula of onnxruntime's source picks, and onnxruntime 1.32's x86-64 build picks
-    the same except, rarely, where its quotient (y + 0.5f) / s lands one unit in the last place
-    off the correctly rounded one (its compiled division is not IEEE's): there onnxruntime's
-    pick must be the one a quotient nudged by one unit gives."""
+    float32 formula of onnxruntime's source with its tie band picks, and so does onnxruntime."""
     opset, n, attrs, inputs = _boundary_config(seed)
     got = _run(cpu_backend, np.arange(n, dtype=F32), opset=opset, **attrs, **inputs)
     ctm = attrs.get("coordinate_transformation_mode", "asymmetric")
     rule = attrs.get("nearest_mode", "")
     ((_, m, s, w),) = nearest_rounding.axes((n,), attrs, inputs)
-    single, down, up = (nearest_rounding.picks(
-        nearest_rounding.coordinates(ctm, n, m, s, w, True, nudge), rule, n, s)
-        for nudge in (0, -1, 1))
-    np.testing.assert_array_equal(got, single)
-    ort = _onnxruntime(opset, n, attrs, inputs)
-    off = got != ort
-    assert off.sum() <= 2, (got, ort)
-    assert np.all((ort == down) | (ort == up) | ~off), (got, ort)
+    expected = nearest_rounding.picks(nearest_rounding.coordinates(ctm, n, m, s, w, True), rule,
+                                      n, s, nearest_rounding.TIE)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, _onnxruntime(opset, n, attrs, inputs))
+
+
+@pytest.mark.parametrize("mode,expected", [("round_prefer_ceil", [1, 5, 8, 11, 15, 18]),
+                                           ("round_prefer_floor", [1, 4, 8, 11, 14, 18])])
+def test_gh28291_regression(cpu_backend, mode, expected):
+    """onnxruntime's regression cases of its issue 28291: 20 -> 6 (sizes), half_pixel. Output 4
+    sits at (4 + 0.5) * 20 / 6 - 0.5 = 14.5, computed in float32 as 14.499999 (s = 0.3f):
+    within the tie band, so round_prefer_ceil takes 15 and round_prefer_floor 14."""
+    x = np.arange(20, dtype=F32).reshape(1, 1, 1, 20)
+    got = _run(cpu_backend, x, sizes=[1, 1, 1, 6], coordinate_transformation_mode="half_pixel",
+               nearest_mode=mode, opset=13)
+    np.testing.assert_array_equal(got.reshape(-1), expected)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel",
+             "nearest_mode": mode}
+    np.testing.assert_array_equal(
+        _onnxruntime(13, 20, attrs, {"sizes": np.array([6], np.int64)}), expected)
+
+
+@pytest.mark.parametrize("n,scale,y,x,expected", [
+    (14, 1.2, 9, 7.4999995, 8),        # 2^-21 below the tie: a tie
+    (30, 0.3, 7, 24.499998, 24),       # 2^-19 below: no tie (PyTorch's nearest-exact takes 25)
+])
+def test_tie_band(cpu_backend, n, scale, y, x, expected):
+    """round_prefer_ceil, asymmetric (first case) or half_pixel: a float32 x within 1e-6 of
+    k + 0.5 rounds up; 1.9e-6 below it does not."""
+    ctm = "asymmetric" if n == 14 else "half_pixel"
+    ((_, m, s, w),) = nearest_rounding.axes((n,), {}, {"scales": np.array([scale], F32)})
+    assert np.float32(nearest_rounding.coordinates(ctm, n, m, s, w, True)[y]) == np.float32(x)
+    got = _run(cpu_backend, np.arange(n, dtype=F32), scales=[scale],
+               nearest_mode="round_prefer_ceil", coordinate_transformation_mode=ctm)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": ctm,
+             "nearest_mode": "round_prefer_ceil"}
+    ort = _onnxruntime(19, n, attrs, {"scales": np.array([scale], F32)})
+    assert got[y] == ort[y] == expected
+
+
+def test_long_axis_in_float32():
+    """Past 2^24 elements float32 names every other index only: x = y / s in float32 (y itself
+    rounded to float32), as onnxruntime computes it, picks elements float64 would not (the
+    table every path gathers with, built on the host)."""
+    n, m = 2**24 + 40, 2**24 + 100
+    pl, _, _ = plan.prepare((n,), np.uint8, None, None, [m], 13, **{
+        **plan.DEFAULTS, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"})
+    picked = pl.tables[0].index[:, 0]
+    expected = np.floor(np.arange(m, dtype=F32) / (F32(m) / F32(n))).astype(np.int64)
+    np.testing.assert_array_equal(picked, np.minimum(expected, n - 1))
+    assert not np.array_equal(picked, np.arange(m) * n // m)
 
 
 @pytest.mark.parametrize("case", torch_cases.cases(

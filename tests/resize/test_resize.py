@@ -344,13 +344,16 @@ def test_strings_numpy_only(dtype):
 # ---------------------------------------------------------------- shapes and input handling
 
 def test_large_offsets_use_64bit_indices(cpu_backend, monkeypatch):
-    """A [1, 1, 2^31 + 5] input (virtual memory: only the elements read are written)."""
+    """A [1, 1, 2^31 + 5] input (virtual memory: only the elements read are written); nearest
+    computes its coordinates in float32 as onnxruntime does, linear in float64."""
     n = 2**31 + 5
     x = np.empty((1, 1, n), dtype=np.int8)
     m = 4
     s = m / n
     xo = (np.arange(m) + 0.5) / s - 0.5
-    near = np.where(xo - np.floor(xo) > 0.5, np.ceil(xo), np.floor(xo)).astype(np.int64)
+    f = np.float32
+    x32 = ((np.arange(m, dtype=f) + f(0.5)) / (f(m) / f(n)) - f(0.5)).astype(np.float64)
+    near = np.where(x32 - np.floor(x32) > 0.5, np.ceil(x32), np.floor(x32)).astype(np.int64)
     lo = np.floor(xo).astype(np.int64)
     for i in np.concatenate([near, lo, lo + 1]):
         x[0, 0, i] = i % 97 - 40

@@ -1,30 +1,71 @@
-"""PyTorch-style functions on CuPy and NumPy arrays: `torch.nn.functional`'s pooling and
-interpolation (and the one-hot argmax idiom) with PyTorch's argument names, order, defaults,
-errors and results, built on the ONNX operators' plans; public as `onnx_cupy.nn.functional`.
+"""PyTorch-style functions on CuPy and NumPy arrays and PyTorch tensors: `torch.nn.functional`'s
+pooling (adaptive pooling included) and interpolation (and the one-hot argmax idiom) with
+PyTorch's argument names, order, defaults, errors and results, built on the ONNX operators'
+plans and the pool family's adaptive pooling; public as `onnx_cupy.nn.functional`.
 
 Arrays are channels-first, (N, C, *spatial) (or (C, *spatial) where PyTorch takes an unbatched
-input). Each function names the ONNX attributes it runs with and PyTorch's quirks it reproduces;
-docs/pytorch.md maps every call to what an exporter writes.
+input). A PyTorch tensor in gives tensors out on its device, zero-copy through DLPack (a CPU
+tensor runs the NumPy path, a CUDA tensor the CuPy path; interop/tensors.py); no autograd graph
+is recorded, so a tensor that requires grad is a TypeError. Each function names the ONNX
+attributes it runs with and PyTorch's quirks it reproduces; docs/pytorch.md maps every call to
+what an exporter writes.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    cast,
+    overload,
+)
 
 import numpy as np
+import numpy.typing as npt
 
 from ..core import execution
 from ..core.attributes import is_int, is_real
+from ..core.execution import ArrayT, NDArray
 from ..hardmax.api import hardmax
+from ..pool import api as pool_api
 from ..pool import plan as pool_plan
 from ..pool.api import average_pool, max_pool
 from ..resize import api as resize_api
 from ..resize import plan as resize_plan
+from . import tensors
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "lp_pool1d", "lp_pool2d",
            "lp_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "one_hot_argmax"]
+
+# The input's kind, which the result keeps: a NumPy or CuPy array, or a PyTorch tensor
+_In = TypeVar("_In", bound="NDArray | Tensor")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _tensors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A PyTorch-style function that also takes a PyTorch tensor as its `input` and then gives
+    tensors (zero-copy, interop/tensors.py)."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not args and "input" not in kwargs:
+            return fn(*args, **kwargs)   # fn names what is missing
+        given = args[0] if args else kwargs.pop("input")
+        x, give = tensors.intake(given, fn.__name__)
+        return give(fn(x, *args[1:], **kwargs))
+    return cast(Callable[_P, _R], call)
+
 
 _POOL_OPSET = 22    # the newest AveragePool and MaxPool
 _RESIZE_OPSET = 19  # the newest Resize
@@ -127,7 +168,7 @@ def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padd
     return y[0] if unbatched else y
 
 
-_WINDOW_DOC = """    input : numpy.ndarray or cupy.ndarray
+_WINDOW_DOC = """    input : numpy.ndarray, cupy.ndarray or torch.Tensor
         {shape}.
     kernel_size : int or sequence of int
     stride : int or sequence of int, optional
@@ -138,7 +179,7 @@ _WINDOW_DOC = """    input : numpy.ndarray or cupy.ndarray
 
 _RETURNS_DOC = """    Returns
     -------
-    numpy.ndarray or cupy.ndarray
+    numpy.ndarray, cupy.ndarray or torch.Tensor
         Input's dtype, on its device.
 
     Raises
@@ -186,24 +227,27 @@ _DIVISOR_DOC = """
         Divide each window's sum by this instead of the window's size."""
 
 
-def avg_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True) -> Any:
-    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
-                     count_include_pad, None)
+@_tensors
+def avg_pool1d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> _In:
+    return cast(_In, _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None))
 
 
-def avg_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+@_tensors
+def avg_pool2d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override: int | None = None) -> Any:
-    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
-                     count_include_pad, divisor_override)
+               divisor_override: int | None = None) -> _In:
+    return cast(_In, _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override))
 
 
-def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+@_tensors
+def avg_pool3d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override: int | None = None) -> Any:
-    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
-                     count_include_pad, divisor_override)
+               divisor_override: int | None = None) -> _In:
+    return cast(_In, _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override))
 
 
 avg_pool1d.__doc__ = _AVG_DOC.format(
@@ -249,7 +293,7 @@ _LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy arra
 
     Parameters
     ----------
-    input : numpy.ndarray or cupy.ndarray
+    input : numpy.ndarray, cupy.ndarray or torch.Tensor
         {shape}.
     norm_type : int or float
         The power p.
@@ -274,19 +318,22 @@ _LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy arra
     """
 
 
-def lp_pool1d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,
-              ceil_mode: bool = False) -> Any:
-    return _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode)
+@_tensors
+def lp_pool1d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> _In:
+    return cast(_In, _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode))
 
 
-def lp_pool2d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,
-              ceil_mode: bool = False) -> Any:
-    return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
+@_tensors
+def lp_pool2d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> _In:
+    return cast(_In, _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode))
 
 
-def lp_pool3d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,
-              ceil_mode: bool = False) -> Any:
-    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)
+@_tensors
+def lp_pool3d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> _In:
+    return cast(_In, _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode))
 
 
 lp_pool1d.__doc__ = _LP_DOC.format(
@@ -300,7 +347,8 @@ lp_pool3d.__doc__ = _LP_DOC.format(
     example_kernel="(1, 1, 2)", example_result="array([[[[[5., 1.]]]]], dtype=float32)")
 
 
-def one_hot_argmax(input: Any, dim: int = -1) -> Any:
+@_tensors
+def one_hot_argmax(input: _In, dim: int = -1) -> _In:
     """PyTorch's one-hot argmax idiom on a NumPy or CuPy array: the result of
     `torch.zeros_like(x).scatter_(dim, x.argmax(dim=dim, keepdim=True), 1)`.
 
@@ -309,14 +357,14 @@ def one_hot_argmax(input: Any, dim: int = -1) -> Any:
 
     Parameters
     ----------
-    input : numpy.ndarray or cupy.ndarray
+    input : numpy.ndarray, cupy.ndarray or torch.Tensor
         Any rank >= 1, a float dtype.
     dim : int, default -1
         The axis, negative counting from the end.
 
     Returns
     -------
-    numpy.ndarray or cupy.ndarray
+    numpy.ndarray, cupy.ndarray or torch.Tensor
         Input's shape and dtype, on its device.
 
     Raises
@@ -340,7 +388,7 @@ def one_hot_argmax(input: Any, dim: int = -1) -> Any:
     if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
         raise ValueError(f"one_hot_argmax: dim = {dim!r} is out of range for an input of rank "
                          f"{x.ndim} (expected an int in [{-max(x.ndim, 1)}, {max(x.ndim, 1) - 1}])")
-    return hardmax(x, axis=int(dim), opset=13)
+    return cast(_In, hardmax(x, axis=int(dim), opset=13))
 
 
 # ---------------------------------------------------------------- interpolate
@@ -390,9 +438,10 @@ def _per_axis(value: Any, spatial: list[int], subject: str, named: str, name: st
     return values
 
 
-def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+@_tensors
+def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
-                antialias: bool = False) -> Any:
+                antialias: bool = False) -> _In:
     """PyTorch's `torch.nn.functional.interpolate` on a NumPy or CuPy array.
 
     Runs ONNX Resize-19 on the spatial axes (N and C kept):
@@ -405,6 +454,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     linear/bilinear/trilinear       linear, half_pixel (align_corners: align_corners)
     bicubic                         cubic, cubic_coeff_a -0.75, half_pixel or align_corners
     antialias=True                  antialias 1, exclude_outside 1 (bicubic: a = -0.5)
+    area                            none: adaptive average pooling (adaptive_avg_pool*d)
     ==============================  =====================================================
 
     with PyTorch's lengths and coordinates: the output length is floor(n * scale_factor) in
@@ -415,21 +465,24 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     PyTorch does. An axis whose length stays is copied in the linear and antialiased modes and
     in 2-D nearest, whatever the scale factor (1-D and 3-D nearest, nearest-exact and bicubic
     resample it), and 2-D nearest takes element y // 2 where the length doubles (e.g. at
-    scale_factor 2.05), as PyTorch's CPU kernels do. Not reproduced: PyTorch 2.13's antialiased
-    modes give every row the same values when the output width is 1 and the height changes (a
-    defect of its kernel); this function gives the filtered rows. The model an exporter writes
-    (scales = float32(scale_factor)) can differ from these results; see docs/pytorch.md.
+    scale_factor 2.05), as PyTorch's CPU kernels do. The antialiased modes sample
+    x = (y + 0.5) * step - 0.5 and stretch the filter by step where step > 1: step is
+    1 / scale_factor or n / size, and with align_corners (n - 1) / (size - 1) (0 for one
+    output); where the output width is 1 and the height changes, every output row takes row 0's
+    samples, as PyTorch's kernels do. The model an exporter writes (scales =
+    float32(scale_factor)) can differ from these results; see docs/pytorch.md.
 
     Parameters
     ----------
-    input : numpy.ndarray or cupy.ndarray
+    input : numpy.ndarray, cupy.ndarray or torch.Tensor
         (N, C, *spatial) with 1-3 spatial axes (linear: 1, bilinear/bicubic: 2, trilinear: 3).
     size : int or sequence of int, optional
         Output spatial lengths.
     scale_factor : float or sequence of float, optional
         Multipliers of the spatial lengths; give size or scale_factor.
     mode : str, default "nearest"
-        nearest, nearest-exact, linear, bilinear, bicubic, trilinear ("area" is not supported).
+        nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area (adaptive average
+        pooling to the output lengths, as adaptive_avg_pool1d/2d/3d).
     align_corners : bool, optional
         For linear, bilinear, bicubic and trilinear only (default False).
     recompute_scale_factor : bool, optional
@@ -439,7 +492,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
 
     Returns
     -------
-    numpy.ndarray or cupy.ndarray
+    numpy.ndarray, cupy.ndarray or torch.Tensor
         Input's dtype, on its device.
 
     Raises
@@ -449,7 +502,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         mismatch; align_corners with a nearest mode; recompute_scale_factor with size;
         antialias outside bilinear/bicubic on 4-D input; output or input lengths < 1.
     NotImplementedError
-        Where PyTorch raises it (a mode that does not fit the input's rank), and for "area".
+        Where PyTorch raises it (a mode that does not fit the input's rank).
 
     Examples
     --------
@@ -483,11 +536,13 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     if mode in _RANK_OF_MODE and x.ndim != _RANK_OF_MODE[mode]:
         raise NotImplementedError(f"interpolate: got {x.ndim}D input, but {mode} mode needs "
                                   f"{_RANK_OF_MODE[mode]}D input")
-    if mode == "area":
-        raise NotImplementedError("interpolate: mode 'area' (adaptive average pooling) is not "
-                                  "supported by onnx_cupy.nn.functional")
     sizes, factors = _interpolate_target(x, size, scale_factor, recompute_scale_factor)
     spatial = list(x.shape[2:])
+    if mode == "area":   # adaptive average pooling to the output lengths (which may be 0)
+        if any(n < 1 for n in spatial):
+            raise ValueError(f"interpolate: expected input to have non-zero size for non-batch "
+                             f"dimensions, got input {spatial}")
+        return cast(_In, pool_api.adaptive_pool("AdaptiveAveragePool", x, sizes))
     if any(n < 1 for n in spatial) or any(m < 1 for m in sizes):
         raise ValueError(f"interpolate: input and output sizes should be greater than 0, but got "
                          f"input {spatial} and output {sizes}")
@@ -514,39 +569,57 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
             1.0 if copies and m == n else 0.5 if halves and m == 2 * n else
             float(np.float32(1.0 / f)) if factors else float(np.float32(n) / np.float32(m))
             for n, m, f in zip(spatial, sizes, factors or sizes)))
+    elif antialias and align_corners:  # half-pixel centres at the align_corners step
+        source = _Coordinates(True, tuple((n - 1) / (m - 1) if m > 1 else 0.0
+                                          for n, m in zip(spatial, sizes)))
     elif not align_corners:
         source = _Coordinates(True, tuple(1.0 if copies and m == n else 1.0 / f if factors
                                           else n / m
                                           for n, m, f in zip(spatial, sizes, factors or sizes)))
-    return resize_api.run(x, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
-                          {**resize_plan.DEFAULTS, **attrs}, source=source)
+    if source is not None and antialias and sizes[-1] == 1 and sizes[0] != spatial[0]:
+        source = dataclasses.replace(source, first_row=True)
+    return cast(_In, resize_api.run(x, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
+                                    {**resize_plan.DEFAULTS, **attrs}, source=source))
+
+
+_FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)
 
 
 @dataclass(frozen=True)
 class _Coordinates:
     """PyTorch's source coordinates, as a Resize coordinate source: along spatial axis d, output
     coordinate y samples x = (y + 0.5) * step_d - 0.5 (`half_pixel`) or x = y * step_d, with
-    step_d the input distance between output samples (1 / scale_factor, or n / m), computed in
-    float32 for the nearest modes (as PyTorch does; float64 past 2^24) and float64 otherwise;
-    antialias filters stretch by step_d. An axis of step 1 that keeps its length is copied, and
-    so are the batch and channel axes."""
+    step_d the input distance between output samples (1 / scale_factor, or n / m; antialias with
+    align_corners: (n - 1) / (m - 1), 0 for m = 1), computed in float32 for the nearest modes
+    (as PyTorch does; float64 past 2^24) and float64 otherwise; antialias filters stretch by
+    step_d (not below 1), and `first_row` gives every output row of axis 2 output row 0's
+    coordinate (PyTorch's antialiased kernels where the output width is 1). Rounding ties are
+    exact (nearest-exact floors (y + 0.5) * step_d). An axis of step 1 that keeps its length is
+    copied, and so are the batch and channel axes."""
 
     half_pixel: bool
     steps: tuple[float, ...]   # per spatial axis
+    first_row: bool = False    # every output row samples output row 0's coordinate
 
     def coordinates(self, a: resize_plan.Axis, nearest: bool
                     ) -> tuple[np.ndarray, np.ndarray] | None:
         step = self.steps[a.axis - 2] if a.axis >= 2 else 1.0
         if step == 1 and a.m == a.n:
             return None
-        single = nearest and max(a.n, a.m) <= resize_plan.FLOAT32_EXACT
+        single = nearest and max(a.n, a.m) <= _FLOAT32_EXACT
         f: Any = np.float32 if single else np.float64
         y = np.arange(a.m, dtype=f)
         x = (y + f(0.5)) * f(step) - f(0.5) if self.half_pixel else y * f(step)
+        if self.first_row and a.axis == 2:
+            x = np.full_like(x, x[:1])
         return x.astype(np.float64), np.zeros(a.m, dtype=bool)
 
     def filter_scale(self, a: resize_plan.Axis) -> float:
-        return 1.0 / self.steps[a.axis - 2]
+        step = self.steps[a.axis - 2]
+        return 1.0 / step if step else math.inf
+
+    def tie(self, a: resize_plan.Axis) -> float:
+        return 0.0   # PyTorch floors (y + 0.5) * step: an exact test
 
 
 def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
@@ -588,7 +661,7 @@ _MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy ar
 
     Returns
     -------
-    numpy.ndarray or cupy.ndarray, or (output, indices)
+    numpy.ndarray, cupy.ndarray or torch.Tensor, or (output, indices)
         Input's dtype, on its device; indices int64.
 
     Raises
@@ -608,18 +681,50 @@ _MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy ar
     """
 
 
+class _MaxPooling(Protocol):
+    """max_pool1d/2d/3d as a type checker sees them: an array in, that array type out (with
+    int64 indices); a PyTorch tensor in, tensors out."""
+
+    @overload
+    def __call__(self, input: ArrayT, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ..., *, return_indices: Literal[True]
+                 ) -> tuple[ArrayT, npt.NDArray[np.int64]]: ...
+
+    @overload
+    def __call__(self, input: Tensor, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ..., *, return_indices: Literal[True]
+                 ) -> tuple[Tensor, Tensor]: ...
+
+    @overload
+    def __call__(self, input: _In, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ...,
+                 return_indices: Literal[False] = ...) -> _In: ...
+
+    @overload
+    def __call__(self, input: _In, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ..., return_indices: bool = ...
+                 ) -> Any: ...
+
+
+def _max_pooling(fn: Callable[..., Any]) -> _MaxPooling:
+    return cast(_MaxPooling, _tensors(fn))
+
+
+@_max_pooling
 def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices)
 
 
+@_max_pooling
 def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices)
 
 
+@_max_pooling
 def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
@@ -642,3 +747,195 @@ max_pool3d.__doc__ = _MAX_DOC.format(
     k=3, window=_window_doc(3, "-inf"), example_x="[[[[1.0, 3.0, 2.0, 5.0, 4.0]]]]",
     example_kernel="(1, 1, 2)",
     example_result="(array([[[[3., 5., 4.]]]], dtype=float32), array([[[[1, 3, 4]]]]))")
+
+
+# ---------------------------------------------------------------- adaptive pooling
+
+__all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d"]
+
+
+def _output_size(name: str, value: Any, spatial: tuple[int, ...]) -> tuple[int, ...]:
+    """PyTorch's adaptive output_size: an int, or a sequence of one int per spatial axis (from
+    2-D on, None keeps that axis' length), each >= 0."""
+    k = len(spatial)
+    if is_int(value):
+        values: list[Any] = [int(value)] * k
+    elif isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        values = list(value)
+        if k == 1 and len(values) != 1:
+            raise ValueError(f"{name}: output_size should contain one int (got {len(values)})")
+        if len(values) != k:
+            raise ValueError(f"{name}: output_size must be {k}, got {values}")
+    else:
+        raise TypeError(f"{name}: output_size must be an int or a tuple of ints, got {value!r}")
+    if not all(is_int(v) or (v is None and k > 1) or isinstance(v, (bool, np.bool_))
+               for v in values):
+        raise TypeError(f"{name}: output_size must be a tuple of ints"
+                        f"{' (or None)' if k > 1 else ''}, got {value!r}")
+    sizes = tuple(n if v is None else int(v) for v, n in zip(values, spatial))
+    if any(m < 0 for m in sizes):
+        raise ValueError(f"{name}: elements of output_size must be greater than or equal to 0 "
+                         f"but received {list(sizes)}")
+    return sizes
+
+
+def _adaptive(name: str, op: str, k: int, input: Any, output_size: Any,
+              return_indices: bool = False) -> Any:
+    x = _array(input, name)
+    if x.ndim not in (k + 1, k + 2):
+        raise ValueError(f"{name}: expected a {k + 1}D (unbatched) or {k + 2}D (batched) "
+                         f"input, got shape {tuple(x.shape)}")
+    if any(d == 0 for d in x.shape[-k:]):
+        raise ValueError(f"{name}: expected input to have non-zero size for non-batch "
+                         f"dimensions, got shape {tuple(x.shape)}")
+    _check_bools(name, return_indices=return_indices)
+    unbatched = x.ndim == k + 1
+    xb = x[None] if unbatched else x
+    sizes = _output_size(name, output_size, tuple(xb.shape[2:]))
+    result = pool_api.adaptive_pool(op, xb, sizes, bool(return_indices))
+    if not return_indices:
+        return result[0] if unbatched else result
+    y, indices = result
+    return (y[0], indices[0]) if unbatched else (y, indices)
+
+
+_ADAPTIVE_DOC = """PyTorch's `torch.nn.functional.adaptive_{kind}_pool{k}d` on a NumPy or CuPy
+    array.
+
+    Output o is the {what} over its window: along a spatial axis of input length n and output
+    length m, [floor(o * n / m), ceil((o + 1) * n / m)).{rule}
+
+    ONNX has no adaptive pooling: an exported model expresses it where the lengths divide
+    (docs/pytorch.md); this runs the pool family's own kernel (or its NumPy path).
+
+    Parameters
+    ----------
+    input : numpy.ndarray, cupy.ndarray or torch.Tensor
+        {shape}, float16, bfloat16, float32 or float64; spatial lengths >= 1.
+    output_size : int or sequence of int
+        The output's spatial lengths (>= 0; {none}).{indices}
+
+    Returns
+    -------
+    {returns}
+
+    Raises
+    ------
+    ValueError
+        Where PyTorch raises: a wrong input rank, an empty spatial axis, an output_size of the
+        wrong length or below 0.
+    TypeError
+        An output_size that is no int or sequence of ints; an unsupported dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx_cupy.nn import functional as F
+    >>> x = np.array({example_x}, dtype=np.float32)
+    >>> F.adaptive_{kind}_pool{k}d(x, {example_size}{example_more})
+    {example_result}
+    """
+
+
+def _adaptive_doc(kind: str, k: int, **parts: str) -> str:
+    shape = {1: "(N, C, L) or (C, L)", 2: "(N, C, H, W) or (C, H, W)",
+             3: "(N, C, D, H, W) or (C, D, H, W)"}[k]
+    maximum = kind == "max"
+    return _ADAPTIVE_DOC.format(
+        kind=kind, k=k, shape=shape,
+        what="maximum" if maximum else "mean",
+        rule=("\n    The first of equal values wins; a NaN propagates (the last NaN, with its index)."
+              if maximum else ""),
+        none="None keeps an axis' length" if k > 1 else "one int",
+        indices="""
+    return_indices : bool, default False
+        Also return the maximum's index within each (n, c) plane (row-major over the spatial
+        axes, PyTorch's convention), int64.""" if maximum else "",
+        returns=("numpy.ndarray, cupy.ndarray or torch.Tensor"
+                 + (", or (output, indices)" if maximum else "")
+                 + "\n        Input's dtype, on its device"
+                 + ("; indices int64." if maximum else ".")), **parts)
+
+
+@_tensors
+def adaptive_avg_pool1d(input: _In, output_size: Any) -> _In:
+    return cast(_In, _adaptive("adaptive_avg_pool1d", "AdaptiveAveragePool", 1, input,
+                               output_size))
+
+
+@_tensors
+def adaptive_avg_pool2d(input: _In, output_size: Any) -> _In:
+    return cast(_In, _adaptive("adaptive_avg_pool2d", "AdaptiveAveragePool", 2, input,
+                               output_size))
+
+
+@_tensors
+def adaptive_avg_pool3d(input: _In, output_size: Any) -> _In:
+    return cast(_In, _adaptive("adaptive_avg_pool3d", "AdaptiveAveragePool", 3, input,
+                               output_size))
+
+
+class _AdaptiveMaxPooling(Protocol):
+    """adaptive_max_pool1d/2d/3d as a type checker sees them: an array in, that array type out
+    (with int64 indices); a PyTorch tensor in, tensors out."""
+
+    @overload
+    def __call__(self, input: ArrayT, output_size: Any, return_indices: Literal[True]
+                 ) -> tuple[ArrayT, npt.NDArray[np.int64]]: ...
+
+    @overload
+    def __call__(self, input: Tensor, output_size: Any, return_indices: Literal[True]
+                 ) -> tuple[Tensor, Tensor]: ...
+
+    @overload
+    def __call__(self, input: _In, output_size: Any, return_indices: Literal[False] = ...
+                 ) -> _In: ...
+
+    @overload
+    def __call__(self, input: _In, output_size: Any, return_indices: bool = ...) -> Any: ...
+
+
+def _adaptive_max_pooling(fn: Callable[..., Any]) -> _AdaptiveMaxPooling:
+    return cast(_AdaptiveMaxPooling, _tensors(fn))
+
+
+@_adaptive_max_pooling
+def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
+    return _adaptive("adaptive_max_pool1d", "AdaptiveMaxPool", 1, input, output_size,
+                     return_indices)
+
+
+@_adaptive_max_pooling
+def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
+    return _adaptive("adaptive_max_pool2d", "AdaptiveMaxPool", 2, input, output_size,
+                     return_indices)
+
+
+@_adaptive_max_pooling
+def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
+    return _adaptive("adaptive_max_pool3d", "AdaptiveMaxPool", 3, input, output_size,
+                     return_indices)
+
+
+adaptive_avg_pool1d.__doc__ = _adaptive_doc(
+    "avg", 1, example_x="[[[1.0, 2.0, 4.0, 8.0, 16.0]]]", example_size="2", example_more="",
+    example_result="array([[[2.3333333, 9.333333 ]]], dtype=float32)")
+adaptive_avg_pool2d.__doc__ = _adaptive_doc(
+    "avg", 2, example_x="[[[[1.0, 2.0, 4.0, 8.0, 16.0]]]]", example_size="(None, 2)",
+    example_more="", example_result="array([[[[2.3333333, 9.333333 ]]]], dtype=float32)")
+adaptive_avg_pool3d.__doc__ = _adaptive_doc(
+    "avg", 3, example_x="[[[[[1.0, 2.0, 4.0, 8.0, 16.0]]]]]", example_size="(1, 1, 2)",
+    example_more="", example_result="array([[[[[2.3333333, 9.333333 ]]]]], dtype=float32)")
+adaptive_max_pool1d.__doc__ = _adaptive_doc(
+    "max", 1, example_x="[[[1.0, 5.0, 4.0, 8.0, 3.0]]]", example_size="2",
+    example_more=", return_indices=True",
+    example_result="(array([[[5., 8.]]], dtype=float32), array([[[1, 3]]]))")
+adaptive_max_pool2d.__doc__ = _adaptive_doc(
+    "max", 2, example_x="[[[[1.0, 5.0, 4.0, 8.0, 3.0]]]]", example_size="(None, 2)",
+    example_more=", return_indices=True",
+    example_result="(array([[[[5., 8.]]]], dtype=float32), array([[[[1, 3]]]]))")
+adaptive_max_pool3d.__doc__ = _adaptive_doc(
+    "max", 3, example_x="[[[[[1.0, 5.0, 4.0, 8.0, 3.0]]]]]", example_size="(1, 1, 2)",
+    example_more=", return_indices=True",
+    example_result="(array([[[[[5., 8.]]]]], dtype=float32), array([[[[[1, 3]]]]]))")

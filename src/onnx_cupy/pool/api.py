@@ -279,3 +279,31 @@ def global_max_pool(X: ArrayT, *, opset: int = 22, out: ArrayT | None = None) ->
 def global_lp_pool(X: ArrayT, *, p: float = 2, opset: int = 22,
                    out: ArrayT | None = None) -> ArrayT:
     return _global("GlobalLpPool", X, opset, out, p)
+
+
+def adaptive_pool(op: str, X: ArrayT, sizes: Any, return_indices: bool = False) -> Any:
+    """PyTorch's adaptive pooling (no ONNX operator has it), `op` one of plan.ADAPTIVE_OPS:
+    the family's one entry point for it (onnx_cupy.nn.functional's adaptive_avg_pool*d,
+    adaptive_max_pool*d and interpolate(mode="area") call it).
+
+    Y[n, c, o] reduces the window W(o) with W(o)_i = [floor(o_i D_i / O_i),
+    ceil((o_i + 1) D_i / O_i)) along each spatial axis i (input length D_i, output length
+    O_i = sizes[i]): AdaptiveAveragePool the mean over the window; AdaptiveMaxPool the maximum,
+    as MaxPool takes it (the first of equal values, a NaN propagates: the last NaN), and with
+    `return_indices` also (Y, Indices), Indices[n, c, o] (int64) the winner's index within its
+    (n, c) plane, row-major over the spatial axes.
+
+    X is (N, C, D1, ...) with 1-3 spatial axes of length >= 1, float16, bfloat16, float32 or
+    float64 (16-bit types accumulate in float32); sizes has one int >= 0 per spatial axis.
+    ValueError for another rank, an empty spatial axis or bad sizes; TypeError for another dtype.
+    """
+    x, backend = execution.select(X, op)
+    pl = plan.adaptive_plan(op, tuple(x.shape), x.dtype, sizes)
+    indices = None
+    if return_indices:
+        indices = arrays.output(None, x, pl.out_shape, np.dtype(np.int64), backend, op)
+    if backend == "numpy":
+        y = numpy_path.run_adaptive(pl, x, None, indices)
+    else:
+        y = kernel.run_adaptive(pl, x, None, backend, indices)
+    return (y, indices) if return_indices else y

@@ -12,7 +12,9 @@ kernel `pool`, instantiated per spatial rank. Both take 32-bit offsets where eve
 output index fits, else 64-bit ones. All visit a window's taps in the same order (summing and
 dividing by the same count, or taking the maximum), so they give identical results. MaxPool's
 indices come from the generic kernel. The global pools run `pool_global` (run_global): a block per
-(n, c) plane reducing it by warp shuffles and shared memory."""
+(n, c) plane reducing it by warp shuffles and shared memory. PyTorch's adaptive pooling runs
+`pool_adaptive` (run_adaptive): one thread per output, its window bounds from the output
+coordinate by host-computed multiply-shifts."""
 from __future__ import annotations
 
 import enum
@@ -90,6 +92,13 @@ _GLOBAL_GEOM = np.dtype(
 GLOBAL_MODES = {"GlobalAveragePool": "AveragePool", "GlobalLpPool": "LpPool",
                 "GlobalMaxPool": "MaxPool"}  # the generic kernel's mode each one shares
 
+_ADAPTIVE_GEOM = np.dtype(
+    [(f, "<i8") for f in ("total", "channels", "stride_n", "stride_c", "max", "indices")]
+    + [(f, "<i8", (MAX_SPATIAL,)) for f in ("in_shape", "in_stride", "out_shape")]
+    + [("by_channels", "<u4", (2,)), ("by_out_shape", "<u4", (MAX_SPATIAL, 2))],
+    align=True)
+ADAPTIVE_RANKS = tuple(range(1, plan.ADAPTIVE_SPATIAL + 1))  # spatial ranks of pool_adaptive
+
 
 def _typed(dtype_name: str, bits: int) -> tuple[records.Argument, ...]:
     """The storage, accumulate and offset arguments every pool kernel starts with."""
@@ -120,6 +129,13 @@ GLOBAL = {(t, b): records.Instantiation(
     FAMILY, "pool_global", _typed(t, b), _taking(GLOBAL_OPS, t), (t,), cooperative=True,
     grid_stride="x")
     for t in DTYPES if _taking(GLOBAL_OPS, t) for b in dtypes.INDEX_TYPES}
+# the adaptive kernel by (dtype, bits, rank): PyTorch's adaptive average and max pooling
+ADAPTIVE = {(t, b, r): records.Instantiation(
+    FAMILY, "pool_adaptive", (*_typed(t, b), records.argument("rank", r)),
+    _taking(plan.ADAPTIVE_OPS, t), (t,), grid_stride="x", variant="per spatial rank",
+    rank=r)   # outputs on grid x
+    for t in DTYPES if _taking(plan.ADAPTIVE_OPS, t) for b in dtypes.INDEX_TYPES
+    for r in ADAPTIVE_RANKS}
 # the fast kernel by (dtype, bits, mode, rank, window)
 FAST = {(t, b, m, r, w): records.Instantiation(
     FAMILY, "pool_fast",
@@ -133,8 +149,10 @@ FAST = {(t, b, m, r, w): records.Instantiation(
     for r in FAST_RANKS
     for w in (None, *(WINDOWS if r in WINDOW_RANKS else ()))}
 
-loader.register(FAMILY, [*GENERIC.values(), *GLOBAL.values(), *FAST.values()],
-                {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM, "PoolGlobalGeom": _GLOBAL_GEOM},
+loader.register(FAMILY, [*GENERIC.values(), *GLOBAL.values(), *FAST.values(),
+                         *ADAPTIVE.values()],
+                {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM, "PoolGlobalGeom": _GLOBAL_GEOM,
+                 "PoolAdaptiveGeom": _ADAPTIVE_GEOM},
                 defines={"POOL_MAXD": MAX_SPATIAL, "POOL_OUTPUTS": OUTPUTS,
                          "POOL_FAST_MAXD": max(FAST_RANKS), "POOL_MIN_BLOCKS": MIN_BLOCKS,
                          **{f"POOL_{k}": v for k, v in zip(("AVERAGE", "LP", "MAX"),
@@ -292,4 +310,41 @@ def run_global(pl: GlobalPlan, X: Any, out: Any, backend: str) -> Any:
             mode=GENERIC_MODES[GLOBAL_MODES[pl.op]], p=pl.p)
         shape = ((min(planes, launcher.MAX_BLOCKS), 1, 1), (loader.BLOCK, 1, 1))
         launcher.launch(backend, GLOBAL[np.dtype(X.dtype).name, bits], planes, (X, Y, g), shape)
+    return Y
+
+
+@functools.lru_cache(maxsize=512)
+def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, ...], indices: bool
+                  ) -> tuple[records.Instantiation, np.ndarray]:
+    """(instantiation, PoolAdaptiveGeom struct) of the adaptive kernel for an input of `dtype`
+    with these element strides; 32-bit indices where every offset, output index and window bound
+    numerator ((o + 1) * n + m - 1) fits an int."""
+    total, ins, outs = math.prod(pl.out_shape), pl.in_shape[2:], pl.out_shape[2:]
+    bits = launcher.index_bits(total, arrays.max_offset(pl.in_shape, x_strides),
+                               *((m + 1) * n + m for n, m in zip(ins, outs)))
+    dividers = {}
+    if bits == 32:
+        dividers = {"by_channels": launcher.divider(pl.in_shape[1]),
+                    "by_out_shape": [launcher.divider(max(m, 1))
+                                     for m in (*outs, *(1,) * (MAX_SPATIAL - pl.nd))]}
+    g = launcher.parameter_struct(
+        _ADAPTIVE_GEOM, total=total, channels=pl.in_shape[1], stride_n=x_strides[0],
+        stride_c=x_strides[1], max=pl.op == "AdaptiveMaxPool", indices=indices, in_shape=ins,
+        in_stride=x_strides[2:], out_shape=outs, **dividers)
+    return ADAPTIVE[np.dtype(dtype).name, bits, pl.nd], g
+
+
+def run_adaptive(pl: plan.AdaptivePlan, X: Any, out: Any, backend: str, indices: Any = None) -> Any:
+    """Adaptive pooling of X per plan `pl` into `out` (or a new array) on the kernel path
+    `backend`; `indices`, an int64 array of the output's shape, receives the maximum's indices
+    within each (n, c) plane."""
+    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+    if not Y.size:
+        return Y
+    with arrays.on_device(X, backend):
+        X, strides = arrays.element_strides(X)
+        k, g = adaptive_args(pl, X.dtype, strides, indices is not None)
+        written = indices if indices is not None else arrays.module_of(backend).empty(
+            1, dtype=np.int64)  # a pointer the kernel does not write through
+        launcher.launch(backend, k, Y.size, (X, Y, written, g))
     return Y

@@ -12,6 +12,12 @@ rounds differently from the kernels' row-major order over each window (by about 
 MaxPool visits the window's taps in the kernels' order (axis 0 outermost, taps ascending), one
 strided slice per tap combination, and keeps a tap where it wins as oc::max_wins decides
 (greater, or NaN): the kernels' values and indices, bit for bit.
+
+PyTorch's adaptive pooling reduces one spatial axis at a time, the last first, gathering the
+j-th element of every output's window [start, end) per step j: sums (divided by the windows'
+sizes at the end), or (value, index) pairs where a later element wins as oc::max_wins decides.
+Along each axis that keeps the first maximum and the last NaN, so axis by axis the winner is the
+kernel's (the first maximum in row-major order, or the last NaN), bit for bit.
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from ..core import arrays, dtypes
 from . import plan
 
 if TYPE_CHECKING:
-    from .plan import GlobalPlan, PoolPlan
+    from .plan import AdaptivePlan, GlobalPlan, PoolPlan
 
 CHUNK_BYTES = 1 << 21  # input chunk, in the accumulation type
 
@@ -203,4 +209,60 @@ def run_global(pl: GlobalPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndar
             else:
                 r = r / acc_t.type(pl.length)
         y.reshape(pl.in_shape[:2])[...] = r
+    return y
+
+
+def _window_taps(pl: AdaptivePlan, axis: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Along spatial axis `axis`: per step j, the element each output's window takes (its start
+    + j, clamped) and whether its window reaches that far."""
+    start, end = pl.bounds(axis)
+    steps = int((end - start).max(initial=0))
+    at = [np.minimum(start + j, pl.in_shape[2 + axis] - 1) for j in range(steps)]
+    return at, [start + j < end for j in range(steps)]
+
+
+def _along(mask: np.ndarray, axis: int, ndim: int) -> np.ndarray:
+    """A per-output mask of one axis shaped to broadcast along array axis `axis` of `ndim`."""
+    return mask.reshape((-1,) + (1,) * (ndim - 1 - axis))
+
+
+def run_adaptive(pl: AdaptivePlan, x: np.ndarray, out: np.ndarray | None,
+                 indices: np.ndarray | None = None) -> np.ndarray:
+    """Adaptive pooling of x per plan `pl` into `out` when given or a new array; `indices`, an
+    int64 array of the output's shape, receives the maximum's index within each (n, c) plane."""
+    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
+    if not y.size:
+        return y
+    if pl.op == "AdaptiveMaxPool":
+        value = x
+        index = np.broadcast_to(np.arange(math.prod(pl.in_shape[2:]), dtype=np.int64).reshape(
+            pl.in_shape[2:]), x.shape)   # within each (n, c) plane
+        for axis in reversed(range(pl.nd)):
+            a = axis + 2
+            at, reaches = _window_taps(pl, axis)
+            best, best_index = np.take(value, at[0], a), np.take(index, at[0], a)
+            for j in range(1, len(at)):
+                v = np.take(value, at[j], a)
+                with np.errstate(invalid="ignore"):
+                    win = ((v > best) | np.isnan(v)) & _along(reaches[j], a, v.ndim)
+                best = np.where(win, v, best)
+                best_index = np.where(win, np.take(index, at[j], a), best_index)
+            value, index = best, best_index
+        y[...] = value
+        if indices is not None:
+            indices[...] = index
+        return y
+    acc_t = dtypes.accumulate_dtype(x.dtype)
+    total = widen(x, acc_t)
+    count = np.ones((), acc_t)
+    for axis in reversed(range(pl.nd)):
+        a = axis + 2
+        at, reaches = _window_taps(pl, axis)
+        summed = np.zeros(total.shape[:a] + (pl.out_shape[a],) + total.shape[a + 1:], acc_t)
+        for j, reach in enumerate(reaches):
+            summed += np.where(_along(reach, a, total.ndim), np.take(total, at[j], a), 0)
+        start, end = pl.bounds(axis)
+        count = np.multiply.outer((end - start).astype(acc_t), count)
+        total = summed
+    y[...] = total / count
     return y

@@ -37,11 +37,15 @@ from ..core import attributes, dtypes, numerics, opsets
 
 OPS = ("AveragePool", "LpPool", "MaxPool")
 GLOBAL_OPS = ("GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool")
+# PyTorch's adaptive pooling, which no ONNX operator has (its one version: 1)
+ADAPTIVE_OPS = ("AdaptiveAveragePool", "AdaptiveMaxPool")
+ADAPTIVE_SPATIAL = 3   # most spatial axes of an adaptive pooling (PyTorch's 1-D, 2-D and 3-D)
 # Per operator, the version that brought each input dtype (read by core.dtypes.check)
 _FLOATS = {**dtypes.since(1, *dtypes.FLOATS), **dtypes.since(22, "bfloat16")}
 DTYPES: dict[str, dict[str, int]] = {
     **dict.fromkeys(("AveragePool", "LpPool", *GLOBAL_OPS), _FLOATS),
     "MaxPool": {**_FLOATS, **dtypes.since(12, "int8", "uint8")},
+    **dict.fromkeys(ADAPTIVE_OPS, dtypes.since(1, *dtypes.FLOATS, "bfloat16")),
 }
 INDICES_FROM = 8  # MaxPool's second output, Indices, exists from this version
 MAX_SPATIAL = 8  # most spatial axes (the kernels' parameter structs hold this many: POOL_MAXD)
@@ -233,3 +237,47 @@ def _global_plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, p
     if op == "GlobalLpPool":
         p_value = _p_value(op, opset, 2 if p is None else p)
     return GlobalPlan(op, version, shape, (*shape[:2], *(1,) * (len(shape) - 2)), p_value)
+
+
+@dataclass(frozen=True)
+class AdaptivePlan:
+    """PyTorch's adaptive pooling (`op` one of ADAPTIVE_OPS): output o of a spatial axis of
+    input length n and output length m reduces the window [floor(o n / m), ceil((o + 1) n / m))
+    of that axis (the mean, or the maximum as MaxPool takes it)."""
+
+    op: str
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+
+    @property
+    def nd(self) -> int:
+        return len(self.in_shape) - 2
+
+    def bounds(self, axis: int) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) of every output's window along spatial axis `axis`, int64."""
+        n, m = self.in_shape[2 + axis], self.out_shape[2 + axis]
+        o = np.arange(m, dtype=np.int64)
+        return o * n // m, -(-(o + 1) * n // m)
+
+
+def adaptive_plan(op: str, shape: tuple[int, ...], dtype: Any, sizes: Any) -> AdaptivePlan:
+    """Validate an adaptive pooling of an input (N, C, *spatial), 1-3 spatial axes of length
+    >= 1, to the spatial lengths `sizes` (ints >= 0)."""
+    return attributes.cached(_adaptive_plan, op, shape, np.dtype(dtype),
+                             attributes.ints(op, "sizes", sizes, minimum=0))
+
+
+@functools.lru_cache(maxsize=512)
+def _adaptive_plan(op: str, shape: tuple[int, ...], dtype: np.dtype, sizes: tuple[int, ...]
+                   ) -> AdaptivePlan:
+    nd = len(shape) - 2
+    if not 1 <= nd <= ADAPTIVE_SPATIAL:
+        raise ValueError(f"{op}: X must have 1 to {ADAPTIVE_SPATIAL} spatial axes "
+                         f"(N, C, D1, ...), got shape {shape}")
+    dtypes.check(op, DTYPES[op], dtype, 1)
+    if len(sizes) != nd:
+        raise ValueError(f"{op}: 'sizes' has {len(sizes)} values, expected {nd} (one per "
+                         f"spatial axis): {list(sizes)}")
+    if 0 in shape[2:]:
+        raise ValueError(f"{op}: X must have non-empty spatial axes, got shape {shape}")
+    return AdaptivePlan(op, shape, (*shape[:2], *sizes))

@@ -15,19 +15,21 @@ coordinate y to the input coordinate x, computed in float64 for linear and cubic
                         roi = (r0, r1) (omitted: (0, 1)); x outside [0, n - 1] gives
                         extrapolation_value
 For nearest, x is computed as onnxruntime computes it, every operation in float32 on float32 s
-(from sizes: float32(m / n)) in the order written above (e.g. half_pixel: ((y + 0.5f) / s) - 0.5f),
-since which input element is nearest depends on the last bit of x: PyTorch also computes it in
-float32, so an exported model's nearest picks what the PyTorch model picked (the semantics
-table's "nearest at a rounding boundary"); half_pixel_symmetric keeps its one-rounding form and
-tf_crop_and_resize is float32 in every mode. An axis longer than 2^24 (where float32 cannot
-name every index) is computed in float64. These transforms are the plan's default coordinate
-source (`Transform`); a caller may give another (`CoordinateSource`: the PyTorch layer gives
-PyTorch's), which maps each output coordinate to x and says the scale antialias filters stretch
-by.
+(from sizes: float32(m) / float32(n)) and float32 y, in the order written above (e.g. half_pixel:
+((y + 0.5f) / s) - 0.5f), at every axis length (past 2^24 too, where float32 y and x skip
+indices as onnxruntime's do), since which input element is nearest depends on the last bit of x;
+and a fraction of x within NEAREST_TIE of 0.5 rounds as the tie 0.5 (onnxruntime's tie test
+since its 2026 fix of GH28291: 20 -> 6 half_pixel picks 15 for output 4 under
+round_prefer_ceil, where x = 14.499999f). half_pixel_symmetric keeps its one-rounding form and
+exact ties; tf_crop_and_resize is float32 in every mode. These transforms are the plan's default
+coordinate source (`Transform`); a caller may give another (`CoordinateSource`: the PyTorch layer
+gives PyTorch's), which maps each output coordinate to x, says the scale antialias filters
+stretch by and how far from 0.5 a fraction still rounds as a tie.
 X is sampled at taps around x, indices clamped into [0, n) (edge padding):
-  nearest  1 tap at x rounded by nearest_mode (round_prefer_floor, round_prefer_ceil, floor,
-           ceil); Resize-10, which has no nearest_mode: floor where s >= 1, ceil where s < 1 (as
-           onnxruntime and ONNX's opset-10 node test)
+  nearest  1 tap at x rounded by nearest_mode (round_prefer_floor, round_prefer_ceil: the nearer
+           integer, a tie to the lower or upper one; floor, ceil); Resize-10, which has no
+           nearest_mode: floor where s >= 1, ceil where s < 1 (as onnxruntime and ONNX's
+           opset-10 node test)
   linear   2 taps, weights (1 - t, t), t = x - floor(x)
   cubic    4 taps, the Keys kernel with a = cubic_coeff_a
   antialias=1 (linear, cubic): the kernel stretched by max(1, 1 / s), weights normalized to sum 1
@@ -66,7 +68,9 @@ from ..core.attributes import differs, flag, float32, ints
 OP = "Resize"
 MAX_DIMS = 16              # most axes left after merging unresized neighbours (RESIZE_MAXD)
 MAX_ELEMENTS = 2**62
-FLOAT32_EXACT = 2**24      # longest axis whose every index float32 holds (nearest in float32)
+# nearest's tie band: a coordinate whose fraction lies within this of 0.5 rounds as the tie
+# (onnxruntime 1.32: ties at 2^-20 from 0.5, none at 2^-19; no float32 x falls between)
+NEAREST_TIE = 1e-6
 
 VERSIONS = (10, 11, 13, 18, 19)
 MODES = {v: ("nearest", "linear") if v == 10 else ("nearest", "linear", "cubic") for v in VERSIONS}
@@ -149,11 +153,14 @@ class CoordinateSource(Hashable, Protocol):
     coordinate of axis `a`, the input coordinate x (float64, computed as the rounding of
     `nearest` must see it) and whether it is extrapolated (tf_crop_and_resize), or None where
     the axis is left as is; `filter_scale(a)` is the scale antialias filters stretch by (by
-    1 / min(1, scale)). Hashable: plans are cached by it."""
+    1 / min(1, scale)); `tie(a)` how far from 0.5 a fraction of x may lie and still round as a
+    tie (nearest's round_prefer_floor / round_prefer_ceil). Hashable: plans are cached by it."""
 
     def coordinates(self, a: Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray] | None: ...
 
     def filter_scale(self, a: Axis) -> float: ...
+
+    def tie(self, a: Axis) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -172,6 +179,9 @@ class Transform:
 
     def filter_scale(self, a: Axis) -> float:
         return a.s
+
+    def tie(self, a: Axis) -> float:
+        return 0.0 if self.mode == "half_pixel_symmetric" else NEAREST_TIE
 
 
 # ---------------------------------------------------------------- attributes and inputs
@@ -370,14 +380,16 @@ def _sized(axes: tuple[int, ...], ns: list[int], sizes: tuple[int, ...],
 
 def _source(ctm: str, a: Axis, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
     """Input coordinate of every output coordinate, and the tf_crop_and_resize outside mask;
-    for `nearest` every operation in float32, as onnxruntime (and PyTorch) compute it."""
-    single = nearest and ctm != "half_pixel_symmetric" and max(a.n, a.m) <= FLOAT32_EXACT
+    for `nearest` every operation in float32, as onnxruntime computes it."""
+    single = nearest and ctm != "half_pixel_symmetric"
     f: Any = np.float32 if single else np.float64
     y: Any = np.arange(a.m, dtype=f)
     n, w, half, one = f(a.n), f(a.w), f(0.5), f(1)
+    # from sizes (w = m), onnxruntime's float32 scale is float32(m) / float32(n)
+    s = f(a.m) / f(a.n) if single and a.w == a.m and a.n else f(a.s)
 
     def per_scale(v: np.ndarray) -> np.ndarray:  # v / s
-        scaled: np.ndarray = v / f(a.s)
+        scaled: np.ndarray = v / s
         return scaled
 
     outside = np.zeros(a.m, dtype=bool)
@@ -432,20 +444,31 @@ def _antialias(mode: str, r: np.ndarray, s: float, a: float) -> tuple[int, np.nd
     return start, w / w.sum(axis=1, keepdims=True)
 
 
-def _taps(at: Attributes, x: np.ndarray, s: float, stretch: float, n: int
+def _nearest(rounding: str, x: np.ndarray, tie: float) -> np.ndarray:
+    """x rounded to an integer by nearest_mode `rounding`, a fraction within `tie` of 0.5
+    counting as 0.5."""
+    low = np.floor(x)
+    fraction = x - low
+    at_tie = np.abs(fraction - 0.5) <= tie
+    up = {"round_prefer_floor": (fraction > 0.5) & ~at_tie,
+          "round_prefer_ceil": (fraction > 0.5) | at_tie,
+          "floor": np.zeros_like(at_tie), "ceil": fraction > 0}[rounding]
+    rounded: np.ndarray = low.astype(np.int64) + up
+    return rounded
+
+
+def _taps(at: Attributes, x: np.ndarray, s: float, stretch: float, tie: float, n: int
           ) -> tuple[np.ndarray, np.ndarray]:
     """(indices clamped into [0, n), weights), [m, taps] each, for an axis of scale `s` whose
-    antialias filter stretches by 1 / min(1, `stretch`)."""
+    antialias filter stretches by 1 / min(1, `stretch`), nearest's ties within `tie` of 0.5."""
     x = np.clip(x, -2.0**53, 2.0**53)       # beyond, every double is an integer
+    if at.mode == "nearest":
+        rounding = at.nearest_mode or ("ceil" if s < 1 else "floor")
+        return np.clip(_nearest(rounding, x, tie), 0, n - 1)[:, None], np.ones((x.size, 1))
     xi = np.floor(x)
     whole = x == xi
     r = np.where(whole, 1.0, x - xi)        # in (0, 1]: an integral x ends the interval [x-1, x]
     left = xi.astype(np.int64) - whole
-    if at.mode == "nearest":
-        rounding = at.nearest_mode or ("ceil" if s < 1 else "floor")
-        up = {"round_prefer_floor": r > 0.5, "round_prefer_ceil": r >= 0.5,
-              "floor": whole, "ceil": np.ones_like(whole)}[rounding] | whole
-        return np.clip(left + up, 0, n - 1)[:, None], np.ones((x.size, 1))
     if at.antialias:
         start, weight = _antialias(at.mode, r, stretch, at.cubic_coeff_a)
     elif at.mode == "linear":
@@ -474,7 +497,7 @@ def _table(a: Axis, at: Attributes, source: CoordinateSource) -> AxisTable | Non
     if sampled is None:
         return None
     x, outside = sampled
-    index, weight = _taps(at, x, a.s, source.filter_scale(a), a.n)
+    index, weight = _taps(at, x, a.s, source.filter_scale(a), source.tie(a), a.n)
     if _is_identity(index, weight, outside, a.n):
         return None
     return AxisTable(a.axis, *map(arrays.readonly, (index, weight, outside)))

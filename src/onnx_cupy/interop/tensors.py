@@ -1,0 +1,55 @@
+"""PyTorch tensors in and out of onnx_cupy.nn.functional, zero-copy through DLPack, without
+importing torch.
+
+A tensor is an object with `__dlpack__` and `requires_grad` (torch.Tensor); the module defining
+its type (torch) gives tensors back with its `from_dlpack`. A CPU tensor becomes a NumPy array
+(the NumPy path), a CUDA tensor a CuPy array (the CuPy path, on the tensor's device); the
+results become tensors of the same device. bfloat16, which DLPack's NumPy reader lacks, crosses
+as int16 bits (`tensor.view(int16)`) and is viewed back (ml_dtypes.bfloat16 on the array side).
+A tensor that requires grad is a TypeError: these functions record no autograd graph."""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..core import dtypes, execution
+
+
+def is_tensor(x: Any) -> bool:
+    """A PyTorch tensor (or an object that behaves as one): DLPack and `requires_grad`, and no
+    NumPy or CuPy array."""
+    return (hasattr(x, "__dlpack__") and hasattr(x, "requires_grad")
+            and not isinstance(x, np.ndarray) and not execution.is_cupy_array(x))
+
+
+def intake(x: Any, name: str) -> tuple[Any, Callable[[Any], Any]]:
+    """(`x` as the array the operators take, a function giving results back as `x`'s kind):
+    a tensor becomes a NumPy or CuPy array and its results tensors; anything else passes
+    through both ways unchanged. TypeError for a tensor that requires grad."""
+    if not is_tensor(x):
+        return x, _unchanged
+    if x.requires_grad:
+        raise TypeError(f"{name}: the input tensor requires grad, and onnx_cupy.nn.functional "
+                        f"has no autograd (its results carry no graph); pass input.detach()")
+    torch = importlib.import_module(type(x).__module__)   # imported already: its own
+    bf16 = x.dtype == getattr(torch, "bfloat16", None)
+    array = execution.as_array(x.view(torch.int16) if bf16 else x, name)
+    if bf16:
+        if dtypes.BFLOAT16 is None:
+            raise TypeError(f"{name}: a bfloat16 tensor needs ml_dtypes (pip install ml_dtypes)")
+        array = array.view(dtypes.BFLOAT16)
+
+    def give(result: Any) -> Any:
+        if isinstance(result, tuple):
+            return tuple(give(r) for r in result)
+        if result.dtype == dtypes.BFLOAT16:
+            return torch.from_dlpack(result.view(np.int16)).view(torch.bfloat16)
+        return torch.from_dlpack(result)
+    return array, give
+
+
+def _unchanged(result: Any) -> Any:
+    return result

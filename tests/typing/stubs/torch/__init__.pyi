@@ -1,0 +1,19 @@
+# The little of PyTorch's typing that tests/typing/user_torch.py uses, for a type checker where
+# torch is not installed (tests/test_typing.py puts this folder on MYPYPATH)
+class dtype: ...
+
+float32: dtype
+bfloat16: dtype
+int16: dtype
+
+class Size(tuple[int, ...]): ...
+
+class Tensor:
+    requires_grad: bool
+    @property
+    def shape(self) -> Size: ...
+    @property
+    def dtype(self) -> dtype: ...
+    def detach(self) -> Tensor: ...
+
+def zeros(*size: int, dtype: dtype | None = ...) -> Tensor: ...
