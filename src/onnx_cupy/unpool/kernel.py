@@ -1,0 +1,87 @@
+"""The kernel path of MaxUnpool: records, parameter struct and launches of kernels/unpool.cu for
+a plan (onnx_cupy.unpool.plan), on the GPU or the emulator.
+
+Two grid-stride launches on the current stream: `unpool_scatter` over X records, per element of
+Y, 1 + the position in X of the last element of X landing there (an atomic maximum into a zeroed
+buffer of unsigned words, so that the result does not depend on the order threads run in:
+duplicate indices resolve as onnxruntime's sequential loop resolves them); `unpool_gather` over
+Y writes each element from its winner, or 0. The scatter is instantiated per merged rank of the
+index space (1 where the output is the unpooled shape; one more per axis whose length differs),
+the gather per dtype; both take int offsets (and unsigned int words) where X's and Y's sizes fit,
+else long long.
+
+MaxUnpool is a family of its own rather than a kernel of the pool family: it shares no code with
+pooling's window gathers (a scatter by index, then a gather by winner), and a separate source
+keeps each compile of a pool instantiation (all of pool.cu) and of an unpool one small.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from ..core import arrays, dtypes, launcher, loader, records
+from ..pool.plan import MAX_SPATIAL
+from .plan import OP, UnpoolPlan
+
+FAMILY = "unpool"
+MAX_RANK = MAX_SPATIAL + 2   # the most merged axes of an index space: every axis of X
+RANKS = tuple(range(1, MAX_RANK + 1))
+# X's dtypes: floats, bfloat16 where ml_dtypes is installed
+DTYPES = tuple(dtypes.FLOAT_TYPES)
+WINNER_DTYPES = {32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}   # oc::offset_of<I>::type
+
+_GEOM = np.dtype(
+    [(f, "<i8") for f in ("count", "index_total", "total")]
+    + [(f, "<i8", (MAX_RANK,)) for f in ("extent", "stride")]
+    + [("by_extent", "<u4", (MAX_RANK, 2))], align=True)
+
+# the scatter by (bits, merged rank): it reads the int64 indices, whatever X's dtype
+SCATTER = {(b, r): records.Instantiation(
+    FAMILY, "unpool_scatter", (records.storage("int64"), records.index(b),
+                               records.argument("rank", r)),
+    (OP,), DTYPES, ("indices", "winner", "geom"), variant="per merged rank", rank=r)
+    for b in dtypes.INDEX_TYPES for r in RANKS}
+# the gather by (dtype, bits)
+GATHER = {(t, b): records.Instantiation(
+    FAMILY, "unpool_gather", (records.storage(t), records.index(b)), (OP,), (t,),
+    ("x", "winner", "y", "geom"))
+    for t in DTYPES for b in dtypes.INDEX_TYPES}
+
+loader.register(FAMILY, [*SCATTER.values(), *GATHER.values()], {"UnpoolGeom": _GEOM},
+                defines={"UNPOOL_MAXR": MAX_RANK})
+
+
+@functools.lru_cache(maxsize=512)
+def geometry(pl: UnpoolPlan, bits: int) -> np.ndarray:
+    """The UnpoolGeom struct of a plan, with multiply-shift divisors for 32-bit offsets."""
+    extents = [n for n, _ in pl.remap]
+    dividers = {"by_extent": [launcher.divider(n) for n in (
+        *extents, *(1,) * (MAX_RANK - len(extents)))]} if bits == 32 else {}
+    return launcher.parameter_struct(
+        _GEOM, count=math.prod(pl.in_shape), index_total=pl.index_total,
+        total=math.prod(pl.out_shape), extent=extents, stride=[s for _, s in pl.remap],
+        **dividers)
+
+
+def run(pl: UnpoolPlan, X: Any, indices: Any, out: Any, backend: str) -> Any:
+    """max_unpool(X, indices) per plan `pl` into `out` (or a new array) on the kernel path
+    `backend` ('cupy' or 'emulated'); indices outside [0, pl.index_total) are skipped."""
+    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, OP)
+    if not Y.size:
+        return Y
+    xp = arrays.module_of(backend)
+    with arrays.on_device(X, backend):
+        count = math.prod(pl.in_shape)
+        if not count or not pl.index_total:
+            Y.fill(0)
+            return Y
+        X, indices = xp.ascontiguousarray(X), xp.ascontiguousarray(indices)
+        bits = launcher.index_bits(max(count, Y.size), pl.index_total, count + 1)
+        winner = xp.zeros(Y.size, dtype=WINNER_DTYPES[bits])
+        g = geometry(pl, bits)
+        launcher.launch(backend, SCATTER[bits, len(pl.remap)], count, (indices, winner, g))
+        launcher.launch(backend, GATHER[X.dtype.name, bits], Y.size, (X, winner, Y, g))
+    return Y
