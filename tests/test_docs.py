@@ -19,8 +19,8 @@ from onnx_cupy.core import dtypes, opsets
 from onnx_cupy.hardmax import plan as hardmax_plan
 from onnx_cupy.pool import plan as pool_plan
 from onnx_cupy.resize import plan as resize_plan
-from onnx_cupy.unpool import plan as unpool_plan
 from onnx_cupy.tools import kernel_report
+from onnx_cupy.unpool import plan as unpool_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -21,13 +21,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import NamedTuple
 
-from helpers import hardmax_differential, pool_differential, resize_differential
+from helpers import (
+    hardmax_differential,
+    pool_differential,
+    resize_differential,
+    unpool_differential,
+)
 from helpers.differential import Record, totals
 
 PATH = Path(__file__).resolve().parents[2] / "docs" / "_generated" / "differential.md"
 COMMAND = "PYTHONPATH=src:tests python -m helpers.differential_report"
 VERSIONED = ("onnx", "onnxruntime", "numpy")
-FOLLOWS = {"ort": "onnxruntime's", "ref": "onnx.reference's", "exact": "neither: the exact formula"}
+FOLLOWS = {"ort": "onnxruntime's", "ref": "onnx.reference's", "exact": "neither: the exact formula",
+           "oracle": "neither: the oracle's"}
 
 
 class Family(NamedTuple):
@@ -93,6 +99,22 @@ RESIZE_CHECKS = {
                 "other side)",
 }
 
+UNPOOL_CHECKS = {
+    "oracle": "onnx-cupy (NumPy path) equals the loop oracle bit for bit, or rejects what it "
+              "must (ValueError)",
+    "ours ran": "... computing a result",
+    "inputs kept": "X and I are unchanged by the call",
+    "emulated": "the emulated kernels equal the NumPy path bit for bit",
+    "ort ran": "onnxruntime runs it",
+    "reference ran": "onnx.reference runs it",
+    "shape = runtimes": "both runtimes give one shape: ours equals it",
+    "shape = inference": "shape inference's static shape equals theirs: ours equals it",
+    "values = runtimes": "the runtimes agree (values, or both reject): ours does",
+    "follows listed side": "the runtimes disagree: a listed case applies, ours is the side it "
+                           "names",
+    "oracle side": "a listed case names neither runtime: the oracle check judges it",
+}
+
 
 def _pool(op: str) -> Family:
     return Family("tests/pool/test_differential.py",
@@ -115,6 +137,12 @@ FAMILIES = {
                      RESIZE_CHECKS, "known:", {k.name: (FOLLOWS[k.follows], k.why)
                                 for k in resize_differential.KNOWN},
                      ("onnx-cupy gives", "what")),
+    "MaxUnpool": Family("tests/unpool/test_differential.py",
+                        lambda: [unpool_differential.evaluate(i)
+                                 for i in range(unpool_differential.CONFIGS)],
+                        UNPOOL_CHECKS, "known:", {k.name: (FOLLOWS[k.follows], k.why)
+                                                  for k in unpool_differential.KNOWN},
+                        ("onnx-cupy gives", "what")),
 }
 CASE_NOTE = {
     "case:": "configurations each listed case applies to (the runtimes it puts off are not "
