@@ -26,6 +26,7 @@ from helpers import (
     pool_differential,
     resize_differential,
     unpool_differential,
+    upsample_differential,
 )
 from helpers.differential import Record, totals
 
@@ -114,6 +115,19 @@ UNPOOL_CHECKS = {
                            "names",
     "oracle side": "a listed case names neither runtime: the oracle check judges it",
 }
+UPSAMPLE_CHECKS = {
+    "oracle": "onnx-cupy (NumPy path) equals the oracle",
+    "rejected": "a scale below 1: onnx-cupy rejects it (ValueError)",
+    "emulated": "the emulated kernels equal the NumPy path",
+    "ort ran": "onnxruntime runs it",
+    "reference ran": "onnx.reference runs it (nearest with whole scales, opsets 9 and 10)",
+    "shape = runtimes": "both runtimes run it: ours has their shape",
+    "values = runtimes": "... and their values",
+    "shape = inference": "shape inference's static shape: ours equals it",
+    "only_ort": "only onnxruntime runs it, no listed case applies: ours equals its result",
+    "only_ref": "only onnx.reference runs it: ours equals its result",
+    "oracle side": "only onnxruntime runs it and a listed case puts it off: the oracle judges",
+}
 
 
 def _pool(op: str) -> Family:
@@ -140,9 +154,15 @@ FAMILIES = {
     "MaxUnpool": Family("tests/unpool/test_differential.py",
                         lambda: [unpool_differential.evaluate(i)
                                  for i in range(unpool_differential.CONFIGS)],
-                        UNPOOL_CHECKS, "known:", {k.name: (FOLLOWS[k.follows], k.why)
+                        UNPOOL_CHECKS, "listed:", {k.name: (FOLLOWS[k.follows], k.why)
                                                   for k in unpool_differential.KNOWN},
                         ("onnx-cupy gives", "what")),
+    "Upsample": Family("tests/resize/test_upsample_differential.py",
+                       lambda: [upsample_differential.evaluate(i)
+                                for i in range(upsample_differential.CONFIGS)],
+                       UPSAMPLE_CHECKS, "listed:", {k.name: (k.why,)
+                                                   for k in upsample_differential.KNOWN},
+                       ("what",)),
 }
 CASE_NOTE = {
     "case:": "configurations each listed case applies to (the runtimes it puts off are not "
@@ -150,6 +170,8 @@ CASE_NOTE = {
     "differ: ": "configurations where the runtimes disagree, by class",
     "known:": "configurations where the runtimes disagree, by listed case (several can apply "
               "to one)",
+    "listed:": "configurations each listed case applies to (several can apply to one; the side "
+               "it puts off is not compared there)",
 }
 
 

@@ -281,7 +281,7 @@ def evaluate(index: int) -> Record:
     """Configuration `index` on onnx-cupy and the judges; checks: `oracle`, `emulated`,
     `shape = runtimes`, `values = runtimes` (the runtimes agree: values or both reject),
     `shape = inference`, `disagreement listed`, `follows listed side`, `only_ort`,
-    `only_ref`; events: `ort ran`, `reference ran`, `known:<name>`."""
+    `only_ref`; events: `ort ran`, `reference ran`, `listed:<name>`."""
     c = configuration(index)
     record = Record(c)
     x, indices = sample(_generator(index, 1), c)
@@ -304,7 +304,7 @@ def evaluate(index: int) -> Record:
             record.count(name)
     kinds = known(c)
     for k in kinds:
-        record.count(f"known:{k.name}")
+        record.count(f"listed:{k.name}")
     if same(ort, ref):
         if isinstance(ort, np.ndarray):
             record.check("shape = runtimes", _shape(ours) == ort.shape,
