@@ -16,21 +16,29 @@ FOLDER = Path(os.environ.get("ONNX_CUPY_TORCH_CASES",
                              Path(__file__).parents[2] / ".." / "shared" / "torch"))
 
 
-def cases(where: Any = None) -> list:
-    """One pytest.param per recorded case (`where(case)` true), id "case<N>"; a single skipped
-    param naming the folder when it is absent."""
-    path = FOLDER / "cases.json"
+def cases(where: Any = None, folder: str = "") -> list:
+    """One pytest.param per recorded case (`where(case)` true) of the first set (`folder` "")
+    or the second ("more", the subfolder holding it), id "case<N>"; a single skipped param
+    naming the folder when it is absent."""
+    path = FOLDER / folder / "cases.json"
     if not path.exists():
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"PyTorch's recorded results "
-                                                                f"are absent: {FOLDER}"))]
-    return [pytest.param(c, id=f"case{c['id']}") for c in json.loads(path.read_text())["cases"]
-            if where is None or where(c)]
+                                                                f"are absent: {path.parent}"))]
+    return [pytest.param({**c, "folder": folder}, id=f"case{c['id']}")
+            for c in json.loads(path.read_text())["cases"] if where is None or where(c)]
 
 
 def arrays(case: dict) -> tuple[np.ndarray, np.ndarray]:
     """(x, y) of a case: y is PyTorch's result of case["call"] on x."""
-    with np.load(FOLDER / "cases.npz") as data:
+    with np.load(FOLDER / case.get("folder", "") / "cases.npz") as data:
         return data[case["x"]], data[case["y"]]
+
+
+def inputs_and_outputs(case: dict) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Every input of a case, in the call's order (x, then the second: grid_sample's grid,
+    max_unpool's indices), and every output."""
+    with np.load(FOLDER / case.get("folder", "") / "cases.npz") as data:
+        return [data[n] for n in case["inputs"]], [data[n] for n in case["outputs"]]
 
 
 def keywords(case: dict) -> dict[str, Any]:

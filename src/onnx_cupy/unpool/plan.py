@@ -121,12 +121,12 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, index_dtype: np.dt
     unpooled = [unpooled_length(n, kk, s, pad[i], pad[k + i])
                 for i, (n, kk, s) in enumerate(zip(shape[2:], kernel, steps))]
     bad = next((i for i, u in enumerate(unpooled) if u < 0), None)
-    if bad is not None:
+    if bad is not None and (index_space == "unpooled" or output_shape is None):
         raise ValueError(
             f"{OP}: the unpooled length along spatial axis {bad} is {unpooled[bad]} < 0 (input "
             f"{shape[2 + bad]}, kernel {kernel[bad]}, stride {steps[bad]}, pads "
             f"{pad[bad]}+{pad[k + bad]}: (n - 1) * stride - pads + kernel)")
-    u = (*shape[:2], *unpooled)
+    u = (*shape[:2], *(max(n, 0) for n in unpooled))   # (negative only with indices elsewhere)
     out = u if output_shape is None else _checked_output(output_shape, u, shape, index_space)
     space = u if index_space == "unpooled" else out
     return UnpoolPlan(version, shape, out, space, remap(space, out))
