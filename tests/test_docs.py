@@ -27,6 +27,7 @@ DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 MODULES = ["onnx_cupy.pool.api", "onnx_cupy.hardmax.api", "onnx_cupy.resize.api",
+           "onnx_cupy.unpool.api",
            "onnx_cupy.interop.dask", "onnx_cupy.interop.onnx_backend", "onnx_cupy.interop.nodes",
            "onnx_cupy.core.execution", "onnx_cupy.core.warmup", "onnx_cupy.interop.functional"]
 SECTIONS = ("Parameters\n", "Returns\n", "Raises\n", "Examples\n")
@@ -40,8 +41,9 @@ def test_examples_run(module):
 
 @pytest.mark.parametrize("fn", [
     onnx_cupy.average_pool, onnx_cupy.lp_pool, onnx_cupy.hardmax, onnx_cupy.resize,
+    onnx_cupy.upsample, onnx_cupy.max_unpool,
     *(getattr(importlib.import_module("onnx_cupy.dask"), n)
-      for n in ("average_pool", "lp_pool", "hardmax", "resize")),
+      for n in ("average_pool", "lp_pool", "hardmax", "resize", "upsample", "max_unpool")),
     onnx_backend.prepare, onnx_backend.run_node, onnx_cupy.run_node,
 ], ids=lambda f: f"{f.__module__}.{f.__qualname__}")
 def test_numpy_style_sections(fn):
