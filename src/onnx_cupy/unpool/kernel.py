@@ -31,7 +31,7 @@ MAX_RANK = MAX_SPATIAL + 2   # the most merged axes of an index space: every axi
 RANKS = tuple(range(1, MAX_RANK + 1))
 # X's dtypes: floats, bfloat16 where ml_dtypes is installed
 DTYPES = tuple(dtypes.FLOAT_TYPES)
-WINNER_DTYPES = {32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}   # oc::offset_of<I>::type
+WINNER_DTYPES: dict[int, np.dtype] = {32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}  # offset_of<I>
 
 _GEOM = np.dtype(
     [(f, "<i8") for f in ("count", "index_total", "total")]
@@ -55,15 +55,19 @@ loader.register(FAMILY, [*SCATTER.values(), *GATHER.values()], {"UnpoolGeom": _G
 
 
 @functools.lru_cache(maxsize=512)
-def geometry(pl: UnpoolPlan, bits: int) -> np.ndarray:
-    """The UnpoolGeom struct of a plan, with multiply-shift divisors for 32-bit offsets."""
+def kernel_args(pl: UnpoolPlan, dtype: np.dtype
+                ) -> tuple[records.Instantiation, records.Instantiation, np.dtype, np.ndarray]:
+    """(scatter, gather, the winner buffer's dtype, UnpoolGeom struct) of a plan and X's dtype:
+    32-bit offsets (unsigned int winners, multiply-shift divisors) where X's and Y's sizes and
+    the index space fit them, else 64-bit ones."""
+    count, total = math.prod(pl.in_shape), math.prod(pl.out_shape)
+    bits = launcher.index_bits(max(count, total), pl.index_total, count + 1)
     extents = [n for n, _ in pl.remap]
     dividers = {"by_extent": [launcher.divider(n) for n in (
         *extents, *(1,) * (MAX_RANK - len(extents)))]} if bits == 32 else {}
-    return launcher.parameter_struct(
-        _GEOM, count=math.prod(pl.in_shape), index_total=pl.index_total,
-        total=math.prod(pl.out_shape), extent=extents, stride=[s for _, s in pl.remap],
-        **dividers)
+    g = launcher.parameter_struct(_GEOM, count=count, index_total=pl.index_total, total=total,
+                                  extent=extents, stride=[s for _, s in pl.remap], **dividers)
+    return SCATTER[bits, len(pl.remap)], GATHER[dtype.name, bits], WINNER_DTYPES[bits], g
 
 
 def run(pl: UnpoolPlan, X: Any, indices: Any, out: Any, backend: str) -> Any:
@@ -74,14 +78,12 @@ def run(pl: UnpoolPlan, X: Any, indices: Any, out: Any, backend: str) -> Any:
         return Y
     xp = arrays.module_of(backend)
     with arrays.on_device(X, backend):
-        count = math.prod(pl.in_shape)
-        if not count or not pl.index_total:
+        if not X.size or not pl.index_total:
             Y.fill(0)
             return Y
         X, indices = xp.ascontiguousarray(X), xp.ascontiguousarray(indices)
-        bits = launcher.index_bits(max(count, Y.size), pl.index_total, count + 1)
-        winner = xp.zeros(Y.size, dtype=WINNER_DTYPES[bits])
-        g = geometry(pl, bits)
-        launcher.launch(backend, SCATTER[bits, len(pl.remap)], count, (indices, winner, g))
-        launcher.launch(backend, GATHER[X.dtype.name, bits], Y.size, (X, winner, Y, g))
+        scatter, gather, words, g = kernel_args(pl, X.dtype)
+        winner = xp.zeros(Y.size, dtype=words)
+        launcher.launch(backend, scatter, X.size, (indices, winner, g))
+        launcher.launch(backend, gather, Y.size, (X, winner, Y, g))
     return Y
