@@ -217,3 +217,22 @@ def test_out_and_strided_inputs(cpu_backend, rng):
             oc.backend(cpu_backend):
         oc.max_unpool(x, indices, kernel_shape=[2, 2], strides=[2, 2],
                       out=np.empty((2, 3, 8, 5), np.float32))
+
+
+@pytest.mark.parametrize("output_shape", [None, [2, 3, 9, 7]], ids=["unpooled", "padded"])
+def test_64_bit_offsets_give_the_same_bits(output_shape, monkeypatch, launches, rng):
+    """The long long instantiations (chosen where sizes pass 2^31 - 1), forced here on a small
+    tensor: the bits of the int ones, with unsigned long long winners."""
+    x = random(rng, (2, 3, 3, 3), np.float64)
+    indices = rng.integers(0, 2 * 3 * 6 * 6, size=x.shape)   # repeats among them
+    kw = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    with oc.backend("emulated"):
+        narrow = oc.max_unpool(x, indices, output_shape, **kw)
+        kernel.kernel_args.cache_clear()
+        monkeypatch.setattr(kernel.launcher, "index_bits", lambda *sizes: 64)
+        wide = oc.max_unpool(x, indices, output_shape, **kw)
+    kernel.kernel_args.cache_clear()
+    assert [k.index_bits for k, _ in launches] == [32, 32, 64, 64]
+    assert wide.tobytes() == narrow.tobytes()
+    assert narrow.tobytes() == oracle(x, indices, (2, 3, 6, 6), output_shape and tuple(
+        output_shape)).tobytes()

@@ -31,7 +31,8 @@ MAX_RANK = MAX_SPATIAL + 2   # the most merged axes of an index space: every axi
 RANKS = tuple(range(1, MAX_RANK + 1))
 # X's dtypes: floats, bfloat16 where ml_dtypes is installed
 DTYPES = tuple(dtypes.FLOAT_TYPES)
-WINNER_DTYPES: dict[int, np.dtype] = {32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}  # offset_of<I>
+# the winner words of each offset width (oc::offset_of<I>::type)
+WINNER_DTYPES: dict[int, np.dtype] = {32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
 
 _GEOM = np.dtype(
     [(f, "<i8") for f in ("count", "index_total", "total")]
