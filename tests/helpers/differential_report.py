@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from helpers import (
     hardmax_differential,
@@ -33,8 +33,7 @@ from helpers.differential import Record, totals
 PATH = Path(__file__).resolve().parents[2] / "docs" / "_generated" / "differential.md"
 COMMAND = "PYTHONPATH=src:tests python -m helpers.differential_report"
 VERSIONED = ("onnx", "onnxruntime", "numpy")
-FOLLOWS = {"ort": "onnxruntime's", "ref": "onnx.reference's", "exact": "neither: the exact formula",
-           "oracle": "neither: the oracle's"}
+FOLLOWS = {"ort": "onnxruntime's", "ref": "onnx.reference's", "exact": "neither: the exact formula"}
 
 
 class Family(NamedTuple):
@@ -138,6 +137,14 @@ def _pool(op: str) -> Family:
                   ("what",))
 
 
+def _listed(test: str, module: Any, checks: dict[str, str]) -> Family:
+    """A family whose helper module counts `listed:<name>` for each of its listed cases
+    (KNOWN, of helpers.differential.Listed) that applies to a configuration."""
+    return Family(test, lambda: [module.evaluate(i) for i in range(module.CONFIGS)], checks,
+                  "listed:", {k.name: (FOLLOWS[k.follows], k.why) for k in module.KNOWN},
+                  ("onnx-cupy gives", "what"))
+
+
 FAMILIES = {
     "AveragePool": _pool("AveragePool"),
     "LpPool": _pool("LpPool"),
@@ -151,18 +158,10 @@ FAMILIES = {
                      RESIZE_CHECKS, "known:", {k.name: (FOLLOWS[k.follows], k.why)
                                 for k in resize_differential.KNOWN},
                      ("onnx-cupy gives", "what")),
-    "MaxUnpool": Family("tests/unpool/test_differential.py",
-                        lambda: [unpool_differential.evaluate(i)
-                                 for i in range(unpool_differential.CONFIGS)],
-                        UNPOOL_CHECKS, "listed:", {k.name: (FOLLOWS[k.follows], k.why)
-                                                  for k in unpool_differential.KNOWN},
-                        ("onnx-cupy gives", "what")),
-    "Upsample": Family("tests/resize/test_upsample_differential.py",
-                       lambda: [upsample_differential.evaluate(i)
-                                for i in range(upsample_differential.CONFIGS)],
-                       UPSAMPLE_CHECKS, "listed:", {k.name: (k.why,)
-                                                   for k in upsample_differential.KNOWN},
-                       ("what",)),
+    "MaxUnpool": _listed("tests/unpool/test_differential.py", unpool_differential,
+                         UNPOOL_CHECKS),
+    "Upsample": _listed("tests/resize/test_upsample_differential.py", upsample_differential,
+                        UPSAMPLE_CHECKS),
 }
 CASE_NOTE = {
     "case:": "configurations each listed case applies to (the runtimes it puts off are not "

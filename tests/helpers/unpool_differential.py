@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from helpers.differential import Record
+from helpers.differential import Listed, Record
 from helpers.util import BF16, inferred_shape, node_model, onnxruntime, reference
 from onnx_cupy import max_unpool
 from onnx_cupy.core import execution
@@ -229,48 +229,35 @@ def _pads(c: Config) -> list[int]:
     return c.attrs.get("pads") or [0] * (2 * (len(c.shape) - 2))
 
 
-@dataclass(frozen=True)
-class Known:
-    """A case where onnxruntime and onnx.reference disagree (or both fail while onnx-cupy
-    computes): `applies` tells it from the configuration alone; `follows` the side onnx-cupy
-    gives ('ref', 'ort', or 'oracle': neither runtime, the oracle)."""
-
-    name: str
-    follows: str
-    applies: Callable[[Config], bool]
-    why: str
-
-
+# where a runtime gives another result than onnx-cupy ('exact': the oracle judges)
 KNOWN = (
-    Known("indices_in_output_shape", "ref",
-          lambda c: c.output_shape is not None and c.output_shape != c.u,
-          "output_shape other than the unpooled shape U: onnxruntime reads the indices as flat "
-          "indices into output_shape; onnx.reference and ONNX's node test "
-          "maxunpool_export_with_output_shape read them in U and place U at the start"),
-    Known("pad_not_below_kernel", "ref",
-          lambda c: any(p >= c.attrs["kernel_shape"][i % (len(c.shape) - 2)]
-                        for i, p in enumerate(_pads(c))),
-          "a pad >= the kernel size: onnxruntime rejects the attributes; the text allows any "
-          "pad and onnx.reference computes"),
-    Known("unpooled_length_zero", "ref",
-          lambda c: 0 in c.u[2:],
-          "an unpooled length of 0: onnxruntime rejects it ('not positive'), onnx.reference "
-          "gives an empty output (as onnx-cupy's pooling does for a length of 0)"),
-    Known("output_shape_shorter", "oracle",
-          lambda c: c.output_shape is not None and any(
-              m < n for m, n in zip(c.output_shape, c.u)),
-          "an output_shape shorter than U on an axis: onnxruntime accepts it where it holds as "
-          "many elements (its indices address output_shape); onnx.reference fails, or drops U's "
-          "elements along a length of 0; onnx-cupy rejects it (ValueError: its indices address "
-          "U, as the node test's)"),
-    Known("four_spatial_axes", "oracle",
-          lambda c: len(c.shape) > 5,
-          "more than 3 spatial axes: both runtimes reject ('Unsupported pooling size'); "
-          "onnx-cupy computes (its MaxPool writes indices for up to 8)"),
+    Listed("indices_in_output_shape",
+           lambda c: c.output_shape is not None and c.output_shape != c.u, "ref",
+           "output_shape other than the unpooled shape U: onnxruntime reads the indices as flat "
+           "indices into output_shape; onnx.reference and ONNX's node test "
+           "maxunpool_export_with_output_shape read them in U and place U at the start"),
+    Listed("pad_not_below_kernel",
+           lambda c: any(p >= c.attrs["kernel_shape"][i % (len(c.shape) - 2)]
+                         for i, p in enumerate(_pads(c))), "ref",
+           "a pad >= the kernel size: onnxruntime rejects the attributes; the text allows any "
+           "pad and onnx.reference computes"),
+    Listed("unpooled_length_zero", lambda c: 0 in c.u[2:], "ref",
+           "an unpooled length of 0: onnxruntime rejects it ('not positive'), onnx.reference "
+           "gives an empty output (as onnx-cupy's pooling does for a length of 0)"),
+    Listed("output_shape_shorter",
+           lambda c: c.output_shape is not None and any(
+               m < n for m, n in zip(c.output_shape, c.u)), "exact",
+           "an output_shape shorter than U on an axis: onnxruntime accepts it where it holds as "
+           "many elements (its indices address output_shape); onnx.reference fails, or drops U's "
+           "elements along a length of 0; onnx-cupy rejects it (ValueError: its indices address "
+           "U, as the node test's)"),
+    Listed("four_spatial_axes", lambda c: len(c.shape) > 5, "exact",
+           "more than 3 spatial axes: both runtimes reject ('Unsupported pooling size'); "
+           "onnx-cupy computes (its MaxPool writes indices for up to 8)"),
 )
 
 
-def known(config: Config) -> list[Known]:
+def known(config: Config) -> list[Listed]:
     return [k for k in KNOWN if k.applies(config)]
 
 
@@ -313,7 +300,7 @@ def evaluate(index: int) -> Record:
             if isinstance(inferred, tuple) and inferred == ort.shape:
                 record.check("shape = inference", _shape(ours) == inferred,
                              f"shape inference {inferred}, ours {_shape(ours)}")
-        if any(k.follows == "oracle" for k in kinds):
+        if any(k.follows == "exact" for k in kinds):
             record.count("oracle side")   # the oracle check above judged it
         else:
             record.check("values = runtimes", same(ours, ort),
@@ -328,7 +315,7 @@ def evaluate(index: int) -> Record:
                      f"{_shape(ref)}: no listed case")
         return record
     sides = {k.follows for k in kinds}
-    if len(sides) > 1 or "oracle" in sides:
+    if len(sides) > 1 or "exact" in sides:
         record.count("oracle side")   # the oracle check above judged it
         return record
     (side,) = sides

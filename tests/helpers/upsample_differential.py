@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from helpers.differential import Record
+from helpers.differential import Listed, Record
 from helpers.util import inferred_shape, node_model, onnxruntime, reference
 from onnx_cupy import upsample
 from onnx_cupy.core import execution, numerics
@@ -203,34 +203,24 @@ def _attempt(fn: Callable[..., Any], *args: Any) -> Any:
 
 # ---------------------------------------------------------------- listed cases
 
-@dataclass(frozen=True)
-class Known:
-    """A case where a runtime gives other values than onnx-cupy's (then the oracle's) side:
-    `applies` tells it from the configuration alone."""
-
-    name: str
-    applies: Callable[[Config], bool]
-    why: str
-
-
+# where onnxruntime gives another result than onnx-cupy (the oracle's side, 'exact')
 KNOWN = (
-    Known("integer_linear",
-          lambda c: c.mode == "linear" and c.dtype.kind in "iu",
-          "integer linear: onnxruntime truncates the float result; onnx-cupy rounds half to "
-          "even and saturates, as its Resize (and onnx.reference's Resize) do"),
-    Known("length_float32",
-          lambda c: any(math.floor(np.float32(n) * np.float32(s)) != math.floor(n * s)
-                        for n, s in zip(c.shape, c.scales)),
-          "output length: onnxruntime floors n * scale in float32 (5 x 1.4f: 7); shape "
-          "inference, onnx-cupy (and its Resize) in float64 (6)"),
-    Known("same_shape_copied",
-          lambda c: c.out_shape == c.shape and any(s != 1 for s in c.scales),
-          "an output shape equal to the input's while a scale differs from 1 (2 x 1.25): "
-          "onnxruntime copies X; the formula (and onnx-cupy, as its Resize) resamples"),
+    Listed("integer_linear", lambda c: c.mode == "linear" and c.dtype.kind in "iu", "exact",
+           "integer linear: onnxruntime truncates the float result; onnx-cupy rounds half to "
+           "even and saturates, as its Resize (and onnx.reference's Resize) do"),
+    Listed("length_float32",
+           lambda c: any(math.floor(np.float32(n) * np.float32(s)) != math.floor(n * s)
+                         for n, s in zip(c.shape, c.scales)), "exact",
+           "output length: onnxruntime floors n * scale in float32 (5 x 1.4f: 7); shape "
+           "inference, onnx-cupy (and its Resize) in float64 (6)"),
+    Listed("same_shape_copied",
+           lambda c: c.out_shape == c.shape and any(s != 1 for s in c.scales), "exact",
+           "an output shape equal to the input's while a scale differs from 1 (2 x 1.25): "
+           "onnxruntime copies X; the formula (and onnx-cupy, as its Resize) resamples"),
 )
 
 
-def known(config: Config) -> list[Known]:
+def known(config: Config) -> list[Listed]:
     return [k for k in KNOWN if k.applies(config)]
 
 

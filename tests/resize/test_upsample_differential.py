@@ -1,19 +1,16 @@
-"""Upsample on 900 seeded random configurations (opsets 7, 9 and 10, nearest and linear, ranks
-1-5, whole and fractional scales, a few below 1, float, integer, bool and complex dtypes)
-against an oracle, onnxruntime, onnx.reference and ONNX shape inference
-(helpers/upsample_differential.py draws, runs and judges them).
-
-Each configuration is a test of its own (`-k 0042-` reruns one): it must pass every check it
-reaches. The coverage tests count, over the same cached evaluations, how many configurations
-reached each check and each listed case, and that docs/_generated/differential.md holds those
-counts (helpers/differential_report.py writes it). All but the configurations that also run the
-emulated kernels (every 4th) are marked slow, and so are the coverage tests."""
+"""Upsample against an oracle, onnxruntime, onnx.reference and ONNX shape inference on 900
+seeded random configurations: opsets 7, 9 and 10, nearest and linear, ranks 1-5, whole and
+fractional scales and a few below 1, float, integer, bool and complex dtypes (drawn, run and judged
+in helpers/upsample_differential.py, one test id each: `-k 0042-` reruns one). The slow coverage
+tests count what the cached evaluations reached, that every listed case occurs, and that
+docs/_generated/differential.md holds the counts; every 4th configuration, which also runs the
+emulated kernels, is in the quick subset."""
 from __future__ import annotations
 
 import pytest
 from helpers import differential_report
 from helpers import upsample_differential as diff
-from helpers.differential import parameters, totals
+from helpers.differential import listed_seen, parameters, totals
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::DeprecationWarning")
 
@@ -33,24 +30,17 @@ def test_configuration(config):
     assert not record.failures, record.report()
 
 
-@pytest.fixture(scope="module")
-def counts():
-    return totals(diff.evaluate(i) for i in range(diff.CONFIGS))
-
-
 @pytest.mark.slow
-def test_checks_reached(counts):
-    """How many configurations reached each check (printed with -s), none failing."""
-    print(f"\nUpsample: {dict(sorted(counts.items()))}")
-    assert not [k for k in counts if k.startswith("failed:")], dict(counts)
-    assert counts["oracle"] + counts["rejected"] == diff.CONFIGS
-    assert all(counts[k] >= n for k, n in AT_LEAST.items()), dict(counts)
-
-
-@pytest.mark.slow
-def test_every_listed_case_occurs(counts):
-    seen = {k.removeprefix("listed:") for k in counts if k.startswith("listed:")}
-    assert seen == {k.name for k in diff.KNOWN}, seen
+def test_coverage():
+    """Over the cached evaluations (the counts printed with -s): no check failed, each reached
+    at least AT_LEAST configurations, every configuration either ran or was rejected, and every
+    listed case applied somewhere."""
+    reached = totals(diff.evaluate(i) for i in range(diff.CONFIGS))
+    print(f"\nUpsample: {dict(sorted(reached.items()))}")
+    assert not [k for k in reached if k.startswith("failed:")], dict(reached)
+    assert reached["oracle"] + reached["rejected"] == diff.CONFIGS
+    assert all(reached[k] >= n for k, n in AT_LEAST.items()), dict(reached)
+    assert listed_seen(reached) == {k.name for k in diff.KNOWN}, dict(reached)
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from helpers import differential_report
 from helpers import unpool_differential as diff
-from helpers.differential import parameters, totals
+from helpers.differential import listed_seen, parameters, totals
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::DeprecationWarning")
 
@@ -52,7 +52,7 @@ def test_checks_reached(counts):
 @pytest.mark.slow
 def test_every_listed_case_occurs(counts):
     """Each documented disagreement shows up among the configurations."""
-    seen = {k.removeprefix("listed:") for k in counts if k.startswith("listed:")}
+    seen = listed_seen(counts)
     assert seen == {k.name for k in diff.KNOWN}, seen
 
 

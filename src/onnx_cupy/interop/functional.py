@@ -743,13 +743,7 @@ _UNPOOL_DOC = """PyTorch's `torch.nn.functional.max_unpool{k}d` on a NumPy or Cu
     output_size : sequence of int, optional
         {k} lengths, or {k2} with N and C first (ignored).
 
-    Returns
-    -------
-    numpy.ndarray or cupy.ndarray
-        Input's dtype, on its device.
-
-    Raises
-    ------
+{returns}
     ValueError
         Where PyTorch raises: kernel_size, stride or padding of the wrong length; an
         output_size of the wrong length or outside its range; a negative output length; a
@@ -790,12 +784,12 @@ def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
 
 
 max_unpool1d.__doc__ = _UNPOOL_DOC.format(
-    k=1, k2=3, shape="(N, C, L) or (C, L)", example_x="[[[1.0, 3.0, 2.0, 5.0]]]",
+    k=1, returns=_RETURNS_DOC, k2=3, shape="(N, C, L) or (C, L)", example_x="[[[1.0, 3.0, 2.0, 5.0]]]",
     example_kernel="2", example_result="array([[[0., 3., 0., 5.]]], dtype=float32)")
 max_unpool2d.__doc__ = _UNPOOL_DOC.format(
-    k=2, k2=4, shape="(N, C, H, W) or (C, H, W)", example_x="[[[[1.0, 3.0, 2.0, 5.0]]]]",
+    k=2, returns=_RETURNS_DOC, k2=4, shape="(N, C, H, W) or (C, H, W)", example_x="[[[[1.0, 3.0, 2.0, 5.0]]]]",
     example_kernel="(1, 2)", example_result="array([[[[0., 3., 0., 5.]]]], dtype=float32)")
 max_unpool3d.__doc__ = _UNPOOL_DOC.format(
-    k=3, k2=5, shape="(N, C, D, H, W) or (C, D, H, W)",
+    k=3, returns=_RETURNS_DOC, k2=5, shape="(N, C, D, H, W) or (C, D, H, W)",
     example_x="[[[[[1.0, 3.0, 2.0, 5.0]]]]]", example_kernel="(1, 1, 2)",
     example_result="array([[[[[0., 3., 0., 5.]]]]], dtype=float32)")

@@ -129,9 +129,11 @@ def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int
     mode : {"nearest", "linear"}, default "nearest"
         linear interpolates every axis whose scale is not 1 (bilinear, trilinear, ...).
     opset : int, default 10
-        The ONNX opset the call follows (Upsample-7, -9 or -10 in force).
+        Picks the version in force: Upsample-7, -9 or -10, the same rules (10 is deprecated:
+        onnxruntime rejects its models).
     out : array, optional
-        C-contiguous output of the result's shape and dtype, on X's device, not overlapping X.
+        Written instead of a new array: C-contiguous, of the result's shape, X's dtype and
+        device, apart from X.
 
     Returns
     -------
@@ -142,18 +144,20 @@ def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int
     Raises
     ------
     ValueError
-        scales missing, of another length than X's rank, not finite or below 1; a mode other
-        than nearest and linear; an opset outside 7..28.
+        Missing scales, or scales not one per axis, not finite or below 1 (Upsample only
+        enlarges: Resize shrinks); a mode other than nearest and linear; an opset below 7.
     TypeError
-        An unsupported dtype for the mode, or an array or argument of the wrong type.
+        A dtype the mode does not take (bfloat16 in any mode, bool, complex or strings in
+        linear), or an array or argument of the wrong type.
 
     Examples
     --------
     >>> import numpy as np, onnx_cupy as oc
-    >>> x = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
-    >>> oc.upsample(x, scales=[1.0, 2.0], mode="linear")
-    array([[1. , 1.5, 2. , 2. ],
-           [3. , 3.5, 4. , 4. ]], dtype=float32)
+    >>> x = np.array([1.0, 2.0, 4.0], dtype=np.float32)
+    >>> oc.upsample(x, [2.5])                      # x = y / 2.5 rounded down
+    array([1., 1., 1., 2., 2., 4., 4.], dtype=float32)
+    >>> oc.upsample(x, [2.0], mode="linear")
+    array([1. , 1.5, 2. , 3. , 4. , 4. ], dtype=float32)
     """
     x, _ = execution.select(X, plan.UPSAMPLE)
     checked = plan.upsample_scales(tuple(x.shape), x.dtype, scales, mode, opset)

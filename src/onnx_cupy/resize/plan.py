@@ -60,7 +60,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ..core import arrays, dtypes, execution, numerics, opsets
+from ..core import arrays, dtypes, numerics, opsets
 from ..core.attributes import cached, differs, flag, float32, ints
 
 OP = "Resize"
@@ -271,23 +271,9 @@ def _attributes(opset: int, given: dict[str, Any]) -> Attributes:
 def _vector(name: str, value: Any, op: str = OP) -> tuple[Any, ...] | None:
     """A 1-D roi/scales/sizes input read on the host as a tuple (() when empty: not given).
     scales are rounded to float32 (tensor(float)), sizes must be integers."""
-    if value is None:
-        return None
-    if execution.is_cupy_array(value):
-        value = value.get()
-    try:
-        a = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{op}: input '{name}' must be a 1-D array or sequence of numbers, "
-                        f"got {value!r}") from exc
-    if a.ndim != 1:
-        raise ValueError(f"{op}: input '{name}' must be 1-D, got shape {a.shape}")
-    if a.size == 0:
-        return ()
-    kinds = "iu" if name == "sizes" else "iuf"
-    if a.dtype.kind not in kinds:
-        expected = "integers (int64)" if name == "sizes" else "real numbers"
-        raise TypeError(f"{op}: input '{name}' must hold {expected}, got dtype {a.dtype}")
+    a = arrays.host_vector(op, name, value, integers=name == "sizes")
+    if a is None or a.size == 0:
+        return None if a is None else ()
     if name == "sizes":
         return tuple(a.tolist())
     wanted = np.float32 if name == "scales" else np.float64

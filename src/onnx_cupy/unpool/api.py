@@ -44,14 +44,15 @@ def max_unpool(X: ArrayT, I: ArrayT, output_shape: Any = None, *,
     strides : sequence of int, optional
         Step per spatial axis, >= 1 (default 1).
     opset : int, default 22
-        The ONNX opset the call follows (MaxUnpool-9, -11 or -22 in force).
+        Picks the version in force: MaxUnpool-9, -11 (the same rules) or -22 (bfloat16 too).
     out : array, optional
-        C-contiguous output of the result's shape and dtype, on X's device, not overlapping X.
+        Written instead of a new array: C-contiguous, Y's shape and X's dtype, on X's device,
+        apart from X and I.
 
     Returns
     -------
     numpy.ndarray or cupy.ndarray
-        X's dtype, on X's device, of shape U or `output_shape`.
+        Y: X's dtype, on X's device, of shape U or `output_shape`.
 
     Raises
     ------

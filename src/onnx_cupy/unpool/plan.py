@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, attributes, dtypes, execution, opsets
+from ..core import arrays, attributes, dtypes, opsets
 from ..pool.plan import MAX_SPATIAL  # MaxUnpool inverts MaxPool: as many spatial axes
 
 OP = "MaxUnpool"
@@ -78,19 +78,8 @@ def remap(index_shape: tuple[int, ...], out_shape: tuple[int, ...]
 
 def _output_shape(value: Any) -> tuple[int, ...] | None:
     """The optional output_shape input read on the host: a 1-D sequence or array of ints."""
-    if value is None:
-        return None
-    if execution.is_cupy_array(value):
-        value = value.get()
-    try:
-        a = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{OP}: input 'output_shape' must be a 1-D array or sequence of ints, "
-                        f"got {value!r}") from exc
-    if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
-        raise TypeError(f"{OP}: input 'output_shape' must be a 1-D array or sequence of ints "
-                        f"(int64), got {value!r}")
-    return tuple(int(v) for v in a.tolist())
+    a = arrays.host_vector(OP, "output_shape", value, integers=True)
+    return None if a is None else tuple(int(v) for v in a.tolist())
 
 
 @functools.lru_cache(maxsize=512, typed=True)
