@@ -30,7 +30,6 @@ from ..core import arrays, attributes, dtypes, opsets
 from ..pool.plan import MAX_SPATIAL  # MaxUnpool inverts MaxPool: as many spatial axes
 
 OP = "MaxUnpool"
-VERSIONS = (9, 11, 22)
 # the version that brought each dtype of X (read by core.dtypes.check); I is int64 at every one
 DTYPES = {**dtypes.since(9, *dtypes.FLOATS), **dtypes.since(22, "bfloat16")}
 INDEX_DTYPE = np.dtype(np.int64)
