@@ -10,7 +10,7 @@ import math
 import numpy as np
 import onnx
 import pytest
-from helpers import torch_cases
+from helpers import fake_cupy, torch_cases
 from helpers.util import FLOAT_DTYPES, onnxruntime, random, to_backend, to_numpy
 
 import onnx_cupy
@@ -147,7 +147,7 @@ def test_errors(k, x_shape, indices, args, kw, error, pattern, cpu_backend):
         run(k, x, i, cpu_backend, *args, **kw)
 
 
-def test_indices_must_be_int64_and_of_the_input_s_shape():
+def test_indices_must_be_int64_and_of_the_input_s_shape_and_kind(monkeypatch):
     x = np.ones((1, 1, 4), np.float32)
     with pytest.raises(TypeError, match=r"max_unpool1d: elements in indices should be type "
                                         r"int64, got int32"):
@@ -155,6 +155,10 @@ def test_indices_must_be_int64_and_of_the_input_s_shape():
     with pytest.raises(ValueError, match=r"max_unpool1d: Expected shape of indices to be same "
                                          r"as that of the input tensor \(\[1, 1, 4\]\)"):
         F.max_unpool1d(x, np.zeros((1, 1, 3), np.int64), 2)
+    fake = fake_cupy.install(monkeypatch)
+    with pytest.raises(TypeError, match=r"max_unpool1d: indices must be a numpy.ndarray like "
+                                        r"input, got .*ndarray"):
+        F.max_unpool1d(x, fake.asarray(np.zeros((1, 1, 4), np.int64)), 2)
 
 
 def test_an_exported_model_reads_the_indices_elsewhere_when_the_output_size_differs():

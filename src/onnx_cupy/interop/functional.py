@@ -684,6 +684,9 @@ def _max_unpool(name: str, k: int, input: Any, indices: Any, kernel_size: Any, s
                 padding: Any, output_size: Any) -> Any:
     x = _array(input, name)
     i = _array(indices, name)
+    if execution.is_cupy_array(i) != execution.is_cupy_array(x):
+        raise TypeError(f"{name}: indices must be a {type(x).__module__}.{type(x).__name__} "
+                        f"like input, got {type(i).__module__}.{type(i).__name__}")
     if i.shape != x.shape:
         raise ValueError(f"{name}: Expected shape of indices to be same as that of the input "
                          f"tensor ({list(x.shape)}) but got indices tensor with shape: "
