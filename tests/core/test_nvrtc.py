@@ -54,9 +54,9 @@ def test_hardmax_ranks_without_flush_to_zero():
     err, prog = nvrtc.nvrtcCreateProgram(loader.source(family).encode(), b"hardmax.cu", 0, [], [])
     assert err == OK, err
     try:
-        for expression in loader.instantiations(family):
-            (err,) = nvrtc.nvrtcAddNameExpression(prog, expression.encode())
-            assert err == OK, (expression, err)
+        for k in loader.instantiations(family):
+            (err,) = nvrtc.nvrtcAddNameExpression(prog, k.expression.encode())
+            assert err == OK, (k, err)
         options = [o.encode() for o in (*loader.options(family), "-ftz=true",
                                          "--gpu-architecture=compute_90")]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
