@@ -8,7 +8,8 @@ duplicate indices resolve as onnxruntime's sequential loop resolves them); `unpo
 Y writes each element from its winner, or 0. The scatter is instantiated per merged rank of the
 index space (1 where the output is the unpooled shape; one more per axis whose length differs),
 the gather per dtype; both take int offsets (and unsigned int words) where X's and Y's sizes fit,
-else long long.
+else long long. The kernels every call runs (the gather, and the scatter of rank 1) are held to
+BUDGET instructions per element in the kernel report, as the other families' fast paths.
 
 MaxUnpool is a family of its own rather than a kernel of the pool family: it shares no code with
 pooling's window gathers (a scatter by index, then a gather by winner), and a separate source
@@ -31,6 +32,9 @@ MAX_RANK = MAX_SPATIAL + 2   # the most merged axes of an index space: every axi
 RANKS = tuple(range(1, MAX_RANK + 1))
 # X's dtypes: floats, bfloat16 where ml_dtypes is installed
 DTYPES = tuple(dtypes.FLOAT_TYPES)
+# instructions per element of the launch's loop that the float16/bfloat16/float32 kernels every
+# call runs (the gathers, the scatter of rank 1) are held to, as the families' fast paths
+BUDGET = 30
 # the winner words of each offset width (oc::offset_of<I>::type)
 WINNER_DTYPES: dict[int, np.dtype] = {32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
 
@@ -39,16 +43,19 @@ _GEOM = np.dtype(
     + [(f, "<i8", (MAX_RANK,)) for f in ("extent", "stride")]
     + [("by_extent", "<u4", (MAX_RANK, 2))], align=True)
 
-# the scatter by (bits, merged rank): it reads the int64 indices, whatever X's dtype
+# the scatter by (bits, merged rank): it reads the int64 indices, whatever X's dtype; rank 1
+# (the output is the unpooled shape: no division) is held to the budget
 SCATTER = {(b, r): records.Instantiation(
     FAMILY, "unpool_scatter", (records.storage("int64"), records.index(b),
                                records.argument("rank", r)),
-    (OP,), DTYPES, ("indices", "winner", "geom"), variant="per merged rank", rank=r)
+    (OP,), DTYPES, ("indices", "winner", "geom"), fast=r == 1,
+    budget=records.fast_budget(BUDGET, b) if r == 1 else None, variant="per merged rank",
+    rank=r)
     for b in dtypes.INDEX_TYPES for r in RANKS}
-# the gather by (dtype, bits)
+# the gather by (dtype, bits), held to the budget
 GATHER = {(t, b): records.Instantiation(
     FAMILY, "unpool_gather", (records.storage(t), records.index(b)), (OP,), (t,),
-    ("x", "winner", "y", "geom"))
+    ("x", "winner", "y", "geom"), fast=True, budget=records.fast_budget(BUDGET, b))
     for t in DTYPES for b in dtypes.INDEX_TYPES}
 
 loader.register(FAMILY, [*SCATTER.values(), *GATHER.values()], {"UnpoolGeom": _GEOM},
