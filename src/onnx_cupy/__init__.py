@@ -1,5 +1,6 @@
-"""onnx-cupy: exact ONNX pooling (AveragePool, LpPool, MaxPool and the global pools), Hardmax and
-Resize for CuPy arrays (own CUDA kernels) with a NumPy path of the same semantics."""
+"""onnx-cupy: exact ONNX pooling (AveragePool, LpPool, MaxPool and the global pools), MaxUnpool,
+Hardmax, Resize and Upsample for CuPy arrays (own CUDA kernels) with a NumPy path of the same
+semantics."""
 from __future__ import annotations
 
 from .core.execution import backend, default_backend
@@ -14,9 +15,10 @@ from .pool.api import (
     lp_pool,
     max_pool,
 )
-from .resize.api import resize
+from .resize.api import resize, upsample
+from .unpool.api import max_unpool
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "average_pool", "backend", "default_backend", "global_average_pool",
-           "global_lp_pool", "global_max_pool", "hardmax", "lp_pool", "max_pool", "resize",
-           "run_node", "warmup"]
+           "global_lp_pool", "global_max_pool", "hardmax", "lp_pool", "max_pool", "max_unpool",
+           "resize", "run_node", "upsample", "warmup"]

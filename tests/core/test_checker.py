@@ -354,4 +354,4 @@ def test_kernel_parameters_from_the_source(signature, expected):
 def test_every_registered_kernel_names_its_parameters():
     for k in loader.instantiations():
         names = [p.name for p in loader.kernel_parameters(loader.source(k.family), k.template)]
-        assert names[:2] == ["x", "y"] and len(set(names)) == len(names), k
+        assert names and len(set(names)) == len(names), k

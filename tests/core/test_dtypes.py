@@ -10,6 +10,7 @@ from onnx_cupy.core import dtypes, opsets
 from onnx_cupy.hardmax import plan as hardmax_plan
 from onnx_cupy.pool import plan as pool_plan
 from onnx_cupy.resize import plan as resize_plan
+from onnx_cupy.unpool import plan as unpool_plan
 
 TABLE = {**dtypes.since(1, *dtypes.FLOATS), **dtypes.since(12, "int8"),
          **dtypes.since(22, "bfloat16")}
@@ -51,11 +52,13 @@ def test_the_tables_name_known_operators_versions_and_dtypes():
     """Every operator of a family has a table, every version in a table is one of the
     operator's versions (PyTorch's adaptive pooling, no ONNX operator: version 1), and every key
     a dtype (or STRING)."""
-    tables = {**pool_plan.DTYPES, **hardmax_plan.DTYPES,
-              **{f"Resize {m}": t for m, t in resize_plan.DTYPES.items()}}
+    tables = {**pool_plan.DTYPES, **hardmax_plan.DTYPES, "MaxUnpool": unpool_plan.DTYPES,
+              **{f"Resize {m}": t for m, t in resize_plan.DTYPES.items()},
+              **{f"Upsample {m}": t for m, t in resize_plan.UPSAMPLE_DTYPES.items()}}
     assert set(pool_plan.DTYPES) == {*pool_plan.OPS, *pool_plan.GLOBAL_OPS,
                                      *pool_plan.ADAPTIVE_OPS}
     assert set(resize_plan.DTYPES) == set(resize_plan.MODES[max(resize_plan.VERSIONS)])
+    assert set(resize_plan.UPSAMPLE_DTYPES) == set(resize_plan.UPSAMPLE_MODES)
     for name, table in tables.items():
         versions = opsets.ATTRIBUTES.get(name.split()[0], (1,))
         assert all(v in versions for v in table.values()), name

@@ -160,6 +160,8 @@ def test_launches_pass_single_structs(monkeypatch):
         onnx_cupy.hardmax(np.ones((2, 4096), np.float32))
         onnx_cupy.resize(x, scales=[1, 1, 2, 0.5], mode="nearest")
         onnx_cupy.resize(x, scales=[1, 1, 2, 0.5], mode="cubic")
+        onnx_cupy.max_unpool(x, np.arange(x.size).reshape(x.shape) * 4, kernel_shape=[2, 2],
+                             strides=[2, 2])
     assert {f for f, _ in seen} == set(loader.families())
     for family, args in seen:
         blocks = [a for a in args if isinstance(a, np.ndarray) and a.dtype.names]

@@ -14,7 +14,7 @@ from helpers import fake_cupy
 from helpers.util import FLOAT_DTYPES, assert_close, random, record_builds
 
 import onnx_cupy as oc
-from onnx_cupy.core import dtypes, emulator, loader
+from onnx_cupy.core import dtypes, emulator, execution, loader
 from onnx_cupy.core import warmup as warmup_module
 from onnx_cupy.pool.api import adaptive_pool
 
@@ -25,6 +25,16 @@ RESIZE_DTYPES = [*FLOAT_DTYPES, *map(np.dtype, ("int8", "uint8", "int16", "uint1
 
 def _resize(scales, mode="nearest"):
     return lambda x: oc.resize(x, scales=np.array(scales, np.float32), mode=mode)
+
+
+def _unpool(kernel, output_shape=None):
+    """MaxUnpool of x with distinct indices spread over the unpooled shape (kernel = strides)."""
+    def call(x):
+        spread = np.arange(x.size).reshape(x.shape) * int(np.prod(kernel))
+        indices = execution.cupy_module().asarray(spread) if execution.is_cupy_array(x) \
+            else spread
+        return oc.max_unpool(x, indices, output_shape, kernel_shape=kernel, strides=kernel)
+    return call
 
 
 # op -> calls that take different paths (fast, windowed, generic, 1-D, rows, columns, scan):
@@ -63,8 +73,17 @@ CALLS = {
                ((1, 5, 7, 3), _resize([1, 2, 2, 1], "linear"), True),
                ((2, 3, 6, 5), _resize([1, 1, 2, 2], "cubic"), True),
                ((3, 4, 5, 2, 3), _resize([1, 2, 1, 2, 1], "linear"), True)],
+    "Upsample": [((1, 2, 5, 7), lambda x: oc.upsample(x, np.float32([1, 1, 2, 2])), False),
+                 ((3, 4, 5, 2, 3), lambda x: oc.upsample(x, np.float32([1, 2, 1, 2, 1])), False),
+                 ((1, 5, 7, 3), lambda x: oc.upsample(x, np.float32([1, 2, 2, 1]), mode="linear"),
+                  True)],
+    "MaxUnpool": [((2, 3, 4, 5), _unpool([2, 2]), True),
+                  ((2, 3, 4, 5), _unpool([2, 2], [2, 3, 9, 11]), True),
+                  ((1, 2, 3, 2, 2, 3), _unpool([2, 1, 1, 2]), True)],
 }
-OP_DTYPES = [(op, d) for op in CALLS for d in (RESIZE_DTYPES if op == "Resize" else FLOAT_DTYPES)]
+UPSAMPLE_DTYPES = [d for d in RESIZE_DTYPES if d.name != "bfloat16"]   # Upsample has none
+OP_DTYPES = [(op, d) for op in CALLS for d in {"Resize": RESIZE_DTYPES,
+                                               "Upsample": UPSAMPLE_DTYPES}.get(op, FLOAT_DTYPES)]
 
 
 def _values(rng, shape, dtype):
@@ -74,6 +93,11 @@ def _values(rng, shape, dtype):
     if dtype.kind in "iu":
         return rng.integers(0, 100, shape).astype(dtype)
     return random(rng, shape, np.float64).astype(dtype)
+
+
+def _sizes(kernel):
+    """The element sizes of the dtypes an instantiation serves."""
+    return {(dtypes.BFLOAT16 if d == "bfloat16" else np.dtype(d)).itemsize for d in kernel.dtypes}
 
 
 def _calls(op, dtype):
@@ -98,8 +122,9 @@ def test_calls_launch_only_warmed_instantiations(monkeypatch, rng, op, dtype):
     warmed = {k.expression for k in oc.warmup(op, dtype, "cupy", dry_run=True)}
     assert launched and launched <= warmed
     other_sizes = {k.expression for o, d in OP_DTYPES if o == op and d.itemsize != dtype.itemsize
-                   for k in oc.warmup(o, d, "cupy", dry_run=True)}
+                   for k in oc.warmup(o, d, "cupy", dry_run=True) if len(_sizes(k.kernel)) == 1}
     assert not warmed & other_sizes   # what one dtype warms, no dtype of another size launches
+    # (but a kernel that serves dtypes of every size, as MaxUnpool's scatter of the indices)
 
 
 @pytest.mark.parametrize("op", list(CALLS))
@@ -151,7 +176,7 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
 @pytest.mark.parametrize("kwargs,message", [
     ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AdaptiveAveragePool, AdaptiveMaxPool, "
                        r"AveragePool, GlobalAveragePool, GlobalLpPool, GlobalMaxPool, Hardmax, "
-                       r"LpPool, MaxPool, Resize")),
+                       r"LpPool, MaxPool, MaxUnpool, Resize, Upsample")),
     ({"ops": []}, r"warmup: ops is empty"),
     ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
     ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -67,3 +67,21 @@ def parameters(configs: Sequence[Any], name: Callable[[Any], str],
     """pytest parameters of `configs`, with the ids `name` gives; those not `quick` marked slow."""
     return [pytest.param(c, id=name(c), marks=() if quick(c) else pytest.mark.slow)
             for c in configs]
+
+
+class Listed(NamedTuple):
+    """A listed case: a kind of configuration where a runtime gives another result than the
+    side onnx-cupy follows. `applies` tells it from the configuration alone; `follows` names
+    onnx-cupy's side: 'ort', 'ref', or 'exact' (neither runtime: the oracle, the exact formula);
+    `why` says why (the semantics page's reason)."""
+
+    name: str
+    applies: Callable[[Any], bool]
+    follows: str
+    why: str
+
+
+def listed_seen(counts: collections.Counter[str]) -> set[str]:
+    """The names of the listed cases that applied to some configuration (its `listed:<name>`
+    events)."""
+    return {k.removeprefix("listed:") for k in counts if k.startswith("listed:")}

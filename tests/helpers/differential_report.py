@@ -19,13 +19,15 @@ import warnings
 from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from helpers import (
     hardmax_differential,
     nearest_differential,
     pool_differential,
     resize_differential,
+    unpool_differential,
+    upsample_differential,
 )
 from helpers.differential import Record, totals
 
@@ -98,6 +100,35 @@ RESIZE_CHECKS = {
                 "other side)",
 }
 
+UNPOOL_CHECKS = {
+    "oracle": "onnx-cupy (NumPy path) equals the loop oracle bit for bit, or rejects what it "
+              "must (ValueError)",
+    "ours ran": "... computing a result",
+    "inputs kept": "X and I are unchanged by the call",
+    "emulated": "the emulated kernels equal the NumPy path bit for bit",
+    "ort ran": "onnxruntime runs it",
+    "reference ran": "onnx.reference runs it",
+    "shape = runtimes": "both runtimes give one shape: ours equals it",
+    "shape = inference": "shape inference's static shape equals theirs: ours equals it",
+    "values = runtimes": "the runtimes agree (values, or both reject): ours does",
+    "follows listed side": "the runtimes disagree: a listed case applies, ours is the side it "
+                           "names",
+    "oracle side": "a listed case names neither runtime: the oracle check judges it",
+}
+UPSAMPLE_CHECKS = {
+    "oracle": "onnx-cupy (NumPy path) equals the oracle",
+    "rejected": "a scale below 1: onnx-cupy rejects it (ValueError)",
+    "emulated": "the emulated kernels equal the NumPy path",
+    "ort ran": "onnxruntime runs it",
+    "reference ran": "onnx.reference runs it (nearest with whole scales, opsets 9 and 10)",
+    "shape = runtimes": "both runtimes run it: ours has their shape",
+    "values = runtimes": "... and their values",
+    "shape = inference": "shape inference's static shape: ours equals it",
+    "only_ort": "only onnxruntime runs it, no listed case applies: ours equals its result",
+    "only_ref": "only onnx.reference runs it: ours equals its result",
+    "oracle side": "only onnxruntime runs it and a listed case puts it off: the oracle judges",
+}
+
 
 NEAREST_CHECKS = {
     "oracle": "onnx-cupy picks what the oracle picks (onnxruntime's float32 formulas and tie "
@@ -121,6 +152,14 @@ def _pool(op: str) -> Family:
                   ("what",))
 
 
+def _listed(test: str, module: Any, checks: dict[str, str]) -> Family:
+    """A family whose helper module counts `listed:<name>` for each of its listed cases
+    (KNOWN, of helpers.differential.Listed) that applies to a configuration."""
+    return Family(test, lambda: [module.evaluate(i) for i in range(module.CONFIGS)], checks,
+                  "listed:", {k.name: (FOLLOWS[k.follows], k.why) for k in module.KNOWN},
+                  ("onnx-cupy gives", "what"))
+
+
 FAMILIES = {
     "AveragePool": _pool("AveragePool"),
     "LpPool": _pool("LpPool"),
@@ -140,6 +179,10 @@ FAMILIES = {
                              NEAREST_CHECKS, "listed:", {k.name: (k.checked, k.why)
                                                          for k in nearest_differential.LISTED},
                              ("onnx-cupy checked against", "what")),
+    "MaxUnpool": _listed("tests/unpool/test_differential.py", unpool_differential,
+                         UNPOOL_CHECKS),
+    "Upsample": _listed("tests/resize/test_upsample_differential.py", upsample_differential,
+                        UPSAMPLE_CHECKS),
 }
 CASE_NOTE = {
     "case:": "configurations each listed case applies to (the runtimes it puts off are not "
@@ -147,8 +190,8 @@ CASE_NOTE = {
     "differ: ": "configurations where the runtimes disagree, by class",
     "known:": "configurations where the runtimes disagree, by listed case (several can apply "
               "to one)",
-    "listed:": "configurations each listed case applies to (a row of the semantics page where "
-               "onnx-cupy keeps another length or coordinate than onnxruntime)",
+    "listed:": "configurations each listed case applies to (several can apply to one; the side "
+               "it puts off is not compared there)",
 }
 
 

@@ -73,6 +73,9 @@ class FakeCupy:
             def __setitem__(self, key: Any, value: Any) -> None:
                 self.host[key] = value.host if isinstance(value, ndarray) else value
 
+            def fill(self, value: Any) -> None:
+                self.host.fill(value)
+
         class Device:
             def __init__(self, id: int | None = None) -> None:
                 self.id = fake.device if id is None else id
@@ -139,6 +142,9 @@ class FakeCupy:
 
     def empty(self, shape: Any, dtype: Any = float) -> Any:
         return self.ndarray(np.empty(shape, dtype=dtype), self.device)
+
+    def zeros(self, shape: Any, dtype: Any = float) -> Any:
+        return self.ndarray(np.zeros(shape, dtype=dtype), self.device)
 
     def ascontiguousarray(self, a: Any) -> Any:
         return self.ndarray(np.ascontiguousarray(a.host), a._device)

@@ -47,6 +47,13 @@ def outputs(case: dict) -> list[np.ndarray]:
     return _stored(case, case.get("outputs", [case["y"]]))
 
 
+def inputs_and_outputs(case: dict) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Every input of a case, in the call's order (x, then the second: grid_sample's grid,
+    max_unpool's indices), and every output."""
+    with np.load(FOLDER / case.get("folder", "") / "cases.npz") as data:
+        return [data[n] for n in case["inputs"]], [data[n] for n in case["outputs"]]
+
+
 def keywords(case: dict) -> dict[str, Any]:
     """The keyword arguments of a `F.name(x, ...)` call, as Python values."""
     call = ast.parse(case["call"], mode="eval").body

@@ -81,6 +81,10 @@ CASES = {
                                          "keep_aspect_ratio_policy": "not_smaller"}, ()),
     "resize_v10": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
                    {"scales": [1, 1, 2, 0.5], "opset": 10}, (0, 1)),
+    "upsample_linear_v9": (ocd.upsample, oc.upsample, SHAPE, CHUNKS, np.float32,
+                           {"scales": [1, 1, 2, 1.5], "mode": "linear", "opset": 9}, (0, 1)),
+    "upsample_nearest_channel_v7": (ocd.upsample, oc.upsample, SHAPE, CHUNKS, np.uint8,
+                                    {"scales": [1, 3, 1, 1], "opset": 7}, (0, 2, 3)),
 }
 
 
@@ -194,6 +198,8 @@ EAGER_ERRORS = [
     (ocd.resize, oc.resize, SHAPE, {"roi": [0] * 8, "scales": [1, 1, 2, 2], "opset": 10}),
     (ocd.resize, oc.resize, SHAPE, {"scales": [2, 2], "axes": [2, 3], "opset": 13}),
     (ocd.resize, oc.resize, SHAPE, {"scales": [1, 1, 2, 2], "mode": "bicubic"}),
+    (ocd.upsample, oc.upsample, SHAPE, {"scales": [1, 1, 0.5, 2]}),
+    (ocd.upsample, oc.upsample, SHAPE, {"scales": [1, 1, 2, 2], "mode": "cubic"}),
 ]
 
 
@@ -305,3 +311,37 @@ def test_max_pool_indices_error_when_built():
     X = da.ones((2, 2, 4, 4), chunks=1, dtype=np.float32)
     with pytest.raises(ValueError, match=r"MaxPool: the Indices output .*opset 7"):
         ocd.max_pool(X, kernel_shape=[2, 2], opset=7, return_indices=True)
+
+
+# ---------------------------------------------------------------- MaxUnpool
+
+@pytest.mark.parametrize("output_shape", [None, [4, 6, 10, 12]], ids=["unpooled", "padded"])
+def test_max_unpool_blocks_equal_eager(output_shape, rng):
+    """MaxPool's indices, chunked over N and C: each block makes its planes' indices its own."""
+    x = sample(rng, (4, 6, 9, 11), np.float32)
+    kw = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 0, 2]}
+    y, i = oc.max_pool(x, return_indices=True, **kw)
+    z = ocd.max_unpool(da.from_array(y, chunks=(3, 4, 2, 3)), da.from_array(i, chunks=2),
+                       output_shape, **kw)
+    expected = oc.max_unpool(y, i, output_shape, **kw)
+    assert z.chunks == ((3, 1), (4, 2), *((n,) for n in expected.shape[2:]))
+    assert_bitwise(blocks(z), expected)
+
+
+def test_max_unpool_errors():
+    x = da.ones((2, 2, 2, 2), chunks=1, dtype=np.float32)
+    across = da.from_array(np.arange(16).reshape(2, 2, 2, 2)[::-1].copy() * 4, chunks=1)
+    with pytest.raises(ValueError, match=r"MaxUnpool: input 'I' holds \d+, an index into the "
+                                         r"\(n, c\) plane \(\d, \d\), outside the planes of its "
+                                         r"block \(n in \[\d, \d\), c in \[\d, \d\)\): rechunk N and "
+                                         r"C whole"):
+        ocd.max_unpool(x, across, kernel_shape=[2, 2], strides=[2, 2]).compute()
+    assert_bitwise(ocd.max_unpool(x.rechunk({0: -1, 1: -1}), across, kernel_shape=[2, 2],
+                                  strides=[2, 2]).compute(),
+                   oc.max_unpool(np.ones((2, 2, 2, 2), np.float32), across.compute(),
+                                 kernel_shape=[2, 2], strides=[2, 2]))
+    with pytest.raises(TypeError, match=r"MaxUnpool: I must be a dask.array.Array like X"):
+        ocd.max_unpool(x, np.zeros((2, 2, 2, 2), np.int64), kernel_shape=[2, 2])
+    with pytest.raises(ValueError, match=r"MaxUnpool: input 'output_shape' \[2, 2, 3, 3\] is "
+                                         r"smaller than the unpooled shape"):
+        ocd.max_unpool(x, across, [2, 2, 3, 3], kernel_shape=[2, 2], strides=[2, 2])

@@ -36,8 +36,25 @@ def _parts(result):
     return list(result) if isinstance(result, tuple) else [result]
 
 
+UNPOOLS = ["max_unpool1d", "max_unpool2d", "max_unpool3d"]   # called with max_pool's indices
+
+
 def test_every_public_function_is_called():
-    assert {name for name, _, _ in CALLS} == set(F.__all__)
+    assert {name for name, _, _ in CALLS} | set(UNPOOLS) == set(F.__all__)
+
+
+@pytest.mark.parametrize("name", UNPOOLS)
+def test_stand_in_tensors_into_max_unpool(cpu_backend, rng, name):
+    """max_unpool takes its values and indices as tensors (max_pool's, here) and gives a
+    tensor holding what it gives for the NumPy arrays."""
+    x = _input(rng, name)
+    pool = getattr(F, name.replace("unpool", "pool"))
+    with execution.backend(cpu_backend):
+        y, i = pool(fake_torch.Tensor(x.copy()), 2, return_indices=True)
+        got = getattr(F, name)(y, i, 2, output_size=x.shape[2:])
+        ya, ia = pool(x, 2, return_indices=True)
+        want = getattr(F, name)(ya, ia, 2, output_size=x.shape[2:])
+    assert type(got) is fake_torch.Tensor and got.data.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("name,args,kw", CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CALLS)])

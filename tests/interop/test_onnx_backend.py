@@ -24,9 +24,11 @@ from onnx_cupy.core import emulator, execution
 from onnx_cupy.onnx_backend import OnnxCupyBackend
 
 NODE_TESTS = re.compile(
-    r"^test_(averagepool|lppool|maxpool|globalaveragepool|globalmaxpool|hardmax|resize)_")
-CASE_COUNTS = {"averagepool": 20, "lppool": 8, "maxpool": 19, "globalaveragepool": 2,
-               "globalmaxpool": 2, "hardmax": 7, "resize": 39}
+    r"^test_(averagepool|lppool|maxpool|maxunpool|globalaveragepool|globalmaxpool|hardmax|resize|"
+    r"upsample)_")
+CASE_COUNTS = {"averagepool": 20, "lppool": 8, "maxpool": 19, "maxunpool": 2,
+               "globalaveragepool": 2, "globalmaxpool": 2, "hardmax": 7, "resize": 39,
+               "upsample": 1}
 
 
 class EmulatedBackend(OnnxCupyBackend):
@@ -81,11 +83,11 @@ OnnxBackendNodeEmulatedTest = runner_case(EmulatedBackend, "OnnxBackendNodeEmula
 @pytest.mark.parametrize("backend", [OnnxCupyBackend, EmulatedBackend],
                          ids=lambda b: b.__name__)
 def test_node_test_counts(backend):
-    """97 node tests (no `_expanded` function variants among them), each on CPU and CUDA: the
+    """100 node tests (no `_expanded` function variants among them), each on CPU and CUDA: the
     runner's tests of the supported operators are those collected from the listing."""
     names = sorted(runner_tests(backend))
     assert names == sorted(METHODS)
-    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * 97 + ["cuda"] * 97
+    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * 100 + ["cuda"] * 100
     assert Counter(NODE_TESTS.search(n).group(1) for n in names if n.endswith("_cpu")) \
         == CASE_COUNTS
     assert not any("_expanded" in n for n in names)
@@ -327,3 +329,25 @@ def test_a_graph_input_with_an_initializer_may_be_fed(cpu_backend, rng):
         rep.run({"X": x, "scales": np.array([1, 1, 1, 3], np.float64)})
     with pytest.raises(ValueError, match=r"unknown input name\(s\) 'sizes'"):
         rep.run({"X": x, "sizes": np.array([1, 1, 2, 2], np.int64)})
+
+
+def test_max_pool_indices_feed_max_unpool(cpu_backend, rng):
+    """MaxPool's Indices output feeds MaxUnpool in one graph; output_shape, an initializer that
+    only MaxUnpool reads, stays on the host, as Upsample's scales."""
+    nodes = [helper.make_node("MaxPool", ["X"], ["P", "I"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["P", "I", "shape"], ["Y"], kernel_shape=[2, 2],
+                              strides=[2, 2]),
+             helper.make_node("Upsample", ["P", "scales"], ["U"])]
+    inits = [numpy_helper.from_array(np.array([2, 3, 6, 8], np.int64), "shape"),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+    m = model(nodes, [value_info("X")], [value_info("Y"), value_info("U")], inits, opset=9)
+    x = rng.uniform(0.5, 3.0, size=(2, 3, 6, 8)).astype(np.float32)
+    with onnx_cupy.backend(cpu_backend):
+        rep = onnx_backend.prepare(m)
+        got = rep.run([x])
+        pooled = onnx_cupy.max_pool(x, kernel_shape=[2, 2], strides=[2, 2], opset=9)
+    assert {"shape", "scales"} <= rep._host
+    kept = got.Y != 0
+    assert got.Y.shape == x.shape and np.array_equal(got.Y[kept], x[kept])
+    assert int(kept.sum()) == pooled.size
+    assert np.array_equal(got.U, np.repeat(np.repeat(pooled, 2, axis=2), 2, axis=3))

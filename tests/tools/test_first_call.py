@@ -156,7 +156,7 @@ def test_fresh_table_gives_the_fastest_and_slowest_and_judges_the_slowest():
 def test_the_representative_calls_cover_every_operator_and_both_resize_modes():
     calls = " ".join(call for _, call, _ in first_call.CALLS)
     for name in ("average_pool", "lp_pool", "max_pool", "global_average_pool", "hardmax",
-                 "mode='linear'", "mode='nearest'"):
+                 "mode='linear'", "mode='nearest'", "oc.upsample", "oc.max_unpool"):
         assert name in calls
 
 

@@ -66,6 +66,10 @@ def probes() -> dict[str, kernel_report.Kernel]:
     return {k.expression: k for k in kernels}
 
 
+# kernels whose loop writes global memory by atomics (RED/ATOM), not STG: MaxUnpool's scatter
+ATOMIC_WRITES = {"unpool_scatter"}
+
+
 @pytest.mark.parametrize("arch", kernel_report.ARCHS)
 @pytest.mark.parametrize("family", loader.families())
 def test_report_of_every_instantiation(family, arch):
@@ -83,7 +87,8 @@ def test_report_of_every_instantiation(family, arch):
         if k.sass is not None:
             s = k.sass
             assert s.loop is not None and 0 < s.loop <= s.instructions, k  # grid-stride loop
-            assert s.loop_stores >= 1 and s.loads and all(n > 0 for _, n in s.loads), k
+            writes = s.loop_stores >= 1 or k.instantiation.template in ATOMIC_WRITES
+            assert writes and s.loads and all(n > 0 for _, n in s.loads), k
             assert 0 <= s.loop_divisions <= s.divisions, k
             assert k.per_output == s.loop / k.outputs
     assert kernel_report.family_report(family, arch) is kernels  # compiled once per process
@@ -162,7 +167,7 @@ def test_held_and_budgets():
     assert not pool_kernel.GENERIC["float32", 32, 2].held   # generic: not a fast path
     assert pool_kernel.FAST["float32", 32, mode, 2, None].budget == 150
     assert pool_kernel.FAST["float32", 64, mode, 2, None].budget == 225
-    assert kernel_report.budgets() == {"hardmax": 30, "pool": 150, "resize": 40}
+    assert kernel_report.budgets() == {"hardmax": 30, "pool": 150, "resize": 40, "unpool": 30}
 
 
 def test_unknown_arch():
@@ -196,7 +201,7 @@ def test_fast_path_targets(kernel):
 
 # Families none of whose instantiations (every dtype, index width, rank and window) may use local
 # memory: no stack frame, no spills, no LDL/STL.
-LOCAL_MEMORY_FREE = ["hardmax", "pool"]
+LOCAL_MEMORY_FREE = ["hardmax", "pool", "unpool"]
 
 
 @pytest.mark.parametrize("arch", kernel_report.ARCHS)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .execution import cupy_module
+from .execution import cupy_module, is_cupy_array
 
 
 def module_of(backend: str) -> Any:
@@ -89,6 +89,28 @@ def merged_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int
     if len(merged) > 1:
         return None
     return merged[0][:2] if merged else (1, 0)
+
+
+def host_vector(op: str, name: str, value: Any, integers: bool = False) -> np.ndarray | None:
+    """A 1-D input that the host reads (such as Resize's scales or MaxUnpool's output_shape) as
+    a NumPy array: a CuPy array copied to the host, a sequence made an array, None left None.
+    TypeError unless it holds integers (`integers`) or real numbers, ValueError unless it is
+    1-D; each names the operator `op` and the input."""
+    if value is None:
+        return None
+    if is_cupy_array(value):
+        value = value.get()
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{op}: input '{name}' must be a 1-D array or sequence of numbers, "
+                        f"got {value!r}") from exc
+    if a.ndim != 1:
+        raise ValueError(f"{op}: input '{name}' must be 1-D, got shape {a.shape}")
+    if a.size and a.dtype.kind not in ("iu" if integers else "iuf"):
+        expected = "integers (int64)" if integers else "real numbers"
+        raise TypeError(f"{op}: input '{name}' must hold {expected}, got dtype {a.dtype}")
+    return a
 
 
 def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: str, op: str) -> Any:

@@ -36,6 +36,14 @@ _define("Resize", [(10, {"mode"}),
                          "extrapolation_value", "nearest_mode"}),
                    (13, set()), (18, {"antialias", "axes", "keep_aspect_ratio_policy"}),
                    (19, set())])
+_define("Upsample", [(7, {"mode", "scales"}), (9, set()), (10, set())])
+_define("MaxUnpool", [(9, {"kernel_shape", "pads", "strides"}), (11, set()), (22, set())])
+
+# attributes that a later version made inputs: (op, attribute) -> the version that did
+BECAME_INPUTS: dict[tuple[str, str], int] = {("Upsample", "scales"): 9}
+for (_op, _name), _since in BECAME_INPUTS.items():
+    ATTRIBUTES[_op] = {v: names - {_name} if v >= _since else names
+                       for v, names in ATTRIBUTES[_op].items()}
 
 
 def version(op: str, opset: int) -> int:
@@ -74,6 +82,10 @@ def check_given(op: str, opset: int, given: Mapping[str, bool]) -> None:
     for name, is_given in given.items():
         if is_given and not any(name in names for names in ATTRIBUTES[op].values()):
             raise ValueError(f"{op}: unknown attribute '{name}' (no version of {op} defines it)")
+        moved = BECAME_INPUTS.get((op, name))
+        if is_given and moved is not None and version(op, opset) >= moved:
+            raise ValueError(f"{op}: attribute '{name}' is not defined at {in_force(op, opset)}; "
+                             f"from {op}-{moved} on, {name} is an input")
         if is_given and name not in allowed:
             raise ValueError(
                 f"{op}: attribute '{name}' is not defined at {in_force(op, opset)}; "

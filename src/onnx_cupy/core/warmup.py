@@ -112,7 +112,7 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
     """Compile ahead of time the kernels that first calls would compile.
 
     A call compiles, on first use per device, the one kernel instantiation it launches (two for
-    Hardmax's scan-and-merge path); `warmup` compiles every instantiation that calls of `ops` on
+    Hardmax's scan-and-merge path and for MaxUnpool's scatter and gather); `warmup` compiles every instantiation that calls of `ops` on
     inputs of `dtypes` may launch, so that no later call waits for a compiler. On the ``cupy``
     path they go to CuPy's kernel cache for the current device, in memory and on disk
     (``CUPY_CACHE_DIR``, read by later processes on a GPU of the same architecture); on the

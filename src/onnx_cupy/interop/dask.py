@@ -1,5 +1,5 @@
-"""AveragePool, LpPool, MaxPool, the global pools, Hardmax and Resize on dask arrays, block by
-block.
+"""AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize and Upsample on
+dask arrays, block by block.
 
 Each function takes a `dask.array.Array` and the keywords of the eager function of the same
 name (`out=` excepted: dask arrays are immutable) and returns a lazy dask array. The operator
@@ -10,11 +10,18 @@ maps over the chunks of the axes it leaves unchanged and sees every other axis w
   Hardmax-13            every axis but `axis` keeps its chunks; `axis` is one chunk
   Hardmax-1, -11        the axes before `axis` (rows of the coerced 2-D view) keep their chunks;
                         `axis` and the axes after it are one chunk
-  Resize                an axis the plan maps onto itself (same length, identity transform: no
+  Resize, Upsample      an axis the plan maps onto itself (same length, identity transform: no
                         (index, weight) table) keeps its chunks; every other axis is one chunk.
                         On the NumPy path, linear and cubic also see the axes after the first
                         resized one whole: that path weighs taps along an inner axis with a
                         batched matmul, whose rounding depends on the length of the rows.
+  MaxUnpool             batch and channel keep their chunks (X and I chunked alike); every
+                        spatial axis is one chunk. I holds flat indices over the whole unpooled
+                        tensor, planes included: a block takes those into its own (n, c) planes
+                        (as MaxPool writes them) and makes them its own; an index into a plane
+                        of another block is an error on NumPy chunks and skipped on CuPy chunks
+                        (as an index out of range on the GPU path). Rechunk N and C whole to
+                        unpool such indices.
 
 An axis that must be whole is rechunked only when it has several chunks. Each block runs the eager
 function, so it is computed exactly as the eager call computes that part of the output.
@@ -63,9 +70,11 @@ from ..pool import api as pool_api
 from ..pool import plan as pool_plan
 from ..resize import api as resize_api
 from ..resize import plan as resize_plan
+from ..unpool import api as unpool_api
+from ..unpool import plan as unpool_plan
 
 __all__ = ["average_pool", "global_average_pool", "global_lp_pool", "global_max_pool", "hardmax",
-           "lp_pool", "max_pool", "resize"]
+           "lp_pool", "max_pool", "max_unpool", "resize", "upsample"]
 
 Chunks = tuple[tuple[int, ...], ...]
 
@@ -313,3 +322,86 @@ def resize(X: da.Array, roi: Any = None, scales: Any = None, sizes: Any = None,
     block_sizes = tuple(None if keep else m for keep, m in zip(kept, sizes)) if sizes else None
     return _map(functools.partial(_resize_block, backend=backend, listed=listed,
                                   sizes=block_sizes, kw=kw), X, chunks, eager.__name__)
+
+
+@_doc(op="Upsample",
+      chunks="""The axes it enlarges are one chunk; an axis of scale 1 keeps its chunks. scales are
+    read on the host when the graph is built.""",
+      example=""">>> x = da.ones((4, 3, 8, 8), chunks=(1, 3, 8, 8), dtype=np.float32)
+    >>> ocd.upsample(x, [1, 1, 2, 2], mode="linear").chunks
+    ((1, 1, 1, 1), (3,), (16,), (16,))""")
+def upsample(X: da.Array, scales: Any = None, **attrs: Any) -> da.Array:
+    op, eager = resize_plan.UPSAMPLE, resize_api.upsample
+    backend = _backend(X, op)
+    kw = _keywords(eager, op, X, (scales,), attrs)
+    scales = resize_plan.upsample_scales(tuple(X.shape), X.dtype, kw.pop("scales"), kw["mode"],
+                                         kw["opset"])
+    pl, at, _ = resize_plan.prepare(tuple(X.shape), X.dtype, None, scales, None,
+                                    resize_plan.UPSAMPLE_AS, op=op, mode=kw["mode"])
+    whole = _resize_whole(pl, at, tuple(range(X.ndim)), False, backend)
+    X = _whole(X, sorted(whole))
+    chunks = tuple((m,) if d in whole else c
+                   for d, (c, m) in enumerate(zip(X.chunks, pl.out_shape)))
+    kw["scales"] = tuple(s if d in whole else 1.0 for d, s in enumerate(scales))
+    return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, chunks,
+                eager.__name__)
+
+
+# ---------------------------------------------------------------- MaxUnpool
+
+def _unpool_block(x: Any, indices: Any, backend: str, kw: dict[str, Any], channels: int,
+                  plane: int, spatial: tuple[int, ...], block_info: Any = None) -> Any:
+    """One MaxUnpool block: its indices (flat over the whole unpooled tensor, whose (n, c)
+    planes hold `plane` elements, C = `channels`) made its own, then the eager call. An index
+    into a plane outside the block becomes -1 (an error on NumPy chunks, skipped on CuPy
+    ones)."""
+    (n0, n1), (c0, c1) = block_info[0]["array-location"][:2]
+    xp = arrays.module_of(backend)
+    at, rest = xp.divmod(indices, plane)
+    n, c = xp.divmod(at, channels)
+    inside = (n >= n0) & (n < n1) & (c >= c0) & (c < c1) & (indices >= 0)
+    beyond = (indices < 0) | (n >= block_info[0]["shape"][0])   # outside the whole tensor
+    if backend != "cupy" and not inside.all():   # host chunks: say why (an index beyond the
+        first = xp.unravel_index(int(xp.argmin(inside)), inside.shape)   # tensor: eager's error)
+        if not beyond[first]:
+            raise ValueError(f"{unpool_plan.OP}: input 'I' holds {int(indices[first])}, an "
+                             f"index into the (n, c) plane ({int(n[first])}, {int(c[first])}), "
+                             f"outside the planes of its block (n in [{n0}, {n1}), c in "
+                             f"[{c0}, {c1})): rechunk N and C whole to unpool across planes")
+    local = xp.where(inside, ((n - n0) * (c1 - c0) + (c - c0)) * plane + rest,
+                     xp.where(beyond, indices, -1))
+    if kw.get("output_shape") is not None:
+        kw = {**kw, "output_shape": (n1 - n0, c1 - c0, *spatial)}
+    with execution.backend(backend):
+        return unpool_api.max_unpool(x, local, **kw)
+
+
+@_doc(op="MaxUnpool",
+      chunks="""Batch and channel keep their chunks (I chunked as X); the spatial axes are one
+    chunk. I's indices, flat over the whole unpooled tensor, must fall in their block's (n, c)
+    planes (as MaxPool's do): another block's plane is an error on NumPy chunks and skipped on
+    CuPy ones. output_shape is read on the host when the graph is built.""",
+      example=""">>> x = da.ones((4, 3, 2, 2), chunks=(1, 3, 2, 2), dtype=np.float32)
+    >>> i = da.from_array(np.arange(48).reshape(4, 3, 2, 2) * 4, chunks=(1, 3, 2, 2))
+    >>> ocd.max_unpool(x, i, kernel_shape=[2, 2], strides=[2, 2]).chunks
+    ((1, 1, 1, 1), (3,), (4,), (4,))""")
+def max_unpool(X: da.Array, I: Any, output_shape: Any = None,
+               **attrs: Any) -> da.Array:
+    op, eager = unpool_plan.OP, unpool_api.max_unpool
+    backend = _backend(X, op)
+    if not isinstance(I, da.Array):
+        raise TypeError(f"{op}: I must be a dask.array.Array like X, got "
+                        f"{type(I).__module__}.{type(I).__name__}")
+    kw = _keywords(eager, op, X, (I, output_shape), attrs)
+    kw.pop("I")
+    pl = unpool_plan.prepare(tuple(X.shape), X.dtype, tuple(I.shape), I.dtype,
+                             kw["output_shape"], kw["opset"],
+                             **{k: kw[k] for k in ("kernel_shape", "strides", "pads")})
+    X = _whole(X, range(2, X.ndim))
+    I = I.rechunk(X.chunks)
+    kw["output_shape"] = None if kw["output_shape"] is None else pl.out_shape
+    block = functools.partial(_unpool_block, backend=backend, kw=kw, channels=X.shape[1],
+                              plane=math.prod(pl.index_shape[2:]), spatial=pl.out_shape[2:])
+    chunks = X.chunks[:2] + tuple((m,) for m in pl.out_shape[2:])
+    return da.map_blocks(block, X, I, chunks=chunks, dtype=X.dtype, meta=meta_from_array(X),
+                         token="max_unpool")

@@ -31,7 +31,7 @@ from typing import (
 import numpy as np
 import numpy.typing as npt
 
-from ..core import execution
+from ..core import arrays, execution
 from ..core.attributes import is_int, is_real
 from ..core.execution import ArrayT, NDArray
 from ..hardmax.api import hardmax
@@ -44,9 +44,11 @@ from . import tensors
 
 if TYPE_CHECKING:
     from torch import Tensor
+from ..unpool import api as unpool_api
 
 __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "lp_pool1d", "lp_pool2d",
-           "lp_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "one_hot_argmax"]
+           "lp_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "max_unpool1d", "max_unpool2d",
+           "max_unpool3d", "one_hot_argmax"]
 
 # The input's kind, which the result keeps: a NumPy or CuPy array, or a PyTorch tensor
 _In = TypeVar("_In", bound="NDArray | Tensor")
@@ -67,7 +69,7 @@ def _tensors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     return cast(Callable[_P, _R], call)
 
 
-_POOL_OPSET = 22    # the newest AveragePool and MaxPool
+_POOL_OPSET = 22    # the newest AveragePool, MaxPool and MaxUnpool
 _RESIZE_OPSET = 19  # the newest Resize
 _DIMS = {1: "one int", 2: "a tuple of two ints", 3: "a tuple of three ints"}
 
@@ -939,3 +941,159 @@ adaptive_max_pool3d.__doc__ = _adaptive_doc(
     "max", 3, example_x="[[[[[1.0, 5.0, 4.0, 8.0, 3.0]]]]]", example_size="(1, 1, 2)",
     example_more=", return_indices=True",
     example_result="(array([[[[[5., 8.]]]]], dtype=float32), array([[[[[1, 3]]]]]))")
+
+
+# ---------------------------------------------------------------- max_unpool
+
+def _unpool_size(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
+                 stride: tuple[int, ...], padding: tuple[int, ...], output_size: Any
+                 ) -> list[int]:
+    """PyTorch's output lengths: default (n - 1) * stride + kernel - 2 * padding; an
+    output_size (k lengths, or k + 2 with N and C, which are dropped) must lie strictly between
+    default - stride and default + stride; every length >= 0."""
+    k = len(kernel)
+    default = [(n - 1) * s + kk - 2 * p for n, kk, s, p in zip(shape[-k:], kernel, stride,
+                                                                padding)]
+    sizes = default
+    if output_size is not None:
+        if not isinstance(output_size, Sequence) or isinstance(output_size, (str, bytes)) or \
+                not all(map(is_int, output_size)):
+            raise TypeError(f"{name}: output_size must be a sequence of ints, got "
+                            f"{output_size!r}")
+        sizes = [int(v) for v in output_size]
+        if len(sizes) == k + 2:
+            sizes = sizes[2:]
+        if len(sizes) != k:
+            raise ValueError(f"{name}: output_size should be a sequence containing {k} or "
+                             f"{k + 2} elements, but it has a length of '{len(output_size)}'")
+        for d, (m, n, s) in enumerate(zip(sizes, default, stride)):
+            if not n - s < m < n + s:
+                raise ValueError(f'{name}: invalid output_size "{sizes}" (dim {d} must be '
+                                 f"between {n - s} and {n + s})")
+    for d, m in enumerate(sizes):
+        if m < 0:
+            raise ValueError(f"{name}: max_unpooling: output_size must contain non-negative "
+                             f"spatial dimensions, but got output_size[{d}]={m}")
+    return sizes
+
+
+def _max_unpool(name: str, k: int, input: Any, indices: Any, kernel_size: Any, stride: Any,
+                padding: Any, output_size: Any) -> Any:
+    x = _array(input, name)
+    i = _array(tensors.intake(indices, name)[0], name)   # a tensor's indices too
+    if execution.is_cupy_array(i) != execution.is_cupy_array(x):
+        raise TypeError(f"{name}: indices must be a {type(x).__module__}.{type(x).__name__} "
+                        f"like input, got {type(i).__module__}.{type(i).__name__}")
+    if i.shape != x.shape:
+        raise ValueError(f"{name}: Expected shape of indices to be same as that of the input "
+                         f"tensor ({list(x.shape)}) but got indices tensor with shape: "
+                         f"{list(i.shape)}")
+    if i.dtype != np.int64:
+        raise TypeError(f"{name}: elements in indices should be type int64, got {i.dtype}")
+    x, unbatched = _batched(x, name, k)
+    i = i[None] if unbatched else i
+    kernel = _tuple(name, "kernel_size", kernel_size, k)
+    strides = _strides(name, stride, kernel)
+    pads = _tuple(name, "padding", padding, k)
+    if any(s <= 0 for s in strides):
+        raise ValueError(f"{name}: strides should be greater than zero, but got stride: "
+                         f"{list(strides)}")
+    sizes = _unpool_size(name, tuple(x.shape), kernel, strides, pads, output_size)
+    plane = math.prod(sizes)
+    xp = _xp(x)
+    if not plane:   # PyTorch returns the empty result without reading the indices
+        with arrays.on_device(x, "cupy" if xp is not np else "numpy"):
+            y = xp.zeros((*x.shape[:2], *sizes), dtype=x.dtype)
+        return y[0] if unbatched else y
+    if isinstance(i, np.ndarray) and i.size and (i.min() < 0 or i.max() >= plane):
+        bad = int(i.reshape(-1)[np.argmax((i < 0) | (i >= plane))])
+        raise ValueError(f"{name}: Found an invalid max index: {bad} (output volumes are of "
+                         f"size {'x'.join(map(str, sizes if k > 1 else [*sizes, 1]))})")
+    base = xp.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(
+        x.shape[:2] + (1,) * k) * plane   # ONNX's indices count the (n, c) planes before
+    whole = xp.where((i >= 0) & (i < plane), i + base, -1)   # an invalid one: skipped (GPU)
+    y = unpool_api.run(x, whole, [*x.shape[:2], *sizes], _POOL_OPSET,
+                       {"kernel_shape": list(kernel), "strides": list(strides),
+                        "pads": list(pads) * 2}, index_space="output")
+    return y[0] if unbatched else y
+
+
+_UNPOOL_DOC = """PyTorch's `torch.nn.functional.max_unpool{k}d` on a NumPy or CuPy array or a PyTorch
+    tensor.
+
+    Y = 0, then Y[n, c][indices[n, c, e]] = input[n, c, e] within each (n, c) plane: PyTorch's
+    indices (max_pool{k}d's with return_indices) count the output's spatial positions of their
+    plane; where several name one position the last in row-major order wins. The output length
+    per axis is (n - 1) * stride + kernel_size - 2 * padding, or output_size (strictly between
+    that minus and plus the stride). Runs ONNX MaxUnpool-22 with kernel_shape = kernel_size,
+    strides = stride, pads = padding at both ends and output_shape = (N, C, *output_size), its
+    indices made global (plus (n * C + c) * the plane's size) and read in the output shape, as
+    PyTorch reads them (ONNX's node tests read them in the unpooled shape instead; see
+    docs/pytorch.md).
+
+    Parameters
+    ----------
+    input : numpy.ndarray, cupy.ndarray or torch.Tensor
+        {shape}; float16, bfloat16 (ml_dtypes on NumPy), float32 or float64.
+    indices : numpy.ndarray, cupy.ndarray or torch.Tensor
+        int64, input's shape and array kind, each in [0, the plane's output size).
+    kernel_size : int or sequence of int
+    stride : int or sequence of int, optional
+        Default: kernel_size.
+    padding : int or sequence of int, default 0
+    output_size : sequence of int, optional
+        {k} lengths, or {k2} with N and C first (ignored).
+
+{returns}
+    ValueError
+        Where PyTorch raises: kernel_size, stride or padding of the wrong length; an
+        output_size of the wrong length or outside its range; a negative output length; a
+        wrong input rank or an empty non-batch dimension; indices of another shape; on NumPy
+        arrays an index outside its plane ('Found an invalid max index'; the GPU path, which
+        would have to synchronize to check, skips it). Also a stride <= 0 (PyTorch's
+        max_unpool3d rejects it, its 1-D and 2-D forms take it).
+    TypeError
+        Indices not int64; an unsupported dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx_cupy.nn import functional as F
+    >>> x = np.array({example_x}, dtype=np.float32)
+    >>> y, i = F.max_pool{k}d(x, {example_kernel}, return_indices=True)
+    >>> F.max_unpool{k}d(y, i, {example_kernel})
+    {example_result}
+    """
+
+
+@_tensors
+def max_unpool1d(input: _In, indices: Any, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> _In:
+    return cast(_In, _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride,
+                                 padding, output_size))
+
+
+@_tensors
+def max_unpool2d(input: _In, indices: Any, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> _In:
+    return cast(_In, _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride,
+                                 padding, output_size))
+
+
+@_tensors
+def max_unpool3d(input: _In, indices: Any, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> _In:
+    return cast(_In, _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride,
+                                 padding, output_size))
+
+
+max_unpool1d.__doc__ = _UNPOOL_DOC.format(
+    k=1, returns=_RETURNS_DOC, k2=3, shape="(N, C, L) or (C, L)", example_x="[[[1.0, 3.0, 2.0, 5.0]]]",
+    example_kernel="2", example_result="array([[[0., 3., 0., 5.]]], dtype=float32)")
+max_unpool2d.__doc__ = _UNPOOL_DOC.format(
+    k=2, returns=_RETURNS_DOC, k2=4, shape="(N, C, H, W) or (C, H, W)", example_x="[[[[1.0, 3.0, 2.0, 5.0]]]]",
+    example_kernel="(1, 2)", example_result="array([[[[0., 3., 0., 5.]]]], dtype=float32)")
+max_unpool3d.__doc__ = _UNPOOL_DOC.format(
+    k=3, returns=_RETURNS_DOC, k2=5, shape="(N, C, D, H, W) or (C, D, H, W)",
+    example_x="[[[[[1.0, 3.0, 2.0, 5.0]]]]]", example_kernel="(1, 1, 2)",
+    example_result="array([[[[[0., 3., 0., 5.]]]]], dtype=float32)")

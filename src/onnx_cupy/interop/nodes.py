@@ -9,6 +9,7 @@ from ..core.attributes import is_int
 from ..hardmax import api as hardmax_api
 from ..pool import api as pool_api
 from ..resize import api as resize_api
+from ..unpool import api as unpool_api
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -75,8 +76,8 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
 
 def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = None
              ) -> list[Any]:
-    """Run one ONNX node of AveragePool, LpPool, MaxPool, Hardmax or Resize on NumPy or CuPy
-    arrays.
+    """Run one ONNX node of AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax,
+    Resize or Upsample on NumPy or CuPy arrays.
 
     Parameters
     ----------
@@ -147,6 +148,32 @@ def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Seque
     return [resize_api.resize(**dict(zip(names, inputs)), opset=opset, **attrs)]
 
 
+def _upsample(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Sequence[str]
+              ) -> list[Any]:
+    """Upsample-7 takes X and the attribute scales; Upsample-9 and -10 take (X, scales)."""
+    if opsets.version("Upsample", opset) < opsets.BECAME_INPUTS["Upsample", "scales"]:
+        if len(inputs) != 1:
+            raise ValueError(f"run_node: Upsample at opset {opset} takes 1 input (X; scales is "
+                             f"an attribute), got {len(inputs)}")
+        if "scales" not in attrs:
+            raise ValueError(f"run_node: Upsample at opset {opset} requires the attribute "
+                             f"'scales'")
+        return [resize_api.upsample(inputs[0], opset=opset, **attrs)]
+    if len(inputs) != 2:
+        raise ValueError(f"run_node: Upsample at opset {opset} takes 2 inputs (X, scales), got "
+                         f"{len(inputs)}")
+    return [resize_api.upsample(inputs[0], inputs[1], opset=opset, **attrs)]
+
+
+def _max_unpool(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Sequence[str]
+                ) -> list[Any]:
+    """MaxUnpool takes (X, I, output_shape), the last optional."""
+    if not 2 <= len(inputs) <= 3:
+        raise ValueError(f"run_node: MaxUnpool takes 2 or 3 inputs (X, I, output_shape), got "
+                         f"{len(inputs)}")
+    return [unpool_api.max_unpool(*inputs, opset=opset, **attrs)]
+
+
 # op_type -> runner(inputs, attributes, opset) -> output
 RUNNERS: dict[str, NodeRunner] = {
     "AveragePool": _single_input("AveragePool", pool_api.average_pool),
@@ -157,4 +184,6 @@ RUNNERS: dict[str, NodeRunner] = {
     "GlobalMaxPool": _single_input("GlobalMaxPool", pool_api.global_max_pool),
     "Hardmax": _single_input("Hardmax", hardmax_api.hardmax),
     "Resize": _resize,
+    "Upsample": _upsample,
+    "MaxUnpool": _max_unpool,
 }

@@ -97,11 +97,69 @@ def resize(X: ArrayT, roi: Any = None, scales: Any = None, sizes: Any = None, *,
 
 
 def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, Any], *,
-        source: plan.CoordinateSource | None = None, out: Any = None) -> Any:
-    """The Resize family's one entry point (the ONNX function, the node runner, the PyTorch
+        source: plan.CoordinateSource | None = None, out: Any = None, op: str = plan.OP) -> Any:
+    """The Resize family's one entry point (the ONNX functions, the node runner, the PyTorch
     layer and Dask all come here): validate and plan on the host (`source`: where the axes
     sample, default the coordinate transform of `attrs`), then run the plan on the path the
-    input picks, NumPy or the CUDA kernels (on the GPU or the CPU emulator)."""
-    x, backend = execution.select(X, plan.OP)   # DLPack inputs become cupy.ndarray
-    pl, _, _ = plan.prepare(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, **attrs)
+    input picks, NumPy or the CUDA kernels (on the GPU or the CPU emulator). `op`: the operator
+    served, named in errors (Upsample runs here as Resize-10, after its own checks)."""
+    x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
+    pl, _, _ = plan.prepare(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, op,
+                            **attrs)
     return numpy_path.run(pl, x, out) if backend == "numpy" else kernel.run(pl, x, out, backend)
+
+
+def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int = 10,
+             out: ArrayT | None = None) -> ArrayT:
+    """ONNX Upsample (versions 7, 9, 10; deprecated since opset 10) on a NumPy or CuPy array.
+
+    Upsample is Resize-10 under its former name and runs on Resize's plan and kernels: each axis
+    of length n and scale s >= 1 gets floor(n * s) outputs, and output coordinate y samples the
+    input at x = y / s (asymmetric): nearest takes element floor(x), linear weighs elements
+    floor(x) and floor(x) + 1 by (1 - t, t), t = x - floor(x), the last index clamped to n - 1.
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
+        Any rank >= 1. Nearest takes every fixed-size dtype (and strings on NumPy); linear takes
+        float16, float32, float64 and the integer types (no bfloat16 at any version).
+    scales : array or sequence of float
+        One per axis of X, each >= 1 (read on the host, rounded to float32): the attribute of
+        Upsample-7, the input of Upsample-9 and -10.
+    mode : {"nearest", "linear"}, default "nearest"
+        linear interpolates every axis whose scale is not 1 (bilinear, trilinear, ...).
+    opset : int, default 10
+        Picks the version in force: Upsample-7, -9 or -10, the same rules (10 is deprecated:
+        onnxruntime rejects its models).
+    out : array, optional
+        Written instead of a new array: C-contiguous, of the result's shape, X's dtype and
+        device, apart from X.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        X upsampled, X's dtype, on X's device. Integer results of linear are rounded half to
+        even and saturated (as Resize's).
+
+    Raises
+    ------
+    ValueError
+        Missing scales, or scales not one per axis, not finite or below 1 (Upsample only
+        enlarges: Resize shrinks); a mode other than nearest and linear; an opset below 7.
+    TypeError
+        A dtype the mode does not take (bfloat16 in any mode, bool, complex or strings in
+        linear), or an array or argument of the wrong type.
+
+    Examples
+    --------
+    >>> import numpy as np, onnx_cupy as oc
+    >>> x = np.array([1.0, 2.0, 4.0], dtype=np.float32)
+    >>> oc.upsample(x, [2.5])                      # x = y / 2.5 rounded down
+    array([1., 1., 1., 2., 2., 4., 4.], dtype=float32)
+    >>> oc.upsample(x, [2.0], mode="linear")
+    array([1. , 1.5, 2. , 3. , 4. , 4. ], dtype=float32)
+    """
+    x, _ = execution.select(X, plan.UPSAMPLE)
+    checked = plan.upsample_scales(tuple(x.shape), x.dtype, scales, mode, opset)
+    return cast(ArrayT, run(x, None, checked, None, plan.UPSAMPLE_AS, {"mode": mode}, out=out,
+                            op=plan.UPSAMPLE))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core import arrays, dtypes, execution, launcher, loader, numerics, records
 from ..core.arrays import readonly
-from .plan import MAX_DIMS, OP, ResizePlan
+from .plan import MAX_DIMS, OP, UPSAMPLE, UPSAMPLE_DTYPES, ResizePlan
 
 FAMILY = "resize"
 POD_BYTES = (1, 2, 4, 8, 16)
@@ -102,6 +102,15 @@ _NEAREST_DTYPES = [*_WEIGHTED_DTYPES, *map(np.dtype, ("bool", "complex64", "comp
 _BY_SIZE = {n: tuple(d.name for d in _NEAREST_DTYPES if d.itemsize == n) for n in POD_BYTES}
 
 
+def _ops(taps: int, dtype_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The operators whose calls may launch a kernel of `taps` taps per axis (the generic
+    weighted kernels: 2) on these dtypes: Resize, and Upsample (Resize-10) in nearest and linear
+    on the dtypes it takes."""
+    mode = {1: "nearest", 2: "linear"}.get(taps)
+    upsample = mode is not None and any(d in UPSAMPLE_DTYPES[mode] for d in dtype_names)
+    return (OP, UPSAMPLE) if upsample else (OP,)
+
+
 def _weighted_arguments(dtype_name: str) -> tuple[records.Argument, records.Argument]:
     return records.storage(dtype_name), records.argument("accumulate", _storage(dtype_name)[1])
 
@@ -109,12 +118,12 @@ def _weighted_arguments(dtype_name: str) -> tuple[records.Argument, records.Argu
 # the generic kernels by (element size or dtype name, rank, bits)
 NEAREST = {(n, r, b): records.Instantiation(
     FAMILY, "resize_nearest", (records.pod(n), records.argument("rank", r), records.index(b)),
-    (OP,), _BY_SIZE[n], grid_stride="x", variant="per rank", rank=r)
+    _ops(1, _BY_SIZE[n]), _BY_SIZE[n], grid_stride="x", variant="per rank", rank=r)
     for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS for n in POD_BYTES}
 WEIGHTED = {(t, r, b): records.Instantiation(
     FAMILY, "resize_weighted", (*_weighted_arguments(t), records.argument("rank", r),
                                 records.index(b)),
-    (OP,), (t,), grid_stride="x", variant="per rank", rank=r)
+    _ops(2, (t,)), (t,), grid_stride="x", variant="per rank", rank=r)
     for b in dtypes.INDEX_TYPES for r in GENERIC_RANKS for t in (*dtypes.FLOAT_TYPES,
                                                                  *dtypes.INT_TYPES)}
 
@@ -130,7 +139,8 @@ def _fast(dtype: np.dtype, ranks: int, taps: int, walk: str, bits: int
         records.index(bits))
     if taps == 1:
         return records.Instantiation(
-            FAMILY, "resize_nearest_fast", (records.pod(dtype.itemsize), *shape), (OP,),
+            FAMILY, "resize_nearest_fast", (records.pod(dtype.itemsize), *shape),
+            _ops(1, _BY_SIZE[dtype.itemsize]),
             _BY_SIZE[dtype.itemsize], grid_stride="x", outputs=v, fast=True,
             budget=records.fast_budget(BUDGET, bits),
             variant=f"{ranks}-D, {walk.removeprefix('rsz::')}")
@@ -138,7 +148,8 @@ def _fast(dtype: np.dtype, ranks: int, taps: int, walk: str, bits: int
     mode = {2: "linear", 4: "cubic"}[taps]
     return records.Instantiation(
         FAMILY, "resize_weighted_fast",
-        (*_weighted_arguments(dtype.name), records.argument("weight", weight), *shape), (OP,),
+        (*_weighted_arguments(dtype.name), records.argument("weight", weight), *shape),
+        _ops(taps, (dtype.name,)),
         (dtype.name,), grid_stride="x", outputs=v, fast=True,
         # cubic and 3-D linear gather 4-16x the taps: reported, not budgeted
         budget=records.fast_budget(BUDGET, bits) if taps == 2 and ranks <= 2 else None,
@@ -261,9 +272,9 @@ def run(pl: ResizePlan, X: Any, out: Any, backend: str) -> Any:
     'emulated'): the fast kernels where they apply, else the generic ones; a plan that maps every
     axis onto itself copies X."""
     if X.dtype.kind in "OUS":
-        raise TypeError(f"{OP}: string tensors run on the NumPy backend only "
+        raise TypeError(f"{pl.op}: string tensors run on the NumPy backend only "
                         f"(got dtype {X.dtype} on backend {backend!r})")
-    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, OP)
+    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
     if not Y.size:
         return Y
     with arrays.on_device(X, backend):
@@ -277,7 +288,7 @@ def run(pl: ResizePlan, X: Any, out: Any, backend: str) -> Any:
 def _launch(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
     align = min(X.dtype.itemsize, 8)  # the storage type's alignment
     if arrays.address(Y) % align:
-        raise ValueError(f"{OP}: out must be aligned to {align} bytes for the kernel path")
+        raise ValueError(f"{pl.op}: out must be aligned to {align} bytes for the kernel path")
     if arrays.address(X) % align:
         X = X.copy()
     X, strides = arrays.element_strides(X)

@@ -12,7 +12,6 @@ import numpy as np
 
 from ..core import arrays, dtypes
 from ..core.numerics import round_saturate
-from .plan import OP
 
 if TYPE_CHECKING:
     from .plan import AxisTable, ResizePlan
@@ -105,7 +104,7 @@ def _chunks(pl: ResizePlan, itemsize: int) -> tuple[int, int]:
 def run(pl: ResizePlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     """resize(x) per plan `pl`, into `out` when given (C-contiguous) or a new array; a plan that
     maps every axis onto itself copies x."""
-    y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", OP)
+    y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
     if not y.size:
         return y
     if not pl.tables:

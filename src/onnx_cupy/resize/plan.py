@@ -62,8 +62,8 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ..core import arrays, dtypes, execution, numerics, opsets
-from ..core.attributes import differs, flag, float32, ints
+from ..core import arrays, dtypes, numerics, opsets
+from ..core.attributes import cached, differs, flag, float32, ints
 
 OP = "Resize"
 MAX_DIMS = 16              # most axes left after merging unresized neighbours (RESIZE_MAXD)
@@ -134,6 +134,7 @@ class ResizePlan:
     out_shape: tuple[int, ...]
     tables: tuple[AxisTable, ...]  # resized axes, ascending (none for axes mapped onto themselves)
     fill: np.ndarray | None        # extrapolation_value as a 0-d array of X's dtype (None: strings)
+    op: str = OP                   # the operator served (its errors name it): Resize or Upsample
 
 
 class Axis(NamedTuple):
@@ -277,26 +278,12 @@ def _attributes(opset: int, given: dict[str, Any]) -> Attributes:
     )
 
 
-def _vector(name: str, value: Any) -> tuple[Any, ...] | None:
+def _vector(name: str, value: Any, op: str = OP) -> tuple[Any, ...] | None:
     """A 1-D roi/scales/sizes input read on the host as a tuple (() when empty: not given).
     scales are rounded to float32 (tensor(float)), sizes must be integers."""
-    if value is None:
-        return None
-    if execution.is_cupy_array(value):
-        value = value.get()
-    try:
-        a = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{OP}: input '{name}' must be a 1-D array or sequence of numbers, "
-                        f"got {value!r}") from exc
-    if a.ndim != 1:
-        raise ValueError(f"{OP}: input '{name}' must be 1-D, got shape {a.shape}")
-    if a.size == 0:
-        return ()
-    kinds = "iu" if name == "sizes" else "iuf"
-    if a.dtype.kind not in kinds:
-        expected = "integers (int64)" if name == "sizes" else "real numbers"
-        raise TypeError(f"{OP}: input '{name}' must hold {expected}, got dtype {a.dtype}")
+    a = arrays.host_vector(op, name, value, integers=name == "sizes")
+    if a is None or a.size == 0:
+        return None if a is None else ()
     if name == "sizes":
         return tuple(a.tolist())
     wanted = np.float32 if name == "scales" else np.float64
@@ -518,9 +505,10 @@ def _fill(value: float, dtype: np.dtype) -> np.ndarray | None:
 @functools.lru_cache(maxsize=128)
 def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float, ...] | None,
          scales: tuple[float, ...] | None, sizes: tuple[int, ...] | None, at: Attributes,
-         source: CoordinateSource | None = None) -> ResizePlan:
+         source: CoordinateSource | None = None, op: str = OP) -> ResizePlan:
     """Validate inputs against the attributes `at` of Resize-`version`; output shape and
-    per-axis tables, sampling where `source` says (default: at's coordinate transform)."""
+    per-axis tables, sampling where `source` says (default: at's coordinate transform). `op`:
+    the operator served (Upsample runs as Resize-10), named in the errors of the shape limits."""
     rank = len(shape)
     if rank == 0:
         raise ValueError(f"{OP}: X must have rank >= 1, got a rank-0 input")
@@ -532,7 +520,7 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float
     for a in lengths:
         out_shape[a.axis] = a.m
     if math.prod(out_shape) > MAX_ELEMENTS:
-        raise ValueError(f"{OP}: output shape {tuple(out_shape)} has more than 2^62 elements")
+        raise ValueError(f"{op}: output shape {tuple(out_shape)} has more than 2^62 elements")
     tables: tuple[AxisTable, ...] = ()
     if math.prod(out_shape):
         tables = tuple(t for t in (_table(a, at, source) for a in sorted(lengths))
@@ -540,20 +528,20 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float
     dims = len(arrays.merge_axes(shape, arrays.c_strides(shape),
                                  frozenset(t.axis for t in tables)))
     if dims > MAX_DIMS:
-        raise ValueError(f"{OP}: {dims} dimensions remain after merging adjacent unresized axes; "
+        raise ValueError(f"{op}: {dims} dimensions remain after merging adjacent unresized axes; "
                          f"at most {MAX_DIMS} are supported")
     fill = _fill(at.extrapolation_value, dtype)
     if fill is None and any(t.outside.any() for t in tables):
         raise TypeError(f"{OP}: tf_crop_and_resize extrapolates outside the roi, which has no "
                         f"value for input dtype {dtype}")
-    return ResizePlan(version, at.mode, shape, tuple(out_shape), tables, fill)
+    return ResizePlan(version, at.mode, shape, tuple(out_shape), tables, fill, op)
 
 
 def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: Any, opset: int,
-            source: CoordinateSource | None = None,
+            source: CoordinateSource | None = None, op: str = OP,
             **attrs: Any) -> tuple[ResizePlan, Attributes, Inputs]:
     """Validate inputs and attributes for the version in force at `opset`: (plan, attributes,
-    (roi, scales, sizes) as read on the host); `source` as in `plan`."""
+    (roi, scales, sizes) as read on the host); `source` and `op` as in `plan`."""
     version = opsets.version(OP, opset)
     at = attributes(opset, **attrs)
     if version == 10:
@@ -563,6 +551,63 @@ def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: An
                                  f"{opsets.in_force(OP, opset)} "
                                  f"(Resize-10 takes X and scales)")
     inputs = (_vector("roi", roi), _vector("scales", scales), _vector("sizes", sizes))
-    return plan(version, shape, np.dtype(dtype), *inputs, at, source), at, inputs
+    return plan(version, shape, np.dtype(dtype), *inputs, at, source, op), at, inputs
 
 
+
+
+# ---------------------------------------------------------------- Upsample
+
+UPSAMPLE = "Upsample"
+UPSAMPLE_MODES = ("nearest", "linear")
+# Upsample (versions 7, 9 and 10; deprecated since opset 10) is Resize-10 under its former name:
+# floor(n * scale) outputs, asymmetric coordinates x = y / scale, nearest rounding down (every
+# scale >= 1). It runs as Resize-10, after its own checks.
+UPSAMPLE_AS = 10
+_UPSAMPLE_NUMBERS = dtypes.since(7, *dtypes.FLOATS, *dtypes.INT_TYPES)
+# per mode, the version that brought each input dtype (read by core.dtypes.check): no bfloat16
+UPSAMPLE_DTYPES: dict[str, dict[str, int]] = {
+    "nearest": {**_UPSAMPLE_NUMBERS,
+                **dtypes.since(7, "bool", "complex64", "complex128", dtypes.STRING)},
+    "linear": _UPSAMPLE_NUMBERS,
+}
+_UPSAMPLE_HINTS = {"bilinear": "; 'linear' interpolates every axis of scale != 1 (bilinear, "
+                               "trilinear, ...)",
+                   "trilinear": "; 'linear' interpolates every axis of scale != 1 (bilinear, "
+                                "trilinear, ...)",
+                   "cubic": "; Upsample has no cubic mode (Resize has, from opset 11)"}
+
+
+def upsample_scales(shape: tuple[int, ...], dtype: Any, scales: Any, mode: Any,
+                    opset: int) -> tuple[float, ...]:
+    """Validate an Upsample call for the version in force at `opset` (mode, X's dtype and rank,
+    the scales: one per axis, each >= 1, read on the host and rounded to float32) and return
+    its scales, for Resize-10 (UPSAMPLE_AS)."""
+    version = opsets.version(UPSAMPLE, opset)
+    if scales is None:
+        raise ValueError(f"{UPSAMPLE}: 'scales' is required (the attribute of Upsample-7, the "
+                         f"input of Upsample-9 and -10)")
+    read = _vector("scales", scales, UPSAMPLE)
+    return cached(_upsample_scales, tuple(shape), np.dtype(dtype), read, mode,
+                             version, opset)
+
+
+@functools.lru_cache(maxsize=256, typed=True)
+def _upsample_scales(shape: tuple[int, ...], dtype: np.dtype, scales: tuple[float, ...],
+                     mode: Any, version: int, opset: int) -> tuple[float, ...]:
+    if not isinstance(mode, str):
+        raise TypeError(f"{UPSAMPLE}: attribute 'mode' must be a string, got {mode!r}")
+    if mode not in UPSAMPLE_MODES:
+        raise ValueError(f"{UPSAMPLE}: attribute 'mode' must be one of "
+                         f"{', '.join(map(repr, UPSAMPLE_MODES))}, got {mode!r}"
+                         f"{_UPSAMPLE_HINTS.get(mode, '')}")
+    dtypes.check(UPSAMPLE, UPSAMPLE_DTYPES[mode], dtype, version, opset, mode=mode)
+    if not shape:
+        raise ValueError(f"{UPSAMPLE}: X must have rank >= 1, got a rank-0 input")
+    if len(scales) != len(shape):
+        raise ValueError(f"{UPSAMPLE}: 'scales' has {len(scales)} values, expected {len(shape)} "
+                         f"(the rank of X): {list(scales)}")
+    if not all(math.isfinite(s) and s >= 1 for s in scales):
+        raise ValueError(f"{UPSAMPLE}: 'scales' values must be finite and >= 1 (Upsample only "
+                         f"enlarges; Resize shrinks), got {list(scales)}")
+    return scales

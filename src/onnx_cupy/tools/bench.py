@@ -14,6 +14,7 @@ the dtype's tolerance in the same run ("n/a" otherwise, with the reason in the J
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib
 import json
 import math
@@ -38,18 +39,22 @@ from .. import (
     hardmax,
     lp_pool,
     max_pool,
+    max_unpool,
     resize,
+    upsample,
 )
 from ..core import execution
 from .progress import Progress
 
 OPSET = 22                 # model opset: the pools' version 22, Hardmax-13, Resize-19 in force
+UPSAMPLE_OPSET = 9         # Upsample's (deprecated from opset 10: onnxruntime rejects it there)
 DTYPES = ("float32", "float16")
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}   # agreement: max |a - b| <= tol * max(1, max |b|)
 MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X and Y
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool,
-    "GlobalAveragePool": global_average_pool, "Hardmax": hardmax, "Resize": resize}
+    "GlobalAveragePool": global_average_pool, "Hardmax": hardmax, "Resize": resize,
+    "Upsample": upsample, "MaxUnpool": max_unpool}
 # (warm-up calls, timed calls) per clock and mode
 REPEATS = {("cpu", False): (3, 25), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
            ("gpu", True): (2, 10)}
@@ -69,6 +74,14 @@ class Case:
     torch: Callable[[Any, Any], Any] | None = None   # (torch module, X tensor) -> equivalent
     inputs: dict[str, np.ndarray] = field(default_factory=dict)  # by ONNX input name
     reference_target: float | None = None  # minimum throughput ratio to onnx.reference (float32)
+    opset: int = OPSET           # the model's opset and the call's
+    # inputs that depend on X's shape (MaxUnpool's indices), by ONNX input name: computed once
+    # per shape (`inputs_for`)
+    shaped: Callable[[tuple[int, ...]], dict[str, np.ndarray]] | None = None
+
+    def inputs_for(self, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+        """Every input after X for an X of `shape`."""
+        return {**self.inputs, **(_shaped(self.shaped, tuple(shape)) if self.shaped else {})}
 
     def targets(self, dtype: str) -> dict[str, float]:
         """The required ratios per peer; targets are set for float32, the canonical dtype."""
@@ -80,6 +93,30 @@ class Case:
 
 def _scales(s: float) -> dict[str, np.ndarray]:
     return {"scales": np.array([1, 1, s, s], dtype=np.float32)}
+
+
+@functools.lru_cache(maxsize=16)
+def _shaped(make: Callable[[tuple[int, ...]], dict[str, np.ndarray]], shape: tuple[int, ...]
+            ) -> dict[str, np.ndarray]:
+    return make(shape)
+
+
+def _pooled_indices(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """MaxUnpool's I for a pooled X of `shape` (N, C, H, W): the Indices a 2x2 stride-2 MaxPool
+    of a (N, C, 2H, 2W) input writes, each window's maximum at a position drawn once."""
+    n, c, h, w = shape
+    rng = np.random.default_rng(0)
+    row = 2 * np.arange(h).reshape(h, 1) + rng.integers(0, 2, size=shape)
+    column = 2 * np.arange(w) + rng.integers(0, 2, size=shape)
+    planes = np.arange(n * c).reshape(n, c, 1, 1)
+    return {"I": (planes * (2 * h) + row) * (2 * w) + column}
+
+
+def _torch_unpool(torch: Any, x: Any) -> Any:
+    """PyTorch's max_unpool2d with the indices of `_pooled_indices`, made per plane."""
+    h, w = x.shape[2:]
+    indices = _shaped(_pooled_indices, tuple(x.shape))["I"] % (4 * h * w)
+    return torch.nn.functional.max_unpool2d(x, torch.from_numpy(indices).to(x.device), 2, 2)
 
 
 def _torch_hardmax(axis: int) -> Callable[[Any, Any], Any]:
@@ -94,7 +131,9 @@ _UP: dict[str, Any] = {"shape": (8, 64, 56, 56), "reduced": (1, 64, 56, 56), "qu
 
 # PyTorch equivalents: count_include_pad=0 is ONNX's default; lp_pool2d has no padding, so the
 # zeros are padded in (p=2 is even, so x^p = |x|^p); bilinear with align_corners=False is
-# half_pixel; for 2x, half_pixel + round_prefer_floor picks the same pixels as nearest-exact.
+# half_pixel; for 2x, half_pixel + round_prefer_floor picks the same pixels as nearest-exact;
+# Upsample's nearest (x = y / s, rounded down) is PyTorch's nearest, its linear (x = y / s) no
+# PyTorch mode; max_unpool2d takes MaxUnpool's indices made per plane.
 CASES: tuple[Case, ...] = (
     Case("AveragePool 3x3 s2 p1", "AveragePool", _P3, **_POOL, onnxruntime_target=0.5,
          torch=lambda t, x: t.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False)),
@@ -129,6 +168,13 @@ CASES: tuple[Case, ...] = (
          inputs=_scales(0.5),
          torch=lambda t, x: t.nn.functional.interpolate(x, scale_factor=0.5, mode="bicubic",
                                                         align_corners=False, antialias=True)),
+    Case("Upsample nearest 2x", "Upsample", {"mode": "nearest"}, **_UP, onnxruntime_target=0.5,
+         inputs=_scales(2.0), opset=UPSAMPLE_OPSET,
+         torch=lambda t, x: t.nn.functional.interpolate(x, scale_factor=2.0, mode="nearest")),
+    Case("Upsample linear 2x", "Upsample", {"mode": "linear"}, **_UP, onnxruntime_target=0.5,
+         inputs=_scales(2.0), opset=UPSAMPLE_OPSET),
+    Case("MaxUnpool 2x2 s2", "MaxUnpool", _P2, **_UP, onnxruntime_target=0.5,
+         shaped=_pooled_indices, torch=_torch_unpool),
 )
 OPS = tuple(dict.fromkeys(c.op for c in CASES))
 
@@ -155,8 +201,9 @@ class Peer:
 
 # ---------------------------------------------------------------- peers
 
-MODEL = ("one node at opset 22, X and Y declared with their shapes as exporters write them, "
-         "Resize scales as an initializer, NCHW in and out")
+MODEL = ("one node at opset 22 (Upsample: 9), X and Y declared with their shapes as exporters "
+         "write them, Resize's and Upsample's scales and MaxUnpool's indices as initializers, "
+         "NCHW in and out")
 
 
 def _module(name: str) -> Any | None:
@@ -173,15 +220,17 @@ def _model(case: Case, dtype: str, shape: tuple[int, ...], out_shape: tuple[int,
     from onnx import defs, helper, numpy_helper
 
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    formal = [i.name for i in defs.get_schema(case.op, OPSET).inputs]   # the first is X
-    used = max((formal.index(n) for n in case.inputs), default=0) + 1
-    names = ["X"] + [n if n in case.inputs else "" for n in formal[1:used]]
+    inputs = case.inputs_for(shape)
+    formal = [i.name for i in defs.get_schema(case.op, case.opset).inputs]   # the first is X
+    used = max((formal.index(n) for n in inputs), default=0) + 1
+    names = ["X"] + [n if n in inputs else "" for n in formal[1:used]]
     node = helper.make_node(case.op, names, ["Y"], **case.attrs)
     graph = helper.make_graph(
         [node], "bench", [helper.make_tensor_value_info("X", elem, list(shape))],
         [helper.make_tensor_value_info("Y", elem, list(out_shape))],
-        initializer=[numpy_helper.from_array(v, n) for n, v in case.inputs.items()])
-    return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        initializer=[numpy_helper.from_array(v, n) for n, v in inputs.items()])
+    return helper.make_model_gen_version(graph,
+                                         opset_imports=[helper.make_opsetid("", case.opset)])
 
 
 def _ort_options() -> Any:
@@ -446,10 +495,16 @@ class _Run:
 
     def ours(self, case: Case) -> Callable[[Any], Any]:
         fn = FUNCTIONS[case.op]
+        on_device: dict[tuple[int, ...], dict[str, Any]] = {}   # shaped inputs, once per shape
 
         def run(x: Any) -> Any:
+            inputs = on_device.get(x.shape)
+            if inputs is None:
+                inputs = on_device[x.shape] = {**case.inputs, **{
+                    k: self.device(v) for k, v in case.inputs_for(x.shape).items()
+                    if k not in case.inputs}}
             with execution.backend(self.backend):
-                return fn(x, **case.inputs, **case.attrs, opset=OPSET)
+                return fn(x, **inputs, **case.attrs, opset=case.opset)
         return run
 
     def device(self, x: np.ndarray) -> Any:
@@ -593,7 +648,8 @@ def _header(backend: str, quick: bool, load: tuple[float | None, float | None]) 
         versions[name] = getattr(module, "__version__", None) if module else None
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "cpu": _cpu_name(), "cpu_count": os.cpu_count(),
-            "backend": backend, "quick": quick, "opset": OPSET, "versions": versions,
+            "backend": backend, "quick": quick, "opset": OPSET,
+            "upsample_opset": UPSAMPLE_OPSET, "versions": versions,
             "load_average": {"start": load[0], "end": load[1]},
             "gpu": _gpu_header() if backend == "cupy" else None}
 
@@ -741,7 +797,8 @@ def summary(report: dict[str, Any]) -> str:
     repeat = h.get("repeat", 1)
     lines = [f"- date: {h['date']}",
              f"- host: {h['host']}, CPU: {h['cpu']} ({h['cpu_count']} logical cores)",
-             f"- backend: {h['backend']}{quick}, ONNX opset {h['opset']}",
+             (f"- backend: {h['backend']}{quick}, ONNX opset {h['opset']} (Upsample: "
+              f"{h.get('upsample_opset', UPSAMPLE_OPSET)})"),
              (f"- 1-minute load average at start / end: {_loads(h['load_average'])} on "
               f"{h['cpu_count']} logical cores (this run counts about 1; more means other "
               "processes shared the CPU)"),

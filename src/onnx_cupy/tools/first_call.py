@@ -114,7 +114,8 @@ def verdict(seconds: float, target: float) -> str:
     return f"<={target:g} {'met' if seconds <= target else 'missed'}"
 
 
-# One representative float32 call per operator: (label, call of `oc` on `X`, shape of X).
+# One representative float32 call per operator (MaxUnpool's indices: every 4th element of its
+# 2x2 windows): (label, call of `oc` on `X`, shape of X).
 CALLS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("AveragePool 3x3", "oc.average_pool(X, kernel_shape=[3, 3])", (1, 3, 32, 32)),
     ("LpPool p=2 3x3", "oc.lp_pool(X, kernel_shape=[3, 3], p=2)", (1, 3, 32, 32)),
@@ -125,6 +126,10 @@ CALLS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
      (1, 3, 32, 32)),
     ("Resize nearest 2x", "oc.resize(X, scales=np.float32([1, 1, 2, 2]), mode='nearest')",
      (1, 3, 32, 32)),
+    ("Upsample linear 2x", "oc.upsample(X, np.float32([1, 1, 2, 2]), mode='linear')",
+     (1, 3, 32, 32)),
+    ("MaxUnpool 2x2", ("oc.max_unpool(X, np.arange(X.size).reshape(X.shape) * 4, "
+                      "kernel_shape=[2, 2], strides=[2, 2])"), (1, 3, 16, 16)),
 )
 
 # The fresh process: its import, then one emulated call; it prints the import's seconds and the

@@ -1,0 +1,63 @@
+// MaxUnpool: y = 0, then y[offset(indices[e])] = x[e] for every element e of X whose index lies in
+// [0, index_total), where offset() unravels a flat index over the shape the indices address
+// (merged by the host into R axes: extent[a], Y's element stride[a]) and ravels it with Y's
+// strides: offset = sum over a of coord[a] * stride[a]. Where several elements name one offset,
+// the last in X's row-major order wins, whatever order the threads run in:
+//   unpool_scatter<Index, I, R>  over X: winner[offset] = max(winner[offset], e + 1) (atomicMax)
+//   unpool_gather<T, I>          over Y: y[o] = winner[o] ? x[winner[o] - 1] : 0
+// `winner` (zeroed by the host) holds, per element of Y, 1 + the position in X of the element
+// that lands there last. X and the indices are C-contiguous (the host copies others); the
+// indices are int64 (Index); an index outside [0, index_total) is skipped. I, the offset type,
+// is int where X's and Y's sizes fit one (winner words unsigned int), else long long (unsigned
+// long long); the flat index is unraveled by the host's multiply-shift divisors with int.
+// Both are grid-stride loops, one element per thread and iteration.
+#include "common.cuh"
+
+// Defined by the loader from onnx_cupy.unpool.kernel: UNPOOL_MAXR, the most merged axes of the
+// index space (an UnpoolGeom's array size).
+#if !defined(UNPOOL_MAXR)
+#error "compile through onnx_cupy.core.loader, which defines UNPOOL_MAXR"
+#endif
+
+struct UnpoolGeom {
+  long long count;        // elements of X (and of the indices)
+  long long index_total;  // valid indices: [0, index_total)
+  long long total;        // elements of Y
+  long long extent[UNPOOL_MAXR];  // merged axes of the index space, outermost first
+  long long stride[UNPOOL_MAXR];  // Y's element stride along each
+  unsigned int by_extent[UNPOOL_MAXR][2];  // oc::fast_div divisors of the extents (32-bit I)
+};
+
+template <typename Index, typename I, int R>
+__global__ void unpool_scatter(const Index* __restrict__ indices,
+                               typename oc::offset_of<I>::type* __restrict__ winner,
+                               const UnpoolGeom g) {
+  static_assert(1 <= R && R <= UNPOOL_MAXR, "merged rank out of range");
+  using W = typename oc::offset_of<I>::type;
+#pragma unroll 1  // grid-stride loop: no trip-count division
+  for (I e = oc::first_index<I>(); e < (I)g.count; e += oc::grid_stride<I>()) {
+    const Index at = indices[e];
+    if (at < 0 || at >= (Index)g.index_total) continue;
+    I coord[R];
+    coord[0] = oc::unravel<R, 1>((I)at, coord, [&](int a, I v) {
+      if constexpr (sizeof(I) == sizeof(int)) return (I)oc::fast_div(v, g.by_extent[a]);
+      else return v / (I)g.extent[a];
+    }, [&](int a) { return (I)g.extent[a]; });
+    I offset = 0;
+#pragma unroll
+    for (int a = 0; a < R; ++a) offset += coord[a] * (I)g.stride[a];
+    atomicMax(winner + offset, (W)e + 1);
+  }
+}
+
+template <typename T, typename I>
+__global__ void unpool_gather(const T* __restrict__ x,
+                              const typename oc::offset_of<I>::type* __restrict__ winner,
+                              T* __restrict__ y, const UnpoolGeom g) {
+  using W = typename oc::offset_of<I>::type;
+#pragma unroll 1
+  for (I o = oc::first_index<I>(); o < (I)g.total; o += oc::grid_stride<I>()) {
+    const W w = winner[o];
+    y[o] = w ? x[(I)(w - 1)] : T();
+  }
+}

@@ -1,0 +1,124 @@
+"""The public MaxUnpool function: validate and plan on the host (plan.py), then run the plan on
+the path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU emulator
+(kernel.py)."""
+from __future__ import annotations
+
+from typing import Any, cast
+
+import numpy as np
+
+from ..core import execution
+from ..core.execution import ArrayT
+from . import kernel, plan
+from . import numpy as numpy_path
+from .plan import OP
+
+
+def max_unpool(X: ArrayT, I: ArrayT, output_shape: Any = None, *,
+               kernel_shape: Any = None, pads: Any = None, strides: Any = None,
+               opset: int = 22, out: ArrayT | None = None) -> ArrayT:
+    """ONNX MaxUnpool (versions 9, 11, 22) on a NumPy or CuPy array: MaxPool's partial inverse.
+
+    Y = 0, then Y[unravel(I[e], U)] = X[e] for every element e of X, where U = (N, C, U1, ...,
+    Uk) is the unpooled shape, Ui = (Di - 1) * strides_i - (pads_begin_i + pads_end_i) +
+    kernel_shape_i (MaxPool's output length solved for its input), and I holds MaxPool's
+    Indices: flat row-major indices into U. Where several elements of X name one position, the
+    last of them in X's row-major order wins (as onnxruntime).
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
+        (N, C, D1, ..., Dk), 1 <= k <= 8; float16, float32, float64, and bfloat16 (ml_dtypes
+        on NumPy) from opset 22.
+    I : numpy.ndarray or cupy.ndarray
+        int64 indices of X's shape and array type, in [0, prod(U)).
+    output_shape : array or sequence of int, optional
+        The output shape (read on the host): X's N and C, and on every spatial axis at least
+        U's length; U's block then sits at the start of each axis, zeros after it (as ONNX's
+        node test and onnx.reference; onnxruntime reads the indices in output_shape instead).
+        Omitted: U.
+    kernel_shape : sequence of int
+        Window size per spatial axis (required), >= 1.
+    pads : sequence of int, optional
+        [x1_begin, x2_begin, ..., x1_end, x2_end, ...] (default 0); negative pads enlarge U.
+    strides : sequence of int, optional
+        Step per spatial axis, >= 1 (default 1).
+    opset : int, default 22
+        Picks the version in force: MaxUnpool-9, -11 (the same rules) or -22 (bfloat16 too).
+    out : array, optional
+        Written instead of a new array: C-contiguous, Y's shape and X's dtype, on X's device,
+        apart from X and I.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        Y: X's dtype, on X's device, of shape U or `output_shape`.
+
+    Raises
+    ------
+    ValueError
+        An attribute of the wrong length or out of range, a negative unpooled length, I of
+        another shape than X, an output_shape of the wrong length, other N or C, or shorter
+        than U; on NumPy arrays an index outside [0, prod(U)) (the GPU path, which would have to
+        synchronize to check, skips such an index).
+    TypeError
+        An unsupported dtype, I not int64 or of another array type than X.
+
+    Examples
+    --------
+    >>> import numpy as np, onnx_cupy as oc
+    >>> x = np.array([[[[5.0, 6.0], [7.0, 8.0]]]], dtype=np.float32)
+    >>> i = np.array([[[[5, 7], [13, 15]]]])
+    >>> oc.max_unpool(x, i, kernel_shape=[2, 2], strides=[2, 2])[0, 0]
+    array([[0., 0., 0., 0.],
+           [0., 5., 0., 6.],
+           [0., 0., 0., 0.],
+           [0., 7., 0., 8.]], dtype=float32)
+    """
+    return cast(ArrayT, run(X, I, output_shape, opset, {
+        "kernel_shape": kernel_shape, "pads": pads, "strides": strides}, out=out))
+
+
+def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
+        index_space: str = "unpooled", out: Any = None) -> Any:
+    """The MaxUnpool family's one entry point (the ONNX function, the node runner, the PyTorch
+    layer and Dask all come here): validate and plan on the host, check the indices of host
+    arrays, then run the plan on the path the input picks. `index_space`: the shape I's flat
+    indices address, "unpooled" (ONNX's U) or "output" (the PyTorch layer's)."""
+    x, backend = execution.select(X, OP)   # DLPack inputs become cupy.ndarray
+    indices = _indices(I, x)
+    pl = plan.prepare(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype, output_shape,
+                      opset, index_space=index_space, **attrs)
+    if backend != "cupy":   # host arrays: checked as onnxruntime does (the GPU path skips)
+        check_indices(pl, indices)
+    if backend == "numpy":
+        return numpy_path.run(pl, x, indices, out)
+    return kernel.run(pl, x, indices, out, backend)
+
+
+def _indices(I: Any, x: Any) -> Any:
+    """I as an array of X's kind (NumPy or CuPy), or a TypeError naming it."""
+    try:
+        indices = execution.as_array(I, OP)
+    except TypeError:
+        indices = None
+    on_gpu = execution.is_cupy_array(x)
+    if indices is None or execution.is_cupy_array(indices) != on_gpu:
+        want = "cupy.ndarray" if on_gpu else "numpy.ndarray"
+        raise TypeError(f"{OP}: input 'I' must be a {want} like X, got "
+                        f"{type(I).__module__}.{type(I).__name__}")
+    return indices
+
+
+def check_indices(pl: plan.UnpoolPlan, indices: np.ndarray) -> None:
+    """ValueError for an index of the host array `indices` outside [0, pl.index_total), naming
+    the first one (as onnxruntime's check)."""
+    if not indices.size:
+        return
+    if indices.min() >= 0 and indices.max() < pl.index_total:
+        return
+    bad = (indices < 0) | (indices >= pl.index_total)
+    where = np.unravel_index(int(np.argmax(bad)), indices.shape)
+    raise ValueError(f"{OP}: input 'I' holds {int(indices[where])} at {tuple(map(int, where))}, "
+                     f"outside [0, {pl.index_total}): the flat indices of the shape "
+                     f"{pl.index_shape} it addresses")

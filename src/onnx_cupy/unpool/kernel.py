@@ -1,0 +1,97 @@
+"""The kernel path of MaxUnpool: records, parameter struct and launches of kernels/unpool.cu for
+a plan (onnx_cupy.unpool.plan), on the GPU or the emulator.
+
+Two grid-stride launches on the current stream: `unpool_scatter` over X records, per element of
+Y, 1 + the position in X of the last element of X landing there (an atomic maximum into a zeroed
+buffer of unsigned words, so that the result does not depend on the order threads run in:
+duplicate indices resolve as onnxruntime's sequential loop resolves them); `unpool_gather` over
+Y writes each element from its winner, or 0. The scatter is instantiated per merged rank of the
+index space (1 where the output is the unpooled shape; one more per axis whose length differs),
+the gather per dtype; both take int offsets (and unsigned int words) where X's and Y's sizes fit,
+else long long. The kernels every call runs (the gather, and the scatter of rank 1) are held to
+BUDGET instructions per element in the kernel report, as the other families' fast paths.
+
+MaxUnpool is a family of its own rather than a kernel of the pool family: it shares no code with
+pooling's window gathers (a scatter by index, then a gather by winner), and a separate source
+keeps each compile of a pool instantiation (all of pool.cu) and of an unpool one small.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from ..core import arrays, dtypes, launcher, loader, records
+from ..pool.plan import MAX_SPATIAL
+from .plan import OP, UnpoolPlan
+
+FAMILY = "unpool"
+MAX_RANK = MAX_SPATIAL + 2   # the most merged axes of an index space: every axis of X
+RANKS = tuple(range(1, MAX_RANK + 1))
+# X's dtypes: floats, bfloat16 where ml_dtypes is installed
+DTYPES = tuple(dtypes.FLOAT_TYPES)
+# instructions per element of the launch's loop that the float16/bfloat16/float32 kernels every
+# call runs (the gathers, the scatter of rank 1) are held to, as the families' fast paths
+BUDGET = 30
+# the winner words of each offset width (oc::offset_of<I>::type)
+WINNER_DTYPES: dict[int, np.dtype] = {32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
+
+_GEOM = np.dtype(
+    [(f, "<i8") for f in ("count", "index_total", "total")]
+    + [(f, "<i8", (MAX_RANK,)) for f in ("extent", "stride")]
+    + [("by_extent", "<u4", (MAX_RANK, 2))], align=True)
+
+# the scatter by (bits, merged rank): it reads the int64 indices, whatever X's dtype; rank 1
+# (the output is the unpooled shape: no division) is held to the budget
+SCATTER = {(b, r): records.Instantiation(
+    FAMILY, "unpool_scatter", (records.storage("int64"), records.index(b),
+                               records.argument("rank", r)),
+    (OP,), DTYPES, grid_stride="x", fast=r == 1,
+    budget=records.fast_budget(BUDGET, b) if r == 1 else None, variant="per merged rank",
+    rank=r)
+    for b in dtypes.INDEX_TYPES for r in RANKS}
+# the gather by (dtype, bits), held to the budget
+GATHER = {(t, b): records.Instantiation(
+    FAMILY, "unpool_gather", (records.storage(t), records.index(b)), (OP,), (t,),
+    grid_stride="x", fast=True, budget=records.fast_budget(BUDGET, b))
+    for t in DTYPES for b in dtypes.INDEX_TYPES}
+
+loader.register(FAMILY, [*SCATTER.values(), *GATHER.values()], {"UnpoolGeom": _GEOM},
+                defines={"UNPOOL_MAXR": MAX_RANK})
+
+
+@functools.lru_cache(maxsize=512)
+def kernel_args(pl: UnpoolPlan, dtype: np.dtype
+                ) -> tuple[records.Instantiation, records.Instantiation, np.dtype, np.ndarray]:
+    """(scatter, gather, the winner buffer's dtype, UnpoolGeom struct) of a plan and X's dtype:
+    32-bit offsets (unsigned int winners, multiply-shift divisors) where X's and Y's sizes and
+    the index space fit them, else 64-bit ones."""
+    count, total = math.prod(pl.in_shape), math.prod(pl.out_shape)
+    bits = launcher.index_bits(max(count, total), pl.index_total, count + 1)
+    extents = [n for n, _ in pl.remap]
+    dividers = {"by_extent": [launcher.divider(n) for n in (
+        *extents, *(1,) * (MAX_RANK - len(extents)))]} if bits == 32 else {}
+    g = launcher.parameter_struct(_GEOM, count=count, index_total=pl.index_total, total=total,
+                                  extent=extents, stride=[s for _, s in pl.remap], **dividers)
+    return SCATTER[bits, len(pl.remap)], GATHER[dtype.name, bits], WINNER_DTYPES[bits], g
+
+
+def run(pl: UnpoolPlan, X: Any, indices: Any, out: Any, backend: str) -> Any:
+    """max_unpool(X, indices) per plan `pl` into `out` (or a new array) on the kernel path
+    `backend` ('cupy' or 'emulated'); indices outside [0, pl.index_total) are skipped."""
+    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, OP)
+    if not Y.size:
+        return Y
+    xp = arrays.module_of(backend)
+    with arrays.on_device(X, backend):
+        if not X.size or not pl.index_total:
+            Y.fill(0)
+            return Y
+        X, indices = xp.ascontiguousarray(X), xp.ascontiguousarray(indices)
+        scatter, gather, words, g = kernel_args(pl, X.dtype)
+        winner = xp.zeros(Y.size, dtype=words)
+        launcher.launch(backend, scatter, X.size, (indices, winner, g))
+        launcher.launch(backend, gather, Y.size, (X, winner, Y, g))
+    return Y

@@ -1,0 +1,47 @@
+"""The NumPy path of MaxUnpool: every index turned into an element offset of Y at once (the plan's
+remap), then one scatter of X where no two offsets coincide; where some do, the last element of X
+per offset is found first (a maximum of positions per offset, as the kernel's winners), so that
+the result never depends on NumPy's unspecified order of repeated assignments."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import arrays
+from .plan import OP, UnpoolPlan
+
+
+def offsets(pl: UnpoolPlan, flat: np.ndarray) -> np.ndarray:
+    """Element offsets in Y of the flat indices `flat` (into pl.index_shape, all valid)."""
+    if len(pl.remap) == 1:   # Y has the index space's lengths (from axis 1 on): offset = index
+        return flat
+    rest, offset = flat, np.zeros_like(flat)
+    for extent, stride in reversed(pl.remap[1:]):
+        rest, coordinate = np.divmod(rest, extent)
+        offset += coordinate * stride
+    offset += rest * pl.remap[0][1]
+    return offset
+
+
+def run(pl: UnpoolPlan, x: np.ndarray, indices: np.ndarray, out: np.ndarray | None
+        ) -> np.ndarray:
+    """max_unpool(x, indices) per plan `pl` into `out` (or a new array); every index lies in
+    [0, pl.index_total) (the caller checked)."""
+    y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", OP)
+    if not y.size:
+        return y
+    y.fill(0)
+    flat_y = y.reshape(-1)
+    at = offsets(pl, indices.reshape(-1))
+    values = x.reshape(-1)
+    seen = np.zeros(y.size, dtype=np.bool_)
+    seen[at] = True
+    if np.count_nonzero(seen) == at.size:   # no offset twice: one scatter, in any order
+        flat_y[at] = values
+        return y
+    del seen
+    position = np.arange(1, at.size + 1, dtype=np.int32 if at.size < 2**31 else np.int64)
+    winner = np.zeros(y.size, dtype=position.dtype)
+    np.maximum.at(winner, at, position)
+    last = winner[at] == position   # the last element of X at its offset
+    flat_y[at[last]] = values[last]
+    return y
