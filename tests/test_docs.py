@@ -16,6 +16,7 @@ import pytest
 import onnx_cupy
 from onnx_cupy import onnx_backend
 from onnx_cupy.core import dtypes, opsets
+from onnx_cupy.grid import plan as grid_plan
 from onnx_cupy.hardmax import plan as hardmax_plan
 from onnx_cupy.pool import plan as pool_plan
 from onnx_cupy.resize import plan as resize_plan
@@ -26,6 +27,7 @@ DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 MODULES = ["onnx_cupy.pool.api", "onnx_cupy.hardmax.api", "onnx_cupy.resize.api",
+           "onnx_cupy.grid.api",
            "onnx_cupy.interop.dask", "onnx_cupy.interop.onnx_backend", "onnx_cupy.interop.nodes",
            "onnx_cupy.core.execution", "onnx_cupy.core.warmup", "onnx_cupy.interop.functional"]
 SECTIONS = ("Parameters\n", "Returns\n", "Raises\n", "Examples\n")
@@ -39,8 +41,9 @@ def test_examples_run(module):
 
 @pytest.mark.parametrize("fn", [
     onnx_cupy.average_pool, onnx_cupy.lp_pool, onnx_cupy.hardmax, onnx_cupy.resize,
+    onnx_cupy.grid_sample, onnx_cupy.affine_grid,
     *(getattr(importlib.import_module("onnx_cupy.dask"), n)
-      for n in ("average_pool", "lp_pool", "hardmax", "resize")),
+      for n in ("average_pool", "lp_pool", "hardmax", "resize", "grid_sample", "affine_grid")),
     onnx_backend.prepare, onnx_backend.run_node, onnx_cupy.run_node,
 ], ids=lambda f: f"{f.__module__}.{f.__qualname__}")
 def test_numpy_style_sections(fn):
@@ -129,7 +132,9 @@ MODES = ("nearest", "linear", "cubic")
 # the dtype tables per operator, by mode (one table, mode "", where the modes take the same)
 TABLES = {**{op: {"": table} for op, table in pool_plan.DTYPES.items()},
           **{op: {"": table} for op, table in hardmax_plan.DTYPES.items()},
-          "Resize": resize_plan.DTYPES}
+          "Resize": resize_plan.DTYPES, "GridSample": grid_plan.DTYPES,
+          "AffineGrid": {"": grid_plan.THETA_DTYPES}}
+MODED = ("Resize", "GridSample")   # operators whose modes take different dtypes
 INTS = tuple(dtypes.INT_TYPES)
 OTHERS = ("bool", "complex64", dtypes.STRING)
 
@@ -154,7 +159,13 @@ def _accepts(op: str, version: int, dtype: str, backend: str, mode: str = "neare
             "GlobalLpPool": lambda: onnx_cupy.global_lp_pool(x, opset=version),
             "Hardmax": lambda: onnx_cupy.hardmax(x, axis=2, opset=version),
             "Resize": lambda: onnx_cupy.resize(x, scales=np.array([1, 1, 2], np.float32),
-                                               mode=mode, opset=version)}
+                                               mode=mode, opset=version),
+            "GridSample": lambda: onnx_cupy.grid_sample(
+                x.reshape(1, 1, 1, 5), np.zeros((1, 2, 3, 2), np.float32), opset=version,
+                mode=next(m for m in grid_plan.MODES[opsets.version("GridSample", version)]
+                          if grid_plan.KINDS[m] == mode)),
+            "AffineGrid": lambda: onnx_cupy.affine_grid(np.ones((1, 2, 3), x.dtype), [1, 1, 2, 2],
+                                                        opset=version)}
     try:
         with onnx_cupy.backend(backend):
             call[op]()
@@ -193,16 +204,17 @@ def test_readme_support_matrix(op, cpu_backend):
     assert row["bfloat16"] == _cell(op, ("bfloat16",), "every version")
     assert row["integer types"] == _cell(op, INTS, "every mode")
     others = _cell(op, OTHERS, "")
-    if op == "Resize":   # "nearest": mode nearest takes them from the first version, no other
+    if op in MODED:   # "nearest": mode nearest takes them from the first version, no other
         assert row["bool, complex, string"] == "nearest"
         assert others == f"{', '.join(OTHERS)} from {versions[0]}"
-        assert all(n not in resize_plan.DTYPES[m] for m in ("linear", "cubic") for n in OTHERS)
+        assert all(n not in TABLES[op][m] for m in ("linear", "cubic") for n in OTHERS)
     else:
         assert row["bool, complex, string"] == others
     names = (*dtypes.FLOATS, "bfloat16", *INTS, *OTHERS[:2],
              *([dtypes.STRING] if cpu_backend == "numpy" else []))   # strings: NumPy only
     for v in versions:
-        modes = [m for m in MODES if m in resize_plan.MODES[v]] if op == "Resize" else [""]
+        modes = ([m for m in MODES if m in resize_plan.MODES[v]] if op == "Resize" else
+                 list(MODES) if op == "GridSample" else [""])
         for mode in modes:
             took = {n: _accepts(op, v, n, cpu_backend, mode or "nearest") for n in names}
             assert took == {n: _takes(op, v, n, mode) for n in names}, (op, v, mode)

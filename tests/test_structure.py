@@ -13,7 +13,7 @@ import onnx_cupy
 
 PACKAGE = Path(onnx_cupy.__file__).parent
 TESTS = Path(__file__).parent
-FAMILIES = ("pool", "resize", "hardmax")
+FAMILIES = ("pool", "resize", "hardmax", "grid")
 
 
 def _module(path: Path) -> str:

@@ -14,7 +14,7 @@ from helpers import fake_cupy
 from helpers.util import FLOAT_DTYPES, assert_close, random, record_builds
 
 import onnx_cupy as oc
-from onnx_cupy.core import dtypes, emulator, loader
+from onnx_cupy.core import dtypes, emulator, execution, loader
 from onnx_cupy.core import warmup as warmup_module
 
 RESIZE_DTYPES = [*FLOAT_DTYPES, *map(np.dtype, ("int8", "uint8", "int16", "uint16", "int32",
@@ -24,6 +24,17 @@ RESIZE_DTYPES = [*FLOAT_DTYPES, *map(np.dtype, ("int8", "uint8", "int16", "uint1
 
 def _resize(scales, mode="nearest"):
     return lambda x: oc.resize(x, scales=np.array(scales, np.float32), mode=mode)
+
+
+def _grid_sample(out, **attrs):
+    """GridSample of x at positions of the output shape `out`: a grid of x's dtype (float32 for
+    other inputs), on x's path."""
+    def call(x):
+        dtype = x.dtype if x.dtype.name in dtypes.FLOAT_TYPES else np.dtype(np.float32)
+        grid = np.random.default_rng(0).uniform(-1.2, 1.2, (x.shape[0], *out, x.ndim - 2))
+        path = "cupy" if execution.is_cupy_array(x) else "numpy"
+        return oc.grid_sample(x, execution.to_path(grid.astype(dtype), path), **attrs)
+    return call
 
 
 # op -> calls that take different paths (fast, windowed, generic, 1-D, rows, columns, scan):
@@ -56,8 +67,16 @@ CALLS = {
                ((1, 5, 7, 3), _resize([1, 2, 2, 1], "linear"), True),
                ((2, 3, 6, 5), _resize([1, 1, 2, 2], "cubic"), True),
                ((3, 4, 5, 2, 3), _resize([1, 2, 1, 2, 1], "linear"), True)],
+    "GridSample": [((2, 3, 5, 7), _grid_sample((4, 6)), True),
+                   ((2, 3, 5, 7), _grid_sample((4, 6), mode="nearest"), False),
+                   ((2, 3, 5, 7), _grid_sample((4, 6), mode="cubic"), True),
+                   ((1, 2, 3, 4, 5), _grid_sample((2, 3, 4), padding_mode="border"), True),
+                   ((1, 2, 3, 4, 5), _grid_sample((2, 3, 4), mode="nearest"), False)],
+    "AffineGrid": [((2, 2, 3), lambda t: oc.affine_grid(t, [2, 1, 5, 7]), True),
+                   ((2, 3, 4), lambda t: oc.affine_grid(t, [2, 1, 3, 4, 5]), True)],
 }
-OP_DTYPES = [(op, d) for op in CALLS for d in (RESIZE_DTYPES if op == "Resize" else FLOAT_DTYPES)]
+OP_DTYPES = [(op, d) for op in CALLS
+             for d in (RESIZE_DTYPES if op in ("Resize", "GridSample") else FLOAT_DTYPES)]
 
 
 def _values(rng, shape, dtype):
@@ -142,8 +161,9 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AveragePool, GlobalAveragePool, "
-                       r"GlobalLpPool, GlobalMaxPool, Hardmax, LpPool, MaxPool, Resize")),
+    ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AffineGrid, AveragePool, "
+                       r"GlobalAveragePool, GlobalLpPool, GlobalMaxPool, GridSample, Hardmax, "
+                       r"LpPool, MaxPool, Resize")),
     ({"ops": []}, r"warmup: ops is empty"),
     ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
     ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},

@@ -23,10 +23,11 @@ from onnx_cupy import onnx_backend
 from onnx_cupy.core import emulator, execution
 from onnx_cupy.onnx_backend import OnnxCupyBackend
 
-NODE_TESTS = re.compile(
-    r"^test_(averagepool|lppool|maxpool|globalaveragepool|globalmaxpool|hardmax|resize)_")
+NODE_TESTS = re.compile(   # not AffineGrid's `_expanded` variants: graphs of other operators
+    r"^test_(averagepool|lppool|maxpool|globalaveragepool|globalmaxpool|hardmax|resize|"
+    r"gridsample|affine_grid)_(?!.*_expanded)")
 CASE_COUNTS = {"averagepool": 20, "lppool": 8, "maxpool": 19, "globalaveragepool": 2,
-               "globalmaxpool": 2, "hardmax": 7, "resize": 39}
+               "globalmaxpool": 2, "hardmax": 7, "resize": 39, "gridsample": 18, "affine_grid": 4}
 
 
 class EmulatedBackend(OnnxCupyBackend):
@@ -81,11 +82,13 @@ OnnxBackendNodeEmulatedTest = runner_case(EmulatedBackend, "OnnxBackendNodeEmula
 @pytest.mark.parametrize("backend", [OnnxCupyBackend, EmulatedBackend],
                          ids=lambda b: b.__name__)
 def test_node_test_counts(backend):
-    """97 node tests (no `_expanded` function variants among them), each on CPU and CUDA: the
+    """119 node tests (no `_expanded` function variants among them), each on CPU and CUDA: the
     runner's tests of the supported operators are those collected from the listing."""
     names = sorted(runner_tests(backend))
     assert names == sorted(METHODS)
-    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * 97 + ["cuda"] * 97
+    total = sum(CASE_COUNTS.values())
+    assert total == 119
+    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * total + ["cuda"] * total
     assert Counter(NODE_TESTS.search(n).group(1) for n in names if n.endswith("_cpu")) \
         == CASE_COUNTS
     assert not any("_expanded" in n for n in names)

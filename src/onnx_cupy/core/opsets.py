@@ -36,6 +36,8 @@ _define("Resize", [(10, {"mode"}),
                          "extrapolation_value", "nearest_mode"}),
                    (13, set()), (18, {"antialias", "axes", "keep_aspect_ratio_policy"}),
                    (19, set())])
+_define("GridSample", [(16, {"align_corners", "mode", "padding_mode"}), (20, set()), (22, set())])
+_define("AffineGrid", [(20, {"align_corners"})])
 
 
 def version(op: str, opset: int) -> int:

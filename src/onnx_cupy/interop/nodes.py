@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import opsets
 from ..core.attributes import is_int
+from ..grid import api as grid_api
 from ..hardmax import api as hardmax_api
 from ..pool import api as pool_api
 from ..resize import api as resize_api
@@ -75,8 +76,8 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
 
 def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = None
              ) -> list[Any]:
-    """Run one ONNX node of AveragePool, LpPool, MaxPool, Hardmax or Resize on NumPy or CuPy
-    arrays.
+    """Run one ONNX node of AveragePool, LpPool, MaxPool, the global pools, Hardmax, Resize,
+    GridSample or AffineGrid on NumPy or CuPy arrays.
 
     Parameters
     ----------
@@ -147,6 +148,17 @@ def _resize(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Seque
     return [resize_api.resize(**dict(zip(names, inputs)), opset=opset, **attrs)]
 
 
+def _two_inputs(op: str, names: tuple[str, str], fn: Callable[..., Any]) -> NodeRunner:
+    """Runner of an operator with two inputs, both required, and attributes."""
+    def call(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Sequence[str]
+             ) -> list[Any]:
+        if len(inputs) != 2 or any(a is None for a in inputs):
+            raise ValueError(f"run_node: {op} takes 2 inputs ({', '.join(names)}), got "
+                             f"{sum(a is not None for a in inputs)}")
+        return [fn(*inputs, opset=opset, **attrs)]
+    return call
+
+
 # op_type -> runner(inputs, attributes, opset) -> output
 RUNNERS: dict[str, NodeRunner] = {
     "AveragePool": _single_input("AveragePool", pool_api.average_pool),
@@ -157,4 +169,6 @@ RUNNERS: dict[str, NodeRunner] = {
     "GlobalMaxPool": _single_input("GlobalMaxPool", pool_api.global_max_pool),
     "Hardmax": _single_input("Hardmax", hardmax_api.hardmax),
     "Resize": _resize,
+    "GridSample": _two_inputs("GridSample", ("X", "grid"), grid_api.grid_sample),
+    "AffineGrid": _two_inputs("AffineGrid", ("theta", "size"), grid_api.affine_grid),
 }

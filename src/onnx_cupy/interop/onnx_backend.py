@@ -1,6 +1,6 @@
-"""An onnx.backend.base.Backend for models made only of AveragePool, LpPool, MaxPool, Hardmax,
-Resize, Identity and Constant nodes, so ONNX's backend test runner (and any onnx.backend user) can
-drive onnx-cupy.
+"""An onnx.backend.base.Backend for models made only of AveragePool, LpPool, MaxPool, the global
+pools, Hardmax, Resize, GridSample, AffineGrid, Identity and Constant nodes, so ONNX's backend test
+runner (and any onnx.backend user) can drive onnx-cupy.
 
 The execution path is fixed at prepare: device "CPU" runs on NumPy arrays (the `numpy` path, or
 `emulated` when forced with `onnx_cupy.backend`), "CUDA[:i]" on CuPy arrays on GPU i, and no
@@ -9,8 +9,8 @@ may be NumPy or CuPy arrays; outputs come back as NumPy arrays.
 
 `run` checks its inputs as onnxruntime does: every name known, each input's dtype and static
 dimensions as the graph declares them (symbolic and unknown dimensions are free). Constants that
-only feed Resize's roi, scales and sizes stay NumPy arrays on the host, so a run on the GPU does
-not read them back from the device each time.
+only feed inputs read on the host (Resize's roi, scales and sizes, AffineGrid's size) stay NumPy
+arrays there, so a run on the GPU does not read them back from the device each time.
 """
 from __future__ import annotations
 
@@ -80,14 +80,18 @@ def _check_input(name: str, value: Any, declared: Declared) -> None:
                          f"{', '.join(map(str, bad))} differ)")
 
 
+# the inputs, by position, that an operator reads on the host
+HOST_INPUTS = {"Resize": (1, 2, 3), "AffineGrid": (1,)}   # roi, scales, sizes; size
+
+
 def _host_parameters(nodes: Sequence[onnx.NodeProto]) -> set[str]:
-    """Names whose every reader takes them as Resize's roi, scales or sizes (inputs 1-3)."""
+    """Names whose every reader takes them as an input read on the host (HOST_INPUTS)."""
     readers: dict[str, set[bool]] = {}
     for node in nodes:
-        parameter = node.op_type == "Resize" and node.domain in DEFAULT_DOMAINS
+        host = HOST_INPUTS.get(node.op_type, ()) if node.domain in DEFAULT_DOMAINS else ()
         for i, name in enumerate(node.input):
             if name:
-                readers.setdefault(name, set()).add(parameter and i > 0)
+                readers.setdefault(name, set()).add(i in host)
     return {name for name, kinds in readers.items() if kinds == {True}}
 
 
@@ -156,7 +160,7 @@ class OnnxCupyRep(BackendRep):
         return execution.to_path(a, self._path)
 
     def _constant(self, name: str, a: np.ndarray) -> Any:
-        """A constant: on the host where only Resize's roi/scales/sizes read it, else loaded."""
+        """A constant: on the host where only inputs read on the host take it, else loaded."""
         return a if name in self._host else self._load(a)
 
     def _step(self, node: onnx.NodeProto, opset: int | None) -> Callable[[list[Any]], list[Any]]:
@@ -223,8 +227,9 @@ class OnnxCupyBackend(Backend):
         Parameters
         ----------
         model : onnx.ModelProto
-            A graph of AveragePool, LpPool, MaxPool, Hardmax, Resize, Identity and Constant
-            nodes in topological order; initializers become constants on the device.
+            A graph of AveragePool, LpPool, MaxPool, the global pools, Hardmax, Resize,
+            GridSample, AffineGrid, Identity and Constant nodes in topological order;
+            initializers become constants on the device.
         device : {"CPU", "CUDA", "CUDA:i"}, optional
             "CPU" runs on NumPy (or the emulated kernels when forced with
             `onnx_cupy.backend`), "CUDA[:i]" on GPU i; None: the forced or default backend.
@@ -288,7 +293,7 @@ class OnnxCupyBackend(Backend):
         Parameters
         ----------
         node : onnx.NodeProto
-            An AveragePool, LpPool, MaxPool, Hardmax or Resize node.
+            A node of one of the supported operators (SUPPORTED).
         inputs : sequence of arrays
             By position in node.input; None or an empty input name is an omitted input.
         device : {"CPU", "CUDA", "CUDA:i"}, optional
