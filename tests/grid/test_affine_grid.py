@@ -7,7 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import grid_oracle, node_tests
-from helpers.util import BF16, TOL, node_model, onnxruntime, reference, to_backend, to_numpy
+from helpers.util import (
+    BF16,
+    TOL,
+    node_model,
+    onnxruntime,
+    reference,
+    to_backend,
+    to_numpy,
+)
 from onnx import helper
 
 import onnx_cupy

@@ -77,8 +77,10 @@ def test_attribute_checked_at_every_version(no_work):
             grid_sample(X4, G4, padding_mode=None, opset=opset)
 
 
-def theta_case(name: str, exc: type, pattern: str, theta=np.ones((2, 2, 3), np.float32),
-               size=(2, 1, 3, 4), **kwargs):
+THETA = np.ones((2, 2, 3), np.float32)
+
+
+def theta_case(name: str, exc: type, pattern: str, theta=THETA, size=(2, 1, 3, 4), **kwargs):
     return pytest.param(theta, size, kwargs, exc, pattern, id=name)
 
 
