@@ -16,21 +16,29 @@ FOLDER = Path(os.environ.get("ONNX_CUPY_TORCH_CASES",
                              Path(__file__).parents[2] / ".." / "shared" / "torch"))
 
 
-def cases(where: Any = None) -> list:
-    """One pytest.param per recorded case (`where(case)` true), id "case<N>"; a single skipped
-    param naming the folder when it is absent."""
-    path = FOLDER / "cases.json"
+def cases(where: Any = None, subset: str = "") -> list:
+    """One pytest.param per recorded case of the set in FOLDER/`subset` (`where(case)` true), id
+    "case<N>"; a single skipped param naming the folder when it is absent."""
+    folder = FOLDER / subset
+    path = folder / "cases.json"
     if not path.exists():
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"PyTorch's recorded results "
-                                                                f"are absent: {FOLDER}"))]
-    return [pytest.param(c, id=f"case{c['id']}") for c in json.loads(path.read_text())["cases"]
-            if where is None or where(c)]
+                                                                f"are absent: {folder}"))]
+    return [pytest.param({**c, "folder": str(folder)}, id=f"case{c['id']}")
+            for c in json.loads(path.read_text())["cases"] if where is None or where(c)]
 
 
 def arrays(case: dict) -> tuple[np.ndarray, np.ndarray]:
     """(x, y) of a case: y is PyTorch's result of case["call"] on x."""
-    with np.load(FOLDER / "cases.npz") as data:
+    with np.load(Path(case.get("folder", FOLDER)) / "cases.npz") as data:
         return data[case["x"]], data[case["y"]]
+
+
+def every_array(case: dict) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(inputs, outputs) of a case, in the order its `inputs` and `outputs` name them."""
+    with np.load(Path(case.get("folder", FOLDER)) / "cases.npz") as data:
+        return ([data[n] for n in case.get("inputs", [case["x"]])],
+                [data[n] for n in case.get("outputs", [case["y"]])])
 
 
 def keywords(case: dict) -> dict[str, Any]:

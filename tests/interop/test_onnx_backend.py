@@ -330,3 +330,24 @@ def test_a_graph_input_with_an_initializer_may_be_fed(cpu_backend, rng):
         rep.run({"X": x, "scales": np.array([1, 1, 1, 3], np.float64)})
     with pytest.raises(ValueError, match=r"unknown input name\(s\) 'sizes'"):
         rep.run({"X": x, "sizes": np.array([1, 1, 2, 2], np.int64)})
+
+
+def test_affine_grid_feeding_grid_sample(cpu_backend, rng):
+    """A spatial transformer: theta -> AffineGrid (size an initializer, read on the host) ->
+    GridSample of X; equals the two functions called in turn."""
+    size = np.array([2, 3, 5, 6], np.int64)
+    nodes = [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=0),
+             helper.make_node("GridSample", ["X", "grid"], ["Y"], mode="cubic",
+                              padding_mode="border")]
+    m = model(nodes, [value_info("X"), value_info("theta")], [value_info("Y")],
+              [numpy_helper.from_array(size, "size")], opset=22)
+    from onnx_cupy.interop import onnx_backend as implementation
+
+    assert implementation._host_parameters(m.graph.node) == {"size"}
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    theta = rng.uniform(-1, 1, (2, 2, 3)).astype(np.float32)
+    with onnx_cupy.backend(cpu_backend):
+        (y,) = onnx_backend.prepare(m).run({"X": x, "theta": theta})
+    want = onnx_cupy.grid_sample(x, onnx_cupy.affine_grid(theta, size), mode="cubic",
+                                 padding_mode="border")
+    np.testing.assert_array_equal(y, want)
