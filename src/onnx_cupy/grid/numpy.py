@@ -1,8 +1,9 @@
 """The NumPy path of GridSample and AffineGrid, from the plans (onnx_cupy.grid.plan), vectorized
 over output positions and channels.
 
-GridSample works through each batch item's output positions in chunks: per spatial axis the
-coordinates, taps, weights and validity of the chunk's positions (in the coordinate type, operation
+GridSample reads X through a copy with a zero slab before each spatial axis, where every tap
+outside X points. It works through each batch item's output positions in chunks: per spatial
+axis the coordinates, taps and weights of the chunk's positions (in the coordinate type, operation
 for operation as the kernels compute them), then every tap combination gathered across the
 channels at once and summed innermost axis first, in the kernels' order, so that the emulated
 kernels give the same bits."""
@@ -19,7 +20,9 @@ from .plan import AFFINE, CUBIC_A, SAMPLE, base
 if TYPE_CHECKING:
     from .plan import AffinePlan, Axis, SamplePlan
 
-CHUNK_ELEMENTS = 1 << 16   # channels x positions of one chunk's temporaries
+# channels x positions of one chunk, per byte of X's elements: the chunk's temporaries (int64
+# positions, accumulate-type sums) stay within a small share of X and Y
+CHUNK_ELEMENTS = 1 << 12
 
 
 def accumulate_dtype(dtype: np.dtype) -> np.dtype:
@@ -83,31 +86,24 @@ def cubic_weights(t: np.ndarray) -> list[np.ndarray]:
             ((a * r - f(5) * a) * r + f(8) * a) * r - f(4) * a]
 
 
-class _Taps:
-    """One spatial axis of a chunk: per tap, input positions (ints, 0 where invalid), weights
-    (the accumulate type) and validity."""
-
-    def __init__(self, index: list[np.ndarray], weight: list[np.ndarray],
-                 valid: list[np.ndarray]) -> None:
-        self.index, self.weight, self.valid = index, weight, valid
-
-
-def _inside(p: np.ndarray, a: Axis, f: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """(integer positions, 0 where outside; whether inside [0, n - 1]) of positions in `f`."""
-    valid: np.ndarray = (p >= f.type(0)) & (p <= a.constants(f)[5])
-    return np.where(valid, p, 0).astype(np.intp), valid
+def _slots(p: np.ndarray, a: Axis, f: np.dtype, index: np.dtype) -> np.ndarray:
+    """Positions p (integer-valued, in `f`) as indices of type `index` into the zero-bordered
+    X (see `_bordered`): p + 1 inside [0, n - 1], 0 (the zero border) outside, NaN included."""
+    inside = (p >= f.type(0)) & (p <= a.constants(f)[5])
+    out: np.ndarray = np.where(inside, p + f.type(1), f.type(0)).astype(index)
+    return out
 
 
-def _axis_taps(pl: SamplePlan, x: np.ndarray, a: Axis, acc: np.dtype) -> _Taps:
-    """The taps of coordinates `x` along axis `a`."""
+def _axis_taps(pl: SamplePlan, x: np.ndarray, a: Axis, acc: np.dtype, index: np.dtype
+               ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(slots, weights in the accumulate type) of the taps of coordinates `x` along axis `a`."""
     f = pl.coordinates
     if pl.mode == "nearest":
         if pl.pad_before_rounding:
             x = np.rint(pad(x, a, pl.padding, f))
         else:
             x = pad(np.rint(x), a, pl.padding, f)
-        index, valid = _inside(x, a, f)
-        return _Taps([index], [], [valid])
+        return [_slots(x, a, f, index)], []
     if pl.mode == "linear":
         x = pad(x, a, pl.padding, f)
     low = np.floor(x)
@@ -115,28 +111,38 @@ def _axis_taps(pl: SamplePlan, x: np.ndarray, a: Axis, acc: np.dtype) -> _Taps:
     if pl.mode == "linear":
         positions, weights = [low, low + f.type(1)], [f.type(1) - t, t]
     else:
-        positions = [low + f.type(k) for k in (-1, 0, 1, 2)]
-        positions = [pad(p, a, pl.padding, f) for p in positions]
+        positions = [pad(low + f.type(k), a, pl.padding, f) for k in (-1, 0, 1, 2)]
         weights = cubic_weights(t)
-    inside = [_inside(p, a, f) for p in positions]
-    return _Taps([i for i, _ in inside], [w.astype(acc) for w in weights],
-                 [v for _, v in inside])
+    return [_slots(p, a, f, index) for p in positions], [w.astype(acc) for w in weights]
 
 
-def _sum(xs: np.ndarray, taps: list[_Taps], strides: tuple[int, ...], level: int,
-         offset: np.ndarray, valid: np.ndarray, acc: np.dtype) -> np.ndarray:
-    """The weighted sum over the taps of axes `level` and after, innermost first: (C, points)."""
+def _sum(xs: np.ndarray, taps: list[tuple[list[np.ndarray], list[np.ndarray]]],
+         strides: tuple[int, ...], level: int, offset: np.ndarray, acc: np.dtype) -> np.ndarray:
+    """The weighted sum over the taps of axes `level` and after, innermost first, of the
+    zero-bordered X `xs` (C, positions): (C, points); a tap outside X reads the border's 0."""
     if level == len(taps):
-        v = np.take(xs, offset, axis=1).astype(acc, copy=False)
-        return np.where(valid, v, acc.type(0))
-    ax = taps[level]
+        out: np.ndarray = np.take(xs, offset, axis=1).astype(acc, copy=False)
+        return out
+    slots, weights = taps[level]
     total: np.ndarray | None = None
-    for index, weight, ok in zip(ax.index, ax.weight, ax.valid):
-        term = weight * _sum(xs, taps, strides, level + 1, offset + index * strides[level],
-                             valid & ok, acc)
-        total = term if total is None else total + term
+    for slot, weight in zip(slots, weights):
+        term = _sum(xs, taps, strides, level + 1, offset + slot * strides[level], acc)
+        np.multiply(weight, term, out=term)   # weight * value, as the kernels order it
+        total = term if total is None else np.add(total, term, out=total)
     assert total is not None
     return total
+
+
+def _bordered(x: np.ndarray, rank: int, dtype: np.dtype) -> np.ndarray:
+    """X in `dtype` with a zero slab before each spatial axis, (N, C, (D1 + 1) * ... *
+    (Dr + 1)): index 0 along an axis is the zero that a tap outside X reads (the empty string
+    for strings)."""
+    shape = (*x.shape[:2], *(n + 1 for n in x.shape[2:]))
+    padded = np.zeros(shape, dtype)
+    if x.dtype.kind == "O":
+        padded[...] = zero(x.dtype)
+    padded[(slice(None), slice(None)) + (slice(1, None),) * rank] = x
+    return padded.reshape(*x.shape[:2], -1)
 
 
 def run_sample(pl: SamplePlan, x: np.ndarray, grid: np.ndarray, out: np.ndarray | None
@@ -146,27 +152,27 @@ def run_sample(pl: SamplePlan, x: np.ndarray, grid: np.ndarray, out: np.ndarray 
     if not y.size:
         return y
     n_items, channels = pl.out_shape[:2]
-    xs = np.ascontiguousarray(x).reshape(n_items, channels, -1)
+    acc = None if pl.mode == "nearest" else accumulate_dtype(x.dtype)
+    xs = _bordered(x, pl.rank, acc or x.dtype)   # converted once, not per tap
     g = grid.reshape(n_items, pl.points, pl.rank)
     y3 = y.reshape(n_items, channels, pl.points)
-    strides = arrays.c_strides(pl.x_shape[2:])
-    acc = None if pl.mode == "nearest" else accumulate_dtype(x.dtype)
-    step = max(1, CHUNK_ELEMENTS // max(channels, 1))
+    strides = arrays.c_strides(tuple(n + 1 for n in pl.x_shape[2:]))
+    index = np.dtype(np.int32 if xs.shape[-1] <= dtypes.INT32_LIMIT else np.intp)
+    step = max(1, CHUNK_ELEMENTS * x.dtype.itemsize // max(channels, 1))
     with np.errstate(invalid="ignore", over="ignore"):
         for n in range(n_items):
             for p0 in range(0, pl.points, step):
                 part = slice(p0, min(p0 + step, pl.points))
                 taps = [_axis_taps(pl, coordinates(g[n, part, pl.rank - 1 - d], a,
-                                                   pl.coordinates), a, acc or pl.coordinates)
+                                                   pl.coordinates), a, acc or pl.coordinates,
+                                   index)
                         for d, a in enumerate(pl.axes)]
-                if acc is None:
-                    offset = sum(t.index[0] * s for t, s in zip(taps, strides))
-                    valid = np.logical_and.reduce([t.valid[0] for t in taps])
-                    y3[n, :, part] = np.where(valid, np.take(xs[n], offset, axis=1),
-                                              zero(x.dtype))
+                if acc is None:   # nearest: one tap per axis
+                    offset = sum(slots[0] * s for (slots, _), s in zip(taps, strides))
+                    y3[n, :, part] = np.take(xs[n], offset, axis=1)
                     continue
-                start = np.zeros(part.stop - part.start, np.intp)
-                total = _sum(xs[n], taps, strides, 0, start, np.ones(start.shape, bool), acc)
+                start = np.zeros(part.stop - part.start, index)
+                total = _sum(xs[n], taps, strides, 0, start, acc)
                 if y.dtype.name in dtypes.INT_TYPES:   # NaN (a NaN coordinate's) is 0
                     total = round_saturate(np.where(np.isnan(total), 0.0, total), y.dtype)
                 y3[n, :, part] = total

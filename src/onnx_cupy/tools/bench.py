@@ -14,6 +14,7 @@ the dtype's tolerance in the same run ("n/a" otherwise, with the reason in the J
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib
 import json
 import math
@@ -35,6 +36,7 @@ from .. import (
     __version__,
     average_pool,
     global_average_pool,
+    grid_sample,
     hardmax,
     lp_pool,
     max_pool,
@@ -43,13 +45,14 @@ from .. import (
 from ..core import execution
 from .progress import Progress
 
-OPSET = 22                 # model opset: the pools' version 22, Hardmax-13, Resize-19 in force
+OPSET = 22                 # model opset: the pools' version 22, Hardmax-13, Resize-19, GridSample-22
 DTYPES = ("float32", "float16")
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}   # agreement: max |a - b| <= tol * max(1, max |b|)
 MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X and Y
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool,
-    "GlobalAveragePool": global_average_pool, "Hardmax": hardmax, "Resize": resize}
+    "GlobalAveragePool": global_average_pool, "Hardmax": hardmax, "Resize": resize,
+    "GridSample": grid_sample}
 # (warm-up calls, timed calls) per clock and mode
 REPEATS = {("cpu", False): (3, 25), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
            ("gpu", True): (2, 10)}
@@ -69,6 +72,14 @@ class Case:
     torch: Callable[[Any, Any], Any] | None = None   # (torch module, X tensor) -> equivalent
     inputs: dict[str, np.ndarray] = field(default_factory=dict)  # by ONNX input name
     reference_target: float | None = None  # minimum throughput ratio to onnx.reference (float32)
+    # inputs that follow X's shape and dtype (a GridSample grid), made once per shape and dtype
+    shaped_inputs: Callable[[tuple[int, ...], str], dict[str, np.ndarray]] | None = None
+
+    def inputs_for(self, shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
+        """The inputs after X for an X of `shape` and `dtype`."""
+        if self.shaped_inputs is None:
+            return self.inputs
+        return self.shaped_inputs(tuple(shape), dtype)
 
     def targets(self, dtype: str) -> dict[str, float]:
         """The required ratios per peer; targets are set for float32, the canonical dtype."""
@@ -80,6 +91,29 @@ class Case:
 
 def _scales(s: float) -> dict[str, np.ndarray]:
     return {"scales": np.array([1, 1, s, s], dtype=np.float32)}
+
+
+@functools.lru_cache(maxsize=16)
+def _grid(shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
+    """GridSample's grid for X of `shape`: one position per pixel of X's image, uniform in
+    [-1.1, 1.1] (some outside), of X's dtype, as a flow field or an affine warp gives."""
+    rng = np.random.default_rng(1)
+    return {"grid": rng.uniform(-1.1, 1.1, (shape[0], *shape[2:], len(shape) - 2)).astype(dtype)}
+
+
+_torch_grids: dict[tuple[Any, ...], Any] = {}
+
+
+def _torch_grid_sample(mode: str) -> Callable[[Any, Any], Any]:
+    """PyTorch's grid_sample on X with the benchmark's grid, moved to X's device once."""
+    def call(torch: Any, x: Any) -> Any:
+        key = (tuple(x.shape), str(x.dtype), str(x.device))
+        if key not in _torch_grids:
+            grid = _grid(tuple(x.shape), str(x.dtype).removeprefix("torch."))["grid"]
+            _torch_grids[key] = torch.from_numpy(grid).to(x.device)
+        return torch.nn.functional.grid_sample(x, _torch_grids[key], mode=mode,
+                                               padding_mode="zeros", align_corners=False)
+    return call
 
 
 def _torch_hardmax(axis: int) -> Callable[[Any, Any], Any]:
@@ -129,6 +163,16 @@ CASES: tuple[Case, ...] = (
          inputs=_scales(0.5),
          torch=lambda t, x: t.nn.functional.interpolate(x, scale_factor=0.5, mode="bicubic",
                                                         align_corners=False, antialias=True)),
+    # PyTorch's bilinear/nearest with zeros and align_corners=False: ONNX's defaults
+    Case("GridSample linear 224", "GridSample", {"mode": "linear"}, (1, 3, 224, 224),
+         (1, 3, 16, 16), (1, 3, 16, 16), onnxruntime_target=0.5, reference_target=100.0,
+         shaped_inputs=_grid, torch=_torch_grid_sample("bilinear")),
+    Case("GridSample linear 224 batch 8", "GridSample", {"mode": "linear"}, (8, 3, 224, 224),
+         (1, 3, 16, 16), (2, 3, 16, 16), onnxruntime_target=0.5, reference_target=100.0,
+         shaped_inputs=_grid, torch=_torch_grid_sample("bilinear")),
+    Case("GridSample nearest 224", "GridSample", {"mode": "nearest"}, (1, 3, 224, 224),
+         (1, 3, 16, 16), (1, 3, 16, 16), onnxruntime_target=0.5, reference_target=100.0,
+         shaped_inputs=_grid, torch=_torch_grid_sample("nearest")),
 )
 OPS = tuple(dict.fromkeys(c.op for c in CASES))
 
@@ -156,7 +200,8 @@ class Peer:
 # ---------------------------------------------------------------- peers
 
 MODEL = ("one node at opset 22, X and Y declared with their shapes as exporters write them, "
-         "Resize scales as an initializer, NCHW in and out")
+         "the inputs after X (Resize's scales, GridSample's grid) as initializers, NCHW in and "
+         "out")
 
 
 def _module(name: str) -> Any | None:
@@ -174,13 +219,14 @@ def _model(case: Case, dtype: str, shape: tuple[int, ...], out_shape: tuple[int,
 
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     formal = [i.name for i in defs.get_schema(case.op, OPSET).inputs]   # the first is X
-    used = max((formal.index(n) for n in case.inputs), default=0) + 1
-    names = ["X"] + [n if n in case.inputs else "" for n in formal[1:used]]
+    inputs = case.inputs_for(shape, dtype)
+    used = max((formal.index(n) for n in inputs), default=0) + 1
+    names = ["X"] + [n if n in inputs else "" for n in formal[1:used]]
     node = helper.make_node(case.op, names, ["Y"], **case.attrs)
     graph = helper.make_graph(
         [node], "bench", [helper.make_tensor_value_info("X", elem, list(shape))],
         [helper.make_tensor_value_info("Y", elem, list(out_shape))],
-        initializer=[numpy_helper.from_array(v, n) for n, v in case.inputs.items()])
+        initializer=[numpy_helper.from_array(v, n) for n, v in inputs.items()])
     return helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", OPSET)])
 
 
@@ -446,10 +492,18 @@ class _Run:
 
     def ours(self, case: Case) -> Callable[[Any], Any]:
         fn = FUNCTIONS[case.op]
+        moved: dict[tuple[Any, ...], dict[str, Any]] = {}   # shaped inputs on X's path, once
 
         def run(x: Any) -> Any:
+            inputs: dict[str, Any] = case.inputs
+            if case.shaped_inputs is not None:
+                key = (tuple(x.shape), str(x.dtype))
+                if key not in moved:
+                    moved[key] = {k: self.device(v) for k, v in
+                                  case.inputs_for(key[0], key[1]).items()}
+                inputs = moved[key]
             with execution.backend(self.backend):
-                return fn(x, **case.inputs, **case.attrs, opset=OPSET)
+                return fn(x, **inputs, **case.attrs, opset=OPSET)
         return run
 
     def device(self, x: np.ndarray) -> Any:
@@ -538,7 +592,8 @@ def measure(case: Case, dtype: str, run: _Run) -> dict[str, Any]:
             **_result(peer, t, xp, expected, case, dtype, run, rate), **details}
     row: dict[str, Any] = {
         "case": case.name, "op": case.op, "attrs": case.attrs,
-        "inputs": {k: v.tolist() for k, v in case.inputs.items()}, "dtype": dtype,
+        "inputs": {k: v.tolist() if v.size <= 16 else f"{v.dtype}{list(v.shape)}"
+                   for k, v in case.inputs_for(x.shape, dtype).items()}, "dtype": dtype,
         "shape": list(x.shape), "out_shape": list(y.shape), "ms": seconds * 1e3,
         **mine.spread(), "melem_s": rate / 1e6, "peers": results,
     }
