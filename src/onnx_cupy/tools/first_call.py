@@ -125,6 +125,9 @@ CALLS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
      (1, 3, 32, 32)),
     ("Resize nearest 2x", "oc.resize(X, scales=np.float32([1, 1, 2, 2]), mode='nearest')",
      (1, 3, 32, 32)),
+    ("GridSample linear", "oc.grid_sample(X, np.zeros((1, 16, 16, 2), np.float32))",
+     (1, 3, 32, 32)),
+    ("AffineGrid 2-D", "oc.affine_grid(X, [2, 1, 16, 16])", (2, 2, 3)),
 )
 
 # The fresh process: its import, then one emulated call; it prints the import's seconds and the
