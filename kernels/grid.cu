@@ -74,41 +74,32 @@ enum sampling { NEAREST, LINEAR };
 enum padding { ZEROS = GRID_ZEROS, BORDER = GRID_BORDER, REFLECTION = GRID_REFLECTION };
 
 // Arithmetic of the coordinates per type, rounded operation by operation: the products and sums
-// of a coordinate are never fused into a multiply-add (on the GPU through the _rn intrinsics), so
-// it is the same number on every path.
+// of a coordinate are never fused into a multiply-add (on the GPU through the _rn intrinsics,
+// __fadd_rn ... __dmul_rn), so it is the same number on every path. F's math functions carry
+// the suffix S (f for float).
+#if defined(__CUDA_ARCH__)
+#define GS_RN(OP, P, a, b) __##P##OP##_rn(a, b)
+#else
+#define GS_RN(OP, P, a, b) ((a) GS_##OP (b))
+#define GS_add +
+#define GS_sub -
+#define GS_mul *
+#endif
 template <typename F> struct fmath;
-template <> struct fmath<float> {
-#if defined(__CUDA_ARCH__)
-  static __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
-  static __device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
-  static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
-#else
-  static float add(float a, float b) { return a + b; }
-  static float sub(float a, float b) { return a - b; }
-  static float mul(float a, float b) { return a * b; }
-#endif
-  static __device__ __forceinline__ float floor_(float v) { return floorf(v); }
-  static __device__ __forceinline__ float rint_(float v) { return rintf(v); }
-  static __device__ __forceinline__ float mod(float a, float b) { return fmodf(a, b); }
-  static __device__ __forceinline__ float min_(float a, float b) { return fminf(a, b); }
-  static __device__ __forceinline__ float max_(float a, float b) { return fmaxf(a, b); }
-};
-template <> struct fmath<double> {
-#if defined(__CUDA_ARCH__)
-  static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
-  static __device__ __forceinline__ double sub(double a, double b) { return __dsub_rn(a, b); }
-  static __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
-#else
-  static double add(double a, double b) { return a + b; }
-  static double sub(double a, double b) { return a - b; }
-  static double mul(double a, double b) { return a * b; }
-#endif
-  static __device__ __forceinline__ double floor_(double v) { return ::floor(v); }
-  static __device__ __forceinline__ double rint_(double v) { return ::rint(v); }
-  static __device__ __forceinline__ double mod(double a, double b) { return ::fmod(a, b); }
-  static __device__ __forceinline__ double min_(double a, double b) { return ::fmin(a, b); }
-  static __device__ __forceinline__ double max_(double a, double b) { return ::fmax(a, b); }
-};
+#define GS_FMATH(F, P, S)                                                                  \
+  template <> struct fmath<F> {                                                            \
+    static __device__ __forceinline__ F add(F a, F b) { return GS_RN(add, P, a, b); }      \
+    static __device__ __forceinline__ F sub(F a, F b) { return GS_RN(sub, P, a, b); }      \
+    static __device__ __forceinline__ F mul(F a, F b) { return GS_RN(mul, P, a, b); }      \
+    static __device__ __forceinline__ F floor_(F v) { return floor##S(v); }                \
+    static __device__ __forceinline__ F rint_(F v) { return rint##S(v); }                  \
+    static __device__ __forceinline__ F mod(F a, F b) { return fmod##S(a, b); }            \
+    static __device__ __forceinline__ F min_(F a, F b) { return fmin##S(a, b); }           \
+    static __device__ __forceinline__ F max_(F a, F b) { return fmax##S(a, b); }           \
+  };
+GS_FMATH(float, f, f)
+GS_FMATH(double, d, )
+#undef GS_FMATH
 
 // One spatial axis in the coordinate type: x = ((g + 1) * scale - shift) * half, the image
 // [lo, hi], its last position (n - 1): the host's constants (onnx_cupy.grid.plan.Axis).

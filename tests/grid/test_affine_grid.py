@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import grid_oracle, node_tests
+from helpers import grid_oracle
 from helpers.util import (
     BF16,
     TOL,
@@ -28,16 +28,6 @@ OP = "AffineGrid"
 def run(backend: str, theta: np.ndarray, size, **kw) -> np.ndarray:
     with execution.backend(backend):
         return to_numpy(affine_grid(to_backend(theta, backend), size, **kw))
-
-
-def test_every_node_test_of_affine_grid_runs():
-    node_tests.check_every_node_test_runs(OP)
-    assert len(node_tests.names(OP)) == 4
-
-
-@pytest.mark.parametrize("name", node_tests.names(OP))
-def test_onnx_node_case(name, backend):
-    node_tests.check_node_case(OP, name, backend)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32, np.float64],

@@ -6,9 +6,10 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers.util import forbid_work
 
 from onnx_cupy import affine_grid, grid_sample
-from onnx_cupy.core import arrays, execution, launcher
+from onnx_cupy.core import execution, launcher
 
 X4 = np.ones((2, 3, 4, 5), np.float32)
 G4 = np.zeros((2, 6, 7, 2), np.float32)
@@ -16,11 +17,7 @@ G4 = np.zeros((2, 6, 7, 2), np.float32)
 
 @pytest.fixture
 def no_work(monkeypatch):
-    """Fails a test that allocates an output or launches a kernel."""
-    def forbidden(*args, **kwargs):
-        raise AssertionError("allocated or launched before the error")
-    monkeypatch.setattr(arrays, "output", forbidden)
-    monkeypatch.setattr(launcher, "launch", forbidden)
+    forbid_work(monkeypatch)
 
 
 def case(name: str, exc: type, pattern: str, x=X4, grid=G4, **kwargs):

@@ -11,7 +11,7 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import grid_oracle, node_tests
+from helpers import grid_oracle
 from helpers.util import BF16, TOL, to_backend, to_numpy
 from onnx import helper
 
@@ -96,17 +96,6 @@ def test_paths(monkeypatch):
     with execution.backend("emulated"):
         grid_sample(x, g)
     assert seen == ["emulated"]
-
-
-def test_every_node_test_of_grid_sample_runs():
-    """The node cases below are all of ONNX's node tests that use GridSample (18)."""
-    node_tests.check_every_node_test_runs(OP)
-    assert len(node_tests.names(OP)) == 18
-
-
-@pytest.mark.parametrize("name", node_tests.names(OP))
-def test_onnx_node_case(name, backend):
-    node_tests.check_node_case(OP, name, backend)
 
 
 # ---------------------------------------------------------------- against the loop oracle

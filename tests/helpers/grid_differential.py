@@ -261,16 +261,12 @@ def known(c: Config, g: np.ndarray) -> list[Known]:
 
 # ---------------------------------------------------------------- one configuration
 
-@dataclass
-class Outcome:
-    ours: Any
-    oracle: Any
-    ort: Any
-    ref: Any
-    emulated: Any = None
+class Outcome(dict[str, Any]):
+    """What each run gave ("ours", "oracle", "ort", "ref", "emulated"): an array, or the
+    exception raised; `ok(name)`: an array."""
 
     def ok(self, name: str) -> bool:
-        return isinstance(getattr(self, name), np.ndarray)
+        return isinstance(self.get(name), np.ndarray)
 
 
 def _shape(result: Any) -> Any:
@@ -279,17 +275,14 @@ def _shape(result: Any) -> Any:
 
 def _follow(record: Record, c: Config, o: Outcome, kinds: list[Known], side: str,
             check: str) -> None:
-    """Where every known case applying follows `side`, onnx-cupy must give that side's result;
-    where they name "exact", the oracle (checked for every configuration) decides."""
-    sides = {k.follows for k in kinds}
-    if "exact" in sides:
-        record.count("exact_side")
-    elif kinds and sides != {side}:
-        record.count("other_side")
-    else:
-        theirs = getattr(o, side)
-        record.check(check, o.ok("ours") and close(c, o.ours, theirs),
-                     f"ours {_shape(o.ours)}, {side} {_shape(theirs)}")
+    """onnx-cupy gives `side`'s result unless a case applying names another: "exact" (the
+    oracle, checked for every configuration, decides) or the runtime that does not run it."""
+    sides = {k.follows for k in kinds} | {side}
+    if sides != {side} or side == "exact":
+        record.count("exact_side" if "exact" in sides else "other_side")
+        return
+    record.check(check, o.ok("ours") and close(c, o["ours"], o[side]),
+                 f"ours {_shape(o['ours'])}, {side} {_shape(o[side])}")
 
 
 @functools.cache
@@ -303,32 +296,34 @@ def evaluate(index: int) -> Record:
     c = configuration(index)
     x, g = inputs(index)
     with np.errstate(all="ignore"):
-        o = Outcome(_attempt(run_ours, c, x, g), _attempt(run_oracle, c, x, g),
-                    _attempt(run_onnxruntime, c, x, g), _attempt(run_reference, c, x, g))
+        o = Outcome(ours=_attempt(run_ours, c, x, g), oracle=_attempt(run_oracle, c, x, g),
+                    ort=_attempt(run_onnxruntime, c, x, g), ref=_attempt(run_reference, c, x, g))
         if index % EMULATED_EVERY == 0:
-            o.emulated = _attempt(run_ours, c, x, g, "emulated")
+            o["emulated"] = _attempt(run_ours, c, x, g, "emulated")
     record = Record(name(index))
-    record.check("ours_ran", o.ok("ours"), _shape(o.ours))
-    record.check("oracle", o.ok("ours") and o.ok("oracle") and oracle_close(c, o.ours, o.oracle),
-                 f"ours {_shape(o.ours)}, oracle {_shape(o.oracle)}")
-    if o.emulated is not None:
+    ours = o["ours"]
+    record.check("ours_ran", o.ok("ours"), _shape(ours))
+    record.check("oracle", o.ok("ours") and o.ok("oracle") and oracle_close(c, ours, o["oracle"]),
+                 f"ours {_shape(ours)}, oracle {_shape(o['oracle'])}")
+    if "emulated" in o:
+        em = o["emulated"]
         record.check("emulated_equals_numpy", o.ok("ours") and o.ok("emulated") and bool(
-            np.array_equal(o.ours.view(f"u{o.ours.dtype.itemsize}"),
-                           o.emulated.view(f"u{o.emulated.dtype.itemsize}"))),
-                     f"emulated {_shape(o.emulated)}")
+            np.array_equal(ours.view(f"u{ours.dtype.itemsize}"),
+                           em.view(f"u{em.dtype.itemsize}"))), f"emulated {_shape(em)}")
     for runtime in ("ort", "ref"):
         if o.ok(runtime):
             record.count(f"{runtime}_ran")
-            record.check("shape", o.ok("ours") and o.ours.shape == getattr(o, runtime).shape,
-                         f"{runtime} {_shape(getattr(o, runtime))}, ours {_shape(o.ours)}")
+            record.check("shape", o.ok("ours") and ours.shape == o[runtime].shape,
+                         f"{runtime} {_shape(o[runtime])}, ours {_shape(ours)}")
     kinds = known(c, g)
     for k in kinds:
         record.count(f"applies:{k.name}")
-    if o.ok("ort") and o.ok("ref") and close(c, o.ort, o.ref):
-        record.check("values", o.ok("ours") and (close(c, o.ours, o.ort)
-                                                 or close(c, o.ours, o.ref)),
+    both = o.ok("ort") and o.ok("ref")
+    if both and close(c, o["ort"], o["ref"]):
+        record.check("values", o.ok("ours") and (close(c, ours, o["ort"])
+                                                 or close(c, ours, o["ref"])),
                      "the runtimes agree, ours differs", tolerate=bool(kinds))
-    elif o.ok("ort") and o.ok("ref"):
+    elif both:
         record.check("disagreement_listed", bool(kinds),
                      "the runtimes disagree and no listed case applies")
         if kinds:

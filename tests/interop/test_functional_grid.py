@@ -35,10 +35,7 @@ def test_recorded_pytorch_result(cpu_backend, case):
         got = fn(*inputs, **kw)
     for a, b in zip(inputs, before):
         np.testing.assert_array_equal(a, b)
-    assert got.shape == y.shape and got.dtype == y.dtype, (got.shape, got.dtype)
-    rtol, margin = (1e-5, 1e-6) if y.dtype == np.float32 else (1e-9, 0.0)
-    atol = margin * float(np.max(np.abs(y), initial=1.0))
-    np.testing.assert_allclose(got, y, rtol=rtol, atol=atol, equal_nan=True)
+    torch_cases.assert_matches(got, y)
 
 
 def test_recorded_cases_cover_both_functions():

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import execution
 from .execution import cupy_module
 
 
@@ -89,6 +90,31 @@ def merged_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int
     if len(merged) > 1:
         return None
     return merged[0][:2] if merged else (1, 0)
+
+
+def host_vector(op: str, name: str, value: Any, items: str) -> np.ndarray:
+    """A 1-D input read on the host (from a CuPy array, a NumPy array or a sequence): TypeError
+    where it is no array of `items` ("numbers", "ints"), ValueError where it is not 1-D."""
+    if execution.is_cupy_array(value):
+        value = value.get()
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{op}: input '{name}' must be a 1-D array or sequence of {items}, "
+                        f"got {value!r}") from exc
+    if a.ndim != 1:
+        raise ValueError(f"{op}: input '{name}' must be 1-D, got shape {a.shape}")
+    return a
+
+
+def aligned(op: str, out: Any, *inputs: Any) -> list[Any]:
+    """The kernel path's arrays with their first element at the storage type's alignment
+    (min(itemsize, 8) bytes): `inputs`, each copied where it is not; a ValueError for an `out`
+    that is not (the kernels cannot store to it)."""
+    align = min(out.dtype.itemsize, 8)
+    if address(out) % align:
+        raise ValueError(f"{op}: out must be aligned to {align} bytes for the kernel path")
+    return [a if address(a) % min(a.dtype.itemsize, 8) == 0 else a.copy() for a in inputs]
 
 
 def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: str, op: str) -> Any:

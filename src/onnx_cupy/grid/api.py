@@ -39,16 +39,17 @@ def grid_sample(X: ArrayT, grid: Any, *, align_corners: int = 0, mode: str | Non
         "linear" (the default), "nearest" or "cubic"; at opset 16 "bilinear" (the default),
         "nearest" or "bicubic".
     padding_mode : {"zeros", "border", "reflection"}, default "zeros"
+        What a position outside X samples: 0, the nearest edge pixel, or X mirrored.
     opset : int, default 22
-        The ONNX opset the call follows.
+        The ONNX opset whose GridSample version the call runs.
     out : array, optional
-        C-contiguous output of the result's shape and dtype, on X's device, not overlapping X.
+        The result's C-contiguous array (its shape and dtype, X's device), apart from X.
 
     Returns
     -------
     numpy.ndarray or cupy.ndarray
-        (N, C, O1, ..., Or) of X's dtype, on X's device. Integer results are rounded half to
-        even and saturated to the dtype's range.
+        (N, C, O1, ..., Or) of X's dtype, on X's device; integer results rounded half to even
+        and saturated to the dtype's range.
 
     Raises
     ------

@@ -106,7 +106,8 @@ loader.register(FAMILY, [*FAST.values(), *NEAREST.values(), *WEIGHTED.values(),
 class Launch(NamedTuple):
     kernel: records.Instantiation
     geom: np.ndarray           # GridSampleGeom or AffineGridGeom
-    shape: launcher.Shape | None  # (grid, block); None: a 1-D grid-stride grid
+    shape: launcher.Shape | None  # (grid, block); None: a 1-D grid-stride grid over `work`
+    work: int = 0
 
 
 def chunks(channels: int, points: int) -> tuple[int, int]:
@@ -165,32 +166,29 @@ def sample_args(pl: SamplePlan, dtype: np.dtype, x_strides: tuple[int, ...],
     return Launch(WEIGHTED[dtype.name, coordinates, bits], geom, (grid, block))
 
 
-def _aligned(a: Any, what: str, backend: str, out: bool = False) -> Any:
-    """`a` with its elements at their storage type's alignment (a copy where they are not; an
-    `out` array that is not: ValueError)."""
-    align = min(a.dtype.itemsize, 8)
-    if arrays.address(a) % align == 0:
-        return a
-    if out:
-        raise ValueError(f"{what}: out must be aligned to {align} bytes for the kernel path")
-    return a.copy()
-
-
 def run_sample(pl: SamplePlan, X: Any, grid: Any, out: Any, backend: str) -> Any:
     """grid_sample(X, grid) per plan `pl` into `out` (or a new array) on the kernel path
     `backend` ('cupy' or 'emulated')."""
     if X.dtype.kind in "OUS":
         raise TypeError(f"{SAMPLE}: string tensors run on the NumPy backend only "
                         f"(got dtype {X.dtype} on backend {backend!r})")
-    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, SAMPLE)
+    return _run(SAMPLE, pl.out_shape, (X, grid), out, backend,
+                lambda x, g: sample_args(pl, x[0].dtype, x[1], g[0].dtype, g[1]))
+
+
+def _run(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], out: Any, backend: str,
+         launch: Any) -> Any:
+    """Allocate (or check) the output of `shape` and launch what `launch` gives for the inputs
+    (each as (array, element strides), aligned), on the first input's device."""
+    first = inputs[0]
+    Y = arrays.output(out, first, shape, first.dtype, backend, op)
     if not Y.size:
         return Y
-    with arrays.on_device(X, backend):
-        _aligned(Y, SAMPLE, backend, out=True)
-        X, x_strides = arrays.element_strides(_aligned(X, SAMPLE, backend))
-        grid, grid_strides = arrays.element_strides(_aligned(grid, SAMPLE, backend))
-        launch = sample_args(pl, X.dtype, x_strides, grid.dtype, grid_strides)
-        launcher.launch(backend, launch.kernel, Y.size, (X, grid, Y, launch.geom), launch.shape)
+    with arrays.on_device(first, backend):
+        ready = [arrays.element_strides(a) for a in arrays.aligned(op, Y, *inputs)]
+        step: Launch = launch(*ready)
+        launcher.launch(backend, step.kernel, step.work, (*(a for a, _ in ready), Y, step.geom),
+                        step.shape)
     return Y
 
 
@@ -204,18 +202,11 @@ def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...])
     geom = launcher.parameter_struct(_AFFINE_GEOM, total=total, positions=positions,
                                      theta_stride=theta_strides, length=pl.lengths,
                                      align_corners=int(pl.align_corners))
-    return Launch(AFFINE_GRID[dtype.name, pl.rank, bits], geom, None)
+    return Launch(AFFINE_GRID[dtype.name, pl.rank, bits], geom, None, total)
 
 
 def run_affine(pl: AffinePlan, theta: Any, out: Any, backend: str) -> Any:
     """affine_grid(theta) per plan `pl` into `out` (or a new array) on the kernel path
     `backend`."""
-    Y = arrays.output(out, theta, pl.out_shape, theta.dtype, backend, AFFINE)
-    if not Y.size:
-        return Y
-    with arrays.on_device(theta, backend):
-        _aligned(Y, AFFINE, backend, out=True)
-        theta, strides = arrays.element_strides(_aligned(theta, AFFINE, backend))
-        launch = affine_args(pl, theta.dtype, strides)
-        launcher.launch(backend, launch.kernel, Y.size // pl.rank, (theta, Y, launch.geom))
-    return Y
+    return _run(AFFINE, pl.out_shape, (theta,), out, backend,
+                lambda t: affine_args(pl, t[0].dtype, t[1]))

@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import attributes, dtypes, execution, opsets
+from ..core import arrays, attributes, dtypes, opsets
 
 SAMPLE = "GridSample"
 AFFINE = "AffineGrid"
@@ -253,15 +253,7 @@ def base(i: Any, length: int, align_corners: bool, dtype: np.dtype) -> Any:
 
 def _size(value: Any) -> tuple[int, ...]:
     """AffineGrid's `size` input read on the host: 1-D integers."""
-    if execution.is_cupy_array(value):
-        value = value.get()
-    try:
-        a = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{AFFINE}: input 'size' must be a 1-D array or sequence of ints, got "
-                        f"{value!r}") from exc
-    if a.ndim != 1:
-        raise ValueError(f"{AFFINE}: input 'size' must be 1-D, got shape {a.shape}")
+    a = arrays.host_vector(AFFINE, "size", value, "ints")
     if a.dtype.kind not in "iu":
         raise TypeError(f"{AFFINE}: input 'size' must hold integers (int64), got dtype {a.dtype}")
     return tuple(int(v) for v in a.tolist())

@@ -60,7 +60,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ..core import arrays, dtypes, execution, numerics, opsets
+from ..core import arrays, dtypes, numerics, opsets
 from ..core.attributes import differs, flag, float32, ints
 
 OP = "Resize"
@@ -272,15 +272,7 @@ def _vector(name: str, value: Any) -> tuple[Any, ...] | None:
     scales are rounded to float32 (tensor(float)), sizes must be integers."""
     if value is None:
         return None
-    if execution.is_cupy_array(value):
-        value = value.get()
-    try:
-        a = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{OP}: input '{name}' must be a 1-D array or sequence of numbers, "
-                        f"got {value!r}") from exc
-    if a.ndim != 1:
-        raise ValueError(f"{OP}: input '{name}' must be 1-D, got shape {a.shape}")
+    a = arrays.host_vector(OP, name, value, "numbers")
     if a.size == 0:
         return ()
     kinds = "iu" if name == "sizes" else "iuf"
