@@ -15,8 +15,8 @@
 // Template parameters: T X's storage type, Acc the sum's type (float for 16/32-bit floats, double
 // otherwise), F the coordinates' type (float, or double for float64 grids), I the index type (int
 // where every offset fits 32 bits, else long long). Per-axis state lives in arrays indexed by
-// constants only (loops over axes unroll; a tap of a runtime count is picked by selects), so no
-// kernel uses local memory.
+// constants only (a store for a runtime axis compares it with every slot; a tap of a runtime
+// count is picked by selects), so no kernel uses local memory.
 //
 // AffineGrid: one thread per output position (grid-stride loop over N * positions), writing its
 // R coordinates.
@@ -28,10 +28,10 @@
 // GRID_FLOAT, GRID_DOUBLE, the grid's storage codes; GRID_CUBIC_A, the cubic kernel's a;
 // GRID_FAST_MIN_BLOCKS and GRID_GENERIC_MIN_BLOCKS, the blocks of OC_BLOCK threads per SM the
 // fast and the generic kernels' registers must allow (the __launch_bounds__).
-#if !defined(GRID_MAXR) || !defined(GRID_AXIS_CONSTANTS) || !defined(GRID_ZEROS) || !defined(GRID_BORDER) || \
-    !defined(GRID_REFLECTION) || !defined(GRID_HALF) || !defined(GRID_BF16) || \
-    !defined(GRID_FLOAT) || !defined(GRID_DOUBLE) || !defined(GRID_CUBIC_A) || \
-    !defined(GRID_FAST_MIN_BLOCKS) || !defined(GRID_GENERIC_MIN_BLOCKS)
+#if !defined(GRID_MAXR) || !defined(GRID_AXIS_CONSTANTS) || !defined(GRID_ZEROS) || \
+    !defined(GRID_BORDER) || !defined(GRID_REFLECTION) || !defined(GRID_HALF) || \
+    !defined(GRID_BF16) || !defined(GRID_FLOAT) || !defined(GRID_DOUBLE) || \
+    !defined(GRID_CUBIC_A) || !defined(GRID_FAST_MIN_BLOCKS) || !defined(GRID_GENERIC_MIN_BLOCKS)
 #error "compile through onnx_cupy.core.loader, which defines GRID_MAXR, GRID_AXIS_CONSTANTS, GRID_ZEROS, GRID_BORDER, GRID_REFLECTION, GRID_HALF, GRID_BF16, GRID_FLOAT, GRID_DOUBLE, GRID_CUBIC_A, GRID_FAST_MIN_BLOCKS, GRID_GENERIC_MIN_BLOCKS"
 #endif
 
@@ -172,9 +172,9 @@ template <typename F> struct grid_value;
 template <> struct grid_value<float> {
   template <typename I>
   static __device__ __forceinline__ float at(const void* grid, I offset, int kind) {
-    if (kind == GRID_HALF) return oc::half_to_float(static_cast<const unsigned short*>(grid)[offset]);
-    if (kind == GRID_BF16) return oc::bf16_to_float(static_cast<const unsigned short*>(grid)[offset]);
-    return static_cast<const float*>(grid)[offset];
+    if (kind == GRID_FLOAT) return static_cast<const float*>(grid)[offset];
+    const unsigned short bits = static_cast<const unsigned short*>(grid)[offset];
+    return kind == GRID_HALF ? oc::half_to_float(bits) : oc::bf16_to_float(bits);
   }
 };
 template <> struct grid_value<double> {

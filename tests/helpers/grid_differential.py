@@ -291,8 +291,8 @@ def evaluate(index: int) -> Record:
     oracle and the runtimes. Checks: `ours_ran`, `oracle`, `emulated_equals_numpy`, `shape`
     (each runtime that runs), `values` (where the runtimes agree), `disagreement_listed`,
     `follows_listed_side`, `only_ort` / `only_ref`. Events: `ort_ran`, `ref_ran`,
-    `applies:<name>` (a listed case applies), `exact_side` (a case names neither runtime: the oracle decides),
-    `other_side` (a case names the runtime that did not run)."""
+    `applies:<name>` (a listed case applies), `exact_side` (a case names neither runtime: the
+    oracle decides), `other_side` (a case names the runtime that did not run)."""
     c = configuration(index)
     x, g = inputs(index)
     with np.errstate(all="ignore"):

@@ -10,9 +10,10 @@ length n, a grid value g becomes the pixel coordinate
   align_corners=1   x = (g + 1) / 2 * (n - 1)         -1 and 1: the centres of the end pixels
 
 computed in float32 for float16, bfloat16 and float32 grids and in float64 for float64 grids (and
-axes longer than 2^24), operation by operation in that order (as onnxruntime and PyTorch compute it; the nearest pixel
-depends on the last bit of x). The interval [lo, hi] = [-0.5, n - 0.5] (align_corners=0) or
-[0, n - 1] (align_corners=1) is the image; padding_mode says what lies outside:
+axes longer than 2^24), operation by operation in that order (as onnxruntime and PyTorch compute
+it; the nearest pixel depends on the last bit of x). The interval [lo, hi] = [-0.5, n - 0.5]
+(align_corners=0) or [0, n - 1] (align_corners=1) is the image; padding_mode says what lies
+outside:
 
   zeros       samples outside [0, n - 1] read 0
   border      x clipped to [0, n - 1]
