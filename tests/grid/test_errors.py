@@ -131,3 +131,14 @@ def test_grid_of_another_array_type():
             return np.zeros((2, 6, 7, 2), np.float32).__dlpack__(**kwargs)
 
     assert grid_sample(X4, Other()).shape == (2, 3, 6, 7)   # a CPU DLPack grid: NumPy
+
+
+def test_grid_on_another_path(monkeypatch):
+    """A CuPy X with a NumPy grid (here the stand-in cupy): a TypeError before any work."""
+    from helpers import fake_cupy
+
+    fake = fake_cupy.install(monkeypatch)
+    forbid_work(monkeypatch)
+    with pytest.raises(TypeError, match=r"grid must be a helpers.ndarray like X \(on X's path\), "
+                                        r"got numpy.ndarray"):
+        grid_sample(fake.asarray(X4), G4)

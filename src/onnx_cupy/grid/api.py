@@ -133,8 +133,10 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
     x, backend = execution.select(X, plan.SAMPLE)   # DLPack inputs become cupy.ndarray
     g, _ = execution.select(grid, plan.SAMPLE)
     if type(g) is not type(x):
-        raise TypeError(f"{plan.SAMPLE}: grid must be a {type(x).__name__} like X, got "
-                        f"{type(g).__name__}")
+        def kind(a: Any) -> str:
+            return f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
+        raise TypeError(f"{plan.SAMPLE}: grid must be a {kind(x)} like X (on X's path), got "
+                        f"{kind(g)}")
     pl = plan.prepare_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
                              pad_before_rounding=pad_before_rounding, **attrs)
     if backend == "numpy":
