@@ -38,7 +38,7 @@ def test_family_compiles(family, arch):
     """To a CUBIN, with CuPy's options (the loader's and -ftz=true); the kernel report reads the
     same compilation (compiled once per process)."""
     lowered, _, cubin = kernel_report.compile_family(family, arch)
-    assert list(lowered) == list(loader.instantiations(family))
+    assert list(lowered) == [k.expression for k in loader.instantiations(family)]
     assert all(name.startswith("_Z") for name in lowered.values()), lowered
     assert len(set(lowered.values())) == len(lowered)
     assert cubin[:4] == b"\x7fELF" and all(name.encode() in cubin for name in lowered.values())
@@ -54,9 +54,9 @@ def test_hardmax_ranks_without_flush_to_zero():
     err, prog = nvrtc.nvrtcCreateProgram(loader.source(family).encode(), b"hardmax.cu", 0, [], [])
     assert err == OK, err
     try:
-        for expression in loader.instantiations(family):
-            (err,) = nvrtc.nvrtcAddNameExpression(prog, expression.encode())
-            assert err == OK, (expression, err)
+        for k in loader.instantiations(family):
+            (err,) = nvrtc.nvrtcAddNameExpression(prog, k.expression.encode())
+            assert err == OK, (k.expression, err)
         options = [o.encode() for o in (*loader.options(family), "-ftz=true",
                                          "--gpu-architecture=compute_90")]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
