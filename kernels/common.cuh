@@ -133,6 +133,38 @@ __device__ __forceinline__ double round_half_even(double v) {
 }
 
 
+// Integer storage types and their ranges (T's lo() and hi()).
+template <typename T> struct int_range { static const bool value = false; };
+#define OC_INT_RANGE(T, LO, HI)                                   \
+  template <> struct int_range<T> {                               \
+    static const bool value = true;                               \
+    static __device__ __forceinline__ T lo() { return LO; }       \
+    static __device__ __forceinline__ T hi() { return HI; }       \
+  };
+OC_INT_RANGE(signed char, -128, 127)
+OC_INT_RANGE(unsigned char, 0, 255)
+OC_INT_RANGE(short, -32768, 32767)
+OC_INT_RANGE(unsigned short, 0, 65535)
+OC_INT_RANGE(int, -2147483647 - 1, 2147483647)
+OC_INT_RANGE(unsigned int, 0u, 4294967295u)
+OC_INT_RANGE(long long, -9223372036854775807LL - 1, 9223372036854775807LL)
+OC_INT_RANGE(unsigned long long, 0ull, 18446744073709551615ull)
+#undef OC_INT_RANGE
+
+// An accumulated value in the storage type: IEEE rounding for floats; integers round half to
+// even and saturate ((Acc)hi may round up to 2^63 or 2^64: anything at or above it saturates).
+template <typename T, typename Acc, bool Int = int_range<T>::value> struct result {
+  static __device__ __forceinline__ T from(Acc v) { return oc::cvt<Acc, T>::store(v); }
+};
+template <typename T, typename Acc> struct result<T, Acc, true> {
+  static __device__ __forceinline__ T from(Acc v) {
+    v = oc::round_half_even(v);
+    if (v >= (Acc)int_range<T>::hi()) return int_range<T>::hi();
+    if (v <= (Acc)int_range<T>::lo()) return int_range<T>::lo();
+    return (T)v;
+  }
+};
+
 // ---------------------------------------------------------------- rank-templated index helpers
 // (the rank R is a template parameter so that loops over axes unroll and per-axis values stay in
 // registers)

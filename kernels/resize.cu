@@ -60,36 +60,7 @@ template <> struct pod<4> { unsigned int v; };
 template <> struct pod<8> { unsigned long long v; };
 template <> struct pod<16> { unsigned long long v[2]; };
 
-template <typename T> struct int_range { static const bool value = false; };
-#define RSZ_INT_RANGE(T, LO, HI)                                  \
-  template <> struct int_range<T> {                               \
-    static const bool value = true;                               \
-    static __device__ __forceinline__ T lo() { return LO; }       \
-    static __device__ __forceinline__ T hi() { return HI; }       \
-  };
-RSZ_INT_RANGE(signed char, -128, 127)
-RSZ_INT_RANGE(unsigned char, 0, 255)
-RSZ_INT_RANGE(short, -32768, 32767)
-RSZ_INT_RANGE(unsigned short, 0, 65535)
-RSZ_INT_RANGE(int, -2147483647 - 1, 2147483647)
-RSZ_INT_RANGE(unsigned int, 0u, 4294967295u)
-RSZ_INT_RANGE(long long, -9223372036854775807LL - 1, 9223372036854775807LL)
-RSZ_INT_RANGE(unsigned long long, 0ull, 18446744073709551615ull)
-#undef RSZ_INT_RANGE
-
-// The accumulated value in the storage type: IEEE rounding for floats; integers round half to
-// even and saturate ((Acc)hi may round up to 2^63 or 2^64: anything at or above it saturates).
-template <typename T, typename Acc, bool Int = int_range<T>::value> struct result {
-  static __device__ __forceinline__ T from(Acc v) { return oc::cvt<Acc, T>::store(v); }
-};
-template <typename T, typename Acc> struct result<T, Acc, true> {
-  static __device__ __forceinline__ T from(Acc v) {
-    v = oc::round_half_even(v);
-    if (v >= (Acc)int_range<T>::hi()) return int_range<T>::hi();
-    if (v <= (Acc)int_range<T>::lo()) return int_range<T>::lo();
-    return (T)v;
-  }
-};
+using oc::result;  // integer results: rounded half to even, saturated (common.cuh)
 
 // The extrapolation value: the first sizeof(T) of a parameter struct's `fill` bytes.
 template <typename T>

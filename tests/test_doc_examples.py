@@ -106,13 +106,26 @@ rng = np.random.default_rng(0)
 random = types.SimpleNamespace(
     standard_normal=lambda shape, dtype=np.float64: fake.asarray(
         rng.standard_normal(shape).astype(dtype)),
-    rand=lambda *shape, dtype=np.float64: fake.asarray(rng.random(shape).astype(dtype)))
+    rand=lambda *shape, dtype=np.float64: fake.asarray(rng.random(shape).astype(dtype)),
+    uniform=lambda low=0.0, high=1.0, size=None, dtype=np.float64: fake.asarray(
+        rng.uniform(low, high, size).astype(dtype)))
+
+
+def _host(a):
+    return a.host if isinstance(a, fake.ndarray) else a
+
+
+# array functions made on the host: the device array's host copy in, a device array out
+made = {"asarray": lambda a, dtype=None: fake.asarray(np.asarray(_host(a), dtype)),
+        "tile": lambda a, reps: fake.asarray(np.tile(_host(a), reps))}
 
 
 class Cupy(types.ModuleType):
     def __getattr__(self, name):
         if name == "random":
             return random
+        if name in made:
+            return made[name]
         if hasattr(fake, name):
             return getattr(fake, name)
         return getattr(np, name)   # dtypes

@@ -20,6 +20,7 @@ except ModuleNotFoundError:   # Python 3.10
 import onnx_cupy
 from onnx_cupy import onnx_backend
 from onnx_cupy.core import dtypes, opsets
+from onnx_cupy.grid import plan as grid_plan
 from onnx_cupy.hardmax import plan as hardmax_plan
 from onnx_cupy.pool import plan as pool_plan
 from onnx_cupy.resize import plan as resize_plan
@@ -32,6 +33,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 MODULES = ["onnx_cupy.pool.api", "onnx_cupy.hardmax.api", "onnx_cupy.resize.api",
            "onnx_cupy.unpool.api",
+           "onnx_cupy.grid.api",
            "onnx_cupy.interop.dask", "onnx_cupy.interop.onnx_backend", "onnx_cupy.interop.nodes",
            "onnx_cupy.core.execution", "onnx_cupy.core.warmup", "onnx_cupy.interop.functional",
            "onnx_cupy.core.checker"]
@@ -191,10 +193,12 @@ MODES = ("nearest", "linear", "cubic")
 TABLES = {**{op: {"": table} for op, table in pool_plan.DTYPES.items()},
           **{op: {"": table} for op, table in hardmax_plan.DTYPES.items()},
           "Resize": resize_plan.DTYPES, "Upsample": resize_plan.UPSAMPLE_DTYPES,
-          "MaxUnpool": {"": unpool_plan.DTYPES}}
+          "MaxUnpool": {"": unpool_plan.DTYPES}, "GridSample": grid_plan.DTYPES,
+          "AffineGrid": {"": grid_plan.THETA_DTYPES}}
 # the operators whose modes take different dtypes, and the modes of each version
 MODED = {"Resize": resize_plan.MODES,
-         "Upsample": dict.fromkeys(opsets.ATTRIBUTES["Upsample"], resize_plan.UPSAMPLE_MODES)}
+         "Upsample": dict.fromkeys(opsets.ATTRIBUTES["Upsample"], resize_plan.UPSAMPLE_MODES),
+         "GridSample": dict.fromkeys(opsets.ATTRIBUTES["GridSample"], MODES)}
 INTS = tuple(dtypes.INT_TYPES)
 OTHERS = ("bool", "complex64", dtypes.STRING)
 
@@ -224,7 +228,13 @@ def _accepts(op: str, version: int, dtype: str, backend: str, mode: str = "neare
                                                    mode=mode, opset=version),
             "MaxUnpool": lambda: onnx_cupy.max_unpool(x, np.arange(5).reshape(1, 1, 5) * 2,
                                                       kernel_shape=[2], strides=[2],
-                                                      opset=version)}
+                                                      opset=version),
+            "GridSample": lambda: onnx_cupy.grid_sample(
+                x.reshape(1, 1, 1, 5), np.zeros((1, 2, 3, 2), np.float32), opset=version,
+                mode=next(m for m in grid_plan.MODES[opsets.version("GridSample", version)]
+                          if grid_plan.KINDS[m] == mode)),
+            "AffineGrid": lambda: onnx_cupy.affine_grid(np.ones((1, 2, 3), x.dtype), [1, 1, 2, 2],
+                                                        opset=version)}
     try:
         with onnx_cupy.backend(backend):
             call[op]()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = ("onnx_cupy.core.", "onnx_cupy.pool.", "onnx_cupy.resize.", "onnx_cupy.hardmax.",
-           "onnx_cupy.unpool.", "onnx_cupy.interop.nodes")
+           "onnx_cupy.unpool.", "onnx_cupy.grid.", "onnx_cupy.interop.nodes")
 NOT_LOADED = ("onnx_cupy.core.emulator", "onnx_cupy.tools", "onnx_cupy.interop.dask",
               "onnx_cupy.interop.onnx_backend", "onnx_cupy.dask", "onnx_cupy.onnx_backend")
 THIRD_PARTY = ("onnx", "onnxruntime", "dask", "matplotlib", "torch", "cupy")
@@ -30,7 +30,7 @@ def test_import_loads_only_the_operators():
     modules = _modules_after("import onnx_cupy")
     ours = [m for m in modules if m.split(".")[0] == "onnx_cupy"]
     assert {"onnx_cupy.pool.api", "onnx_cupy.resize.api", "onnx_cupy.hardmax.api",
-            "onnx_cupy.core.execution"} <= set(ours)
+            "onnx_cupy.grid.api", "onnx_cupy.core.execution"} <= set(ours)
     assert all(m == "onnx_cupy" or m.startswith(ALLOWED) or m.count(".") == 1 for m in ours), ours
     assert not [m for m in ours if m.startswith(NOT_LOADED)], ours
     assert not [m for m in modules if m.split(".")[0] in THIRD_PARTY]

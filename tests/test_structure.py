@@ -13,7 +13,7 @@ import onnx_cupy
 
 PACKAGE = Path(onnx_cupy.__file__).parent
 TESTS = Path(__file__).parent
-FAMILIES = ("pool", "resize", "hardmax", "unpool")
+FAMILIES = ("pool", "resize", "hardmax", "unpool", "grid")
 
 
 def _module(path: Path) -> str:

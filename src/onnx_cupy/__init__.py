@@ -1,10 +1,12 @@
 """onnx-cupy: exact ONNX pooling (AveragePool, LpPool, MaxPool and the global pools), MaxUnpool,
-Hardmax, Resize and Upsample for CuPy arrays (own CUDA kernels) with a NumPy path of the same
+Hardmax, Resize, Upsample, GridSample and AffineGrid for CuPy arrays (own CUDA kernels) with a
+NumPy path of the same
 semantics."""
 from __future__ import annotations
 
 from .core.execution import backend, default_backend
 from .core.warmup import warmup
+from .grid.api import affine_grid, grid_sample
 from .hardmax.api import hardmax
 from .interop.nodes import run_node
 from .pool.api import (
@@ -19,6 +21,6 @@ from .resize.api import resize, upsample
 from .unpool.api import max_unpool
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "average_pool", "backend", "default_backend", "global_average_pool",
-           "global_lp_pool", "global_max_pool", "hardmax", "lp_pool", "max_pool", "max_unpool",
-           "resize", "run_node", "upsample", "warmup"]
+__all__ = ["__version__", "affine_grid", "average_pool", "backend", "default_backend",
+           "global_average_pool", "global_lp_pool", "global_max_pool", "grid_sample", "hardmax",
+           "lp_pool", "max_pool", "max_unpool", "resize", "run_node", "upsample", "warmup"]

@@ -162,6 +162,9 @@ def test_launches_pass_single_structs(monkeypatch):
         onnx_cupy.resize(x, scales=[1, 1, 2, 0.5], mode="cubic")
         onnx_cupy.max_unpool(x, np.arange(x.size).reshape(x.shape) * 4, kernel_shape=[2, 2],
                              strides=[2, 2])
+        onnx_cupy.grid_sample(x, np.zeros((2, 3, 4, 2), np.float32))
+        onnx_cupy.grid_sample(x, np.zeros((2, 3, 4, 2), np.float64), mode="cubic")
+        onnx_cupy.affine_grid(np.ones((2, 3, 4), np.float32), [2, 1, 3, 4, 5])
     assert {f for f, _ in seen} == set(loader.families())
     for family, args in seen:
         blocks = [a for a in args if isinstance(a, np.ndarray) and a.dtype.names]

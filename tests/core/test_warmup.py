@@ -37,6 +37,17 @@ def _unpool(kernel, output_shape=None):
     return call
 
 
+def _grid_sample(out, **attrs):
+    """GridSample of x at positions of the output shape `out`: a grid of x's dtype (float32 for
+    other inputs), on x's path."""
+    def call(x):
+        dtype = x.dtype if x.dtype.name in dtypes.FLOAT_TYPES else np.dtype(np.float32)
+        grid = np.random.default_rng(0).uniform(-1.2, 1.2, (x.shape[0], *out, x.ndim - 2))
+        path = "cupy" if execution.is_cupy_array(x) else "numpy"
+        return oc.grid_sample(x, execution.to_path(grid.astype(dtype), path), **attrs)
+    return call
+
+
 # op -> calls that take different paths (fast, windowed, generic, 1-D, rows, columns, scan):
 # (input shape, call, whether it interpolates: bool and complex inputs take nearest only)
 CALLS = {
@@ -80,10 +91,18 @@ CALLS = {
     "MaxUnpool": [((2, 3, 4, 5), _unpool([2, 2]), True),
                   ((2, 3, 4, 5), _unpool([2, 2], [2, 3, 9, 11]), True),
                   ((1, 2, 3, 2, 2, 3), _unpool([2, 1, 1, 2]), True)],
+    "GridSample": [((2, 3, 5, 7), _grid_sample((4, 6)), True),
+                   ((2, 3, 5, 7), _grid_sample((4, 6), mode="nearest"), False),
+                   ((2, 3, 5, 7), _grid_sample((4, 6), mode="cubic"), True),
+                   ((1, 2, 3, 4, 5), _grid_sample((2, 3, 4), padding_mode="border"), True),
+                   ((1, 2, 3, 4, 5), _grid_sample((2, 3, 4), mode="nearest"), False)],
+    "AffineGrid": [((2, 2, 3), lambda t: oc.affine_grid(t, [2, 1, 5, 7]), True),
+                   ((2, 3, 4), lambda t: oc.affine_grid(t, [2, 1, 3, 4, 5]), True)],
 }
 UPSAMPLE_DTYPES = [d for d in RESIZE_DTYPES if d.name != "bfloat16"]   # Upsample has none
-OP_DTYPES = [(op, d) for op in CALLS for d in {"Resize": RESIZE_DTYPES,
-                                               "Upsample": UPSAMPLE_DTYPES}.get(op, FLOAT_DTYPES)]
+OP_DTYPES = [(op, d) for op in CALLS
+             for d in {"Resize": RESIZE_DTYPES, "GridSample": RESIZE_DTYPES,
+                       "Upsample": UPSAMPLE_DTYPES}.get(op, FLOAT_DTYPES)]
 
 
 def _values(rng, shape, dtype):
@@ -175,8 +194,8 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AdaptiveAveragePool, AdaptiveMaxPool, "
-                       r"AveragePool, GlobalAveragePool, GlobalLpPool, GlobalMaxPool, Hardmax, "
-                       r"LpPool, MaxPool, MaxUnpool, Resize, Upsample")),
+                       r"AffineGrid, AveragePool, GlobalAveragePool, GlobalLpPool, GlobalMaxPool, "
+                       r"GridSample, Hardmax, LpPool, MaxPool, MaxUnpool, Resize, Upsample")),
     ({"ops": []}, r"warmup: ops is empty"),
     ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
     ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},

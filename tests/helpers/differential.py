@@ -44,6 +44,11 @@ class Record:
             return self.check(name, False, str(exc).strip())
         return self.check(name, True)
 
+    def assert_passed(self, tolerated: bool = False) -> None:
+        """Every check passed (and none failed within its tolerance, unless `tolerated`)."""
+        assert not self.failures, self.report()
+        assert tolerated or not self.tolerated, self.report()
+
     def report(self) -> str:
         lines = [str(self.where)]
         lines += [f"  {name}: {detail}" for name, detail in self.failures.items()]

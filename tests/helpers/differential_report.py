@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from helpers import (
+    grid_differential,
     hardmax_differential,
     nearest_differential,
     pool_differential,
@@ -144,6 +145,25 @@ NEAREST_CHECKS = {
 }
 
 
+GRID_CHECKS = {
+    "ours_ran": "onnx-cupy runs it",
+    "oracle": "onnx-cupy (NumPy path) equals the loop oracle",
+    "emulated_equals_numpy": "the emulated kernels equal the NumPy path, bit for bit",
+    "ort_ran": "onnxruntime runs it",
+    "ref_ran": "onnx.reference runs it",
+    "shape": "a runtime runs it: ours has its shape (counted per runtime)",
+    "values": "the runtimes' values agree: ours equal them",
+    "disagreement_listed": "the runtimes disagree: a listed case applies",
+    "follows_listed_side": "... and ours equals the side the cases name",
+    "only_ort": "only onnxruntime runs it: ours equals its result (unless a case names the "
+                "other side)",
+    "only_ref": "only onnx.reference runs it: ours equals its result (unless a case names the "
+                "other side)",
+    "exact_side": "a case that applies names neither runtime: the oracle decides",
+    "other_side": "a case names the runtime that does not run it: not compared",
+}
+
+
 def _pool(op: str) -> Family:
     return Family("tests/pool/test_differential.py",
                   lambda: [pool_differential.evaluate(op, i)
@@ -183,6 +203,12 @@ FAMILIES = {
                          UNPOOL_CHECKS),
     "Upsample": _listed("tests/resize/test_upsample_differential.py", upsample_differential,
                         UPSAMPLE_CHECKS),
+    "GridSample": Family("tests/grid/test_differential.py",
+                         lambda: [grid_differential.evaluate(i)
+                                  for i in range(grid_differential.COUNT)],
+                         GRID_CHECKS, "applies:", {k.name: (FOLLOWS[k.follows], k.why)
+                                                 for k in grid_differential.KNOWN},
+                         ("onnx-cupy gives", "what")),
 }
 CASE_NOTE = {
     "case:": "configurations each listed case applies to (the runtimes it puts off are not "
@@ -192,6 +218,8 @@ CASE_NOTE = {
               "to one)",
     "listed:": "configurations each listed case applies to (several can apply to one; the side "
                "it puts off is not compared there)",
+    "applies:": "configurations each listed case applies to (several can apply to one), "
+                "whether the runtimes disagree there or one of them does not run it",
 }
 
 

@@ -50,8 +50,18 @@ def outputs(case: dict) -> list[np.ndarray]:
 def inputs_and_outputs(case: dict) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Every input of a case, in the call's order (x, then the second: grid_sample's grid,
     max_unpool's indices), and every output."""
-    with np.load(FOLDER / case.get("folder", "") / "cases.npz") as data:
-        return [data[n] for n in case["inputs"]], [data[n] for n in case["outputs"]]
+    return (_stored(case, case.get("inputs", [case["x"]])),
+            _stored(case, case.get("outputs", [case["y"]])))
+
+
+def assert_matches(got: np.ndarray, y: np.ndarray) -> None:
+    """`got` has PyTorch's result's shape and dtype and its values: float64 within 1e-9
+    relative, float32 within 1e-5 relative plus 1e-6 of the largest magnitude (PyTorch sums
+    float32 in float32)."""
+    assert got.shape == y.shape and got.dtype == y.dtype, (got.shape, got.dtype)
+    rtol, margin = (1e-5, 1e-6) if y.dtype == np.float32 else (1e-9, 0.0)
+    atol = margin * float(np.max(np.abs(y), initial=1.0))
+    np.testing.assert_allclose(got, y, rtol=rtol, atol=atol, equal_nan=True)
 
 
 def keywords(case: dict) -> dict[str, Any]:

@@ -102,6 +102,17 @@ def onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np
     return sess.run(None, feeds)
 
 
+def forbid_work(monkeypatch: Any) -> None:
+    """From now on, allocating an operator's output or launching a kernel fails the test (an
+    error must come before either)."""
+    from onnx_cupy.core import arrays, launcher
+
+    def forbidden(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("allocated or launched before the error")
+    monkeypatch.setattr(arrays, "output", forbidden)
+    monkeypatch.setattr(launcher, "launch", forbidden)
+
+
 def record_builds(monkeypatch: Any, cache: Any) -> list[list[str]]:
     """Point the emulator at an empty cache `cache`, with no library loaded in this process, and
     return the list that every compiler run from now on is appended to (its command)."""

@@ -39,8 +39,25 @@ def _parts(result):
 UNPOOLS = ["max_unpool1d", "max_unpool2d", "max_unpool3d"]   # called with max_pool's indices
 
 
+GRIDS = ["affine_grid", "grid_sample"]   # a theta in, a grid out; an image and a grid in
+
+
 def test_every_public_function_is_called():
-    assert {name for name, _, _ in CALLS} | set(UNPOOLS) == set(F.__all__)
+    assert {name for name, _, _ in CALLS} | set(UNPOOLS) | set(GRIDS) == set(F.__all__)
+
+
+def test_stand_in_tensors_through_a_spatial_transformer(cpu_backend, rng):
+    """affine_grid takes a theta tensor and gives a grid tensor, which grid_sample takes with an
+    image tensor; each gives what it gives for the NumPy arrays."""
+    x = random(rng, (2, 3, 6, 7), np.float32)
+    theta = rng.uniform(-1, 1, (2, 2, 3)).astype(np.float32)
+    with execution.backend(cpu_backend):
+        grid = F.affine_grid(fake_torch.Tensor(theta.copy()), (2, 3, 4, 5))
+        got = F.grid_sample(fake_torch.Tensor(x.copy()), grid, padding_mode="border")
+        want_grid = F.affine_grid(theta, (2, 3, 4, 5))
+        want = F.grid_sample(x, want_grid, padding_mode="border")
+    assert type(grid) is fake_torch.Tensor and grid.data.tobytes() == want_grid.tobytes()
+    assert type(got) is fake_torch.Tensor and got.data.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("name", UNPOOLS)

@@ -23,12 +23,12 @@ from onnx_cupy import onnx_backend
 from onnx_cupy.core import emulator, execution
 from onnx_cupy.onnx_backend import OnnxCupyBackend
 
-NODE_TESTS = re.compile(
+NODE_TESTS = re.compile(   # not AffineGrid's `_expanded` variants: graphs of other operators
     r"^test_(averagepool|lppool|maxpool|maxunpool|globalaveragepool|globalmaxpool|hardmax|resize|"
-    r"upsample)_")
+    r"upsample|gridsample|affine_grid)_(?!.*_expanded)")
 CASE_COUNTS = {"averagepool": 20, "lppool": 8, "maxpool": 19, "maxunpool": 2,
                "globalaveragepool": 2, "globalmaxpool": 2, "hardmax": 7, "resize": 39,
-               "upsample": 1}
+               "upsample": 1, "gridsample": 18, "affine_grid": 4}
 
 
 class EmulatedBackend(OnnxCupyBackend):
@@ -83,11 +83,13 @@ OnnxBackendNodeEmulatedTest = runner_case(EmulatedBackend, "OnnxBackendNodeEmula
 @pytest.mark.parametrize("backend", [OnnxCupyBackend, EmulatedBackend],
                          ids=lambda b: b.__name__)
 def test_node_test_counts(backend):
-    """100 node tests (no `_expanded` function variants among them), each on CPU and CUDA: the
+    """122 node tests (no `_expanded` function variants among them), each on CPU and CUDA: the
     runner's tests of the supported operators are those collected from the listing."""
     names = sorted(runner_tests(backend))
     assert names == sorted(METHODS)
-    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * 100 + ["cuda"] * 100
+    total = sum(CASE_COUNTS.values())
+    assert total == 122
+    assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * total + ["cuda"] * total
     assert Counter(NODE_TESTS.search(n).group(1) for n in names if n.endswith("_cpu")) \
         == CASE_COUNTS
     assert not any("_expanded" in n for n in names)
@@ -351,3 +353,24 @@ def test_max_pool_indices_feed_max_unpool(cpu_backend, rng):
     assert got.Y.shape == x.shape and np.array_equal(got.Y[kept], x[kept])
     assert int(kept.sum()) == pooled.size
     assert np.array_equal(got.U, np.repeat(np.repeat(pooled, 2, axis=2), 2, axis=3))
+
+
+def test_affine_grid_feeding_grid_sample(cpu_backend, rng):
+    """A spatial transformer: theta -> AffineGrid (size an initializer, read on the host) ->
+    GridSample of X; equals the two functions called in turn."""
+    size = np.array([2, 3, 5, 6], np.int64)
+    nodes = [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=0),
+             helper.make_node("GridSample", ["X", "grid"], ["Y"], mode="cubic",
+                              padding_mode="border")]
+    m = model(nodes, [value_info("X"), value_info("theta")], [value_info("Y")],
+              [numpy_helper.from_array(size, "size")], opset=22)
+    from onnx_cupy.interop import onnx_backend as implementation
+
+    assert implementation._host_parameters(m.graph.node) == {"size"}
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    theta = rng.uniform(-1, 1, (2, 2, 3)).astype(np.float32)
+    with onnx_cupy.backend(cpu_backend):
+        (y,) = onnx_backend.prepare(m).run({"X": x, "theta": theta})
+    want = onnx_cupy.grid_sample(x, onnx_cupy.affine_grid(theta, size), mode="cubic",
+                                 padding_mode="border")
+    np.testing.assert_array_equal(y, want)

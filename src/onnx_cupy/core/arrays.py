@@ -113,6 +113,16 @@ def host_vector(op: str, name: str, value: Any, integers: bool = False) -> np.nd
     return a
 
 
+def aligned(op: str, out: Any, *inputs: Any) -> list[Any]:
+    """The kernel path's arrays with their first element at the storage type's alignment
+    (min(itemsize, 8) bytes): `inputs`, each copied where it is not; a ValueError for an `out`
+    that is not (the kernels cannot store to it)."""
+    align = min(out.dtype.itemsize, 8)
+    if address(out) % align:
+        raise ValueError(f"{op}: out must be aligned to {align} bytes for the kernel path")
+    return [a if address(a) % min(a.dtype.itemsize, 8) == 0 else a.copy() for a in inputs]
+
+
 def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: str, op: str) -> Any:
     """The output array on `x`'s device: a caller-supplied `out` checked (type, shape, dtype,
     C-contiguous, device, no overlap with `x`) or a new C-contiguous array. Called after all

@@ -68,11 +68,12 @@ def table_name(dtype: np.dtype) -> str:
 
 
 def check(op: str, table: Mapping[str, int], dtype: Any, version: int, opset: int | None = None,
-          mode: str = "") -> str:
-    """Validate an input dtype of `op`-`version` (in force at `opset`, where given) against its
-    `table` (of `mode`, for an operator whose modes take different dtypes); returns the dtype's
-    table key. The TypeError lists what the version takes, and for a dtype that a later version
-    brought, names the opset that brought it."""
+          mode: str = "", input: str = "input") -> str:
+    """Validate the dtype of an input of `op`-`version` (in force at `opset`, where given) against
+    its `table` (of `mode`, for an operator whose modes take different dtypes; `input` names the
+    input in the message where an operator has several tables); returns the dtype's table key.
+    The TypeError lists what the version takes, and for a dtype that a later version brought,
+    names the opset that brought it."""
     name = table_name(dtype)
     brought = table.get(name)
     if brought is not None and brought <= version:
@@ -81,8 +82,9 @@ def check(op: str, table: Mapping[str, int], dtype: Any, version: int, opset: in
     takes = (f"{op}-{version}{f', in force at opset {opset},' if opset is not None else ''} "
              f"takes {', '.join(n for n, v in table.items() if v <= version)}{in_mode}")
     if brought is None:
-        raise TypeError(f"{op}: input dtype {np.dtype(dtype)} is not supported{in_mode}; {takes}")
-    raise TypeError(f"{op}: input dtype {name} requires opset >= {brought} (it came with "
+        raise TypeError(f"{op}: {input} dtype {np.dtype(dtype)} is not supported{in_mode}; "
+                        f"{takes}")
+    raise TypeError(f"{op}: {input} dtype {name} requires opset >= {brought} (it came with "
                     f"{op}-{brought}); {takes}")
 
 

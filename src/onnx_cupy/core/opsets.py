@@ -36,6 +36,8 @@ _define("Resize", [(10, {"mode"}),
                          "extrapolation_value", "nearest_mode"}),
                    (13, set()), (18, {"antialias", "axes", "keep_aspect_ratio_policy"}),
                    (19, set())])
+_define("GridSample", [(16, {"align_corners", "mode", "padding_mode"}), (20, set()), (22, set())])
+_define("AffineGrid", [(20, {"align_corners"})])
 _define("Upsample", [(7, {"mode", "scales"}), (9, set()), (10, set())])
 _define("MaxUnpool", [(9, {"kernel_shape", "pads", "strides"}), (11, set()), (22, set())])
 

@@ -1,4 +1,5 @@
-"""AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize and Upsample on
+"""AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize, Upsample, GridSample
+and AffineGrid on
 dask arrays, block by block.
 
 Each function takes a `dask.array.Array` and the keywords of the eager function of the same
@@ -22,6 +23,11 @@ maps over the chunks of the axes it leaves unchanged and sees every other axis w
                         of another block is an error on NumPy chunks and skipped on CuPy chunks
                         (as an index out of range on the GPU path). Rechunk N and C whole to
                         unpool such indices.
+  GridSample            X's batch and channel chunks and the grid's output axes keep their
+                        chunks (the grid's batch chunks follow X's); X's spatial axes (a
+                        position may sample anywhere in its image) and the grid's last axis (one
+                        position's coordinates) are one chunk
+  AffineGrid            theta's batch chunks are the grid's; every other axis is one chunk
 
 An axis that must be whole is rechunked only when it has several chunks. Each block runs the eager
 function, so it is computed exactly as the eager call computes that part of the output.
@@ -64,6 +70,8 @@ try:
     from dask.array.utils import meta_from_array
 except ImportError as exc:
     raise extras.missing("onnx_cupy.dask", "dask", exc) from exc
+from ..grid import api as grid_api
+from ..grid import plan as grid_plan
 from ..hardmax import api as hardmax_api
 from ..hardmax import plan as hardmax_plan
 from ..pool import api as pool_api
@@ -73,8 +81,9 @@ from ..resize import plan as resize_plan
 from ..unpool import api as unpool_api
 from ..unpool import plan as unpool_plan
 
-__all__ = ["average_pool", "global_average_pool", "global_lp_pool", "global_max_pool", "hardmax",
-           "lp_pool", "max_pool", "max_unpool", "resize", "upsample"]
+__all__ = ["affine_grid", "average_pool", "global_average_pool", "global_lp_pool",
+           "global_max_pool", "grid_sample", "hardmax", "lp_pool", "max_pool", "max_unpool",
+           "resize", "upsample"]
 
 Chunks = tuple[tuple[int, ...], ...]
 
@@ -100,7 +109,7 @@ def _keywords(eager: Callable[..., Any], op: str, X: Any, args: tuple[Any, ...],
         raise TypeError(f"{op}: {exc}") from None
     bound.apply_defaults()
     kw = dict(bound.arguments)
-    del kw["X"]
+    del kw[next(iter(bound.signature.parameters))]   # X (theta for AffineGrid)
     if kw.pop("out") is not None:
         raise TypeError(f"{op}: out= is not supported on dask arrays (they are immutable); "
                         f"use the returned array")
@@ -405,3 +414,63 @@ def max_unpool(X: da.Array, I: Any, output_shape: Any = None,
     chunks = X.chunks[:2] + tuple((m,) for m in pl.out_shape[2:])
     return da.map_blocks(block, X, I, chunks=chunks, dtype=X.dtype, meta=meta_from_array(X),
                          token="max_unpool")
+
+
+# ---------------------------------------------------------------- GridSample, AffineGrid
+
+def _sample_block(x: Any, g: Any, backend: str, kw: dict[str, Any]) -> Any:
+    with execution.backend(backend):
+        return grid_api.grid_sample(x, g, **kw)
+
+
+@_doc(op="GridSample",
+      chunks="""X's batch and channel chunks and the grid's output axes keep their chunks (the
+    grid's batch axis takes X's chunks); X's spatial axes and the grid's last axis are one chunk:
+    a position may sample anywhere in its image, and its coordinates belong together. grid may
+    also be a NumPy or CuPy array.""",
+      example=""">>> x = da.ones((4, 3, 8, 8), chunks=(2, 1, 4, 4), dtype=np.float32)
+    >>> grid = da.zeros((4, 5, 6, 2), chunks=(1, 5, 3, 2), dtype=np.float32)
+    >>> ocd.grid_sample(x, grid).chunks
+    ((2, 2), (1, 1, 1), (5,), (3, 3))""")
+def grid_sample(X: da.Array, grid: Any, **attrs: Any) -> da.Array:
+    op, eager = grid_plan.SAMPLE, grid_api.grid_sample
+    backend = _backend(X, op)
+    kw = _keywords(eager, op, X, (grid,), attrs)
+    g = kw.pop("grid")
+    g = g if isinstance(g, da.Array) else da.from_array(g, chunks=-1, asarray=False)
+    grid_plan.prepare_sample(tuple(X.shape), X.dtype, tuple(g.shape), g.dtype, kw["opset"],
+                             mode=kw["mode"], padding_mode=kw["padding_mode"],
+                             align_corners=kw["align_corners"])
+    rank = X.ndim - 2
+    X = _whole(X, range(2, X.ndim))
+    g = g.rechunk({0: X.chunks[0], rank + 1: -1})
+    out = ("n", "c", *(f"o{d}" for d in range(rank)))
+    return da.blockwise(functools.partial(_sample_block, backend=backend, kw=kw), out,
+                        X, ("n", "c", *(f"s{d}" for d in range(rank))),
+                        g, ("n", *out[2:], "k"), dtype=X.dtype, meta=meta_from_array(X),
+                        concatenate=True, token=eager.__name__)
+
+
+def _affine_block(t: Any, size: tuple[int, ...], backend: str, kw: dict[str, Any]) -> Any:
+    with execution.backend(backend):
+        return grid_api.affine_grid(t, (t.shape[0], *size[1:]), **kw)
+
+
+@_doc(op="AffineGrid",
+      chunks="""The grid's batch axis takes theta's chunks; every other axis is one chunk. size is
+    read on the host when the graph is built.""",
+      example=""">>> theta = da.zeros((4, 2, 3), chunks=(2, 2, 3), dtype=np.float32)
+    >>> ocd.affine_grid(theta, [4, 1, 5, 6]).chunks
+    ((2, 2), (5,), (6,), (2,))""")
+def affine_grid(theta: da.Array, size: Any, **attrs: Any) -> da.Array:
+    op, eager = grid_plan.AFFINE, grid_api.affine_grid
+    backend = _backend(theta, op)
+    kw = _keywords(eager, op, theta, (size,), attrs)
+    pl = grid_plan.prepare_affine(tuple(theta.shape), theta.dtype, kw.pop("size"), kw["opset"],
+                                  align_corners=kw["align_corners"])
+    out = ("n", *(f"o{d}" for d in range(pl.rank)), "k")
+    return da.blockwise(
+        functools.partial(_affine_block, size=(pl.out_shape[0], 1, *pl.lengths),
+                          backend=backend, kw=kw), out, _whole(theta, (1, 2)), ("n", "i", "j"),
+        new_axes=dict(zip(out[1:], pl.out_shape[1:])), dtype=theta.dtype,
+        meta=meta_from_array(theta), concatenate=True, token=eager.__name__)

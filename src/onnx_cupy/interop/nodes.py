@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import opsets
 from ..core.attributes import is_int
+from ..grid import api as grid_api
 from ..hardmax import api as hardmax_api
 from ..pool import api as pool_api
 from ..resize import api as resize_api
@@ -77,7 +78,7 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
 def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = None
              ) -> list[Any]:
     """Run one ONNX node of AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax,
-    Resize or Upsample on NumPy or CuPy arrays.
+    Resize, Upsample, GridSample or AffineGrid on NumPy or CuPy arrays.
 
     Parameters
     ----------
@@ -172,6 +173,15 @@ def _max_unpool(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: S
         raise ValueError(f"run_node: MaxUnpool takes 2 or 3 inputs (X, I, output_shape), got "
                          f"{len(inputs)}")
     return [unpool_api.max_unpool(*inputs, opset=opset, **attrs)]
+def _two_inputs(op: str, names: tuple[str, str], fn: Callable[..., Any]) -> NodeRunner:
+    """Runner of an operator with two inputs, both required, and attributes."""
+    def call(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Sequence[str]
+             ) -> list[Any]:
+        if len(inputs) != 2 or any(a is None for a in inputs):
+            raise ValueError(f"run_node: {op} takes 2 inputs ({', '.join(names)}), got "
+                             f"{sum(a is not None for a in inputs)}")
+        return [fn(*inputs, opset=opset, **attrs)]
+    return call
 
 
 # op_type -> runner(inputs, attributes, opset) -> output
@@ -186,4 +196,6 @@ RUNNERS: dict[str, NodeRunner] = {
     "Resize": _resize,
     "Upsample": _upsample,
     "MaxUnpool": _max_unpool,
+    "GridSample": _two_inputs("GridSample", ("X", "grid"), grid_api.grid_sample),
+    "AffineGrid": _two_inputs("AffineGrid", ("theta", "size"), grid_api.affine_grid),
 }

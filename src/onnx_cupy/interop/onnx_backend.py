@@ -1,6 +1,6 @@
 """An onnx.backend.base.Backend for models made only of the operators onnx-cupy runs (AveragePool,
-LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize, Upsample) and Identity and Constant
-nodes, so ONNX's backend test runner (and any onnx.backend user) can
+LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize, Upsample, GridSample, AffineGrid)
+and Identity and Constant nodes, so ONNX's backend test runner (and any onnx.backend user) can
 drive onnx-cupy.
 
 The execution path is fixed at prepare: device "CPU" runs on NumPy arrays (the `numpy` path, or
@@ -11,8 +11,8 @@ may be NumPy or CuPy arrays; outputs come back as NumPy arrays.
 `run` checks its inputs as onnxruntime does: every name known, each input's dtype and static
 dimensions as the graph declares them (symbolic and unknown dimensions are free). Constants that
 only feed the inputs read on the host (Resize's roi, scales and sizes, Upsample's scales,
-MaxUnpool's output_shape) stay NumPy arrays there, so a run on the GPU does not read them back
-from the device each time.
+MaxUnpool's output_shape, AffineGrid's size) stay NumPy arrays there, so a run on the GPU does not
+read them back from the device each time.
 """
 from __future__ import annotations
 
@@ -83,9 +83,9 @@ def _check_input(name: str, value: Any, declared: Declared) -> None:
 
 
 # the inputs each operator reads on the host, by position: Resize's roi, scales and sizes,
-# Upsample's scales, MaxUnpool's output_shape
+# Upsample's scales, MaxUnpool's output_shape, AffineGrid's size
 HOST_INPUTS = {"Resize": frozenset({1, 2, 3}), "Upsample": frozenset({1}),
-               "MaxUnpool": frozenset({2})}
+               "MaxUnpool": frozenset({2}), "AffineGrid": frozenset({1})}
 
 
 def _host_parameters(nodes: Sequence[onnx.NodeProto]) -> set[str]:
@@ -233,7 +233,8 @@ class OnnxCupyBackend(Backend):
         ----------
         model : onnx.ModelProto
             A graph of the supported operators (`SUPPORTED`: AveragePool, LpPool, MaxPool,
-            the global pools, MaxUnpool, Hardmax, Resize, Upsample, Identity, Constant) in
+            the global pools, MaxUnpool, Hardmax, Resize, Upsample, GridSample, AffineGrid,
+            Identity, Constant) in
             topological order; initializers become constants on the device.
         device : {"CPU", "CUDA", "CUDA:i"}, optional
             "CPU" runs on NumPy (or the emulated kernels when forced with

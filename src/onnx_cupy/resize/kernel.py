@@ -286,11 +286,7 @@ def run(pl: ResizePlan, X: Any, out: Any, backend: str) -> Any:
 
 
 def _launch(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
-    align = min(X.dtype.itemsize, 8)  # the storage type's alignment
-    if arrays.address(Y) % align:
-        raise ValueError(f"{pl.op}: out must be aligned to {align} bytes for the kernel path")
-    if arrays.address(X) % align:
-        X = X.copy()
+    (X,) = arrays.aligned(pl.op, Y, X)
     X, strides = arrays.element_strides(X)
     fast = fast_args(pl, X.dtype, strides)
     if fast is not None:

@@ -36,6 +36,7 @@ from .. import (
     __version__,
     average_pool,
     global_average_pool,
+    grid_sample,
     hardmax,
     lp_pool,
     max_pool,
@@ -46,7 +47,7 @@ from .. import (
 from ..core import execution
 from .progress import Progress
 
-OPSET = 22                 # model opset: the pools' version 22, Hardmax-13, Resize-19 in force
+OPSET = 22                 # model opset: the pools' version 22, Hardmax-13, Resize-19, GridSample-22
 UPSAMPLE_OPSET = 9         # Upsample's (deprecated from opset 10: onnxruntime rejects it there)
 DTYPES = ("float32", "float16")
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}   # agreement: max |a - b| <= tol * max(1, max |b|)
@@ -54,7 +55,7 @@ MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool,
     "GlobalAveragePool": global_average_pool, "Hardmax": hardmax, "Resize": resize,
-    "Upsample": upsample, "MaxUnpool": max_unpool}
+    "Upsample": upsample, "MaxUnpool": max_unpool, "GridSample": grid_sample}
 # (warm-up calls, timed calls) per clock and mode
 REPEATS = {("cpu", False): (3, 25), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
            ("gpu", True): (2, 10)}
@@ -75,13 +76,15 @@ class Case:
     inputs: dict[str, np.ndarray] = field(default_factory=dict)  # by ONNX input name
     reference_target: float | None = None  # minimum throughput ratio to onnx.reference (float32)
     opset: int = OPSET           # the model's opset and the call's
-    # inputs that depend on X's shape (MaxUnpool's indices), by ONNX input name: computed once
-    # per shape (`inputs_for`)
-    shaped: Callable[[tuple[int, ...]], dict[str, np.ndarray]] | None = None
+    # inputs that follow X's shape and dtype (MaxUnpool's indices, a GridSample grid), by ONNX
+    # input name: made once per shape and dtype (`inputs_for`)
+    shaped_inputs: Callable[[tuple[int, ...], str], dict[str, np.ndarray]] | None = None
 
-    def inputs_for(self, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
-        """Every input after X for an X of `shape`."""
-        return {**self.inputs, **(_shaped(self.shaped, tuple(shape)) if self.shaped else {})}
+    def inputs_for(self, shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
+        """Every input after X for an X of `shape` and `dtype`."""
+        if self.shaped_inputs is None:
+            return self.inputs
+        return {**self.inputs, **_shaped(self.shaped_inputs, tuple(shape), dtype)}
 
     def targets(self, dtype: str) -> dict[str, float]:
         """The required ratios per peer; targets are set for float32, the canonical dtype."""
@@ -96,12 +99,12 @@ def _scales(s: float) -> dict[str, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=16)
-def _shaped(make: Callable[[tuple[int, ...]], dict[str, np.ndarray]], shape: tuple[int, ...]
-            ) -> dict[str, np.ndarray]:
-    return make(shape)
+def _shaped(make: Callable[[tuple[int, ...], str], dict[str, np.ndarray]],
+            shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
+    return make(shape, dtype)
 
 
-def _pooled_indices(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+def _pooled_indices(shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
     """MaxUnpool's I for a pooled X of `shape` (N, C, H, W): the Indices a 2x2 stride-2 MaxPool
     of a (N, C, 2H, 2W) input writes, each window's maximum at a position drawn once."""
     n, c, h, w = shape
@@ -115,8 +118,30 @@ def _pooled_indices(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
 def _torch_unpool(torch: Any, x: Any) -> Any:
     """PyTorch's max_unpool2d with the indices of `_pooled_indices`, made per plane."""
     h, w = x.shape[2:]
-    indices = _shaped(_pooled_indices, tuple(x.shape))["I"] % (4 * h * w)
+    indices = _shaped(_pooled_indices, tuple(x.shape), "float32")["I"] % (4 * h * w)
     return torch.nn.functional.max_unpool2d(x, torch.from_numpy(indices).to(x.device), 2, 2)
+
+
+def _grid(shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
+    """GridSample's grid for X of `shape`: one position per pixel of X's image, uniform in
+    [-1.1, 1.1] (some outside), of X's dtype, as a flow field or an affine warp gives."""
+    rng = np.random.default_rng(1)
+    return {"grid": rng.uniform(-1.1, 1.1, (shape[0], *shape[2:], len(shape) - 2)).astype(dtype)}
+
+
+_torch_grids: dict[tuple[Any, ...], Any] = {}
+
+
+def _torch_grid_sample(mode: str) -> Callable[[Any, Any], Any]:
+    """PyTorch's grid_sample on X with the benchmark's grid, moved to X's device once."""
+    def call(torch: Any, x: Any) -> Any:
+        key = (tuple(x.shape), str(x.dtype), str(x.device))
+        if key not in _torch_grids:
+            grid = _grid(tuple(x.shape), str(x.dtype).removeprefix("torch."))["grid"]
+            _torch_grids[key] = torch.from_numpy(grid).to(x.device)
+        return torch.nn.functional.grid_sample(x, _torch_grids[key], mode=mode,
+                                               padding_mode="zeros", align_corners=False)
+    return call
 
 
 def _torch_hardmax(axis: int) -> Callable[[Any, Any], Any]:
@@ -174,7 +199,17 @@ CASES: tuple[Case, ...] = (
     Case("Upsample linear 2x", "Upsample", {"mode": "linear"}, **_UP, onnxruntime_target=0.5,
          inputs=_scales(2.0), opset=UPSAMPLE_OPSET),
     Case("MaxUnpool 2x2 s2", "MaxUnpool", _P2, **_UP, onnxruntime_target=0.5,
-         shaped=_pooled_indices, torch=_torch_unpool),
+         shaped_inputs=_pooled_indices, torch=_torch_unpool),
+    # PyTorch's bilinear/nearest with zeros and align_corners=False: ONNX's defaults
+    Case("GridSample linear 224", "GridSample", {"mode": "linear"}, (1, 3, 224, 224),
+         (1, 3, 16, 16), (1, 3, 16, 16), onnxruntime_target=0.5, reference_target=100.0,
+         shaped_inputs=_grid, torch=_torch_grid_sample("bilinear")),
+    Case("GridSample linear 224 batch 8", "GridSample", {"mode": "linear"}, (8, 3, 224, 224),
+         (1, 3, 16, 16), (2, 3, 16, 16), onnxruntime_target=0.5, reference_target=100.0,
+         shaped_inputs=_grid, torch=_torch_grid_sample("bilinear")),
+    Case("GridSample nearest 224", "GridSample", {"mode": "nearest"}, (1, 3, 224, 224),
+         (1, 3, 16, 16), (1, 3, 16, 16), onnxruntime_target=0.5, reference_target=100.0,
+         shaped_inputs=_grid, torch=_torch_grid_sample("nearest")),
 )
 OPS = tuple(dict.fromkeys(c.op for c in CASES))
 
@@ -202,8 +237,8 @@ class Peer:
 # ---------------------------------------------------------------- peers
 
 MODEL = ("one node at opset 22 (Upsample: 9), X and Y declared with their shapes as exporters "
-         "write them, Resize's and Upsample's scales and MaxUnpool's indices as initializers, "
-         "NCHW in and out")
+         "write them, the inputs after X (Resize's and Upsample's scales, MaxUnpool's indices, "
+         "GridSample's grid) as initializers, NCHW in and out")
 
 
 def _module(name: str) -> Any | None:
@@ -220,7 +255,7 @@ def _model(case: Case, dtype: str, shape: tuple[int, ...], out_shape: tuple[int,
     from onnx import defs, helper, numpy_helper
 
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    inputs = case.inputs_for(shape)
+    inputs = case.inputs_for(shape, dtype)
     formal = [i.name for i in defs.get_schema(case.op, case.opset).inputs]   # the first is X
     used = max((formal.index(n) for n in inputs), default=0) + 1
     names = ["X"] + [n if n in inputs else "" for n in formal[1:used]]
@@ -495,14 +530,16 @@ class _Run:
 
     def ours(self, case: Case) -> Callable[[Any], Any]:
         fn = FUNCTIONS[case.op]
-        on_device: dict[tuple[int, ...], dict[str, Any]] = {}   # shaped inputs, once per shape
+        moved: dict[tuple[Any, ...], dict[str, Any]] = {}   # shaped inputs on X's path, once
 
         def run(x: Any) -> Any:
-            inputs = on_device.get(x.shape)
-            if inputs is None:
-                inputs = on_device[x.shape] = {**case.inputs, **{
-                    k: self.device(v) for k, v in case.inputs_for(x.shape).items()
-                    if k not in case.inputs}}
+            inputs: dict[str, Any] = case.inputs
+            if case.shaped_inputs is not None:
+                key = (tuple(x.shape), str(x.dtype))
+                if key not in moved:
+                    moved[key] = {k: self.device(v) for k, v in
+                                  case.inputs_for(key[0], key[1]).items()}
+                inputs = moved[key]
             with execution.backend(self.backend):
                 return fn(x, **inputs, **case.attrs, opset=case.opset)
         return run
@@ -593,7 +630,8 @@ def measure(case: Case, dtype: str, run: _Run) -> dict[str, Any]:
             **_result(peer, t, xp, expected, case, dtype, run, rate), **details}
     row: dict[str, Any] = {
         "case": case.name, "op": case.op, "attrs": case.attrs,
-        "inputs": {k: v.tolist() for k, v in case.inputs.items()}, "dtype": dtype,
+        "inputs": {k: v.tolist() if v.size <= 16 else f"{v.dtype}{list(v.shape)}"
+                   for k, v in case.inputs_for(x.shape, dtype).items()}, "dtype": dtype,
         "shape": list(x.shape), "out_shape": list(y.shape), "ms": seconds * 1e3,
         **mine.spread(), "melem_s": rate / 1e6, "peers": results,
     }

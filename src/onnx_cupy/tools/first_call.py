@@ -130,6 +130,9 @@ CALLS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
      (1, 3, 32, 32)),
     ("MaxUnpool 2x2", ("oc.max_unpool(X, np.arange(X.size).reshape(X.shape) * 4, "
                       "kernel_shape=[2, 2], strides=[2, 2])"), (1, 3, 16, 16)),
+    ("GridSample linear", "oc.grid_sample(X, np.zeros((1, 16, 16, 2), np.float32))",
+     (1, 3, 32, 32)),
+    ("AffineGrid 2-D", "oc.affine_grid(X, [2, 1, 16, 16])", (2, 2, 3)),
 )
 
 # The fresh process: its import, then one emulated call; it prints the import's seconds and the

@@ -1,0 +1,2 @@
+"""GridSample and AffineGrid: public functions (api), host plan (plan), kernel launch (kernel) and
+NumPy path (numpy); kernels in kernels/grid.cu."""
