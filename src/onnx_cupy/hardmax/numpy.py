@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import arrays
+from ..core.calls import Call
 from .plan import OP
 
 if TYPE_CHECKING:
@@ -28,12 +29,15 @@ def order_key(x: np.ndarray, inf_bits: int) -> np.ndarray:
     return key
 
 
-def run(pl: HardmaxPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-    """hardmax(x) per plan `pl`, into `out` when given (C-contiguous) or a new array."""
-    y: np.ndarray = arrays.output(out, x, pl.shape, x.dtype, "numpy", OP)
-    if y.size:
-        _hardmax(pl, x, y)
-    return y
+def prepare(pl: HardmaxPlan) -> Call:
+    """The call of plan `pl`: call(x, out) -> hardmax(x), into `out` when given (C-contiguous)
+    or a new array."""
+    def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        y: np.ndarray = arrays.output(out, x, pl.shape, x.dtype, "numpy", OP)
+        if y.size:
+            _hardmax(pl, x, y)
+        return y
+    return call
 
 
 def _hardmax(pl: HardmaxPlan, x: np.ndarray, y: np.ndarray) -> None:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core import arrays, dtypes
+from ..core.calls import Call
 from . import plan
 
 if TYPE_CHECKING:
@@ -81,17 +82,22 @@ def _window_sum(src: np.ndarray, axis: int, taps: list[Tap], dst: np.ndarray) ->
         dst[at(o)] += src[at(i)]
 
 
-def run(pl: PoolPlan, x: np.ndarray, out: np.ndarray | None,
-        indices: np.ndarray | None = None) -> np.ndarray:
-    """pool(x) per plan `pl`, into `out` when given (C-contiguous) or a new array; `indices`, an
-    int64 array of the output's shape, receives MaxPool's winners' indices."""
-    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
-    if y.size:
-        if pl.op == "MaxPool":
-            _max_pool(pl, x, y, indices)
-        else:
-            _pool(pl, x, y)
-    return y
+def prepare(pl: PoolPlan, x: np.ndarray, indices: bool = False) -> Call:
+    """The call of plan `pl` on inputs laid out as `x`: call(x, out) -> y, or (y, indices) with
+    `indices` (int64, MaxPool's winners' indices); into `out` when given (C-contiguous)."""
+    int64 = np.dtype(np.int64)
+
+    def call(x: np.ndarray, out: np.ndarray | None) -> Any:
+        y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
+        where = arrays.output(None, x, pl.out_shape, int64, "numpy", pl.op) if indices \
+            else None
+        if y.size:
+            if pl.op == "MaxPool":
+                _max_pool(pl, x, y, where)
+            else:
+                _pool(pl, x, y)
+        return y if where is None else (y, where)
+    return call
 
 
 def max_identity(dtype: np.dtype) -> np.generic:
@@ -180,13 +186,19 @@ def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
                 ys[r:r + chunk] = src
 
 
-def run_global(pl: GlobalPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-    """Global pooling of x per plan `pl` (a reduction over the spatial axes, in the
-    accumulation type; an empty plane gives NaN, 0 or -inf as an empty window does), into `out`
-    when given or a new array."""
-    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
-    if not y.size:
+def prepare_global(pl: GlobalPlan, x: np.ndarray) -> Call:
+    """The call of a global pooling `pl` (a reduction over the spatial axes, in the
+    accumulation type; an empty plane gives NaN, 0 or -inf as an empty window does): call(x,
+    out) -> y, into `out` when given."""
+    def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
+        if y.size:
+            _global(pl, x, y)
         return y
+    return call
+
+
+def _global(pl: GlobalPlan, x: np.ndarray, y: np.ndarray) -> None:
     acc_t = dtypes.accumulate_dtype(x.dtype)
     planes = x.reshape(*pl.in_shape[:2], pl.length)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -203,4 +215,3 @@ def run_global(pl: GlobalPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndar
             else:
                 r = r / acc_t.type(pl.length)
         y.reshape(pl.in_shape[:2])[...] = r
-    return y

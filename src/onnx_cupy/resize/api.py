@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..core import execution
+from ..core import calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -99,9 +99,23 @@ def resize(X: ArrayT, roi: Any = None, scales: Any = None, sizes: Any = None, *,
 def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, Any], *,
         source: plan.CoordinateSource | None = None, out: Any = None) -> Any:
     """The Resize family's one entry point (the ONNX function, the node runner, the PyTorch
-    layer and Dask all come here): validate and plan on the host (`source`: where the axes
-    sample, default the coordinate transform of `attrs`), then run the plan on the path the
-    input picks, NumPy or the CUDA kernels (on the GPU or the CPU emulator)."""
+    layer and Dask all come here): validated and planned on the host on the first call of its
+    key (onnx_cupy.core.calls; `source`: where the axes sample, default the coordinate
+    transform of `attrs`), then run on the path the input picks, NumPy or the CUDA kernels (on
+    the GPU or the CPU emulator). roi, scales and sizes given as CuPy arrays are read back to
+    the host at every call (they decide the output's shape): give them as lists or NumPy
+    arrays where a call must not synchronize."""
     x, backend = execution.select(X, plan.OP)   # DLPack inputs become cupy.ndarray
+    key = calls.key(x, backend, opset, roi, scales, sizes, source, attrs)
+    call = _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, roi, scales, sizes, opset,
+                                                       source, attrs))
+    return call(x, out)
+
+
+_CALLS = calls.Cache("resize")
+
+
+def _prepare(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int,
+             source: plan.CoordinateSource | None, attrs: dict[str, Any]) -> calls.Call:
     pl, _, _ = plan.prepare(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, **attrs)
-    return numpy_path.run(pl, x, out) if backend == "numpy" else kernel.run(pl, x, out, backend)
+    return numpy_path.prepare(pl) if backend == "numpy" else kernel.prepare(pl, x, backend)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import arrays, dtypes
+from ..core.calls import Call
 from ..core.numerics import round_saturate
 from .plan import OP
 
@@ -102,15 +103,21 @@ def _chunks(pl: ResizePlan, itemsize: int) -> tuple[int, int]:
     return lead, max(1, CHUNK_BYTES // row(lead))
 
 
-def run(pl: ResizePlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-    """resize(x) per plan `pl`, into `out` when given (C-contiguous) or a new array; a plan that
-    maps every axis onto itself copies x."""
-    y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", OP)
-    if not y.size:
+def prepare(pl: ResizePlan) -> Call:
+    """The call of plan `pl`: call(x, out) -> resize(x), into `out` when given (C-contiguous) or
+    a new array; a plan that maps every axis onto itself copies x."""
+    def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", OP)
+        if y.size:
+            _resize(pl, x, y)
         return y
+    return call
+
+
+def _resize(pl: ResizePlan, x: np.ndarray, y: np.ndarray) -> None:
     if not pl.tables:
         y[...] = x
-        return y
+        return
     work = None if pl.mode == "nearest" else _work_dtype(x.dtype)
     lead, rows = _chunks(pl, x.dtype.itemsize if work is None else work.itemsize)
     m = pl.out_shape[lead]
@@ -118,4 +125,3 @@ def run(pl: ResizePlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         for outer in np.ndindex(*pl.out_shape[:lead]):
             for r0 in range(0, m, rows):
                 _chunk(pl, x, y, outer, slice(r0, min(r0 + rows, m)), work)
-    return y
