@@ -6,6 +6,7 @@ import doctest
 import importlib
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,28 @@ def test_readme_cpu_example_runs_as_pasted(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == ["(1, 3, 30, 30) (1, 3, 16, 16) 1.0 (1, 3, 16, 16)",
                                        "(1, 3, 32, 32) float16"]
+
+
+def test_usage_graph_capture_example_runs_on_the_standin(monkeypatch, tmp_path):
+    """docs/usage.md's CUDA graph example, as pasted, with the stand-in cupy (which refuses
+    what CUDA refuses during a capture) as `cupy`: the captured graph holds the three kernels,
+    and each replay launches them."""
+    from onnx_cupy.tools.standin import StandIn
+
+    usage = (DOCS / "usage.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"## Repeated calls and CUDA graphs\n.*?```python\n(.*?)```", usage,
+                          re.DOTALL)
+    fake = StandIn()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    example = tmp_path / "usage_graph_example.py"
+    example.write_text(block, encoding="utf-8")
+    with fake.installed():
+        namespace = runpy.run_path(str(example))
+    captured = namespace["graph"].captured
+    kernels = [k.expression for k in captured]
+    assert len(captured) == 3 and all(k.captured for k in captured)
+    run = [k.expression for k in fake.launches if k.expression in kernels and not k.captured]
+    assert run == kernels * 4   # the first calls, then three replays
 
 
 def _support_matrix() -> dict[str, dict[str, str]]:

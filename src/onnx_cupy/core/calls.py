@@ -28,6 +28,7 @@ The pattern, in a family's api.py (`_CALLS = calls.Cache("<family>")` at module 
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any, cast
@@ -165,6 +166,31 @@ def upload(backend: str, *host: np.ndarray) -> tuple[Any, ...]:
     done.record()
     done.synchronize()
     return device
+
+
+SCRATCH_ALIGN = 256   # bytes: each array `scratch` carves starts at a multiple of this
+
+
+def scratch(backend: str, *layouts: tuple[tuple[int, ...], np.dtype]) -> list[Any]:
+    """C-contiguous arrays of these (shape, dtype) for one call's launches, carved from the
+    `workspace` (each at a multiple of SCRATCH_ALIGN bytes): a call's copies of inputs that its
+    kernels cannot walk, and partial results between its launches, allocate nothing."""
+    spans, end = [], 0
+    for shape, dtype in layouts:
+        nbytes = math.prod(shape) * dtype.itemsize
+        spans.append((end, nbytes))
+        end += -(-nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
+    space = workspace(backend, end)
+    return [space[at:at + nbytes].view(dtype).reshape(shape)
+            for (at, nbytes), (shape, dtype) in zip(spans, layouts)]
+
+
+def contiguous(backend: str, x: Any) -> Any:
+    """`x` copied into a C-contiguous `scratch` array (the copy a kernel reads where it cannot
+    walk `x`'s strides)."""
+    (copy,) = scratch(backend, (tuple(x.shape), x.dtype))
+    copy[...] = x
+    return copy
 
 
 _workspaces: dict[tuple[int, int], list[Any]] = {}

@@ -62,9 +62,14 @@ def run(X: Any, opset: int, axis: Any, *, out: Any = None) -> Any:
     key (onnx_cupy.core.calls), then run on the path the input picks, NumPy or the CUDA kernels
     (on the GPU or the CPU emulator)."""
     x, backend = execution.select(X, plan.OP)   # DLPack inputs become cupy.ndarray
+    return prepared(x, backend, opset, axis)(x, out)
+
+
+def prepared(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:
+    """The call of Hardmax with `axis` on inputs laid out as `x` on `backend`: prepared on the
+    first occurrence of its key, then kept. call(X, out) -> Y."""
     key = calls.key(x, backend, opset, axis)
-    call = _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, opset, axis))
-    return call(x, out)
+    return _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, opset, axis))
 
 
 def _prepare(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:

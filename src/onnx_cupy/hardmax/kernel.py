@@ -165,7 +165,8 @@ def prepare(pl: HardmaxPlan, x: Any, backend: str) -> calls.Call:
     """The call of plan `pl` on inputs laid out as `x` on the kernel path `backend` ('cupy' or
     'emulated'): call(X, out) -> hardmax(X). Inputs whose strides do not form the [outer, n,
     inner] view are copied to C order first; the 16-byte loads of hardmax_rows run where X and
-    Y start on 16-byte boundaries; the scan lanes' candidates go to the stream's workspace."""
+    Y start on 16-byte boundaries. The copy and the scan lanes' candidates go to the
+    workspace (onnx_cupy.core.calls.scratch)."""
     strides = arrays.whole_element_strides(x)
     copy = strides is None or view_strides(pl, strides) is None
     strides = arrays.c_strides(pl.shape) if copy or strides is None else strides
@@ -178,19 +179,18 @@ def prepare(pl: HardmaxPlan, x: Any, backend: str) -> calls.Call:
         passes[aligned] = tuple(launcher.Launch(backend, p.kernel, p.shape, size, (g,))
                                 for p in steps)
     count = pl.outer * lanes(pl) * pl.inner if steps[0].part else 0   # scan candidates
-    key_dtype = KEY_DTYPES[x.dtype.itemsize]
-    at = -(-count * index_dtype.itemsize // PACK_BYTES) * PACK_BYTES   # the keys' first byte
-    end = at + count * key_dtype.itemsize
+    parts = ((count,), index_dtype), ((count,), KEY_DTYPES[x.dtype.itemsize])
+    layouts = (((pl.shape, x.dtype),) if copy else ()) + (parts if count else ())
 
     def call(X: Any, out: Any) -> Any:
         with arrays.on_device(X, backend):
             Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)
             if Y.size:
-                X = arrays.module_of(backend).ascontiguousarray(X) if copy else X
-                part: tuple[Any, ...] = ()
-                if count:
-                    space = calls.workspace(backend, end)
-                    part = (space[:at].view(index_dtype), space[at:end].view(key_dtype))
+                space = calls.scratch(backend, *layouts) if layouts else []
+                if copy:
+                    space[0][...] = X
+                    X = space[0]
+                part = space[-2:] if count else []
                 for step in passes[(arrays.address(X) | arrays.address(Y)) % PACK_BYTES == 0]:
                     step(X, Y, *part)
         return Y

@@ -38,10 +38,17 @@ def run(op: str, X: Any, opset: int, attrs: dict[str, Any], *, out: Any = None,
     kernels (on the GPU or the CPU emulator). Returns Y, or (Y, Indices) with
     `return_indices` (MaxPool)."""
     x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
+    return prepared(op, x, backend, opset, attrs, return_indices)(x, out)
+
+
+def prepared(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],
+             return_indices: bool = False) -> calls.Call:
+    """The call of `op` with `attrs` on inputs laid out as `x` (a NumPy or CuPy array) on
+    `backend`: prepared (validated, planned, its launches made) on the first occurrence of its
+    key, then kept. call(X, out) -> Y, or (Y, Indices) with `return_indices`."""
     key = calls.key(x, backend, op, opset, return_indices, attrs)
-    call = _CALLS.get(key) or _CALLS.put(key, _prepare(op, x, backend, opset, attrs,
+    return _CALLS.get(key) or _CALLS.put(key, _prepare(op, x, backend, opset, attrs,
                                                        return_indices))
-    return call(x, out)
 
 
 def _prepare(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],

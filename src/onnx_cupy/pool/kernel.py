@@ -253,7 +253,7 @@ def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.
     `backend` ('cupy' or 'emulated'): call(X, out) -> Y, or (Y, Indices) with `indices` (int64,
     MaxPool's winners' indices: the generic kernel). The fast kernel runs where the plan allows
     it, else the generic one; an input whose byte strides are not whole elements is read from a
-    C-contiguous copy."""
+    C-contiguous copy in the workspace."""
     strides = arrays.whole_element_strides(x)
     copy = strides is None
     strides = arrays.c_strides(pl.in_shape) if strides is None else strides
@@ -273,7 +273,7 @@ def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.
             where = arrays.output(None, X, pl.out_shape, int64, backend, pl.op) if indices \
                 else None
             if Y.size:
-                X = X.copy() if copy else X
+                X = calls.contiguous(backend, X) if copy else X
                 if fast is not None:
                     step(X, Y)          # (x, y, fast)
                 else:
@@ -308,6 +308,6 @@ def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
         with arrays.on_device(X, backend):
             Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
             if Y.size:
-                step(arrays.module_of(backend).ascontiguousarray(X) if copy else X, Y)
+                step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
     return call

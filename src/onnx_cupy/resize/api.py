@@ -106,13 +106,19 @@ def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, 
     the host at every call (they decide the output's shape): give them as lists or NumPy
     arrays where a call must not synchronize."""
     x, backend = execution.select(X, plan.OP)   # DLPack inputs become cupy.ndarray
-    key = calls.key(x, backend, opset, roi, scales, sizes, source, attrs)
-    call = _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, roi, scales, sizes, opset,
-                                                       source, attrs))
-    return call(x, out)
+    return prepared(x, backend, roi, scales, sizes, opset, attrs, source)(x, out)
 
 
 _CALLS = calls.Cache("resize")
+
+
+def prepared(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int,
+             attrs: dict[str, Any], source: plan.CoordinateSource | None = None) -> calls.Call:
+    """The call of Resize with these inputs and attributes on inputs laid out as `x` on
+    `backend`: prepared on the first occurrence of its key, then kept. call(X, out) -> Y."""
+    key = calls.key(x, backend, opset, roi, scales, sizes, source, attrs)
+    return _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, roi, scales, sizes, opset,
+                                                       source, attrs))
 
 
 def _prepare(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int,

@@ -233,8 +233,9 @@ def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
     `backend` ('cupy' or 'emulated'): call(X, out) -> resize(X). The fast kernels where they
     apply, else the generic ones, their tables uploaded here, once; a plan that maps every axis
     onto itself copies X. An input whose strides the kernels cannot walk (byte strides that are
-    not whole elements, more than MAX_DIMS dims after merging) is read from a C-contiguous copy,
-    and one not aligned to its element size from a copy, with a call of its own."""
+    not whole elements, more than MAX_DIMS dims after merging) is read from a C-contiguous copy
+    in the workspace, and one not aligned to its element size from a new copy, with a call of
+    its own."""
     if x.dtype.kind in "OUS":
         raise TypeError(f"{OP}: string tensors run on the NumPy backend only "
                         f"(got dtype {x.dtype} on backend {backend!r})")
@@ -261,7 +262,7 @@ def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
                 return Y
             if out is not None and arrays.address(Y) % align:
                 raise ValueError(f"{OP}: out must be aligned to {align} bytes for the kernel path")
-            step(arrays.module_of(backend).ascontiguousarray(X) if copy else X, Y)
+            step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
     return call
 

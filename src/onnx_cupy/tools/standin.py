@@ -111,6 +111,10 @@ class StandIn:
         self.cuda: Any = None
         self._null: Any = None
         self.__version__ = "stand-in"
+        for name in ("bool_", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                     "uint64", "float16", "float32", "float64", "complex64", "complex128"):
+            setattr(self, name, getattr(np, name))   # cupy.float32 is numpy.float32
+        self.random = types.SimpleNamespace(standard_normal=self._standard_normal)
         _build(self)
 
     # ---------------------------------------------------------------- state per thread
@@ -227,27 +231,39 @@ class StandIn:
     # ---------------------------------------------------------------- CuPy's elementwise kernels
 
     def elementwise(self, name: str, fn: Callable[..., Any], *args: Any, out: Any = None) -> Any:
-        """One of CuPy's elementwise kernels: `fn` on the host values of `args` (device arrays
-        or scalars), into `out` or a new device array; recorded as a launch and an operation."""
-        values = [a.host if isinstance(a, self.ndarray) else a for a in args]
-        devices = {a._device for a in args if isinstance(a, self.ndarray)}
-        if devices - {self.device}:
-            raise ValueError(f"stand-in cupy: {name} on arrays of devices {sorted(devices)} "
-                             f"while device {self.device} is current")
-        if any(isinstance(v, np.ndarray) and not isinstance(a, self.ndarray)
-               for a, v in zip(args, values)):
+        """One of CuPy's elementwise kernels, `fn` (a NumPy function) over `args` (device arrays
+        or scalars) into `out` or a new device array of the broadcast shape and the dtype `fn`
+        gives; recorded as a launch and an operation. Like a kernel of the stand-in, it
+        computes nothing."""
+        if any(isinstance(a, np.ndarray) for a in args):
             raise TypeError(f"stand-in cupy: {name} takes device arrays, not numpy.ndarray")
-        with np.errstate(all="ignore"):
-            result = np.asarray(fn(*values))
+        arrays = [a for a in args if isinstance(a, self.ndarray)]
+        devices = {a._device for a in arrays}
+        if devices - {self._local.device}:
+            raise ValueError(f"stand-in cupy: {name} on arrays of devices {sorted(devices)} "
+                             f"while device {self._local.device} is current")
+        with np.errstate(all="ignore"):   # the result's dtype, from empty operands
+            dtype = np.asarray(fn(*[np.empty(0, a.dtype) if isinstance(a, self.ndarray) else a
+                                    for a in args])).dtype
+        shape = np.broadcast_shapes(*[a.shape for a in arrays])
         if out is None:
-            out = self.empty(result.shape, result.dtype)
-        out.host[...] = result
-        self.note("elementwise", result.nbytes, name)
+            out = self.empty(shape, dtype)
+        self.note("elementwise", out.nbytes, name)
         self._launched(f"elementwise {name}", (), (), ())
         return out
 
-    def power(self, a: Any, b: Any) -> Any:
-        return self.elementwise("power", np.power, a, b)
+    def _standard_normal(self, size: Any = None, dtype: Any = float) -> Any:
+        """cupy.random.standard_normal: a new array from a generator kernel (values: none)."""
+        y = self.empty(() if size is None else size, dtype)
+        self.note("elementwise", y.nbytes, "random")
+        self._launched("random standard_normal", (), (), ())
+        return y
+
+    def power(self, a: Any, b: Any, out: Any = None) -> Any:
+        return self.elementwise("power", np.power, a, b, out=out)
+
+    def fmod(self, a: Any, b: Any, out: Any = None) -> Any:
+        return self.elementwise("fmod", np.fmod, a, b, out=out)
 
     def where(self, c: Any, a: Any, b: Any) -> Any:
         return self.elementwise("where", np.where, c, a, b)
