@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import numpy as np
+
 from ..core import calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
@@ -74,4 +76,5 @@ def prepared(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:
 
 def _prepare(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:
     pl = plan.prepare(tuple(x.shape), x.dtype, axis, opset)
-    return numpy_path.prepare(pl) if backend == "numpy" else kernel.prepare(pl, x, backend)
+    return numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
+        kernel.prepare(pl, x, backend)

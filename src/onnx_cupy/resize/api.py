@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import numpy as np
+
 from ..core import calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
@@ -124,4 +126,5 @@ def prepared(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int
 def _prepare(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int,
              source: plan.CoordinateSource | None, attrs: dict[str, Any]) -> calls.Call:
     pl, _, _ = plan.prepare(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, **attrs)
-    return numpy_path.prepare(pl) if backend == "numpy" else kernel.prepare(pl, x, backend)
+    return numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
+        kernel.prepare(pl, x, backend)
