@@ -124,8 +124,10 @@ def frozen(value: Any) -> Hashable:
         return (kind, *map(frozen, value))
     if kind is float:
         return (kind, value.hex())
-    if kind is bool or isinstance(value, np.generic):
-        return (kind, np.asarray(value).tobytes())
+    if kind is bool:
+        return (kind, value)          # (bool, True) comes from a bool only
+    if isinstance(value, np.generic):
+        return (kind, value.tobytes())
     if getattr(getattr(kind, "__dataclass_params__", None), "frozen", False):
         return cast(Hashable, value)   # a frozen dataclass: equal to its own class only
     if kind is np.ndarray and not value.dtype.hasobject:

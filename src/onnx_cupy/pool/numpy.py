@@ -294,6 +294,7 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
     axes = _axes(pl)
     floating = dtype.kind not in "iu"
     steps = pl.index_strides   # the Indices' step per spatial axis (storage_order)
+    covered = all(ax.covered for ax in axes)
 
     def maxima(src: np.ndarray) -> list[np.ndarray]:
         """Window maxima axis by axis, innermost first: one array per axis, the last Y's."""
@@ -329,8 +330,8 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
                     continue
                 at = _winners(src, found, axes, in_sp)    # row-major within the plane, or -1
                 flat = src.reshape(src.shape[0], -1)
-                got = np.take_along_axis(flat, np.maximum(at, 0).reshape(src.shape[0], -1), 1)
-                if not all(ax.covered for ax in axes):
+                got = _gather(flat, 1, np.maximum(at, 0).reshape(src.shape[0], -1))
+                if not covered:
                     got[at.reshape(got.shape) < 0] = max_identity(dtype)
                 ys[r:r + chunk] = got.reshape(m.shape)
                 if ids is not None:
@@ -340,35 +341,58 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
 
 def _winners(src: np.ndarray, found: list[np.ndarray], axes: list[Axis],
              in_sp: tuple[int, ...]) -> np.ndarray:
-    """Each window's winner (its row-major position in the plane, -1 where no tap lands):
-    axis by axis innermost first, the first tap (ascending) equal to the window's maximum along
-    that axis, or the last whose maximum is a NaN; positions carried outward."""
-    at: np.ndarray | None = None
+    """Each window's winner (its row-major position in the plane, -1 where no tap lands), axis
+    by axis innermost first: along each axis the first tap (ascending) whose inner maximum
+    equals the window's maximum there, or the last whose inner maximum is a NaN; the inner axes'
+    winning taps carried outward with it. Branch-free arithmetic on small integers
+    (tap += (j - tap) * hit), where a masked copy would stall on every other element."""
     level = src
+    carried: list[np.ndarray] = []   # the winning taps of the axes done, innermost first
     for step, i in enumerate(reversed(range(len(axes)))):
         m, ax = found[step], axes[i]
-        tap = np.full(m.shape, -1, np.int64)
         axis = i + 1
-        last = i == len(axes) - 1
-
         by_tap = sorted(ax.taps, key=lambda t: t[0])
-        for j, o, i_sl in reversed(by_tap):        # the first equal tap is assigned last
-            np.copyto(tap[_at(axis, o)], j, where=level[_at(axis, i_sl)] == m[_at(axis, o)])
-        if m.dtype.kind not in "iu" and np.isnan(m).any():
-            for j, o, i_sl in by_tap:               # the last NaN is assigned last
-                np.copyto(tap[_at(axis, o)], j, where=np.isnan(level[_at(axis, i_sl)]))
-        # the winner's coordinate along this axis, and its position carried from inner axes
-        outs = np.arange(ax.out).reshape((-1,) + (1,) * (m.ndim - axis - 1))
-        coord = outs * ax.s - ax.b + tap * ax.d
-        stride = math.prod(in_sp[i + 1:])   # the axis' step in a row-major plane
-        if last:
-            at = np.where(tap < 0, -1, coord)
-        else:
-            inner = np.take_along_axis(at, np.clip(coord, 0, ax.n - 1), axis)
-            at = np.where((tap < 0) | (inner < 0), -1, inner + coord * stride)
+        tap = np.full(m.shape, _NO_TAP, np.int16)
+        nan = m.dtype.kind not in "iu" and bool(np.isnan(m).any())
+        # the first equal tap is blended last; then, where the maximum is a NaN, the last NaN
+        for (j, o, i_sl), last_nan in [*((t, False) for t in reversed(by_tap)),
+                                       *((t, True) for t in by_tap if nan)]:
+            v = level[_at(axis, i_sl)]
+            hit = np.isnan(v) if last_nan else v == m[_at(axis, o)]
+            into = tap[_at(axis, o)]
+            into += (j - into) * hit
+        moved = []
+        for inner in carried:   # the inner axes' taps at the winning tap of this axis
+            out = np.zeros(m.shape, np.int16)
+            for j, o, i_sl in by_tap:
+                into = out[_at(axis, o)]
+                into += inner[_at(axis, i_sl)] * (tap[_at(axis, o)] == j)
+            moved.append(out)
+        carried = [*moved, tap]
         level = m
-    assert at is not None
-    return at
+    # positions: the sum over axes of the winning tap's coordinate times the axis' step
+    shape = found[-1].shape
+    position = np.zeros(shape, np.int64)
+    valid = np.ones(shape, bool)
+    for a, (ax, tap) in enumerate(zip(reversed(axes), carried)):
+        i = len(axes) - 1 - a
+        outs = np.arange(ax.out).reshape((-1,) + (1,) * (len(shape) - i - 2))
+        valid &= tap != _NO_TAP
+        position += (outs * ax.s - ax.b + tap.astype(np.int64) * ax.d) * math.prod(in_sp[i + 1:])
+    return (position + 1) * valid - 1
+
+
+_NO_TAP = -1   # a window's tap number along an axis where none lands
+
+
+def _gather(a: np.ndarray, axis: int, index: np.ndarray) -> np.ndarray:
+    """a's elements at `index` along `axis` (np.take_along_axis through one flat take; `index`
+    has a's shape but along `axis`)."""
+    shape = index.shape
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+    base = (np.arange(outer) * (a.shape[axis] * inner))[:, None, None] + np.arange(inner)
+    flat = index.reshape(outer, shape[axis], inner) * inner + base
+    return np.ascontiguousarray(a).reshape(-1).take(flat).reshape(shape)
 
 
 def _indices(at: np.ndarray, first_row: int, plane: int, in_sp: tuple[int, ...],
@@ -385,7 +409,7 @@ def _indices(at: np.ndarray, first_row: int, plane: int, in_sp: tuple[int, ...],
     else:
         position = flat
     offsets = (np.arange(first_row, first_row + rows, dtype=np.int64) * plane)[:, None]
-    return np.where(flat < 0, -1, position + offsets)
+    return (position + offsets + 1) * (flat >= 0) - 1
 
 
 # ---------------------------------------------------------------- global pools

@@ -56,28 +56,28 @@ def _along(a: np.ndarray, axis: int, t: _Taps, work: np.dtype | None) -> np.ndar
     """Resize `a` along `axis`: sum over taps k of weight[:, k] * a.take(index[:, k]) in the
     dtype `work` (None: nearest, a plain gather)."""
     if work is None or t.weight is None:
-        return np.take(a, t.columns[0], axis=axis)
+        return a.take(t.columns[0], axis=axis)
     m, taps = t.index.shape
     if a.dtype != work and a.size <= m * taps * (a.size // a.shape[axis]):
         a = a.astype(work)  # convert the smaller of the input and what the taps gather
     if axis < a.ndim - 1:  # whole rows of the inner axes: the taps of an output row as a matmul
         before, after = math.prod(a.shape[:axis]), math.prod(a.shape[axis + 1:])
-        g = np.take(a, t.flat, axis=axis).reshape(before, m, taps, after)
+        g = a.take(t.flat, axis=axis).reshape(before, m, taps, after)
         if g.dtype != work:
             g = g.astype(work)
         out: np.ndarray = np.matmul(t.weight[:, None, :], g)
         return out.reshape(a.shape[:axis] + (m,) + a.shape[axis + 1:])
-
-    def tap(k: int) -> np.ndarray:
-        term = np.take(a, t.columns[k], axis=axis)
+    acc: np.ndarray | None = None
+    for column, scale in zip(t.columns, t.scales):   # acc = sum of the taps' terms, in order
+        term = a.take(column, axis=axis)
         if term.dtype != work:
             term = term.astype(work)
-        term *= t.scales[k]
-        return term
-
-    acc = tap(0)
-    for k in range(1, taps):
-        acc += tap(k)
+        term *= scale
+        if acc is None:
+            acc = term
+        else:
+            acc += term
+    assert acc is not None
     return acc
 
 
