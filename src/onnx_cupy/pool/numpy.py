@@ -215,6 +215,17 @@ def prepare(pl: PoolPlan, x: np.ndarray, indices: bool = False) -> Call:
     return call
 
 
+SPLIT_BYTES = 1 << 16   # rows of at least this many bytes go in two chunks or more
+
+
+def _chunk_rows(rows: int, row_bytes: int) -> int:
+    """Rows (N*C planes) per chunk: at most CHUNK_BYTES of them and, where they hold
+    SPLIT_BYTES or more, at most half of them, so that a chunk's temporaries (several times a
+    chunk) stay below the input's size (a small input runs whole: fewer NumPy calls)."""
+    half = rows // 2 if rows * row_bytes >= SPLIT_BYTES else rows
+    return max(1, min(CHUNK_BYTES // max(1, row_bytes), half))
+
+
 def _axes(pl: PoolPlan) -> list[Axis]:
     return [_axis(*a) for a in zip(pl.in_shape[2:], pl.out_shape[2:], pl.kernel, pl.strides,
                                    pl.dilations, pl.pads_begin)]
@@ -228,7 +239,7 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
     acc_t = dtypes.accumulate_dtype(dtype)
     in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
     rows = pl.in_shape[0] * pl.in_shape[1]
-    chunk = max(1, CHUNK_BYTES // (max(1, math.prod(in_sp)) * acc_t.itemsize))
+    chunk = _chunk_rows(rows, math.prod(in_sp) * acc_t.itemsize)
     axes = _axes(pl)
     div = None if pl.lp else plan.divisor(pl, acc_t)
     convert = dtype != acc_t
@@ -290,7 +301,7 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
     """MaxPool of plan `pl` on inputs of `dtype`: run(x, y, indices or None)."""
     in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
     rows, plane = pl.in_shape[0] * pl.in_shape[1], math.prod(in_sp)
-    chunk = max(1, CHUNK_BYTES // (max(1, plane) * dtype.itemsize))
+    chunk = _chunk_rows(rows, plane * dtype.itemsize)
     axes = _axes(pl)
     floating = dtype.kind not in "iu"
     steps = pl.index_strides   # the Indices' step per spatial axis (storage_order)
@@ -427,14 +438,13 @@ def prepare_global(pl: GlobalPlan, x: np.ndarray) -> Call:
 
 
 def _global(pl: GlobalPlan, x: np.ndarray, y: np.ndarray) -> None:
-    """The reduction, over chunks of planes (at most CHUNK_BYTES in the accumulation type, and
-    at most half the planes, so that a widened chunk takes no more memory than X): each plane
-    is summed whole, so the chunks do not change a bit."""
+    """The reduction, over chunks of planes (_chunk_rows: a widened chunk takes no more memory
+    than X): each plane is summed whole, so the chunks do not change a bit."""
     acc_t = dtypes.accumulate_dtype(x.dtype)
     rows = pl.in_shape[0] * pl.in_shape[1]
     planes = x.reshape(rows, pl.length)
     r = y.reshape(rows)
-    chunk = max(1, min(CHUNK_BYTES // max(1, pl.length * acc_t.itemsize), rows // 2))
+    chunk = _chunk_rows(rows, pl.length * acc_t.itemsize)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if pl.op == "GlobalMaxPool":
             r[...] = planes.max(axis=1) if pl.length else max_identity(x.dtype)

@@ -48,6 +48,9 @@ OPSET = 22                 # model opset: the pools' version 22, Hardmax-13, Res
 DTYPES = ("float32", "float16")
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}   # agreement: max |a - b| <= tol * max(1, max |b|)
 MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X and Y
+# ... judged where X and Y hold at least this many bytes: tracemalloc counts a call's Python
+# objects too (keys, views: a few KiB), which smaller data cannot hold twice over
+MEMORY_JUDGED_BYTES = 1 << 16
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool,
     "GlobalAveragePool": global_average_pool, "Hardmax": hardmax, "Resize": resize}
@@ -585,7 +588,7 @@ def measure(case: Case, dtype: str, run: _Run, size: str = "canonical") -> dict[
     row["correct"] = None if "max_abs_diff" not in ort else "na" not in ort
     if run.backend == "numpy":
         row["peak_memory_ratio"] = _peak_ratio(ours, x)
-        if run.judged:
+        if run.judged and x.nbytes + y.nbytes >= MEMORY_JUDGED_BYTES:
             row["peak_memory_met"] = row["peak_memory_ratio"] <= MEMORY_TARGET
     if run.gpu:
         moved = x.nbytes + y.nbytes
@@ -700,7 +703,7 @@ def merge(measured: Sequence[dict[str, Any]], run: _Run) -> dict[str, Any]:
     row["correct"] = None if "max_abs_diff" not in ort else "na" not in ort
     if "peak_memory_ratio" in first:
         row["peak_memory_ratio"] = max(r["peak_memory_ratio"] for r in measured)
-        if run.judged:
+        if "peak_memory_met" in first:
             row["peak_memory_met"] = row["peak_memory_ratio"] <= MEMORY_TARGET
     return row
 
@@ -839,8 +842,11 @@ def summary(report: dict[str, Any]) -> str:
                "224x224) and tiny, the last two in float32 only. Targets (float32) are checked "
                "for the NumPy backend (not under --quick): onnxruntime's at every size, "
                "PyTorch's (CPU, 1 thread) at batch 1 and canonical where PyTorch is installed, "
-               "onnx.reference's at canonical, a tiny call's time, and the peak memory of every "
-               "row.")]
+               "onnx.reference's at canonical, a tiny call's time, and the peak memory "
+               f"(tracemalloc, the output included) of every row whose X and Y hold at least "
+               f"{MEMORY_JUDGED_BYTES // 1024} KiB: tracemalloc also counts a call's Python "
+               "objects (its key, views: a few KiB), which the tiny rows' data cannot hold twice "
+               "over.")]
     if "host" in report:
         hs = report["host"]
         lines += ["", ("Host time per call of the CuPy path, on the stand-in for CuPy "
