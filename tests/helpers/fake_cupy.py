@@ -12,12 +12,12 @@ __all__ = ["CaptureError", "StandIn", "install"]
 
 def install(monkeypatch: pytest.MonkeyPatch, compile_seconds: float = 0.0) -> StandIn:
     """A fresh stand-in as the library's cupy, with no prepared call, workspace or compiled
-    function of before (`monkeypatch` restores all at the end of the test)."""
+    function of before (`monkeypatch` restores the cupy module, workspaces and functions at the
+    end of the test; the prepared calls are cleared at the next test's start)."""
     fake = StandIn(compile_seconds)
     monkeypatch.setattr(execution, "_substitutes", [fake])
     monkeypatch.setattr(calls, "_workspaces", {})
-    for cache in calls._caches:
-        monkeypatch.setattr(cache, "_entries", {})
     monkeypatch.setattr(loader, "_functions", {})
     monkeypatch.setattr(loader, "_compiling", {})
+    calls.clear()   # and conftest's fresh_calls clears them before the next test
     return fake

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, cast
 
 import numpy as np
@@ -48,34 +48,24 @@ class Unkeyed(Exception):
     """A value that cannot key a cache (raised by `frozen`, caught by `key`)."""
 
 
-class Cache:
-    """The prepared calls of one family: at most `size` of them, the oldest evicted first."""
+class Cache(dict[Hashable, Call]):
+    """The prepared calls of one family, by key: at most `size` of them, the oldest evicted
+    first. `get` is the dict's own (a None key, an unkeyed call, finds nothing)."""
 
     def __init__(self, name: str, size: int = MAX_CALLS) -> None:
+        super().__init__()
         self.name, self.size = name, size
-        self._entries: dict[Hashable, Call] = {}
         self._lock = threading.Lock()
         _caches.append(self)
-
-    def get(self, key: Hashable | None) -> Call | None:
-        """The call prepared for `key` (None: not yet, or an unkeyed call)."""
-        return None if key is None else self._entries.get(key)
 
     def put(self, key: Hashable | None, call: Call) -> Call:
         """Keep `call` for `key` (unless the call is unkeyed); returns `call`."""
         if key is not None:
             with self._lock:
-                while len(self._entries) >= self.size:
-                    self._entries.pop(next(iter(self._entries)))
-                self._entries[key] = call
+                while len(self) >= self.size:
+                    self.pop(next(iter(self)))
+                self[key] = call
         return call
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
 
 
 def clear() -> None:
@@ -89,15 +79,16 @@ def isolated() -> Iterator[None]:
     """Inside the block, no prepared call, workspace or compiled function from outside it (and
     none of the block's after it): for a substitute cupy module (the stand-in), whose arrays and
     functions must not reach the real one, nor the real one's the substitute."""
-    kept = ([c._entries for c in _caches], dict(_workspaces), loader.swap_functions({}))
+    kept = ([dict(c) for c in _caches], dict(_workspaces), loader.swap_functions({}))
     for cache in _caches:
-        cache._entries = {}
+        cache.clear()
     _workspaces.clear()
     try:
         yield
     finally:
         for cache, entries in zip(_caches, kept[0]):
-            cache._entries = entries
+            cache.clear()
+            cache.update(entries)
         _workspaces.clear()
         _workspaces.update(kept[1])
         loader.swap_functions(kept[2])
@@ -117,7 +108,7 @@ def frozen(value: Any) -> Hashable:
     if kind in _EXACT:
         return cast(Hashable, value)
     if kind is dict:   # attributes: names, then values
-        return (tuple(value), *[v if type(v) in _EXACT else frozen(v) for v in value.values()])
+        return _frozen_dict(value)
     if kind is list or kind is tuple:
         if set(map(type, value)) <= _EXACT:
             return (kind, *value)
@@ -135,15 +126,46 @@ def frozen(value: Any) -> Hashable:
     raise Unkeyed(kind)
 
 
+def _frozen_dict(value: dict[str, Any]) -> Hashable:
+    """A dict's names, then its values frozen."""
+    out: list[Hashable] = [tuple(value)]
+    _freeze_values(value.values(), out)
+    return tuple(out)
+
+
+def _freeze_values(values: Iterable[Any], out: list[Hashable]) -> None:
+    """Append `values` frozen to `out`; lists of ints and strings, and floats, inline (the
+    common attributes, frozen without a call)."""
+    for v in values:
+        kind = type(v)
+        if kind in _EXACT:
+            out.append(v)
+        elif kind is list and set(map(type, v)) <= _EXACT:
+            out.append((list, *v))
+        elif kind is float:
+            out.append((float, v.hex()))
+        else:
+            out.append(frozen(v))
+
+
 def key(x: Any, backend: str, *parts: Any) -> tuple[Hashable, ...] | None:
     """The key of a call on the array `x` (its shape, strides, dtype and, on the GPU, device)
     on `backend` with `parts` (the operator, opset, attributes: each `frozen`), or None where a
     part cannot key a cache."""
+    body: list[Hashable] = [backend, x.device.id if backend == "cupy" else None, x.shape,
+                            x.strides, x.dtype]
     try:
-        return (backend, x.device.id if backend == "cupy" else None, x.shape, x.strides,
-                x.dtype, *[p if type(p) in _EXACT else frozen(p) for p in parts])
+        for part in parts:
+            if type(part) in _EXACT:
+                body.append(part)
+            elif type(part) is dict:   # attributes: names, then values
+                body.append(tuple(part))
+                _freeze_values(part.values(), body)
+            else:
+                body.append(frozen(part))
     except Unkeyed:
         return None
+    return tuple(body)
 
 
 def allocating(shape: tuple[int, ...], backend: str, op: str) -> Call:

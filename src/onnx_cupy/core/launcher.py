@@ -105,7 +105,7 @@ class Launch:
 
     backend: str
     kernel: Instantiation
-    shape: Shape | None
+    shape: Shape | None   # None: a grid-stride grid over work_items (launch)
     work_items: int
     constants: tuple[Any, ...] = ()
     arguments: tuple[Any, ...] = dataclasses.field(init=False, repr=False)

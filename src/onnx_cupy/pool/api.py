@@ -46,7 +46,8 @@ def prepared(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],
     """The call of `op` with `attrs` on inputs laid out as `x` (a NumPy or CuPy array) on
     `backend`: prepared (validated, planned, its launches made) on the first occurrence of its
     key, then kept. call(X, out) -> Y, or (Y, Indices) with `return_indices`."""
-    key = calls.key(x, backend, op, opset, return_indices, attrs)
+    key = calls.key(x, backend, op, opset, attrs) if return_indices is False else \
+        calls.key(x, backend, op, opset, return_indices, attrs)
     return _CALLS.get(key) or _CALLS.put(key, _prepare(op, x, backend, opset, attrs,
                                                        return_indices))
 

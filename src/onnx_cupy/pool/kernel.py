@@ -266,13 +266,14 @@ def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.
         k, g = kernel_args(pl, x.dtype, strides, indices)
         step = launcher.Launch(backend, k, None, size, (g,))
     int64 = np.dtype(np.int64)
+    empty = arrays.module_of(backend).empty
 
     def call(X: Any, out: Any) -> Any:
         with arrays.on_device(X, backend):
-            Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-            where = arrays.output(None, X, pl.out_shape, int64, backend, pl.op) if indices \
-                else None
-            if Y.size:
+            Y = empty(pl.out_shape, X.dtype) if out is None else \
+                arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+            where = empty(pl.out_shape, int64) if indices else None
+            if size:
                 X = calls.contiguous(backend, X) if copy else X
                 if fast is not None:
                     step(X, Y)          # (x, y, fast)

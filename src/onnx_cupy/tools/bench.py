@@ -851,8 +851,9 @@ def summary(report: dict[str, Any]) -> str:
         hs = report["host"]
         lines += ["", ("Host time per call of the CuPy path, on the stand-in for CuPy "
                        "(onnx_cupy.tools.standin: the library's work per call in full; CuPy's "
-                       "allocation and argument packing as a Python model of them; no driver "
-                       f"launch): median and range over {hs['samples']} samples of "
+                       "allocation and argument packing as a Python model of them, without the "
+                       "stand-in's records; no driver launch): median and range over "
+                       f"{hs['samples']} samples of "
                        f"{hs['calls_per_sample']} repeated calls each, the rows in turns."), "",
                   host.table(hs)]
     return "\n".join(lines) + "\n"

@@ -1,8 +1,8 @@
 """`onnx-cupy bench`'s host section: microseconds of host time per repeated call on the CuPy
 path, measured on the stand-in for CuPy (onnx_cupy.tools.standin), so without a GPU: each call
 builds its key, finds its prepared call, allocates its outputs from the stand-in's pool and packs
-its launches' arguments as CuPy does (the stand-in runs no kernel and leaves out the driver's own
-launch time; see its docstring). The operators' rows are held to targets (the median over them,
+its launches' arguments as CuPy does (the stand-in runs no kernel, keeps no records here and
+leaves out the driver's own launch time; see its docstring). The operators' rows are held to targets (the median over them,
 and the slowest); the PyTorch-style functions, run_node and the ONNX backend's run, and the
 stand-in's own allocation and launch, are reported beside them.
 """
@@ -93,7 +93,7 @@ def measure(samples: int = 15, calls: int = CALLS_PER_SAMPLE) -> dict[str, Any]:
     from ..nn import functional as F
     from .standin import StandIn
 
-    fake = StandIn()
+    fake = StandIn(recording=False)
     with fake.installed():
         rng = np.random.default_rng(0)
         runs: dict[str, Callable[[], Any]] = {}

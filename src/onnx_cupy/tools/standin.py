@@ -22,9 +22,9 @@ library's own host work fully and the launch and allocation roughly.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import itertools
+import math
 import threading
 import time
 import types
@@ -93,14 +93,17 @@ class _Thread(threading.local):
 
 class StandIn:
     """The stand-in `cupy` module. `modules`, `launches` and `operations` record the CuPy path's
-    work; `compile_seconds` is how long a module's first `get_function` takes (NVRTC's
-    stand-in); `installed()` makes it the library's cupy."""
+    work (with `recording` False, only what a capture takes: the host-time benchmark, whose
+    figures should not include the stand-in's own bookkeeping); `compile_seconds` is how long a
+    module's first `get_function` takes (NVRTC's stand-in); `installed()` makes it the
+    library's cupy."""
 
-    def __init__(self, compile_seconds: float = 0.0) -> None:
+    def __init__(self, compile_seconds: float = 0.0, recording: bool = True) -> None:
         self.modules: list[Module] = []
         self.launches: list[Launch] = []
         self.operations: list[Operation] = []
         self.compile_seconds = compile_seconds
+        self.recording = recording   # False: keep no records outside a capture (host timing)
         self._local = _Thread()
         self._record = threading.Lock()
         # (device, stream, bytes) -> (memory, address) of the free blocks of that size
@@ -152,6 +155,8 @@ class StandIn:
         capture = local.capture
         if capture is not None and refused:
             raise CaptureError(f"stand-in cupy: {kind} {what} during stream capture: {refused}")
+        if not self.recording:
+            return
         stream = local.streams[-1] if local.streams else self._null
         self.operations.append(Operation(kind, local.device, stream.ptr, nbytes,
                                          capture is not None, what))   # append: atomic
@@ -171,7 +176,8 @@ class StandIn:
         (which a capture refuses: cudaMalloc). Its memory is host memory, kept with the block
         in the free list as CuPy's pool keeps device memory."""
         size = -(-max(nbytes, 1) // ROUND) * ROUND
-        at = (self.device, self.current_stream().ptr, size)
+        local = self._local
+        at = (local.device, (local.streams[-1] if local.streams else self._null).ptr, size)
         try:
             memory, address = self._free[at].pop()   # atomic: no two threads get one block
         except (KeyError, IndexError):
@@ -195,12 +201,10 @@ class StandIn:
 
     def empty(self, shape: Any, dtype: Any = float) -> Any:
         dtype = np.dtype(dtype)
-        count = 1
-        for n in (shape,) if isinstance(shape, int) else shape:
-            count *= n
-        block = self.allocate(count * dtype.itemsize)
-        host = np.ndarray(shape, dtype, block.memory)
-        return self.wrap(host, block)
+        block = self.allocate(math.prod((shape,) if type(shape) is int else shape)
+                              * dtype.itemsize)
+        return self.ndarray(np.ndarray(shape, dtype, block.memory), self._local.device, block,
+                            block.address)
 
     def zeros(self, shape: Any, dtype: Any = float) -> Any:
         y = self.empty(shape, dtype)
@@ -271,6 +275,8 @@ class StandIn:
     def _launched(self, name: str, grid: tuple[int, ...], block: tuple[int, ...],
                   args: tuple[Any, ...]) -> None:
         local = self._local
+        if not self.recording and local.capture is None:
+            return
         stream = local.streams[-1] if local.streams else self._null
         record = Launch(name, local.device, grid, block, args, stream.ptr,
                         local.capture is not None)
@@ -385,16 +391,18 @@ def _build(fake: StandIn) -> None:
                 lambda a, b, name=name, fn=fn: fake.elementwise(name, fn, a, b))
 
     class Device:
+        __slots__ = ("_previous", "id")
+
         def __init__(self, id: int | None = None) -> None:
-            self.id = fake.device if id is None else int(id)
+            self.id = fake._local.device if id is None else id
 
         def __enter__(self) -> Device:  # noqa: PYI034 (a class made per stand-in)
-            self._previous = fake.device
-            fake.device = self.id
+            local = fake._local
+            self._previous, local.device = local.device, self.id
             return self
 
         def __exit__(self, *exc: object) -> None:
-            fake.device = self._previous
+            fake._local.device = self._previous
 
         def use(self) -> None:
             fake.device = self.id
@@ -510,11 +518,22 @@ def _build(fake: StandIn) -> None:
                      enable_cooperative_groups: bool = False) -> None:
             grid = (tuple(grid) + (1, 1))[:3]
             block = (tuple(block) + (1, 1))[:3]
-            if fake._local.device != self.device:
+            local = fake._local
+            if local.device != self.device:
                 raise RuntimeError(f"stand-in cupy: {self.name} was loaded on device "
                                    f"{self.device}, launched with device {fake.device} current")
-            pointers = [_pointer(a, fake) for a in args]
-            packed = (ctypes.c_void_p * len(pointers))(*pointers)   # what the driver reads
+            packed = []   # what the driver reads: the address of each argument's value
+            for a in args:
+                kind = type(a)
+                if kind is ndarray:
+                    if a._device != local.device:
+                        raise ValueError(f"stand-in cupy: an array of device {a._device} "
+                                         f"passed to a launch on device {local.device}")
+                    packed.append(a.address())
+                elif kind is CPointer:
+                    packed.append(a.ptr)
+                else:
+                    packed.append(_pointer(a, fake))
             fake._launched(self.name, grid, block, tuple(packed))
 
     class runtime:
