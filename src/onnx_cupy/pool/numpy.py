@@ -123,8 +123,12 @@ def _axis(n: int, out: int, k: int, s: int, d: int, b: int) -> Axis:
     return Axis(n, out, s, d, b, tuple(full + rest), start)
 
 
+_WHOLE = [(slice(None),) * axis for axis in range(plan.MAX_SPATIAL + 2)]
+
+
 def _at(axis: int, s: slice) -> tuple[slice, ...]:
-    return (slice(None),) * axis + (s,)
+    """The index of slice `s` along `axis`."""
+    return _WHOLE[axis] + (s,)
 
 
 # ---------------------------------------------------------------- window passes along one axis
@@ -307,12 +311,12 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
     steps = pl.index_strides   # the Indices' step per spatial axis (storage_order)
     covered = all(ax.covered for ax in axes)
 
-    def maxima(src: np.ndarray) -> list[np.ndarray]:
-        """Window maxima axis by axis, innermost first: one array per axis, the last Y's."""
+    def maxima(src: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+        """Window maxima axis by axis, innermost first: one array per axis, the last y."""
         found = []
         for i in reversed(range(len(axes))):
             shape = (src.shape[0], *in_sp[:i], *out_sp[i:])
-            dst = np.empty(shape, dtype)
+            dst = y if i == 0 else np.empty(shape, dtype)
             if i == len(axes) - 1:
                 _last_pass(np.maximum, src, axes[i], dst)
             else:
@@ -328,7 +332,7 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
         with np.errstate(invalid="ignore"):
             for r in range(0, rows, chunk):
                 src = xs[r:r + chunk]
-                found = maxima(src)
+                found = maxima(src, ys[r:r + chunk])
                 m = found[-1]
                 # a NaN or a zero maximum (np.abs(m).min() is NaN or 0) may differ in its bits
                 exact = where is not None
@@ -337,7 +341,6 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
                         zeros = _has_negative_zero(x)
                     exact = bool(np.isnan(m).any()) or (zeros and not m.all())
                 if not exact:
-                    ys[r:r + chunk] = m
                     continue
                 at = _winners(src, found, axes, in_sp)    # row-major within the plane, or -1
                 flat = src.reshape(src.shape[0], -1)
