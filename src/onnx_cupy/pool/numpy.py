@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -77,6 +77,14 @@ class Axis:
     b: int
     taps: tuple[Tap, ...]
     start: str
+    indexed: dict[int, Indexed] = field(default_factory=dict, compare=False)   # by axis
+
+    def at(self, axis: int) -> Indexed:
+        """The taps as (output index, input index) along `axis`, made once per axis."""
+        found = self.indexed.get(axis)
+        if found is None:
+            found = self.indexed[axis] = _indexed(self.taps, axis)
+        return found
 
     @property
     def fused(self) -> bool:
@@ -115,6 +123,13 @@ class Axis:
         return ranges
 
 
+Indexed = tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...]
+
+
+def _indexed(taps: tuple[Tap, ...], axis: int) -> Indexed:
+    return tuple((_at(axis, o), _at(axis, i)) for _, o, i in taps)
+
+
 def _axis(n: int, out: int, k: int, s: int, d: int, b: int) -> Axis:
     taps = _taps(n, out, k, s, d, b)
     full = [t for t in taps if (t[1].start, t[1].stop) == (0, out)]
@@ -138,33 +153,43 @@ def _window(op: np.ufunc, src: np.ndarray, axis: int, taps: tuple[Tap, ...], sta
     """dst = `op` (np.add: a sum, np.maximum) over `taps` of src's slices along `axis`, in the
     taps' order, started as Axis.start says ("zero": op's identity where no tap lands; `fused`:
     the pair from a pass over whole rows, see Axis.fused)."""
-    rest = list(taps)
-    if fused:
-        (_, _, i0), (_, o, i) = rest[0], rest[2]
-        n = src.shape[axis]
-        pairs = op(src[_at(axis, slice(0, n - 1))], src[_at(axis, slice(1, n))])
-        pair = pairs[_at(axis, i0)]
-        op(pair[_at(axis, o)], src[_at(axis, i)], out=dst[_at(axis, o)])
-        for span in (slice(0, o.start), slice(o.stop, dst.shape[axis])):
-            np.copyto(dst[_at(axis, span)], pair[_at(axis, span)])
-        rest = rest[3:]
-    elif start == "pair":
-        (_, _, i0), (_, _, i1) = rest[:2]
-        op(src[_at(axis, i0)], src[_at(axis, i1)], out=dst)
+    if not fused:
+        _apply(op, src, _indexed(taps, axis), start, dst)
+        return
+    (_, _, i0), (_, o, i) = taps[0], taps[2]
+    n = src.shape[axis]
+    pairs = op(src[_at(axis, slice(0, n - 1))], src[_at(axis, slice(1, n))])
+    pair = pairs[_at(axis, i0)]
+    op(pair[_at(axis, o)], src[_at(axis, i)], out=dst[_at(axis, o)])
+    for span in (slice(0, o.start), slice(o.stop, dst.shape[axis])):
+        np.copyto(dst[_at(axis, span)], pair[_at(axis, span)])
+    _apply(op, src, _indexed(taps[3:], axis), "rest", dst)
+
+
+def _apply(op: np.ufunc, src: np.ndarray, taps: Indexed, start: str, dst: np.ndarray) -> None:
+    """_window's taps given as (output index, input index), in order, started as Axis.start
+    says ("rest": dst already holds the first taps)."""
+    rest = taps
+    if start == "pair":
+        op(src[rest[0][1]], src[rest[1][1]], out=dst)
         rest = rest[2:]
     elif start == "copy":
-        np.copyto(dst, src[_at(axis, rest.pop(0)[2])])
-    else:
+        np.copyto(dst, src[rest[0][1]])
+        rest = rest[1:]
+    elif start == "zero":
         dst.fill(0 if op is np.add else max_identity(dst.dtype))
-    for _, o, i in rest:
-        part = dst[_at(axis, o)]
-        op(part, src[_at(axis, i)], out=part)
+    for o, i in rest:
+        part = dst[o]
+        op(part, src[i], out=part)
 
 
 def _pass(op: np.ufunc, src: np.ndarray, axis: int, ax: Axis, dst: np.ndarray) -> None:
     """`op`'s window along `axis` of src into dst (a whole axis: fused where Axis.fused and the
     pass is large enough)."""
-    _window(op, src, axis, ax.taps, ax.start, dst, ax.fused and dst.size >= WHOLE_ROWS)
+    if ax.fused and dst.size >= WHOLE_ROWS:
+        _window(op, src, axis, ax.taps, ax.start, dst, True)
+    else:
+        _apply(op, src, ax.at(axis), ax.start, dst)
 
 
 def _flat(ax: Axis, tap: Tap, rows: int) -> tuple[slice, slice]:
