@@ -10,7 +10,7 @@ no host-device copy, no synchronization.
 
 A key part equals another only for a value of the same type and value (`frozen`): 2.0, True and
 numpy.float64(2) never hit the entry that 2 made, so a hit stands for a call that passed
-validation with exactly these values. A value that cannot key a cache (a dict, a CuPy array, an
+validation with exactly these values. A value that cannot key a cache (a set, a CuPy array, an
 object of another type) makes the call run unkeyed: validated and prepared every time, its error
 raised by the validation as on a first call.
 
@@ -21,7 +21,7 @@ The pattern, in a family's api.py (`_CALLS = calls.Cache("<family>")` at module 
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare(...)                        # validation, raised before anything runs
-        call = _CALLS.put(key, numpy_path.prepare(pl, x) if backend == "numpy"
+        call = _CALLS.put(key, numpy_path.prepare(pl, x.dtype) if backend == "numpy"
                           else kernel.prepare(pl, x, backend))
     return call(x, out)
 """

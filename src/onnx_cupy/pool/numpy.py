@@ -228,10 +228,10 @@ def widen(src: np.ndarray, acc: np.dtype) -> np.ndarray:
     return src.astype(acc)
 
 
-def prepare(pl: PoolPlan, x: np.ndarray, indices: bool = False) -> Call:
-    """The call of plan `pl` on inputs of x's dtype: call(x, out) -> y, or (y, indices) with
+def prepare(pl: PoolPlan, dtype: np.dtype, indices: bool = False) -> Call:
+    """The call of plan `pl` on inputs of `dtype`: call(x, out) -> y, or (y, indices) with
     `indices` (int64, MaxPool's winners' indices); into `out` when given (C-contiguous)."""
-    run = _max_pool(pl, x.dtype, indices) if pl.op == "MaxPool" else _pool(pl, x.dtype)
+    run = _max_pool(pl, dtype, indices) if pl.op == "MaxPool" else _pool(pl, dtype)
     int64 = np.dtype(np.int64)
 
     def call(x: np.ndarray, out: np.ndarray | None) -> Any:
@@ -453,7 +453,7 @@ def _indices(at: np.ndarray, first_row: int, plane: int, in_sp: tuple[int, ...],
 
 # ---------------------------------------------------------------- global pools
 
-def prepare_global(pl: GlobalPlan, x: np.ndarray) -> Call:
+def prepare_global(pl: GlobalPlan) -> Call:
     """The call of a global pooling `pl` (a reduction over the spatial axes, in the
     accumulation type; an empty plane gives NaN, 0 or -inf as an empty window does): call(x,
     out) -> y, into `out` when given."""

@@ -161,10 +161,6 @@ class StandIn:
         self.operations.append(Operation(kind, local.device, stream.ptr, nbytes,
                                          capture is not None, what))   # append: atomic
 
-    def of(self, kind: str, since: int = 0) -> list[Operation]:
-        """The operations of `kind` recorded from index `since` on."""
-        return [o for o in self.operations[since:] if o.kind == kind]
-
     def compiled(self, device: int | None = None) -> list[str]:
         """The name expressions of the modules created (on `device`), in creation order."""
         return [e for m in self.modules if device in (None, m.device) for e in m.name_expressions]
