@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnx_cupy.core import execution, launcher
+from onnx_cupy.core import calls, execution, launcher
 
 BACKENDS = ["numpy", "emulated", "cupy"]
 
@@ -25,6 +25,13 @@ def pytest_terminal_summary(terminalreporter):
     cupy = sum(1 for r in skipped if "GPU" in str(r.longrepr) or "device CUDA" in str(r.longrepr))
     if cupy:
         terminalreporter.write_line(f"{cupy} cases skipped: they need a GPU and none is visible")
+
+
+@pytest.fixture(autouse=True)
+def fresh_calls():
+    """Each test starts with no prepared call (onnx_cupy.core.calls): its first call of a
+    configuration plans it, whatever ran before."""
+    calls.clear()
 
 
 @pytest.fixture(params=BACKENDS)

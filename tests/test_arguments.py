@@ -117,8 +117,8 @@ def nothing_done(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("work done before validation failed")
 
-    for module, name in ((arrays, "output"), (launcher, "launch"), (pool_numpy, "run"),
-                         (pool_numpy, "run_global"), (resize_numpy, "run")):
+    for module, name in ((arrays, "output"), (launcher, "launch"), (pool_numpy, "prepare"),
+                         (pool_numpy, "prepare_global"), (resize_numpy, "prepare")):
         monkeypatch.setattr(module, name, forbidden)
     sizes = {k: c.cache_info().currsize for k, c in CACHES.items()}
     yield

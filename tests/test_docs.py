@@ -6,7 +6,9 @@ import doctest
 import importlib
 import importlib.util
 import re
+import runpy
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +180,28 @@ def test_contributing_tools_come_with_the_test_extra():
     installed = {re.split(r"[<>=\[ ]", r)[0] for r in extras["test"]}
     tools = set(re.findall(r"\.venv/bin/(\w+) ", contributing)) - {"python", "pip", "onnx"}
     assert {"ruff", "mypy"} <= tools <= installed | {"onnx-cupy"}, (tools, installed)
+
+
+def test_usage_graph_capture_example_runs_on_the_standin(monkeypatch, tmp_path):
+    """docs/usage.md's CUDA graph example, as pasted, with the stand-in cupy (which refuses
+    what CUDA refuses during a capture) as `cupy`: the captured graph holds the three kernels,
+    and each replay launches them."""
+    from onnx_cupy.tools.standin import StandIn
+
+    usage = (DOCS / "usage.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"## Repeated calls and CUDA graphs\n.*?```python\n(.*?)```", usage,
+                          re.DOTALL)
+    fake = StandIn()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    example = tmp_path / "usage_graph_example.py"
+    example.write_text(block, encoding="utf-8")
+    with fake.installed():
+        namespace = runpy.run_path(str(example))
+    captured = namespace["graph"].captured
+    kernels = [k.expression for k in captured]
+    assert len(captured) == 3 and all(k.captured for k in captured)
+    run = [k.expression for k in fake.launches if k.expression in kernels and not k.captured]
+    assert run == kernels * 4   # the first calls, then three replays
 
 
 def _support_matrix() -> dict[str, dict[str, str]]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers.util import BF16
 
-from onnx_cupy.core import dtypes, execution, records
+from onnx_cupy.core import calls, dtypes, execution, records
 from onnx_cupy.grid import api as grid_api
 from onnx_cupy.grid import kernel as grid_kernel
 from onnx_cupy.tools import kernel_report
@@ -29,10 +29,12 @@ def emulated(x, grid, monkeypatch=None, pad_first=False, **attrs) -> np.ndarray:
         with monkeypatch.context() as m:
             m.setattr(grid_kernel, "_fast_kernel", lambda *a: None)
             grid_kernel.sample_args.cache_clear()
+            calls.clear()   # prepared calls of the fast kernels
             try:
                 return grid_api.run_sample(x, grid, 22, attrs, pad_before_rounding=pad_first)
             finally:
                 grid_kernel.sample_args.cache_clear()
+                calls.clear()
 
 
 @pytest.fixture
@@ -40,6 +42,7 @@ def index_width(monkeypatch):
     """Makes launches index with offsets of the bits it is given, whatever the sizes."""
     def use(bits: int) -> None:
         grid_kernel.sample_args.cache_clear()
+        calls.clear()
         if bits == 64:
             monkeypatch.setattr(dtypes, "index_bits", lambda *extents: 64)
 

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from helpers.hardmax_cases import rule_rows, sample
-from helpers.util import FLOAT_DTYPES
+from helpers.util import FLOAT_DTYPES, replan
 from numpy.lib.stride_tricks import as_strided
 
 from onnx_cupy import hardmax
@@ -103,12 +103,12 @@ def test_columns(dtype, shape, axis, rng, launches):
 
 def test_columns_on_a_3d_grid(rng, monkeypatch, launches):
     monkeypatch.setattr(launcher, "MAX_GRID_YZ", 4)
-    ops.launches.cache_clear()
+    replan(ops.launches)
     try:
         x = sample(rng, (200, 4, 9), np.float16)
         assert_exact(x, axis=1)
     finally:
-        ops.launches.cache_clear()
+        replan(ops.launches)
     ((kernel, (grid, block)),) = launches
     assert kernel.template == "hardmax_cols" and grid == (1, 4, 4) and block == (16, 16, 1)
 
@@ -153,9 +153,9 @@ def test_coerced_rows_of_the_old_opsets(rng, launches):
 def index64(monkeypatch):
     """Every size counts as past the 32-bit range: the long long instantiations run."""
     monkeypatch.setattr(dtypes, "INT32_LIMIT", 16)
-    ops.launches.cache_clear()
+    replan(ops.launches)
     yield
-    ops.launches.cache_clear()
+    replan(ops.launches)
 
 
 @pytest.mark.parametrize("shape,axis,kernel", [((9, 300), -1, "hardmax_rows"),

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from onnx_cupy.core import execution
+from onnx_cupy.core import calls, execution
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOAT_DTYPES = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
@@ -22,6 +22,14 @@ def random(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, low: fl
            high: float = 3.0) -> np.ndarray:
     """Fresh random values (never all zeros), exactly representable in `dtype`."""
     return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def replan(*cached: Any) -> None:
+    """Clear the host caches `cached` (functools caches of launch arguments) and every prepared
+    call (onnx_cupy.core.calls), so that the next call plans again under a test's patches."""
+    for fn in cached:
+        fn.cache_clear()
+    calls.clear()
 
 
 def to_backend(x: Any, backend: str) -> Any:

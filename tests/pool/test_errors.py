@@ -145,7 +145,7 @@ def no_work(monkeypatch):
 
     monkeypatch.setattr(arrays, "output", forbidden("arrays.output (allocation)"))
     monkeypatch.setattr(launcher, "launch", forbidden("launcher.launch"))
-    monkeypatch.setattr(numpy_pool, "run", forbidden("numpy fallback run"))
+    monkeypatch.setattr(numpy_pool, "prepare", forbidden("numpy fallback prepare"))
 
 
 @pytest.mark.parametrize("exc, pattern, op, x, kwargs", CASES)

@@ -150,7 +150,7 @@ def no_work(monkeypatch):
         raise AssertionError("work done before validation failed")
     monkeypatch.setattr(arrays, "output", fail)
     monkeypatch.setattr(launcher, "launch", fail)
-    monkeypatch.setattr(numpy_pool, "run_global", fail)
+    monkeypatch.setattr(numpy_pool, "prepare_global", fail)
 
 
 X = np.random.default_rng(3).uniform(-2, 3, (1, 2, 5)).astype(np.float32)

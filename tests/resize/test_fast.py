@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers.util import BF16, TOL
+from helpers.util import BF16, TOL, replan
 
 from onnx_cupy import resize
 from onnx_cupy.core import dtypes, execution, launcher, loader, records
@@ -39,8 +39,13 @@ def emulated(x: np.ndarray, monkeypatch=None, **kw) -> np.ndarray:
     with monkeypatch.context() if monkeypatch else _null() as m:
         if m is not None:
             m.setattr(resize_kernel, "fast_args", lambda *a: None)
-        with execution.backend("emulated"):
-            return resize(x, **kw)
+            replan()
+        try:
+            with execution.backend("emulated"):
+                return resize(x, **kw)
+        finally:
+            if m is not None:
+                replan()
 
 
 @pytest.fixture
@@ -49,8 +54,7 @@ def index_width(monkeypatch):
     sizes (64: the long long kernels run on small inputs); the host's cached launch arguments
     are cleared before and after."""
     def clear() -> None:
-        for cached in (resize_kernel.fast_args, resize_kernel.kernel_args):
-            cached.cache_clear()
+        replan(resize_kernel.fast_args, resize_kernel.kernel_args)
 
     def use(bits: int) -> None:
         clear()
@@ -217,7 +221,7 @@ def test_rows_past_the_grid_y_limit(monkeypatch, launches):
     """Rows spread over grid y and z, blocks of rows straddling batch items: each thread finds
     its batch item and row."""
     rng = np.random.default_rng(12)
-    resize_kernel.fast_args.cache_clear()
+    replan(resize_kernel.fast_args)
     monkeypatch.setattr(launcher, "MAX_GRID_YZ", 2)
     try:
         for shape, scales, walk in [((2, 9, 11, 3), [1, 2, 2, 1], KEPT),
@@ -228,7 +232,7 @@ def test_rows_past_the_grid_y_limit(monkeypatch, launches):
                 grid = launches[0][1][0]
                 assert grid[1] == 2 and grid[2] > 1, grid
     finally:
-        resize_kernel.fast_args.cache_clear()
+        replan(resize_kernel.fast_args)
 
 
 @pytest.mark.parametrize("bits", [32, 64])
@@ -298,22 +302,22 @@ def test_fast_args_limits(monkeypatch):
     wide = resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30))
     assert wide.kernel is resize_kernel.FAST["float32", 2, 2, KEPT, 64]
     assert wide.geom["walk_stride"] == 2**30
-    resize_kernel.fast_args.cache_clear()
+    replan(resize_kernel.fast_args)
     monkeypatch.setattr(launcher, "MAX_GRID_YZ", 9)
     try:
         assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)).shape[0] == (1, 9, 4)
-        resize_kernel.fast_args.cache_clear()
+        replan(resize_kernel.fast_args)
         monkeypatch.setattr(launcher, "MAX_GRID_YZ", 5)
         assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # z: 6 > 5
     finally:
-        resize_kernel.fast_args.cache_clear()
+        replan(resize_kernel.fast_args)
 
 
 def test_grid_stride_loop(monkeypatch, launches):
     """Rows longer than the grid covers: each thread runs several iterations."""
     rng = np.random.default_rng(11)
     x = sample(rng, (2, 3, 1500), np.dtype(np.float32))
-    resize_kernel.fast_args.cache_clear()
+    replan(resize_kernel.fast_args)
     monkeypatch.setattr(launcher, "MAX_BLOCKS", 1)
     try:
         for mode in ("nearest", "linear"):
@@ -322,7 +326,7 @@ def test_grid_stride_loop(monkeypatch, launches):
             check(x, launches, monkeypatch, walk=KEPT, scales=[1, 1.5, 1], mode=mode)
             assert launches[0][1][0][0] == 1  # one block along the rows of 1500 outputs
     finally:
-        resize_kernel.fast_args.cache_clear()
+        replan(resize_kernel.fast_args)
 
 
 def test_empty_output_launches_nothing(launches):

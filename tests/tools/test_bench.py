@@ -17,8 +17,8 @@ from onnx_cupy.tools import bench, cli
 
 OPS = ("AveragePool", "Hardmax")
 DIFF = {"float32": 1e-5, "float16": 1e-2}   # max abs diff vs onnxruntime on N(0, 1) inputs
-COLUMNS = ["case", "dtype", "shape", "ms", "Melem/s", "x onnxruntime", "x onnx.reference",
-           "max abs diff vs onnxruntime", "peak mem / (X+Y)"]
+COLUMNS = ["case", "dtype", "size", "shape", "ms", "Melem/s", "x onnxruntime",
+           "x onnx.reference", "max abs diff vs onnxruntime", "peak mem / (X+Y)"]
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +33,16 @@ def quick(tmp_path_factory):
     return rc, stdout.getvalue(), out
 
 
-def _table(text):
-    lines = [line for line in text.splitlines() if line.startswith("|")]
+def _table(text, which=0):
+    """(header, body) of the `which`-th Markdown table in `text`."""
+    tables, lines = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            lines.append(line)
+        elif lines:
+            tables.append(lines)
+            lines = []
+    lines = tables[which]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     return header, lines[2:]
 
@@ -52,6 +60,29 @@ def test_terminal_table(quick):
     assert "GB/s" not in header
     rows = {tuple(c.strip() for c in line.strip("|").split("|")[:2]) for line in body}
     assert len(body) == len(rows) and rows == _expected_rows()
+
+
+def test_host_section(quick):
+    """The host time per call on the stand-in: a row per operator (held to the targets) and
+    per PyTorch-style function, run_node and the stand-in's own allocation and launch, each a
+    median with its range; the targets judged on the operators' rows; the same in Markdown."""
+    _, stdout, out = quick
+    host = json.loads((out / "numpy-quick.json").read_text())["host"]
+    judged = [r for r in host["rows"] if r["judged"]]
+    assert len(judged) == sum(c.judged for c in bench.host.CALLS) == 12
+    named = {r["call"].split()[0] for r in judged}   # every operator has a row
+    assert set(bench.OPS) | {"AffineGrid"} == named
+    assert {"F.avg_pool2d(x, 3, 2, 1)", "run_node(AveragePool node)"} <= {
+        r["call"] for r in host["rows"] if not r["judged"]}
+    for r in host["rows"]:
+        assert 0 < r["us_range"][0] <= r["us"] <= r["us_range"][1] < 1e5, r
+    t = host["targets"]
+    assert t["median_us"] <= t["slowest_us"] == max(r["us"] for r in judged)
+    assert t["median_met"] == (t["median_us"] <= bench.host.MEDIAN_TARGET_US)
+    header, body = _table(stdout, 1)
+    assert header == ["call (float32, repeated)", "us per call", "range", "held to the targets"]
+    assert len(body) == len(host["rows"])
+    assert "Targets (operators' rows): median " in stdout
 
 
 def test_json_report(quick):
@@ -90,7 +121,7 @@ def test_markdown_and_plot(quick):
     _, stdout, out = quick
     md = (out / "numpy-quick.md").read_text()
     assert md.startswith("# onnx-cupy benchmark")
-    assert _table(md) == _table(stdout)
+    assert _table(md) == _table(stdout) and _table(md, 1)[0] == _table(stdout, 1)[0]
     assert "Targets: none checked in this run." in md
     assert "- 1-minute load average at start / end: " in md
     assert "- onnxruntime: version: " in md and "graph_optimization_level: ORT_ENABLE_ALL" in md
@@ -240,12 +271,47 @@ def test_target_summary_names_each_miss():
         "- MISSED: Hardmax axis=1 (middle) float16: peak memory 2.50 > 2"]
 
 
+def test_sizes_and_their_targets():
+    """Every case runs at batch 1 and tiny beside its canonical shape (--quick: its quick shape
+    only); onnxruntime's target holds at every size (AveragePool, LpPool and Resize linear
+    0.5x at batch 1 and tiny, MaxPool 0.3x at batch 1), PyTorch's (MaxPool 1x) at batch 1 and
+    canonical, onnx.reference's at canonical only, none for float16."""
+    for case in bench.CASES:
+        assert list(case.shapes(quick=False)) == list(bench.SIZES), case.name
+        assert case.shapes(quick=True) == {"canonical": case.quick}
+    pools = {c.name: c for c in bench.CASES}
+    average, maxpool = pools["AveragePool 3x3 s2 p1"], pools["MaxPool 3x3 s2 p1"]
+    assert average.shapes(False) == {"tiny": (1, 3, 8, 8), "batch 1": (1, 64, 56, 56),
+                                     "canonical": (8, 64, 112, 112)}
+    assert pools["Resize linear 2x half_pixel"].shapes(False)["batch 1"] == (1, 3, 224, 224)
+    assert average.targets("float32", "tiny") == {"onnxruntime": 0.5}
+    assert average.targets("float32", "canonical") == {"onnxruntime": 0.5, "onnx.reference": 100}
+    assert maxpool.targets("float32", "batch 1") == {"onnxruntime": 0.3, "torch": 1.0}
+    assert maxpool.targets("float32", "tiny") == {}
+    assert maxpool.targets("float16", "batch 1") == {}
+    for name in ("LpPool p=2 3x3 s2 p1", "Resize linear 2x half_pixel"):
+        assert pools[name].targets("float32", "batch 1")["onnxruntime"] == 0.5
+
+
+def test_a_tiny_call_is_held_to_its_time():
+    """A tiny float32 row's time is judged against TINY_TARGET_US, on the median of the runs."""
+    row = {"case": "Hardmax axis=-1", "dtype": "float32", "size": "tiny", "ms": 0.03,
+           "ms_target": bench.TINY_TARGET_US / 1e3, "ms_met": False, "melem_s": 1.0,
+           "peers": {}}
+    merged = bench.merge([dict(row, ms=0.02), dict(row, ms=0.03), dict(row, ms=0.01)],
+                         bench._Run("numpy", False, []))
+    assert merged["ms"] == 0.02 and merged["ms_met"] is True
+    assert bench._targets([row]) == {"checked": 1, "met": 0, "missed": [
+        "Hardmax axis=-1 tiny float32: 30.0 us > 25 us"]}
+    assert bench._ms_cell(merged) == "0.02 (0.01-0.03) <=0.025 ok"
+
+
 def test_repeated_runs_merge_to_median_and_range():
     """Three runs of one row: ratios and times as median with [min, max], the target judged on
     the median, the largest difference and peak memory kept, a peer n/a in one run n/a."""
     def measured(ratio, ms, peak, torch):
         return {"case": "Hardmax axis=-1", "dtype": "float32", "ms": ms, "melem_s": 1000 / ms,
-                "peak_memory_ratio": peak,
+                "peak_memory_ratio": peak, "peak_memory_met": peak <= 2,
                 "peers": {"onnxruntime": {"ms": ms * ratio, "melem_s": 1000 / ms / ratio,
                                           "ratio": ratio, "max_abs_diff": ratio / 10,
                                           "target": 1.0, "met": ratio >= 1.0},

@@ -24,12 +24,16 @@ def report(tmp_path_factory):
 
 def test_cases():
     cases = {c.name: c for c in bench.CASES if c.op == "GridSample"}
-    assert {c.shape for c in cases.values()} == {(1, 3, 224, 224), (8, 3, 224, 224)}
+    assert set(cases) == {"GridSample linear", "GridSample nearest"}
     for c in cases.values():
-        grid = c.inputs_for(c.shape, "float16")["grid"]
-        assert grid.shape == (c.shape[0], 224, 224, 2) and grid.dtype == np.float16
-        assert c.inputs_for(c.shape, "float16")["grid"] is grid   # made once
-        assert c.torch is not None and c.targets("float32")["onnxruntime"] == 0.5
+        assert c.shapes(quick=False)["canonical"] == (8, 3, 224, 224)
+        assert c.shapes(quick=False)["batch 1"] == (1, 3, 224, 224)
+        for shape in c.shapes(quick=False).values():
+            grid = c.inputs_for(shape, "float16")["grid"]
+            assert grid.shape == (shape[0], *shape[2:], 2) and grid.dtype == np.float16
+            assert c.inputs_for(shape, "float16")["grid"] is grid   # made once
+        assert c.torch is not None
+        assert c.targets("float32", "canonical")["onnxruntime"] == 0.5
 
 
 def test_rows(report):

@@ -12,6 +12,7 @@ from helpers.unpool_differential import oracle, unpooled
 from helpers.util import FLOAT_DTYPES, random, to_backend, to_numpy
 
 import onnx_cupy as oc
+from onnx_cupy.core import calls
 from onnx_cupy.unpool import kernel, plan
 
 X = np.array([[[[5.0, 6.0], [7.0, 8.0]]]], np.float32)
@@ -130,7 +131,7 @@ def test_the_kernel_skips_indices_outside_the_unpooled_shape():
     written for it (the host arrays' check raises before any launch)."""
     indices = np.array([[[[-1, 7], [16, 15]]]])
     pl = plan.prepare(X.shape, X.dtype, indices.shape, indices.dtype, None, 22, **TWO)
-    y = kernel.run(pl, X, indices, None, "emulated")
+    y = kernel.prepare(pl, X, "emulated")(X, indices, None)
     expected = np.zeros((1, 1, 4, 4), np.float32)
     expected[0, 0, 1, 3], expected[0, 0, 3, 3] = 6, 8
     assert np.array_equal(y, expected)
@@ -229,6 +230,7 @@ def test_64_bit_offsets_give_the_same_bits(output_shape, monkeypatch, launches, 
     with oc.backend("emulated"):
         narrow = oc.max_unpool(x, indices, output_shape, **kw)
         kernel.kernel_args.cache_clear()
+        calls.clear()   # the prepared call kept the 32-bit launches
         monkeypatch.setattr(kernel.launcher, "index_bits", lambda *sizes: 64)
         wide = oc.max_unpool(x, indices, output_shape, **kw)
     kernel.kernel_args.cache_clear()

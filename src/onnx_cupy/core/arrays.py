@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from .execution import cupy_module, is_cupy_array
+from . import execution
 
 
 def module_of(backend: str) -> Any:
     """The array module of an execution path: cupy for 'cupy', numpy otherwise."""
-    return cupy_module() if backend == "cupy" else np
+    return execution.cupy_module() if backend == "cupy" else np
 
 
 def on_device(x: Any, backend: str) -> contextlib.AbstractContextManager[Any]:
@@ -32,6 +32,11 @@ def _in_elements(strides: tuple[int, ...], item: int) -> tuple[int, ...] | None:
     if any(s % item for s in strides):
         return None
     return tuple(s // item for s in strides)
+
+
+def whole_element_strides(x: Any) -> tuple[int, ...] | None:
+    """`x`'s strides in elements, or None if one is not a whole number of elements."""
+    return _in_elements(x.strides, x.dtype.itemsize)
 
 
 def element_strides(x: Any) -> tuple[Any, tuple[int, ...]]:
@@ -98,7 +103,7 @@ def host_vector(op: str, name: str, value: Any, integers: bool = False) -> np.nd
     1-D; each names the operator `op` and the input."""
     if value is None:
         return None
-    if is_cupy_array(value):
+    if execution.is_cupy_array(value):
         value = value.get()
     try:
         a = np.asarray(value)
@@ -126,11 +131,9 @@ def aligned(op: str, out: Any, *inputs: Any) -> list[Any]:
 def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: str, op: str) -> Any:
     """The output array on `x`'s device: a caller-supplied `out` checked (type, shape, dtype,
     C-contiguous, device, no overlap with `x`) or a new C-contiguous array. Called after all
-    validation, before any launch."""
-    xp = module_of(backend)
+    validation, before any launch, with `x`'s device current (inside `on_device`)."""
     if out is None:
-        with on_device(x, backend):
-            return xp.empty(shape, dtype=dtype)
+        return module_of(backend).empty(shape, dtype=dtype)
     if type(out) is not type(x):
         raise TypeError(f"{op}: out must be a {type(x).__name__} like X, got {type(out).__name__}")
     if tuple(out.shape) != tuple(shape):

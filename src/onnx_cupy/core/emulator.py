@@ -382,6 +382,10 @@ def schedule(seed: int) -> Iterator[None]:
 
 
 def _arg_pointer(arg: Any, keep: list[object]) -> int:
+    if arg is None:                                 # a null device pointer, as CuPy passes None
+        pointer = ctypes.c_void_p(0)
+        keep.append(pointer)
+        return ctypes.addressof(pointer)
     if isinstance(arg, np.ndarray) and arg.dtype.names is None:
         pointer = ctypes.c_void_p(arg.ctypes.data)  # device-pointer argument
         keep.append(pointer)

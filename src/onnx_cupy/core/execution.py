@@ -37,14 +37,33 @@ ArrayT = TypeVar("ArrayT", bound=NDArray)
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_backend", default=None)
 
 
-@functools.cache
+_substitutes: list[Any] = []   # modules standing in for cupy (`cupy_substitute`), innermost last
+
+
 def cupy_module() -> Any:   # the module, or None
-    """The cupy module if importable, else None (typed Any: cupy has no type information)."""
+    """The cupy module if importable, else None (typed Any: cupy has no type information); the
+    innermost `cupy_substitute` where one is active."""
+    return _substitutes[-1] if _substitutes else _imported_cupy()
+
+
+@functools.cache
+def _imported_cupy() -> Any:
     try:
         import cupy
     except Exception:  # noqa: BLE001 (ImportError, or a broken CUDA install)
         return None
     return cupy
+
+
+@contextlib.contextmanager
+def cupy_substitute(module: Any) -> Iterator[Any]:
+    """Inside the block, `module` is the library's cupy (the stand-in that measures host cost
+    without a GPU: onnx_cupy.tools.standin)."""
+    _substitutes.append(module)
+    try:
+        yield module
+    finally:
+        _substitutes.remove(module)
 
 
 def gpu_available() -> bool:

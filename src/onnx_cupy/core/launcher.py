@@ -3,11 +3,12 @@ emulator, with the same grid, block and arguments; and the grid arithmetic and p
 the families' launches share."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
-from . import dtypes, loader
+from . import dtypes, execution, loader
 from .loader import BLOCK
 from .numerics import cdiv
 from .records import Instantiation
@@ -93,3 +94,37 @@ def launch(backend: str, k: Instantiation, work_items: int, args: tuple[Any, ...
         )
 
         emulator.launch(k, grid, block, args)
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """One launch of a prepared call (onnx_cupy.core.calls) on the path `backend`: the
+    instantiation, its (grid, block) (None: a grid-stride grid over `work_items`), and the
+    arguments after the call's own arrays (parameter structs, uploaded tables), all fixed by
+    the call's key."""
+
+    backend: str
+    kernel: Instantiation
+    shape: Shape | None   # None: a grid-stride grid over work_items (launch)
+    work_items: int
+    constants: tuple[Any, ...] = ()
+    arguments: tuple[Any, ...] = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arguments",
+                           tuple(by_value(self.backend, c) for c in self.constants))
+
+    def __call__(self, *arrays: Any) -> None:
+        """Launch on `arrays` (input, output, ...; None for a pointer the kernel does not use),
+        then the constants."""
+        launch(self.backend, self.kernel, self.work_items, (*arrays, *self.arguments), self.shape)
+
+
+def by_value(backend: str, value: Any) -> Any:
+    """A constant argument as a launch passes it: on the 'cupy' path a parameter struct (a
+    size-one NumPy array, kept alive by the caller) as a pointer to its bytes, which CuPy
+    passes as it is (a NumPy array it would read through __array_interface__ at every launch:
+    tens of microseconds for a struct of many fields); anything else as it is."""
+    if backend == "cupy" and isinstance(value, np.ndarray) and value.dtype.names:
+        return execution.cupy_module().cuda.function.CPointer(value.ctypes.data)
+    return value

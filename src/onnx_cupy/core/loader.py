@@ -175,6 +175,16 @@ _functions: dict[tuple[Instantiation, int], Any] = {}
 _compiling: dict[tuple[Instantiation, int], threading.Lock] = {}
 
 
+def swap_functions(functions: dict[tuple[Instantiation, int], Any]
+                   ) -> dict[tuple[Instantiation, int], Any]:
+    """Replace the compiled functions (per instantiation and device) by `functions`; returns
+    the ones replaced (onnx_cupy.core.calls.isolated: a substitute cupy module's own)."""
+    global _functions, _compiling
+    with _lock:
+        replaced, _functions, _compiling = _functions, functions, {}
+    return replaced
+
+
 def cuda_function(k: Instantiation) -> Any:
     """The compiled instantiation `k` on the current device: its own RawModule, compiled on
     first use (concurrent first calls compile it once); CuPy's on-disk cache serves it to later

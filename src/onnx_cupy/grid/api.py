@@ -3,9 +3,10 @@ run the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels o
 CPU emulator (kernel.py)."""
 from __future__ import annotations
 
+import functools
 from typing import Any, cast
 
-from ..core import execution
+from ..core import calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -127,8 +128,9 @@ def affine_grid(theta: ArrayT, size: Any, *, align_corners: int = 0, opset: int 
 def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
                pad_before_rounding: bool = False, out: Any = None) -> Any:
     """GridSample's one entry point (the ONNX function, the node runner, the PyTorch layer and
-    Dask all come here): validate and plan on the host (`pad_before_rounding`: nearest pads,
-    then rounds, as PyTorch), then run the plan on the path X picks, NumPy or the CUDA kernels
+    Dask all come here): validated and planned on the host on the first call of its key
+    (onnx_cupy.core.calls; `pad_before_rounding`: nearest pads, then rounds, as PyTorch), then
+    run on the path X picks, NumPy or the CUDA kernels
     (on the GPU or the CPU emulator); grid must be of X's array type."""
     x, backend = execution.select(X, plan.SAMPLE)   # DLPack inputs become cupy.ndarray
     g, _ = execution.select(grid, plan.SAMPLE)
@@ -137,19 +139,29 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
             return f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
         raise TypeError(f"{plan.SAMPLE}: grid must be a {kind(x)} like X (on X's path), got "
                         f"{kind(g)}")
-    pl = plan.prepare_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
-                             pad_before_rounding=pad_before_rounding, **attrs)
-    if backend == "numpy":
-        return numpy_path.run_sample(pl, x, g, out)
-    return kernel.run_sample(pl, x, g, out, backend)
+    key = calls.key(x, backend, plan.SAMPLE, opset, g.shape, g.strides, g.dtype.str,
+                    pad_before_rounding, attrs)
+    call = _CALLS.get(key)
+    if call is None:
+        pl = plan.prepare_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
+                                 pad_before_rounding=pad_before_rounding, **attrs)
+        call = _CALLS.put(key, functools.partial(numpy_path.run_sample, pl)
+                          if backend == "numpy" else kernel.prepare_sample(pl, x, g, backend))
+    return call(x, g, out)
+
+
+_CALLS = calls.Cache("grid")
 
 
 def run_affine(theta: Any, size: Any, opset: int, attrs: dict[str, Any], *, out: Any = None
                ) -> Any:
-    """AffineGrid's one entry point (every caller comes here): validate and plan on the host
-    (`size` read there), then run the plan on the path theta picks."""
+    """AffineGrid's one entry point (every caller comes here): validated and planned on the
+    host on the first call of its key (`size` read there), then run on the path theta picks."""
     t, backend = execution.select(theta, plan.AFFINE)
-    pl = plan.prepare_affine(tuple(t.shape), t.dtype, size, opset, **attrs)
-    if backend == "numpy":
-        return numpy_path.run_affine(pl, t, out)
-    return kernel.run_affine(pl, t, out, backend)
+    key = calls.key(t, backend, plan.AFFINE, opset, size, attrs)
+    call = _CALLS.get(key)
+    if call is None:
+        pl = plan.prepare_affine(tuple(t.shape), t.dtype, size, opset, **attrs)
+        call = _CALLS.put(key, functools.partial(numpy_path.run_affine, pl)
+                          if backend == "numpy" else kernel.prepare_affine(pl, t, backend))
+    return call(t, out)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, dtypes, launcher, loader, numerics, records
+from ..core import arrays, calls, dtypes, launcher, loader, numerics, records
 from .plan import AFFINE, CUBIC_A, MAX_SPATIAL, SAMPLE, AffinePlan, SamplePlan
 
 FAMILY = "grid"
@@ -165,30 +166,54 @@ def sample_args(pl: SamplePlan, dtype: np.dtype, x_strides: tuple[int, ...],
     return Launch(WEIGHTED[dtype.name, coordinates, bits], geom, (grid, block))
 
 
-def run_sample(pl: SamplePlan, X: Any, grid: Any, out: Any, backend: str) -> Any:
-    """grid_sample(X, grid) per plan `pl` into `out` (or a new array) on the kernel path
-    `backend` ('cupy' or 'emulated')."""
-    if X.dtype.kind in "OUS":
+def prepare_sample(pl: SamplePlan, x: Any, grid: Any, backend: str) -> calls.Call:
+    """The call of a GridSample plan on inputs laid out as `x` and `grid` on the kernel path
+    `backend` ('cupy' or 'emulated'): call(X, grid, out) -> grid_sample(X, grid)."""
+    if x.dtype.kind in "OUS":
         raise TypeError(f"{SAMPLE}: string tensors run on the NumPy backend only "
-                        f"(got dtype {X.dtype} on backend {backend!r})")
-    return _run(SAMPLE, pl.out_shape, (X, grid), out, backend,
-                lambda x, g: sample_args(pl, x[0].dtype, x[1], g[0].dtype, g[1]))
+                        f"(got dtype {x.dtype} on backend {backend!r})")
+    return _prepare(SAMPLE, pl.out_shape, (x, grid), backend, functools.partial(sample_args, pl))
 
 
-def _run(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], out: Any, backend: str,
-         launch: Any) -> Any:
-    """Allocate (or check) the output of `shape` and launch what `launch` gives for the inputs
-    (each as (array, element strides), aligned), on the first input's device."""
-    first = inputs[0]
-    Y = arrays.output(out, first, shape, first.dtype, backend, op)
-    if not Y.size:
+def _prepare(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], backend: str,
+             launch: Callable[..., Launch]) -> calls.Call:
+    """call(*inputs, out): the output of `shape` (the first input's dtype, on its device)
+    allocated (or `out` checked), then the launch `launch(dtype, element strides, ...)` gives
+    for the inputs' layouts. An input whose byte strides are not whole elements is read from a
+    C-contiguous copy in the workspace; inputs not aligned to their element size, from new
+    copies (a call of their own)."""
+    given = [arrays.whole_element_strides(a) for a in inputs]
+    copied = [s is None for s in given]
+    layouts = [(a.dtype, arrays.c_strides(tuple(a.shape)) if s is None else s)
+               for a, s in zip(inputs, given)]
+    size = math.prod(shape)
+    if size:
+        step = launch(*(v for layout in layouts for v in layout))
+        run = launcher.Launch(backend, step.kernel, step.shape, step.work, (step.geom,))
+    aligned: list[calls.Call] = []    # the call of aligned copies, made on first need
+
+    def call(*args: Any) -> Any:
+        *xs, out = args
+        if size and any(arrays.address(a) % min(a.dtype.itemsize, 8) for a in xs):
+            xs = [a.copy() for a in xs]
+            if not aligned:
+                aligned.append(_prepare(op, shape, tuple(xs), backend, launch))
+            return aligned[0](*xs, out)
+        first = xs[0]
+        with arrays.on_device(first, backend):
+            Y = arrays.output(out, first, shape, first.dtype, backend, op)
+            if not size:
+                return Y
+            arrays.aligned(op, Y)
+            if any(copied):
+                copies = calls.scratch(backend, *((tuple(a.shape), a.dtype)
+                                                  for a, c in zip(xs, copied) if c))
+                for i in (i for i, c in enumerate(copied) if c):
+                    copies[0][...] = xs[i]
+                    xs[i] = copies.pop(0)
+            run(*xs, Y)
         return Y
-    with arrays.on_device(first, backend):
-        ready = [arrays.element_strides(a) for a in arrays.aligned(op, Y, *inputs)]
-        step: Launch = launch(*ready)
-        launcher.launch(backend, step.kernel, step.work, (*(a for a, _ in ready), Y, step.geom),
-                        step.shape)
-    return Y
+    return call
 
 
 @functools.lru_cache(maxsize=256)
@@ -204,8 +229,7 @@ def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...])
     return Launch(AFFINE_GRID[dtype.name, pl.rank, bits], geom, None, total)
 
 
-def run_affine(pl: AffinePlan, theta: Any, out: Any, backend: str) -> Any:
-    """affine_grid(theta) per plan `pl` into `out` (or a new array) on the kernel path
-    `backend`."""
-    return _run(AFFINE, pl.out_shape, (theta,), out, backend,
-                lambda t: affine_args(pl, t[0].dtype, t[1]))
+def prepare_affine(pl: AffinePlan, theta: Any, backend: str) -> calls.Call:
+    """The call of an AffineGrid plan on a theta laid out as `theta` on the kernel path
+    `backend`: call(theta, out) -> affine_grid(theta)."""
+    return _prepare(AFFINE, pl.out_shape, (theta,), backend, functools.partial(affine_args, pl))

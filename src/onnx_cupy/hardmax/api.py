@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..core import execution
+import numpy as np
+
+from ..core import calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -50,8 +52,29 @@ def hardmax(X: ArrayT, *, axis: int | None = None, opset: int = 13,
     array([[0., 1., 0.],
            [1., 0., 0.]], dtype=float32)
     """
+    return cast(ArrayT, run(X, opset, axis, out=out))   # the array type of X
+
+
+_CALLS = calls.Cache("hardmax")
+
+
+def run(X: Any, opset: int, axis: Any, *, out: Any = None) -> Any:
+    """The Hardmax family's one entry point (the ONNX function, the node runner, the PyTorch
+    layer and Dask all come here): validated and planned on the host on the first call of its
+    key (onnx_cupy.core.calls), then run on the path the input picks, NumPy or the CUDA kernels
+    (on the GPU or the CPU emulator)."""
     x, backend = execution.select(X, plan.OP)   # DLPack inputs become cupy.ndarray
+    return prepared(x, backend, opset, axis)(x, out)
+
+
+def prepared(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:
+    """The call of Hardmax with `axis` on inputs laid out as `x` on `backend`: prepared on the
+    first occurrence of its key, then kept. call(X, out) -> Y."""
+    key = calls.key(x, backend, opset, axis)
+    return _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, opset, axis))
+
+
+def _prepare(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:
     pl = plan.prepare(tuple(x.shape), x.dtype, axis, opset)
-    o: Any = out   # of X's array type, as the path that runs takes it
-    y = numpy_path.run(pl, x, o) if backend == "numpy" else kernel.run(pl, x, o, backend)
-    return cast(ArrayT, y)   # the array type of X
+    return numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
+        kernel.prepare(pl, x, backend)

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, dtypes, launcher, loader, numerics, records
+from ..core import arrays, calls, dtypes, launcher, loader, numerics, records
 from .plan import OP, HardmaxPlan
 
 FAMILY = "hardmax"
@@ -29,7 +29,8 @@ SCAN_ITEMS = 1 << 16     # scan threads that keep a GPU's memory system busy
 MIN_LANE_SPAN = 8        # fewest elements worth one scan lane
 MAX_LANES = 1024
 GRID_SLACK = 1 << 24     # most that a kernel's thread indices overshoot the view's extents
-KEY_DTYPES = {2: np.dtype(np.uint32), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}  # by itemsize
+KEY_DTYPES: dict[int, np.dtype] = {  # by itemsize
+    2: np.dtype(np.uint32), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 BUDGET = 30              # instructions per output of a float16/bfloat16/float32 fast path
 
 _GEOM_FIELDS = ("outer", "n", "inner", "lanes", "stride_outer", "stride_n", "stride_inner")
@@ -91,7 +92,9 @@ def view_strides(pl: HardmaxPlan, strides: tuple[int, ...]) -> tuple[int, int, i
     return outer[1], n[1], inner[1]
 
 
-class Launch(NamedTuple):
+class Pass(NamedTuple):
+    """One kernel pass over the view: its instantiation and (grid, block)."""
+
     kernel: records.Instantiation
     shape: launcher.Shape
     part: bool            # takes the scan lanes' candidates (index and key buffers)
@@ -105,7 +108,7 @@ def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
 
 
 def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: bool
-          ) -> Launch | None:
+          ) -> Pass | None:
     vector = _pack(name)
     if not (aligned and pl.n % vector == 0 and stride_outer % vector == 0):
         vector = 1
@@ -114,30 +117,30 @@ def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: boo
     blocks = numerics.cdiv(pl.outer, rows)
     if blocks > launcher.MAX_GRID_X:
         return None
-    return Launch(ROWS[name, bits, vector], ((blocks, 1, 1), (group, rows, 1)), False)
+    return Pass(ROWS[name, bits, vector], ((blocks, 1, 1), (group, rows, 1)), False)
 
 
-def _columns(pl: HardmaxPlan, name: str, bits: int) -> Launch | None:
+def _columns(pl: HardmaxPlan, name: str, bits: int) -> Pass | None:
     bx, by = launcher.block_rows(pl.inner)
     grid = (numerics.cdiv(pl.inner, bx), *launcher.grid_yz(numerics.cdiv(pl.outer, by)))
     if grid[0] > launcher.MAX_GRID_X or grid[2] > launcher.MAX_GRID_YZ:
         return None
-    return Launch(COLS[name, bits], (grid, (bx, by, 1)), False)
+    return Pass(COLS[name, bits], (grid, (bx, by, 1)), False)
 
 
-def _generic(pl: HardmaxPlan, name: str, bits: int) -> tuple[Launch, Launch]:
+def _generic(pl: HardmaxPlan, name: str, bits: int) -> tuple[Pass, Pass]:
     count = lanes(pl)
     bx, my = launcher.block_rows(pl.inner)
     by = min(my, launcher.pow2_ceil(count))
     gx = numerics.cdiv(pl.inner, bx)
     scan = ((gx, numerics.cdiv(count, by), min(pl.outer, launcher.MAX_GRID_YZ)), (bx, by, 1))
     merge = ((gx, min(numerics.cdiv(pl.outer, my), launcher.MAX_GRID_YZ), 1), (bx, my, 1))
-    return (Launch(SCAN[name, bits], scan, True), Launch(MERGE[name, bits], merge, True))
+    return (Pass(SCAN[name, bits], scan, True), Pass(MERGE[name, bits], merge, True))
 
 
 @functools.lru_cache(maxsize=512)
 def launches(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...], aligned: bool
-             ) -> tuple[tuple[Launch, ...], np.dtype, np.ndarray]:
+             ) -> tuple[tuple[Pass, ...], np.dtype, np.ndarray]:
     """(launches, index dtype, HardmaxGeom block) for an input of `dtype` with these element
     strides, which form the plan's [outer, n, inner] view (`aligned`: X and Y start on 16-byte
     boundaries)."""
@@ -148,34 +151,46 @@ def launches(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...], align
     name = dtype.name  # a float of the table: the plan validated it
     bits = dtypes.index_bits(arrays.max_offset(pl.shape, x_strides),
                              math.prod(pl.shape) + GRID_SLACK)
-    fast: Launch | None = None
+    fast: Pass | None = None
     if pl.inner == 1 and (view[1] == 1 or pl.n == 1):
         fast = _rows(pl, name, bits, view[0], aligned)
     elif lanes(pl) == 1:
         fast = _columns(pl, name, bits)
-    steps: tuple[Launch, ...] = (fast,) if fast is not None else _generic(pl, name, bits)
+    steps: tuple[Pass, ...] = (fast,) if fast is not None else _generic(pl, name, bits)
     return steps, dtypes.INDEX_DTYPES[bits], geometry(pl, view)
 
 
-def run(pl: HardmaxPlan, X: Any, out: Any, backend: str) -> Any:
-    """hardmax(X) per plan `pl` into `out` (or a new array) on the kernel path `backend` ('cupy'
-    or 'emulated'); inputs whose strides do not form the [outer, n, inner] view are copied to C
-    order first."""
-    Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)
-    if not Y.size:
+def prepare(pl: HardmaxPlan, x: Any, backend: str) -> calls.Call:
+    """The call of plan `pl` on inputs laid out as `x` on the kernel path `backend` ('cupy' or
+    'emulated'): call(X, out) -> hardmax(X). Inputs whose strides do not form the [outer, n,
+    inner] view are copied to C order first; the 16-byte loads of hardmax_rows run where X and
+    Y start on 16-byte boundaries. The copy and the scan lanes' candidates go to the
+    workspace (onnx_cupy.core.calls.scratch)."""
+    strides = arrays.whole_element_strides(x)
+    copy = strides is None or view_strides(pl, strides) is None
+    strides = arrays.c_strides(pl.shape) if copy or strides is None else strides
+    size = math.prod(pl.shape)
+    if not size:
+        return calls.allocating(pl.shape, backend, OP)
+    passes = {}
+    for aligned in (False, True):
+        steps, index_dtype, g = launches(pl, x.dtype, strides, aligned)
+        passes[aligned] = tuple(launcher.Launch(backend, p.kernel, p.shape, size, (g,))
+                                for p in steps)
+    count = pl.outer * lanes(pl) * pl.inner if steps[0].part else 0   # scan candidates
+    parts = ((count,), index_dtype), ((count,), KEY_DTYPES[x.dtype.itemsize])
+    layouts = (((pl.shape, x.dtype),) if copy else ()) + (parts if count else ())
+
+    def call(X: Any, out: Any) -> Any:
+        with arrays.on_device(X, backend):
+            Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)
+            if Y.size:
+                space = calls.scratch(backend, *layouts) if layouts else []
+                if copy:
+                    space[0][...] = X
+                    X = space[0]
+                part = space[-2:] if count else []
+                for step in passes[(arrays.address(X) | arrays.address(Y)) % PACK_BYTES == 0]:
+                    step(X, Y, *part)
         return Y
-    xp = arrays.module_of(backend)
-    with arrays.on_device(X, backend):
-        X, strides = arrays.element_strides(X)
-        if view_strides(pl, strides) is None:
-            X, strides = arrays.element_strides(xp.ascontiguousarray(X))
-        aligned = (arrays.address(X) | arrays.address(Y)) % PACK_BYTES == 0
-        steps, index_dtype, g = launches(pl, X.dtype, strides, aligned)
-        part: tuple[Any, ...] = ()
-        if steps[0].part:
-            size = pl.outer * lanes(pl) * pl.inner
-            part = (xp.empty(size, dtype=index_dtype),
-                    xp.empty(size, dtype=KEY_DTYPES[X.dtype.itemsize]))
-        for step in steps:
-            launcher.launch(backend, step.kernel, Y.size, (X, Y, *part, g), step.shape)
-    return Y
+    return call

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import arrays
+from ..core.calls import Call
 from .plan import OP
 
 if TYPE_CHECKING:
@@ -28,22 +29,28 @@ def order_key(x: np.ndarray, inf_bits: int) -> np.ndarray:
     return key
 
 
-def run(pl: HardmaxPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-    """hardmax(x) per plan `pl`, into `out` when given (C-contiguous) or a new array."""
-    y: np.ndarray = arrays.output(out, x, pl.shape, x.dtype, "numpy", OP)
-    if y.size:
-        _hardmax(pl, x, y)
-    return y
+def prepare(pl: HardmaxPlan, dtype: np.dtype) -> Call:
+    """The call of plan `pl` on inputs of `dtype`: call(x, out) -> hardmax(x), into `out` when
+    given (C-contiguous) or a new array. The chunks and where each row's 1 goes (its first
+    element's flat position in Y, plus inner times the winner's index) are made here, once."""
+    inf_bits = INF_BITS.get(dtype.name)
+    chunk = max(1, CHUNK_BYTES // max(1, pl.n * pl.inner * dtype.itemsize))
+    first = (np.arange(pl.outer, dtype=np.intp)[:, None] * (pl.n * pl.inner)
+             + np.arange(pl.inner, dtype=np.intp)).reshape(-1)
 
-
-def _hardmax(pl: HardmaxPlan, x: np.ndarray, y: np.ndarray) -> None:
-    x3 = x.reshape(pl.outer, pl.n, pl.inner)
-    inf_bits = INF_BITS.get(x.dtype.name)
-    k = np.empty((pl.outer, pl.inner), dtype=np.intp)
-    chunk = max(1, CHUNK_BYTES // (pl.n * pl.inner * x.itemsize))
-    for r in range(0, pl.outer, chunk):
-        src = x3[r:r + chunk]
-        np.argmax(src if inf_bits is None else order_key(src, inf_bits), axis=1, out=k[r:r + chunk])
-    y3 = y.reshape(pl.outer, pl.n, pl.inner)
-    y3.fill(0)
-    np.put_along_axis(y3, k[:, np.newaxis, :], 1, axis=1)
+    def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        y: np.ndarray = arrays.output(out, x, pl.shape, x.dtype, "numpy", OP)
+        if not y.size:
+            return y
+        x3 = x.reshape(pl.outer, pl.n, pl.inner)
+        won = np.empty((pl.outer, pl.inner), dtype=np.intp)
+        for r in range(0, pl.outer, chunk):
+            src = x3[r:r + chunk]
+            np.argmax(src if inf_bits is None else order_key(src, inf_bits), axis=1,
+                      out=won[r:r + chunk])
+        y.fill(0)
+        won *= pl.inner
+        won += first.reshape(won.shape)
+        y.reshape(-1)[won.reshape(-1)] = 1
+        return y
+    return call

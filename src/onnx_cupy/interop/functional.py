@@ -31,7 +31,7 @@ from typing import (
 import numpy as np
 import numpy.typing as npt
 
-from ..core import arrays, execution
+from ..core import arrays, calls, execution
 from ..core.attributes import is_int, is_real
 from ..core.execution import ArrayT, NDArray
 from ..grid import api as grid_api
@@ -39,7 +39,6 @@ from ..grid import plan as grid_plan
 from ..hardmax.api import hardmax
 from ..pool import api as pool_api
 from ..pool import plan as pool_plan
-from ..pool.api import average_pool, max_pool
 from ..resize import api as resize_api
 from ..resize import plan as resize_plan
 from . import tensors
@@ -149,9 +148,41 @@ def _check_pool(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
                          f"padding {list(padding)}, dilation {list(dilation)})")
 
 
+_CALLS = calls.Cache("nn.functional")
+Prepared = Callable[[Any], Any]   # the prepared call of a function on inputs of one layout
+
+
+def _cached(prepare: Callable[..., Prepared], input: Any, name: str, *args: Any) -> Any:
+    """`name`(input, *args): the call `prepare(x, backend, name, *args)` made (PyTorch's checks,
+    the ONNX attributes, the family's prepared call) on the first occurrence of its key
+    (onnx_cupy.core.calls: the input's layout, path and device, the arguments), then kept."""
+    x, backend = execution.select(input, name)
+    key = calls.key(x, backend, name, *args)
+    call = _CALLS.get(key) or _CALLS.put(key, prepare(x, backend, name, *args))
+    return call(x)
+
+
+def _unbatched(call: Callable[[Any], Any], unbatched: bool) -> Prepared:
+    """`call` on (C, *spatial) inputs through a batch axis of 1, where `unbatched`."""
+    if not unbatched:
+        return call
+    return lambda x: _first(call(x[None]))
+
+
+def _first(y: Any) -> Any:
+    return tuple(a[0] for a in y) if isinstance(y, tuple) else y[0]
+
+
 def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
               ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> Any:
-    x, unbatched = _batched(_array(input, name), name, k)
+    return _cached(_prepare_avg_pool, input, name, k, kernel_size, stride, padding, ceil_mode,
+                   count_include_pad, divisor_override)
+
+
+def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
+                      padding: Any, ceil_mode: bool, count_include_pad: bool,
+                      divisor_override: int | None) -> Prepared:
+    x, unbatched = _batched(x, name, k)
     _check_bools(name, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     strides = _strides(name, stride, kernel)
@@ -161,16 +192,23 @@ def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padd
     if divisor_override is not None and divisor_override == 0:
         raise ValueError(f"{name}: divisor_override must be not zero")
     _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode)
-    y = average_pool(x, kernel_shape=list(kernel), strides=list(strides), pads=list(pads) * 2,
-                     ceil_mode=int(bool(ceil_mode)), opset=_POOL_OPSET,
-                     count_include_pad=int(bool(count_include_pad) and divisor_override is None))
-    if divisor_override is not None:  # sum / divisor = mean over the real elements * their count
-        pl = pool_plan.prepare("AveragePool", tuple(x.shape), x.dtype, _POOL_OPSET,
-                               kernel_shape=kernel, strides=strides, pads=pads * 2,
-                               ceil_mode=int(bool(ceil_mode)))
-        counts = pool_plan.divisor(pl, np.dtype(np.float64))
-        y *= _xp(y).asarray((counts / divisor_override).astype(y.dtype))
-    return y[0] if unbatched else y
+    attrs = {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
+             "count_include_pad": int(bool(count_include_pad) and divisor_override is None),
+             "dilations": None, "pads": list(pads) * 2, "strides": list(strides)}
+    pool = pool_api.prepared("AveragePool", x, backend, _POOL_OPSET, attrs)
+    if divisor_override is None:
+        return _unbatched(lambda xb: pool(xb, None), unbatched)
+    # sum / divisor = mean over the real elements * their count: one table, uploaded once
+    pl = pool_plan.prepare("AveragePool", tuple(x.shape), x.dtype, _POOL_OPSET, **attrs)
+    counts = pool_plan.divisor(pl, np.dtype(np.float64))
+    with arrays.on_device(x, backend):
+        (factor,) = calls.upload(backend, (counts / divisor_override).astype(x.dtype))
+
+    def call(xb: Any) -> Any:
+        y = pool(xb, None)
+        y *= factor
+        return y
+    return _unbatched(call, unbatched)
 
 
 _WINDOW_DOC = """    input : numpy.ndarray, cupy.ndarray or torch.Tensor
@@ -269,7 +307,11 @@ avg_pool3d.__doc__ = _AVG_DOC.format(
 
 def _lp_pool(name: str, k: int, input: Any, norm_type: float, kernel_size: Any, stride: Any,
              ceil_mode: bool) -> Any:
-    x = _array(input, name)
+    return _cached(_prepare_lp_pool, input, name, k, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
+                     kernel_size: Any, stride: Any, ceil_mode: bool) -> Prepared:
     if not is_real(norm_type):
         raise TypeError(f"{name}: norm_type must be a number, got {norm_type!r}")
     _check_bools(name, ceil_mode=ceil_mode)
@@ -279,11 +321,21 @@ def _lp_pool(name: str, k: int, input: Any, norm_type: float, kernel_size: Any, 
                 _strides(name, stride, kernel), (0,) * k, ceil_mode)
     p = float(norm_type)
     xp = _xp(x)
-    with np.errstate(invalid="ignore", over="ignore"):  # x ** p: NaN and inf as PyTorch's
-        powered = xp.power(x, p).astype(x.dtype, copy=False)
-        mean = _avg_pool(name, k, powered, kernel, stride, 0, ceil_mode, True, None)
-        total = mean * mean.dtype.type(math.prod(kernel))
-        return xp.power(total, 1.0 / p).astype(x.dtype, copy=False)
+    scale = x.dtype.type(math.prod(kernel))
+    # x ** p goes to the workspace (a call allocates no more than its output)
+    layout = (tuple(x.shape), x.dtype)
+    with arrays.on_device(x, backend):
+        (powered,) = calls.scratch(backend, layout)
+    mean = _prepare_avg_pool(powered, backend, name, k, kernel, stride, 0, ceil_mode, True, None)
+
+    def call(x: Any) -> Any:
+        with arrays.on_device(x, backend), np.errstate(invalid="ignore", over="ignore"):
+            (powered,) = calls.scratch(backend, layout)
+            xp.power(x, p, out=powered)   # x ** p: NaN and inf as PyTorch's
+            total = mean(powered)
+            total *= scale
+            return xp.power(total, 1.0 / p, out=total)
+    return call
 
 
 _LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy array.
@@ -519,7 +571,13 @@ def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: st
     >>> F.interpolate(np.array([[[0.0, 1.0]]]), size=4, mode="linear")
     array([[[0.  , 0.25, 0.75, 1.  ]]])
     """
-    x = _array(input, resize_plan.OP)
+    return cast(_In, _cached(_prepare_interpolate, input, resize_plan.OP, size, scale_factor,
+                             mode, align_corners, recompute_scale_factor, antialias))
+
+
+def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_factor: Any,
+                         mode: str, align_corners: bool | None,
+                         recompute_scale_factor: bool | None, antialias: bool) -> Prepared:
     if not isinstance(mode, str):
         raise TypeError(f"interpolate: mode must be a string, got {mode!r}")
     _check_bools("interpolate", ("align_corners", "recompute_scale_factor"),
@@ -547,7 +605,7 @@ def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: st
         if any(n < 1 for n in spatial):
             raise ValueError(f"interpolate: expected input to have non-zero size for non-batch "
                              f"dimensions, got input {spatial}")
-        return cast(_In, pool_api.adaptive_pool("AdaptiveAveragePool", x, sizes))
+        return lambda xb: pool_api.adaptive_pool("AdaptiveAveragePool", xb, sizes)
     if any(n < 1 for n in spatial) or any(m < 1 for m in sizes):
         raise ValueError(f"interpolate: input and output sizes should be greater than 0, but got "
                          f"input {spatial} and output {sizes}")
@@ -583,8 +641,9 @@ def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: st
                                           for n, m, f in zip(spatial, sizes, factors or sizes)))
     if source is not None and antialias and sizes[-1] == 1 and sizes[0] != spatial[0]:
         source = dataclasses.replace(source, first_row=True)
-    return cast(_In, resize_api.run(x, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
-                                    {**resize_plan.DEFAULTS, **attrs}, source=source))
+    resize = resize_api.prepared(x, backend, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
+                                 {**resize_plan.DEFAULTS, **attrs}, source)
+    return lambda x: resize(x, None)
 
 
 _FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)
@@ -629,23 +688,34 @@ class _Coordinates:
 
 def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
               dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
-    x, unbatched = _batched(_array(input, name), name, k)
+    return _cached(_prepare_max_pool, input, name, k, kernel_size, stride, padding, dilation,
+                   ceil_mode, return_indices)
+
+
+def _prepare_max_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
+                      padding: Any, dilation: Any, ceil_mode: bool, return_indices: bool
+                      ) -> Prepared:
+    x, unbatched = _batched(x, name, k)
     _check_bools(name, ceil_mode=ceil_mode, return_indices=return_indices)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     strides = _strides(name, stride, kernel)
     pads = _tuple(name, "padding", padding, k)
     dilations = _tuple(name, "dilation", dilation, k)
     _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode, dilations)
-    result = max_pool(x, kernel_shape=list(kernel), strides=list(strides), pads=list(pads) * 2,
-                      dilations=list(dilations), ceil_mode=int(bool(ceil_mode)),
-                      opset=_POOL_OPSET, return_indices=bool(return_indices))
+    attrs = {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
+             "dilations": list(dilations), "pads": list(pads) * 2, "strides": list(strides),
+             "storage_order": 0}
+    pool = pool_api.prepared("MaxPool", x, backend, _POOL_OPSET, attrs, bool(return_indices))
     if not return_indices:
-        return result[0] if unbatched else result
-    y, onnx_indices = result
-    xp = _xp(y)
+        return _unbatched(lambda xb: pool(xb, None), unbatched)
+    xp = _xp(x)
     plane = math.prod(x.shape[2:])   # ONNX counts whole (n, c) planes; PyTorch does not
-    indices = xp.where(onnx_indices < 0, onnx_indices, onnx_indices % plane)
-    return (y[0], indices[0]) if unbatched else (y, indices)
+
+    def call(xb: Any) -> Any:
+        y, indices = pool(xb, None)
+        xp.fmod(indices, plane, out=indices)   # the remainder of a sign: -1 (no element) stays
+        return y, indices
+    return _unbatched(call, unbatched)
 
 
 _MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy array.
@@ -787,7 +857,11 @@ def _output_size(name: str, value: Any, spatial: tuple[int, ...]) -> tuple[int, 
 
 def _adaptive(name: str, op: str, k: int, input: Any, output_size: Any,
               return_indices: bool = False) -> Any:
-    x = _array(input, name)
+    return _cached(_prepare_adaptive, input, name, op, k, output_size, return_indices)
+
+
+def _prepare_adaptive(x: Any, backend: str, name: str, op: str, k: int, output_size: Any,
+                      return_indices: bool) -> Prepared:
     if x.ndim not in (k + 1, k + 2):
         raise ValueError(f"{name}: expected a {k + 1}D (unbatched) or {k + 2}D (batched) "
                          f"input, got shape {tuple(x.shape)}")
@@ -796,13 +870,9 @@ def _adaptive(name: str, op: str, k: int, input: Any, output_size: Any,
                          f"dimensions, got shape {tuple(x.shape)}")
     _check_bools(name, return_indices=return_indices)
     unbatched = x.ndim == k + 1
-    xb = x[None] if unbatched else x
-    sizes = _output_size(name, output_size, tuple(xb.shape[2:]))
-    result = pool_api.adaptive_pool(op, xb, sizes, bool(return_indices))
-    if not return_indices:
-        return result[0] if unbatched else result
-    y, indices = result
-    return (y[0], indices[0]) if unbatched else (y, indices)
+    sizes = _output_size(name, output_size, tuple(x.shape[-k:]))
+    return _unbatched(lambda xb: pool_api.adaptive_pool(op, xb, sizes, bool(return_indices)),
+                      unbatched)
 
 
 _ADAPTIVE_DOC = """PyTorch's `torch.nn.functional.adaptive_{kind}_pool{k}d` on a NumPy or CuPy

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core import opsets
+from ..core import calls, opsets
 from ..core.attributes import is_int
 from ..grid import api as grid_api
 from ..hardmax import api as hardmax_api
@@ -50,12 +50,31 @@ def _align(op: str, names: Sequence[str], inputs: Sequence[Any]) -> list[Any]:
     return args
 
 
+def _check_node(node: Any) -> None:
+    if not all(hasattr(node, field) for field in ("op_type", "domain", "attribute", "input")):
+        raise TypeError(f"run_node: node must be an onnx.NodeProto, got {type(node).__name__}")
+
+
+_NODES = calls.Cache("run_node")
+
+
+def prepared_node(node: Any, opset: int | ModelProto | None = None
+                  ) -> Callable[[Sequence[Any]], list[Any]]:
+    """`prepare_node(node, opset)`, kept per node (its serialized bytes) and opset: a repeated
+    `run_node` of an equal node reads its attributes once."""
+    _check_node(node)
+    try:
+        key = (node.SerializeToString(), calls.frozen(opset))
+    except calls.Unkeyed:   # an opset given as a model
+        return prepare_node(node, opset)
+    return _NODES.get(key) or _NODES.put(key, prepare_node(node, opset))
+
+
 def prepare_node(node: Any, opset: int | ModelProto | None = None
                  ) -> Callable[[Sequence[Any]], list[Any]]:
     """Validate `node` (operator, domain, opset, attributes) once and return a function that runs
     it on a list of inputs, as `run_node` does."""
-    if not all(hasattr(node, field) for field in ("op_type", "domain", "attribute", "input")):
-        raise TypeError(f"run_node: node must be an onnx.NodeProto, got {type(node).__name__}")
+    _check_node(node)
     if node.op_type not in RUNNERS:
         raise ValueError(f"run_node: unsupported operator {node.op_type!r} "
                          f"(supported: {', '.join(sorted(RUNNERS))})")
@@ -112,7 +131,7 @@ def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = 
     >>> oc.run_node(node, [np.array([1.0, 5.0, 2.0], dtype=np.float32)], opset=13)[0]
     array([0., 1., 0.], dtype=float32)
     """
-    return prepare_node(node, opset)(inputs)
+    return prepared_node(node, opset)(inputs)
 
 
 def _single_input(op: str, fn: Callable[..., Any]) -> NodeRunner:

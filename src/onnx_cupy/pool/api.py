@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, cast, overload
 
 import numpy as np
 
-from ..core import arrays, execution, opsets
+from ..core import calls, execution, opsets
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -26,20 +26,44 @@ def check_return_indices(op: str, opset: int, return_indices: Any) -> None:
                          f"{opsets.in_force(op, opset)}; it came with {op}-{plan.INDICES_FROM}")
 
 
-def _pool(op: str, X: ArrayT, opset: int, out: Any, return_indices: bool = False,
-          **attrs: Any) -> Any:
+_CALLS = calls.Cache("pool")
+
+
+def run(op: str, X: Any, opset: int, attrs: dict[str, Any], *, out: Any = None,
+        return_indices: bool = False) -> Any:
+    """The pooling family's one entry point (the ONNX functions, the node runner, the PyTorch
+    layer and Dask all come here): `op` (AveragePool, LpPool, MaxPool or a global pool) on X
+    with the ONNX attributes `attrs`, validated and planned on the host on the first call of
+    its key (onnx_cupy.core.calls), then run on the path the input picks, NumPy or the CUDA
+    kernels (on the GPU or the CPU emulator). Returns Y, or (Y, Indices) with
+    `return_indices` (MaxPool)."""
     x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
+    return prepared(op, x, backend, opset, attrs, return_indices)(x, out)
+
+
+def prepared(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],
+             return_indices: bool = False) -> calls.Call:
+    """The call of `op` with `attrs` on inputs laid out as `x` (a NumPy or CuPy array) on
+    `backend`: prepared (validated, planned, its launches made) on the first occurrence of its
+    key, then kept. call(X, out) -> Y, or (Y, Indices) with `return_indices`."""
+    key = calls.key(x, backend, op, opset, attrs) if return_indices is False else \
+        calls.key(x, backend, op, opset, return_indices, attrs)
+    return _CALLS.get(key) or _CALLS.put(key, _prepare(op, x, backend, opset, attrs,
+                                                       return_indices))
+
+
+def _prepare(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],
+             return_indices: bool) -> calls.Call:
+    """Validate and plan a call (errors raised here, before anything is allocated), and
+    prepare it for the input's layout and path."""
+    if op in plan.GLOBAL_OPS:
+        gl = plan.global_plan(op, opset, tuple(x.shape), np.dtype(x.dtype), attrs.get("p"))
+        return numpy_path.prepare_global(gl) if backend == "numpy" else \
+            kernel.prepare_global(gl, x, backend)
     check_return_indices(op, opset, return_indices)
     pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)
-    indices = None
-    if return_indices:
-        out = arrays.output(out, x, pl.out_shape, x.dtype, backend, op)  # `out` checked first
-        indices = arrays.output(None, x, pl.out_shape, np.dtype(np.int64), backend, op)
-    if backend == "numpy":
-        y = numpy_path.run(pl, x, out, indices)
-    else:
-        y = kernel.run(pl, x, out, backend, indices)
-    return (y, indices) if return_indices else cast(ArrayT, y)   # the array type of X
+    return numpy_path.prepare(pl, np.dtype(x.dtype), return_indices) if backend == "numpy" else \
+        kernel.prepare(pl, x, backend, return_indices)
 
 
 _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
@@ -125,10 +149,10 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
                  ceil_mode: int = 0, count_include_pad: int = 0, dilations: Any = None,
                  pads: Any = None, strides: Any = None, opset: int = 22,
                  out: ArrayT | None = None) -> ArrayT:
-    return cast(ArrayT, _pool("AveragePool", X, opset, out, kernel_shape=kernel_shape,
-                              auto_pad=auto_pad, ceil_mode=ceil_mode,
-                              count_include_pad=count_include_pad, dilations=dilations, pads=pads,
-                              strides=strides))
+    return cast(ArrayT, run("AveragePool", X, opset, {
+        "kernel_shape": kernel_shape, "auto_pad": auto_pad, "ceil_mode": ceil_mode,
+        "count_include_pad": count_include_pad, "dilations": dilations, "pads": pads,
+        "strides": strides}, out=out))
 
 
 @_pool_doc(
@@ -145,9 +169,9 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
 def lp_pool(X: ArrayT, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
             ceil_mode: int = 0, dilations: Any = None, pads: Any = None, strides: Any = None,
             opset: int = 22, out: ArrayT | None = None) -> ArrayT:
-    return cast(ArrayT, _pool("LpPool", X, opset, out, kernel_shape=kernel_shape,
-                              auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
-                              pads=pads, strides=strides, p=p))
+    return cast(ArrayT, run("LpPool", X, opset, {
+        "kernel_shape": kernel_shape, "auto_pad": auto_pad, "ceil_mode": ceil_mode,
+        "dilations": dilations, "pads": pads, "strides": strides, "p": p}, out=out))
 
 
 @overload
@@ -198,18 +222,15 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
              storage_order: int = 0, strides: Any = None, opset: int = 22,
              out: ArrayT | None = None,
              return_indices: bool = False) -> ArrayT | tuple[ArrayT, ArrayT]:
-    result = _pool("MaxPool", X, opset, out, return_indices, kernel_shape=kernel_shape,
-                   auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, pads=pads,
-                   strides=strides, storage_order=storage_order)
+    result = run("MaxPool", X, opset, {
+        "kernel_shape": kernel_shape, "auto_pad": auto_pad, "ceil_mode": ceil_mode,
+        "dilations": dilations, "pads": pads, "strides": strides,
+        "storage_order": storage_order}, out=out, return_indices=return_indices)
     return cast("ArrayT | tuple[ArrayT, ArrayT]", result)   # the array type of X
 
 
 def _global(op: str, X: ArrayT, opset: int, out: Any, p: Any = None) -> ArrayT:
-    x, backend = execution.select(X, op)
-    pl = plan.global_plan(op, opset, tuple(x.shape), np.dtype(x.dtype), p)
-    if backend == "numpy":
-        return cast(ArrayT, numpy_path.run_global(pl, x, out))
-    return cast(ArrayT, kernel.run_global(pl, x, out, backend))
+    return cast(ArrayT, run(op, X, opset, {"p": p}, out=out))
 
 
 _GLOBAL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array: {what} over
@@ -298,12 +319,15 @@ def adaptive_pool(op: str, X: ArrayT, sizes: Any, return_indices: bool = False) 
     ValueError for another rank, an empty spatial axis or bad sizes; TypeError for another dtype.
     """
     x, backend = execution.select(X, op)
+    key = calls.key(x, backend, op, sizes, return_indices)
+    call = _CALLS.get(key) or _CALLS.put(key, _prepare_adaptive(op, x, backend, sizes,
+                                                                return_indices))
+    return call(x, None)
+
+
+def _prepare_adaptive(op: str, x: Any, backend: str, sizes: Any, return_indices: bool
+                      ) -> calls.Call:
+    """Validate and plan an adaptive pooling, and prepare it for the input's layout and path."""
     pl = plan.adaptive_plan(op, tuple(x.shape), x.dtype, sizes)
-    indices = None
-    if return_indices:
-        indices = arrays.output(None, x, pl.out_shape, np.dtype(np.int64), backend, op)
-    if backend == "numpy":
-        y = numpy_path.run_adaptive(pl, x, None, indices)
-    else:
-        y = kernel.run_adaptive(pl, x, None, backend, indices)
-    return (y, indices) if return_indices else y
+    return numpy_path.prepare_adaptive(pl, return_indices) if backend == "numpy" else \
+        kernel.prepare_adaptive(pl, x, backend, return_indices)

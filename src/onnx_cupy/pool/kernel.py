@@ -13,7 +13,7 @@ output index fits, else 64-bit ones. All visit a window's taps in the same order
 dividing by the same count, or taking the maximum), so they give identical results. MaxPool's
 indices come from the generic kernel. The global pools run `pool_global` (run_global): a block per
 (n, c) plane reducing it by warp shuffles and shared memory. PyTorch's adaptive pooling runs
-`pool_adaptive` (run_adaptive): one thread per output, its window bounds from the output
+`pool_adaptive` (prepare_adaptive): one thread per output, its window bounds from the output
 coordinate by host-computed multiply-shifts."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, dtypes, launcher, loader, numerics, records
+from ..core import arrays, calls, dtypes, launcher, loader, numerics, records
 from . import plan
 from .plan import GLOBAL_OPS, MAX_SPATIAL, OPS, GlobalPlan, PoolPlan
 
@@ -266,51 +266,70 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     return FAST[np.dtype(dtype).name, bits, mode, rank, fast_window(pl, x_strides)], shape, g
 
 
-def run(pl: PoolPlan, X: Any, out: Any, backend: str, indices: Any = None) -> Any:
-    """pool(X) per plan `pl` into `out` (or a new array) on the kernel path `backend` ('cupy' or
-    'emulated'): the fast kernel where the plan allows it, else the generic one. `indices`, an
-    int64 array of the output's shape, receives MaxPool's winners' indices (generic kernel)."""
-    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-    if not Y.size:
-        return Y
-    with arrays.on_device(X, backend):
-        X, strides = arrays.element_strides(X)
-        fast = None if indices is not None else fast_kernel_args(pl, X.dtype, strides)
-        if fast is not None:
-            k, shape, g = fast
-            launcher.launch(backend, k, Y.size, (X, Y, g), shape)
-        else:
-            k, g = kernel_args(pl, X.dtype, strides, indices is not None)
-            written = indices if indices is not None else arrays.module_of(backend).empty(
-                1, dtype=np.int64)  # a pointer the kernel does not write through
-            launcher.launch(backend, k, Y.size, (X, Y, written, g))
-    return Y
+def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.Call:
+    """The call of plan `pl` on inputs laid out as `x` (dtype, strides) on the kernel path
+    `backend` ('cupy' or 'emulated'): call(X, out) -> Y, or (Y, Indices) with `indices` (int64,
+    MaxPool's winners' indices: the generic kernel). The fast kernel runs where the plan allows
+    it, else the generic one; an input whose byte strides are not whole elements is read from a
+    C-contiguous copy in the workspace."""
+    strides = arrays.whole_element_strides(x)
+    copy = strides is None
+    strides = arrays.c_strides(pl.in_shape) if strides is None else strides
+    size = math.prod(pl.out_shape)
+    fast = None if indices or not size else fast_kernel_args(pl, x.dtype, strides)
+    if fast is not None:
+        k, shape, g = fast
+        step = launcher.Launch(backend, k, shape, size, (g,))
+    elif size:
+        k, g = kernel_args(pl, x.dtype, strides, indices)
+        step = launcher.Launch(backend, k, None, size, (g,))
+    int64 = np.dtype(np.int64)
+    empty = arrays.module_of(backend).empty
+
+    def call(X: Any, out: Any) -> Any:
+        with arrays.on_device(X, backend):
+            Y = empty(pl.out_shape, X.dtype) if out is None else \
+                arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+            where = empty(pl.out_shape, int64) if indices else None
+            if size:
+                X = calls.contiguous(backend, X) if copy else X
+                if fast is not None:
+                    step(X, Y)          # (x, y, fast)
+                else:
+                    step(X, Y, where)   # (x, y, indices, geom): None, no indices
+        return Y if where is None else (Y, where)
+    return call
 
 
-def run_global(pl: GlobalPlan, X: Any, out: Any, backend: str) -> Any:
-    """Global pooling of X per plan `pl` into `out` (or a new array) on the kernel path
-    `backend`: pool_global, a block per (n, c) plane. A plane whose spatial axes no single
-    element stride walks is read from a C-contiguous copy."""
-    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-    if not Y.size:
+def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
+    """The call of a global pooling `pl` on inputs laid out as `x` on the kernel path `backend`:
+    call(X, out) -> Y, by pool_global, a block per (n, c) plane. A plane whose spatial axes no
+    single element stride walks is read from a C-contiguous copy."""
+    given = arrays.whole_element_strides(x)
+    walk = None if given is None else arrays.merged_stride(pl.in_shape[2:], given[2:])
+    copy = given is None or walk is None
+    strides = arrays.c_strides(pl.in_shape) if given is None or walk is None else given
+    walk = (pl.length, 1) if walk is None else walk
+    planes = pl.in_shape[0] * pl.in_shape[1]
+    if not planes:
+        return calls.allocating(pl.out_shape, backend, pl.op)
+    bits = dtypes.index_bits(arrays.max_offset(pl.in_shape, strides) + loader.BLOCK
+                             * max(1, abs(walk[1])), planes + launcher.MAX_BLOCKS)
+    g = launcher.parameter_struct(
+        _GLOBAL_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=strides[0],
+        stride_c=strides[1], length=pl.length, step=walk[1],
+        mode=GENERIC_MODES[GLOBAL_MODES[pl.op]], p=pl.p)
+    shape = ((min(planes, launcher.MAX_BLOCKS), 1, 1), (loader.BLOCK, 1, 1))
+    step = launcher.Launch(backend, GLOBAL[np.dtype(x.dtype).name, bits], shape, planes,
+                           (g,))
+
+    def call(X: Any, out: Any) -> Any:
+        with arrays.on_device(X, backend):
+            Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+            if Y.size:
+                step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
-    with arrays.on_device(X, backend):
-        X, strides = arrays.element_strides(X)
-        walk = arrays.merged_stride(pl.in_shape[2:], strides[2:])
-        if walk is None:
-            X = arrays.module_of(backend).ascontiguousarray(X)
-            strides = arrays.c_strides(pl.in_shape)
-            walk = (pl.length, 1)
-        planes = pl.in_shape[0] * pl.in_shape[1]
-        bits = dtypes.index_bits(arrays.max_offset(pl.in_shape, strides) + loader.BLOCK
-                                 * max(1, abs(walk[1])), planes + launcher.MAX_BLOCKS)
-        g = launcher.parameter_struct(
-            _GLOBAL_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=strides[0],
-            stride_c=strides[1], length=pl.length, step=walk[1],
-            mode=GENERIC_MODES[GLOBAL_MODES[pl.op]], p=pl.p)
-        shape = ((min(planes, launcher.MAX_BLOCKS), 1, 1), (loader.BLOCK, 1, 1))
-        launcher.launch(backend, GLOBAL[np.dtype(X.dtype).name, bits], planes, (X, Y, g), shape)
-    return Y
+    return call
 
 
 @functools.lru_cache(maxsize=512)
@@ -334,17 +353,27 @@ def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, 
     return ADAPTIVE[np.dtype(dtype).name, bits, pl.nd], g
 
 
-def run_adaptive(pl: plan.AdaptivePlan, X: Any, out: Any, backend: str, indices: Any = None) -> Any:
-    """Adaptive pooling of X per plan `pl` into `out` (or a new array) on the kernel path
-    `backend`; `indices`, an int64 array of the output's shape, receives the maximum's indices
-    within each (n, c) plane."""
-    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-    if not Y.size:
-        return Y
-    with arrays.on_device(X, backend):
-        X, strides = arrays.element_strides(X)
-        k, g = adaptive_args(pl, X.dtype, strides, indices is not None)
-        written = indices if indices is not None else arrays.module_of(backend).empty(
-            1, dtype=np.int64)  # a pointer the kernel does not write through
-        launcher.launch(backend, k, Y.size, (X, Y, written, g))
-    return Y
+def prepare_adaptive(pl: plan.AdaptivePlan, x: Any, backend: str, indices: bool = False
+                     ) -> calls.Call:
+    """The call of the adaptive plan `pl` on inputs laid out as `x` on the kernel path
+    `backend`: call(X, out) -> Y, or (Y, Indices) with `indices` (int64, the maximum's index
+    within each (n, c) plane), by pool_adaptive, one thread per output. An input whose byte
+    strides are not whole elements is read from a C-contiguous copy in the workspace."""
+    strides = arrays.whole_element_strides(x)
+    copy = strides is None
+    strides = arrays.c_strides(pl.in_shape) if strides is None else strides
+    size = math.prod(pl.out_shape)
+    if size:
+        k, g = adaptive_args(pl, x.dtype, strides, indices)
+        step = launcher.Launch(backend, k, None, size, (g,))
+    int64 = np.dtype(np.int64)
+
+    def call(X: Any, out: Any) -> Any:
+        with arrays.on_device(X, backend):
+            Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+            where = arrays.output(None, X, pl.out_shape, int64, backend, pl.op) if indices \
+                else None
+            if size:
+                step(calls.contiguous(backend, X) if copy else X, Y, where)
+        return Y if where is None else (Y, where)
+    return call

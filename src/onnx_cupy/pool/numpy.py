@@ -1,7 +1,10 @@
-"""The NumPy path of AveragePool/LpPool/MaxPool. AveragePool and LpPool by separable window sums:
-one pass per spatial axis (outermost first, so every pass but the last adds contiguous rows),
-each pass one strided slice-add per kernel tap, over chunks of N*C rows so that temporaries stay
-cache-sized.
+"""The NumPy path of AveragePool/LpPool/MaxPool and the global pools: separable window passes,
+one per spatial axis, over chunks of N*C rows so that temporaries stay cache-sized; everything a
+call's layout decides (taps, divisors, chunks) is computed once, when the call is prepared.
+
+AveragePool and LpPool sum axis by axis, outermost first (every pass but the last adds
+contiguous rows), each pass one slice-add per kernel tap, the taps covering the whole output
+first:
 
   S = sum over taps j_1 (axis 1) of ... sum over taps j_m (axis m) of x[..., w_1(j_1), ..., w_m(j_m)]
   AveragePool: Y = S / count,  LpPool: Y = S^(1/p) with x replaced by |x|^p
@@ -9,9 +12,19 @@ cache-sized.
 The accumulation type is the kernels' (float32 for 16- and 32-bit floats); summing axis by axis
 rounds differently from the kernels' row-major order over each window (by about one ulp).
 
-MaxPool visits the window's taps in the kernels' order (axis 0 outermost, taps ascending), one
-strided slice per tap combination, and keeps a tap where it wins as oc::max_wins decides
-(greater, or NaN): the kernels' values and indices, bit for bit.
+MaxPool takes window maxima axis by axis, innermost first (np.maximum). A maximum is one value
+of the window, so its bits are the kernels' but where equal values differ in bits: a window whose
+maximum is a NaN (the kernels keep the last NaN of the window) or a zero while X holds a -0.0 (the
+first of the window's zeros). Those calls, and every call that returns Indices, find each
+window's winner as the kernels do (oc::max_wins: the first tap, in the kernels' order, equal to
+the maximum; the last NaN), axis by axis innermost first (the first equal tap of the first equal
+row is the first equal tap in row-major order), and read the values at the winners: the
+kernels' values and indices, bit for bit.
+
+The innermost axis's pass runs over the rows as one flat sequence where an input row is the
+stride times an output row (one long loop per tap instead of one per row); the few output
+columns whose taps wrap into a neighbouring row are then redone row by row, with the same
+operations in the same order.
 
 PyTorch's adaptive pooling reduces one spatial axis at a time, the last first, gathering the
 j-th element of every output's window [start, end) per step j: sums (divided by the windows'
@@ -22,19 +35,23 @@ kernel's (the first maximum in row-major order, or the last NaN), bit for bit.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core import arrays, dtypes
+from ..core.calls import Call
 from . import plan
 
 if TYPE_CHECKING:
     from .plan import AdaptivePlan, GlobalPlan, PoolPlan
 
 CHUNK_BYTES = 1 << 21  # input chunk, in the accumulation type
+WHOLE_ROWS = 1 << 12   # fewest outputs of a pass worth the passes over whole rows (fewer: row by
+                       # row, in fewer NumPy calls)
 
 Tap = tuple[int, slice, slice]
 
@@ -53,52 +70,259 @@ def _taps(n: int, out: int, k: int, s: int, d: int, b: int) -> list[Tap]:
     return taps
 
 
-@functools.cache
-def _half_table() -> np.ndarray:
-    """Every float16 bit pattern converted to float32 by NumPy (exact; 256 KiB)."""
-    return np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+@dataclass(frozen=True)
+class Axis:
+    """One spatial axis's window: input and output lengths, stride, the taps that land in the
+    input in the order a window sum applies them (those covering the whole output first, then
+    the rest, each group ascending), and how a sum starts: "pair" (dst = the first two, both
+    covering the output), "copy" (the only one covering it) or "zero"."""
 
+    n: int
+    out: int
+    s: int
+    d: int
+    b: int
+    taps: tuple[Tap, ...]
+    start: str
+    indexed: dict[int, Indexed] = field(default_factory=dict, compare=False)   # by axis
+
+    def at(self, axis: int) -> Indexed:
+        """The taps as (output index, input index) along `axis`, made once per axis."""
+        found = self.indexed.get(axis)
+        if found is None:
+            found = self.indexed[axis] = _indexed(self.taps, axis)
+        return found
+
+    @property
+    def fused(self) -> bool:
+        """A "pair" start of adjacent taps with more taps after it: the pair is taken from
+        the adjacent pairs of the whole axis (one pass over whole rows), and the first tap
+        after it added in the same pass as the pair is read."""
+        return (self.start == "pair" and len(self.taps) > 2 and self.d == 1
+                and self.taps[1][0] == self.taps[0][0] + 1)
+
+    @property
+    def covered(self) -> bool:
+        """Every output has a tap inside the input."""
+        hits = np.zeros(self.out, bool)
+        for _, o, _ in self.taps:
+            hits[o] = True
+        return bool(hits.all())
+
+    def region(self, c0: int, c1: int) -> tuple[Tap, ...]:
+        """The taps restricted to outputs [c0, c1), their output slices relative to c0."""
+        kept = []
+        for j, o, i in self.taps:
+            lo, hi = max(o.start, c0), min(o.stop, c1)
+            if hi > lo:
+                first = i.start + (lo - o.start) * self.s
+                kept.append((j, slice(lo - c0, hi - c0),
+                             slice(first, first + (hi - lo - 1) * self.s + 1, self.s)))
+        return tuple(kept)
+
+    def borders(self) -> list[tuple[int, int]]:
+        """The output ranges that some tap misses (a flat pass writes them wrongly)."""
+        lo = max((o.start for _, o, _ in self.taps), default=0)
+        hi = min((o.stop for _, o, _ in self.taps), default=self.out)
+        ranges = [(0, min(lo, self.out))] if lo > 0 else []
+        if hi < self.out:
+            ranges.append((max(hi, ranges[-1][1] if ranges else 0), self.out))
+        return ranges
+
+
+Indexed = tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...]
+
+
+def _indexed(taps: tuple[Tap, ...], axis: int) -> Indexed:
+    return tuple((_at(axis, o), _at(axis, i)) for _, o, i in taps)
+
+
+def _axis(n: int, out: int, k: int, s: int, d: int, b: int) -> Axis:
+    taps = _taps(n, out, k, s, d, b)
+    full = [t for t in taps if (t[1].start, t[1].stop) == (0, out)]
+    rest = [t for t in taps if t not in full]
+    start = "pair" if len(full) >= 2 else "copy" if full else "zero"
+    return Axis(n, out, s, d, b, tuple(full + rest), start)
+
+
+_WHOLE = [(slice(None),) * axis for axis in range(plan.MAX_SPATIAL + 2)]
+
+
+def _at(axis: int, s: slice) -> tuple[slice, ...]:
+    """The index of slice `s` along `axis`."""
+    return _WHOLE[axis] + (s,)
+
+
+# ---------------------------------------------------------------- window passes along one axis
+
+def _window(op: np.ufunc, src: np.ndarray, axis: int, taps: tuple[Tap, ...], start: str,
+            dst: np.ndarray, fused: bool = False) -> None:
+    """dst = `op` (np.add: a sum, np.maximum) over `taps` of src's slices along `axis`, in the
+    taps' order, started as Axis.start says ("zero": op's identity where no tap lands; `fused`:
+    the pair from a pass over whole rows, see Axis.fused)."""
+    if not fused:
+        _apply(op, src, _indexed(taps, axis), start, dst)
+        return
+    (_, _, i0), (_, o, i) = taps[0], taps[2]
+    n = src.shape[axis]
+    pairs = op(src[_at(axis, slice(0, n - 1))], src[_at(axis, slice(1, n))])
+    pair = pairs[_at(axis, i0)]
+    op(pair[_at(axis, o)], src[_at(axis, i)], out=dst[_at(axis, o)])
+    for span in (slice(0, o.start), slice(o.stop, dst.shape[axis])):
+        np.copyto(dst[_at(axis, span)], pair[_at(axis, span)])
+    _apply(op, src, _indexed(taps[3:], axis), "rest", dst)
+
+
+def _apply(op: np.ufunc, src: np.ndarray, taps: Indexed, start: str, dst: np.ndarray) -> None:
+    """_window's taps given as (output index, input index), in order, started as Axis.start
+    says ("rest": dst already holds the first taps)."""
+    rest = taps
+    if start == "pair":
+        op(src[rest[0][1]], src[rest[1][1]], out=dst)
+        rest = rest[2:]
+    elif start == "copy":
+        np.copyto(dst, src[rest[0][1]])
+        rest = rest[1:]
+    elif start == "zero":
+        dst.fill(0 if op is np.add else max_identity(dst.dtype))
+    for o, i in rest:
+        part = dst[o]
+        op(part, src[i], out=part)
+
+
+def _pass(op: np.ufunc, src: np.ndarray, axis: int, ax: Axis, dst: np.ndarray) -> None:
+    """`op`'s window along `axis` of src into dst (a whole axis: fused where Axis.fused and the
+    pass is large enough)."""
+    if ax.fused and dst.size >= WHOLE_ROWS:
+        _window(op, src, axis, ax.taps, ax.start, dst, True)
+    else:
+        _apply(op, src, ax.at(axis), ax.start, dst)
+
+
+def _flat(ax: Axis, tap: Tap, rows: int) -> tuple[slice, slice]:
+    """(output, input) slices of `tap` over `rows` rows as one flat sequence (input rows of
+    ax.s * ax.out elements): every output whose tap position lies in the flat input."""
+    _, o, i = tap
+    shift = i.start - o.start * ax.s          # position of output 0's tap in its row
+    total_in, total_out = rows * ax.s * ax.out, rows * ax.out
+    lo = max(0, -(shift // ax.s))
+    hi = min(total_out, -((shift - total_in) // ax.s))
+    return slice(lo, hi), slice(lo * ax.s + shift, lo * ax.s + shift + (hi - lo - 1) * ax.s + 1,
+                                ax.s)
+
+
+def _last_pass(op: np.ufunc, src: np.ndarray, ax: Axis, dst: np.ndarray) -> None:
+    """`op`'s window along the last axis of src into dst: as one flat sequence where rows allow
+    it (src and dst C-contiguous, an input row ax.s output rows long), then the border outputs
+    again row by row; else row by row."""
+    axis = src.ndim - 1
+    if not (dst.size >= WHOLE_ROWS and src.flags.c_contiguous and dst.flags.c_contiguous
+            and src.shape[-1] == ax.s * ax.out and ax.taps):
+        _pass(op, src, axis, ax, dst)
+        return
+    rows = dst.size // ax.out
+    flat = tuple((j, *_flat(ax, (j, o, i), rows)) for j, o, i in ax.taps)
+    _window(op, src.reshape(-1), 0, flat, ax.start, dst.reshape(-1), ax.fused)
+    for c0, c1 in ax.borders():
+        _window(op, src, axis, ax.region(c0, c1), ax.start, dst[..., c0:c1])
+
+
+# ---------------------------------------------------------------- AveragePool, LpPool
 
 def widen(src: np.ndarray, acc: np.dtype) -> np.ndarray:
-    """A copy of `src` in the accumulation type: float16 by table look-up (the same bits as
-    `astype`, about twice as fast), others by `astype`."""
-    if src.dtype == np.float16 and acc == np.float32 and src.flags.c_contiguous:
-        return np.take(_half_table(), src.view(np.uint16))
+    """A copy of `src` in the accumulation type (`astype`: NumPy converts float16 with the
+    CPU's conversion instructions, faster than a table look-up and without an index copy)."""
     return src.astype(acc)
 
 
-def _window_sum(src: np.ndarray, axis: int, taps: list[Tap], dst: np.ndarray) -> None:
-    """dst = sum over `taps` of src's slices along `axis` (0 where no tap lands). Taps covering
-    the whole output go first, so the first two need no zero fill."""
-    def at(s: slice) -> tuple[slice, ...]:
-        return (slice(None),) * axis + (s,)
-
-    n = dst.shape[axis]
-    full = [t for t in taps if (t[1].start, t[1].stop) == (0, n)]
-    rest = [t for t in taps if t not in full]
-    if len(full) >= 2:
-        np.add(src[at(full[0][2])], src[at(full[1][2])], out=dst)
-        full = full[2:]
-    elif full:
-        np.copyto(dst, src[at(full.pop()[2])])
-    else:
-        dst.fill(0)
-    for _, o, i in full + rest:
-        dst[at(o)] += src[at(i)]
+def prepare(pl: PoolPlan, dtype: np.dtype, indices: bool = False) -> Call:
+    """The call of plan `pl` on inputs of `dtype`: call(x, out) -> y, or (y, indices) with
+    `indices` (int64, MaxPool's winners' indices); into `out` when given (C-contiguous)."""
+    run = _max_pool(pl, dtype, indices) if pl.op == "MaxPool" else _pool(pl, dtype)
+    return _outputs(pl.op, pl.out_shape, run, indices)
 
 
-def run(pl: PoolPlan, x: np.ndarray, out: np.ndarray | None,
-        indices: np.ndarray | None = None) -> np.ndarray:
-    """pool(x) per plan `pl`, into `out` when given (C-contiguous) or a new array; `indices`, an
-    int64 array of the output's shape, receives MaxPool's winners' indices."""
-    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
-    if y.size:
-        if pl.op == "MaxPool":
-            _max_pool(pl, x, y, indices)
-        else:
-            _pool(pl, x, y)
-    return y
+def _outputs(op: str, shape: tuple[int, ...], run: Run, indices: bool) -> Call:
+    """call(x, out) -> y, or (y, indices) with `indices`: allocates y of `shape` (or checks
+    `out`) and the int64 indices, then `run(x, y, indices)` where y is not empty."""
+    int64 = np.dtype(np.int64)
 
+    def call(x: np.ndarray, out: np.ndarray | None) -> Any:
+        y = arrays.output(out, x, shape, x.dtype, "numpy", op)
+        where = arrays.output(None, x, shape, int64, "numpy", op) if indices else None
+        if y.size:
+            run(x, y, where)
+        return y if where is None else (y, where)
+    return call
+
+
+SPLIT_BYTES = 1 << 16   # rows of at least this many bytes go in two chunks or more
+
+
+def _chunk_rows(rows: int, row_bytes: int) -> int:
+    """Rows (N*C planes) per chunk: at most CHUNK_BYTES of them and, where they hold
+    SPLIT_BYTES or more, at most half of them, so that a chunk's temporaries (several times a
+    chunk) stay below the input's size (a small input runs whole: fewer NumPy calls)."""
+    half = rows // 2 if rows * row_bytes >= SPLIT_BYTES else rows
+    return max(1, min(CHUNK_BYTES // max(1, row_bytes), half))
+
+
+def _axes(pl: PoolPlan) -> list[Axis]:
+    return [_axis(*a) for a in zip(pl.in_shape[2:], pl.out_shape[2:], pl.kernel, pl.strides,
+                                   pl.dilations, pl.pads_begin)]
+
+
+Run = Callable[[np.ndarray, np.ndarray, "np.ndarray | None"], None]
+
+
+def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
+    """AveragePool or LpPool of plan `pl` on inputs of `dtype`: run(x, y, _)."""
+    acc_t = dtypes.accumulate_dtype(dtype)
+    in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
+    rows = pl.in_shape[0] * pl.in_shape[1]
+    chunk = _chunk_rows(rows, math.prod(in_sp) * acc_t.itemsize)
+    axes = _axes(pl)
+    div = None if pl.lp else plan.divisor(pl, acc_t)
+    convert = dtype != acc_t
+    p, root = acc_t.type(pl.p), acc_t.type(1.0 / pl.p)
+
+    def run(x: np.ndarray, y: np.ndarray, _: np.ndarray | None) -> None:
+        xs = x.reshape(rows, *in_sp)
+        ys = y.reshape(rows, *out_sp)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for r in range(0, rows, chunk):
+                src = xs[r:r + chunk]
+                if convert:
+                    src = widen(src, acc_t)
+                if pl.lp:
+                    src = np.abs(src, out=src) if convert else np.abs(src)
+                    if pl.p == 2:
+                        np.square(src, out=src)
+                    elif pl.p != 1:
+                        np.power(src, p, out=src)
+                # axis by axis, outermost first: (b, O1, I2, ..., Im), ..., (b, O1, ..., Om)
+                for i, ax in enumerate(axes):
+                    last = i == len(axes) - 1
+                    shape = (src.shape[0], *out_sp[:i + 1], *in_sp[i + 1:])
+                    dst = ys[r:r + chunk] if last and not convert else np.empty(shape, acc_t)
+                    if last:
+                        _last_pass(np.add, src, ax, dst)
+                    else:
+                        _pass(np.add, src, i + 1, ax, dst)
+                    src = dst
+                if pl.lp:
+                    if pl.p == 2:
+                        np.sqrt(src, out=src)
+                    elif pl.p != 1:
+                        np.power(src, root, out=src)
+                else:
+                    src /= div
+                if convert:
+                    ys[r:r + chunk] = src
+    return run
+
+
+# ---------------------------------------------------------------- MaxPool
 
 def max_identity(dtype: np.dtype) -> np.generic:
     """MaxPool's start value and empty-window result: -inf, or an integer dtype's minimum."""
@@ -107,109 +331,174 @@ def max_identity(dtype: np.dtype) -> np.generic:
     return dtype.type(-np.inf)
 
 
-def _max_pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray, indices: np.ndarray | None) -> None:
+def _has_negative_zero(x: np.ndarray) -> bool:
+    """Whether float array `x` holds a -0.0: its bits, read as signed integers, reach the least
+    integer (0x80...0 is -0.0, every other negative number reads larger)."""
+    bits = x.view(f"i{x.dtype.itemsize}")
+    return bool(bits.min(initial=0) == np.iinfo(bits.dtype).min)
+
+
+def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
+    """MaxPool of plan `pl` on inputs of `dtype`: run(x, y, indices or None)."""
     in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
-    rows, nd = pl.in_shape[0] * pl.in_shape[1], pl.nd
-    xs, ys = x.reshape(rows, *in_sp), y.reshape(rows, *out_sp)
-    ids = None if indices is None else indices.reshape(rows, *out_sp)
-    chunk = max(1, CHUNK_BYTES // (max(1, math.prod(in_sp)) * x.dtype.itemsize))
-    taps = [_taps(*a) for a in zip(in_sp, out_sp, pl.kernel, pl.strides, pl.dilations,
-                                   pl.pads_begin)]
-    plane, steps = math.prod(in_sp), pl.index_strides
+    rows, plane = pl.in_shape[0] * pl.in_shape[1], math.prod(in_sp)
+    chunk = _chunk_rows(rows, plane * dtype.itemsize)
+    axes = _axes(pl)
+    floating = dtype.kind not in "iu"
+    steps = pl.index_strides   # the Indices' step per spatial axis (storage_order)
+    covered = all(ax.covered for ax in axes)
 
-    def position(a: int, j: int, o: slice) -> np.ndarray:
-        """Index contribution of axis a's tap j over output slice o, shaped to broadcast."""
-        pos = (np.arange(o.start, o.stop) * pl.strides[a] - pl.pads_begin[a]
-               + j * pl.dilations[a]) * steps[a]
-        return pos.reshape((-1,) + (1,) * (nd - 1 - a))
-
-    for r in range(0, rows, chunk):
-        rs = slice(r, min(rows, r + chunk))
-        ys[rs] = max_identity(x.dtype)
-        if ids is not None:
-            ids[rs] = -1
-            first = (np.arange(rs.start, rs.stop, dtype=np.int64) * plane).reshape(
-                (-1,) + (1,) * nd)
-        for combo in itertools.product(*taps):
-            o = (slice(None), *[t[1] for t in combo])
-            at_x = (rs, *[t[2] for t in combo])
-            v = xs[at_x]
-            m = ys[rs][o]
-            with np.errstate(invalid="ignore"):
-                win = (v > m) | np.isnan(v)   # oc::max_wins: greater, or NaN
-            if ids is not None:
-                best = ids[rs][o]
-                win |= best < 0
-                at = first + sum((position(a, j, sl) for a, (j, sl, _) in enumerate(combo)),
-                                 np.zeros((), np.int64))
-                np.copyto(best, np.broadcast_to(at, best.shape), where=win)
-            np.copyto(m, v, where=win)
-
-
-def _pool(pl: PoolPlan, x: np.ndarray, y: np.ndarray) -> None:
-    acc_t = dtypes.accumulate_dtype(x.dtype)
-    in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
-    rows = pl.in_shape[0] * pl.in_shape[1]
-    xs = x.reshape(rows, *in_sp)
-    ys = y.reshape(rows, *out_sp)
-    chunk = max(1, CHUNK_BYTES // (max(1, int(np.prod(in_sp))) * acc_t.itemsize))
-    taps = [_taps(*a) for a in zip(in_sp, out_sp, pl.kernel, pl.strides, pl.dilations,
-                                   pl.pads_begin)]
-    div = None if pl.lp else plan.divisor(pl, acc_t)
-    convert = x.dtype != acc_t
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for r in range(0, rows, chunk):
-            src = xs[r:r + chunk]
-            if convert:
-                src = widen(src, acc_t)
-            if pl.lp:
-                src = np.abs(src, out=src) if convert else np.abs(src)
-                if pl.p == 2:
-                    np.square(src, out=src)
-                elif pl.p != 1:
-                    np.power(src, acc_t.type(pl.p), out=src)
-            # axis by axis, outermost first: (b, O1, I2, ..., Im), ..., (b, O1, ..., Om)
-            for i, axis_taps in enumerate(taps):
-                last = i == len(taps) - 1
-                shape = (src.shape[0], *out_sp[:i + 1], *in_sp[i + 1:])
-                dst = ys[r:r + chunk] if last and not convert else np.empty(shape, acc_t)
-                _window_sum(src, i + 1, axis_taps, dst)
-                src = dst
-            if pl.lp:
-                if pl.p == 2:
-                    np.sqrt(src, out=src)
-                elif pl.p != 1:
-                    np.power(src, acc_t.type(1.0 / pl.p), out=src)
+    def maxima(src: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+        """Window maxima axis by axis, innermost first: one array per axis, the last y."""
+        found = []
+        for i in reversed(range(len(axes))):
+            shape = (src.shape[0], *in_sp[:i], *out_sp[i:])
+            dst = y if i == 0 else np.empty(shape, dtype)
+            if i == len(axes) - 1:
+                _last_pass(np.maximum, src, axes[i], dst)
             else:
-                src /= div
-            if convert:
-                ys[r:r + chunk] = src
+                _pass(np.maximum, src, i + 1, axes[i], dst)
+            found.append(dst)
+            src = dst
+        return found
+
+    def run(x: np.ndarray, y: np.ndarray, where: np.ndarray | None) -> None:
+        xs = x.reshape(rows, *in_sp)
+        ys, ids = y.reshape(rows, *out_sp), None if where is None else where.reshape(rows, -1)
+        zeros: bool | None = None    # X holds a -0.0 (found out where a maximum is zero)
+        with np.errstate(invalid="ignore"):
+            for r in range(0, rows, chunk):
+                src = xs[r:r + chunk]
+                found = maxima(src, ys[r:r + chunk])
+                m = found[-1]
+                # a NaN or a zero maximum (np.abs(m).min() is NaN or 0) may differ in its bits
+                exact = where is not None
+                if floating and not exact and not np.abs(m).min() > 0:
+                    if zeros is None:
+                        zeros = _has_negative_zero(x)
+                    exact = bool(np.isnan(m).any()) or (zeros and not m.all())
+                if not exact:
+                    continue
+                at = _winners(src, found, axes, in_sp)    # row-major within the plane, or -1
+                flat = src.reshape(src.shape[0], -1)
+                got = _gather(flat, 1, np.maximum(at, 0).reshape(src.shape[0], -1))
+                if not covered:
+                    got[at.reshape(got.shape) < 0] = max_identity(dtype)
+                ys[r:r + chunk] = got.reshape(m.shape)
+                if ids is not None:
+                    ids[r:r + chunk] = _indices(at, r, plane, in_sp, steps)
+    return run
 
 
-def run_global(pl: GlobalPlan, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-    """Global pooling of x per plan `pl` (a reduction over the spatial axes, in the
-    accumulation type; an empty plane gives NaN, 0 or -inf as an empty window does), into `out`
-    when given or a new array."""
-    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
-    if not y.size:
+def _winners(src: np.ndarray, found: list[np.ndarray], axes: list[Axis],
+             in_sp: tuple[int, ...]) -> np.ndarray:
+    """Each window's winner (its row-major position in the plane, -1 where no tap lands), axis
+    by axis innermost first: along each axis the first tap (ascending) whose inner maximum
+    equals the window's maximum there, or the last whose inner maximum is a NaN; the inner axes'
+    winning taps carried outward with it. Branch-free arithmetic on small integers
+    (tap += (j - tap) * hit), where a masked copy would stall on every other element."""
+    level = src
+    carried: list[np.ndarray] = []   # the winning taps of the axes done, innermost first
+    for step, i in enumerate(reversed(range(len(axes)))):
+        m, ax = found[step], axes[i]
+        axis = i + 1
+        by_tap = sorted(ax.taps, key=lambda t: t[0])
+        tap = np.full(m.shape, _NO_TAP, np.int16)
+        nan = m.dtype.kind not in "iu" and bool(np.isnan(m).any())
+        # the first equal tap is blended last; then, where the maximum is a NaN, the last NaN
+        for (j, o, i_sl), last_nan in [*((t, False) for t in reversed(by_tap)),
+                                       *((t, True) for t in by_tap if nan)]:
+            v = level[_at(axis, i_sl)]
+            hit = np.isnan(v) if last_nan else v == m[_at(axis, o)]
+            into = tap[_at(axis, o)]
+            into += (j - into) * hit
+        moved = []
+        for inner in carried:   # the inner axes' taps at the winning tap of this axis
+            out = np.zeros(m.shape, np.int16)
+            for j, o, i_sl in by_tap:
+                into = out[_at(axis, o)]
+                into += inner[_at(axis, i_sl)] * (tap[_at(axis, o)] == j)
+            moved.append(out)
+        carried = [*moved, tap]
+        level = m
+    # positions: the sum over axes of the winning tap's coordinate times the axis' step
+    shape = found[-1].shape
+    position = np.zeros(shape, np.int64)
+    valid = np.ones(shape, bool)
+    for a, (ax, tap) in enumerate(zip(reversed(axes), carried)):
+        i = len(axes) - 1 - a
+        outs = np.arange(ax.out).reshape((-1,) + (1,) * (len(shape) - i - 2))
+        valid &= tap != _NO_TAP
+        position += (outs * ax.s - ax.b + tap.astype(np.int64) * ax.d) * math.prod(in_sp[i + 1:])
+    return (position + 1) * valid - 1
+
+
+_NO_TAP = -1   # a window's tap number along an axis where none lands
+
+
+def _gather(a: np.ndarray, axis: int, index: np.ndarray) -> np.ndarray:
+    """a's elements at `index` along `axis` (np.take_along_axis through one flat take; `index`
+    has a's shape but along `axis`)."""
+    shape = index.shape
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+    base = (np.arange(outer) * (a.shape[axis] * inner))[:, None, None] + np.arange(inner)
+    flat = index.reshape(outer, shape[axis], inner) * inner + base
+    return np.ascontiguousarray(a).reshape(-1).take(flat).reshape(shape)
+
+
+def _indices(at: np.ndarray, first_row: int, plane: int, in_sp: tuple[int, ...],
+             steps: tuple[int, ...]) -> np.ndarray:
+    """MaxPool's Indices from row-major plane positions `at` (-1: none) of rows from
+    `first_row` on: the plane's offset plus the position in the Indices' order."""
+    rows = at.shape[0]
+    flat = at.reshape(rows, -1)
+    if steps != arrays.c_strides(in_sp):   # storage_order 1: the spatial part column-major
+        position, rest = np.zeros_like(flat), np.maximum(flat, 0)
+        for n, step in zip(reversed(in_sp), reversed(steps)):
+            rest, coord = np.divmod(rest, n)
+            position += coord * step
+    else:
+        position = flat
+    offsets = (np.arange(first_row, first_row + rows, dtype=np.int64) * plane)[:, None]
+    return (position + offsets + 1) * (flat >= 0) - 1
+
+
+# ---------------------------------------------------------------- global pools
+
+def prepare_global(pl: GlobalPlan) -> Call:
+    """The call of a global pooling `pl` (a reduction over the spatial axes, in the
+    accumulation type; an empty plane gives NaN, 0 or -inf as an empty window does): call(x,
+    out) -> y, into `out` when given."""
+    def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
+        if y.size:
+            _global(pl, x, y)
         return y
+    return call
+
+
+def _global(pl: GlobalPlan, x: np.ndarray, y: np.ndarray) -> None:
+    """The reduction, over chunks of planes (_chunk_rows: a widened chunk takes no more memory
+    than X): each plane is summed whole, so the chunks do not change a bit."""
     acc_t = dtypes.accumulate_dtype(x.dtype)
-    planes = x.reshape(*pl.in_shape[:2], pl.length)
+    rows = pl.in_shape[0] * pl.in_shape[1]
+    planes = x.reshape(rows, pl.length)
+    r = y.reshape(rows)
+    chunk = _chunk_rows(rows, pl.length * acc_t.itemsize)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if pl.op == "GlobalMaxPool":
-            r = planes.max(axis=2) if pl.length else np.full(
-                pl.in_shape[:2], max_identity(x.dtype), x.dtype)
-        else:
-            v = widen(planes, acc_t)
+            r[...] = planes.max(axis=1) if pl.length else max_identity(x.dtype)
+            return
+        for at in range(0, rows, chunk):
+            v = widen(planes[at:at + chunk], acc_t)
             if pl.op == "GlobalLpPool":
-                v = np.abs(v) ** acc_t.type(pl.p) if pl.p != 1 else np.abs(v)
-            r = v.sum(axis=2, dtype=acc_t)
+                v = np.abs(v, out=v) ** acc_t.type(pl.p) if pl.p != 1 else np.abs(v, out=v)
+            total = v.sum(axis=1, dtype=acc_t)
             if pl.op == "GlobalLpPool":
-                r = np.sqrt(r) if pl.p == 2 else r ** acc_t.type(1.0 / pl.p)
+                total = np.sqrt(total) if pl.p == 2 else total ** acc_t.type(1.0 / pl.p)
             else:
-                r = r / acc_t.type(pl.length)
-        y.reshape(pl.in_shape[:2])[...] = r
-    return y
+                total = total / acc_t.type(pl.length)
+            r[at:at + chunk] = total
 
 
 def _window_taps(pl: AdaptivePlan, axis: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -226,43 +515,55 @@ def _along(mask: np.ndarray, axis: int, ndim: int) -> np.ndarray:
     return mask.reshape((-1,) + (1,) * (ndim - 1 - axis))
 
 
-def run_adaptive(pl: AdaptivePlan, x: np.ndarray, out: np.ndarray | None,
-                 indices: np.ndarray | None = None) -> np.ndarray:
-    """Adaptive pooling of x per plan `pl` into `out` when given or a new array; `indices`, an
-    int64 array of the output's shape, receives the maximum's index within each (n, c) plane."""
-    y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
-    if not y.size:
-        return y
+def prepare_adaptive(pl: AdaptivePlan, indices: bool = False) -> Call:
+    """The call of the adaptive plan `pl`: call(x, out) -> y, or (y, indices) with `indices`
+    (int64, the maximum's index within each (n, c) plane); the windows' taps made once."""
+    taps = [_window_taps(pl, axis) for axis in range(pl.nd)]
     if pl.op == "AdaptiveMaxPool":
-        value = x
-        index = np.broadcast_to(np.arange(math.prod(pl.in_shape[2:]), dtype=np.int64).reshape(
-            pl.in_shape[2:]), x.shape)   # within each (n, c) plane
-        for axis in reversed(range(pl.nd)):
-            a = axis + 2
-            at, reaches = _window_taps(pl, axis)
-            best, best_index = np.take(value, at[0], a), np.take(index, at[0], a)
-            for j in range(1, len(at)):
-                v = np.take(value, at[j], a)
-                with np.errstate(invalid="ignore"):
-                    win = ((v > best) | np.isnan(v)) & _along(reaches[j], a, v.ndim)
-                best = np.where(win, v, best)
-                best_index = np.where(win, np.take(index, at[j], a), best_index)
-            value, index = best, best_index
-        y[...] = value
-        if indices is not None:
-            indices[...] = index
-        return y
+        return _outputs(pl.op, pl.out_shape, functools.partial(_adaptive_max, pl, taps), indices)
+    lengths = [end - start for start, end in map(pl.bounds, range(pl.nd))]
+    return _outputs(pl.op, pl.out_shape, functools.partial(_adaptive_mean, pl, taps, lengths),
+                    False)
+
+
+Taps = list[tuple[list[np.ndarray], list[np.ndarray]]]   # per spatial axis: _window_taps
+
+
+def _adaptive_max(pl: AdaptivePlan, taps: Taps, x: np.ndarray, y: np.ndarray,
+                  indices: np.ndarray | None) -> None:
+    """The windows' maxima and their indices axis by axis, the last first."""
+    value = x
+    index = np.broadcast_to(np.arange(math.prod(pl.in_shape[2:]), dtype=np.int64).reshape(
+        pl.in_shape[2:]), x.shape)   # within each (n, c) plane
+    for axis in reversed(range(pl.nd)):
+        a = axis + 2
+        at, reaches = taps[axis]
+        best, best_index = np.take(value, at[0], a), np.take(index, at[0], a)
+        for j in range(1, len(at)):
+            v = np.take(value, at[j], a)
+            with np.errstate(invalid="ignore"):
+                win = ((v > best) | np.isnan(v)) & _along(reaches[j], a, v.ndim)
+            best = np.where(win, v, best)
+            best_index = np.where(win, np.take(index, at[j], a), best_index)
+        value, index = best, best_index
+    y[...] = value
+    if indices is not None:
+        indices[...] = index
+
+
+def _adaptive_mean(pl: AdaptivePlan, taps: Taps, lengths: list[np.ndarray], x: np.ndarray,
+                   y: np.ndarray, _: np.ndarray | None) -> None:
+    """The windows' sums axis by axis, the last first, over the product of their lengths (in
+    the accumulation type, as the kernel divides)."""
     acc_t = dtypes.accumulate_dtype(x.dtype)
     total = widen(x, acc_t)
     count = np.ones((), acc_t)
     for axis in reversed(range(pl.nd)):
+        count = np.multiply.outer(lengths[axis].astype(acc_t), count)
         a = axis + 2
-        at, reaches = _window_taps(pl, axis)
+        at, reaches = taps[axis]
         summed = np.zeros(total.shape[:a] + (pl.out_shape[a],) + total.shape[a + 1:], acc_t)
         for j, reach in enumerate(reaches):
             summed += np.where(_along(reach, a, total.ndim), np.take(total, at[j], a), 0)
-        start, end = pl.bounds(axis)
-        count = np.multiply.outer((end - start).astype(acc_t), count)
         total = summed
     y[...] = total / count
-    return y

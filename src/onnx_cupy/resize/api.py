@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..core import execution
+import numpy as np
+
+from ..core import calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -98,15 +100,39 @@ def resize(X: ArrayT, roi: Any = None, scales: Any = None, sizes: Any = None, *,
 
 def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, Any], *,
         source: plan.CoordinateSource | None = None, out: Any = None, op: str = plan.OP) -> Any:
-    """The Resize family's one entry point (the ONNX functions, the node runner, the PyTorch
-    layer and Dask all come here): validate and plan on the host (`source`: where the axes
-    sample, default the coordinate transform of `attrs`), then run the plan on the path the
-    input picks, NumPy or the CUDA kernels (on the GPU or the CPU emulator). `op`: the operator
-    served, named in errors (Upsample runs here as Resize-10, after its own checks)."""
+    """The Resize family's one entry point (the ONNX function, the node runner, the PyTorch
+    layer and Dask all come here): validated and planned on the host on the first call of its
+    key (onnx_cupy.core.calls; `source`: where the axes sample, default the coordinate
+    transform of `attrs`), then run on the path the input picks, NumPy or the CUDA kernels (on
+    the GPU or the CPU emulator). roi, scales and sizes given as CuPy arrays are read back to
+    the host at every call (they decide the output's shape): give them as lists or NumPy
+    arrays where a call must not synchronize. `op`: the operator served, named in errors
+    (Upsample runs here as Resize-10, after its own checks)."""
     x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
+    return prepared(x, backend, roi, scales, sizes, opset, attrs, source, op)(x, out)
+
+
+_CALLS = calls.Cache("resize")
+
+
+def prepared(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int,
+             attrs: dict[str, Any], source: plan.CoordinateSource | None = None,
+             op: str = plan.OP) -> calls.Call:
+    """The call of Resize with these inputs and attributes on inputs laid out as `x` on
+    `backend`: prepared on the first occurrence of its key, then kept. call(X, out) -> Y."""
+    key = calls.key(x, backend, op, opset, roi, scales, sizes, source, attrs)
+    return _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, roi, scales, sizes, opset,
+                                                       source, attrs, op))
+
+
+def _prepare(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int,
+             source: plan.CoordinateSource | None, attrs: dict[str, Any], op: str) -> calls.Call:
+    """Validate and plan a call (errors raised here, before anything is allocated), and
+    prepare it for the input's layout and path."""
     pl, _, _ = plan.prepare(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, op,
                             **attrs)
-    return numpy_path.run(pl, x, out) if backend == "numpy" else kernel.run(pl, x, out, backend)
+    return numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
+        kernel.prepare(pl, x, backend)
 
 
 def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int = 10,

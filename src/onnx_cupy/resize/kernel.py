@@ -1,5 +1,5 @@
 """The kernel path of Resize: a plan's (onnx_cupy.resize.plan) per-axis tables concatenated and
-uploaded once per device, the parameter struct, instantiation and grid of kernels/resize.cu,
+uploaded once per prepared call (onnx_cupy.core.calls), the parameter struct, instantiation and grid of kernels/resize.cu,
 launched on the GPU or the emulator. Where 1-3 resized axes are the trailing ones or are followed
 only by unresized axes that merge into one (NHWC resized along H and W), the fast kernels run,
 over a grid of their own; the generic ones, instantiated per rank (dims left after merging,
@@ -7,22 +7,19 @@ padded to the next of GENERIC_RANKS), take every other case. Both index with int
 offset fits 32 bits, else with long long."""
 from __future__ import annotations
 
-import collections
 import functools
 import math
-import threading
-from collections.abc import Hashable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, dtypes, execution, launcher, loader, numerics, records
+from ..core import arrays, calls, dtypes, launcher, loader, numerics, records
 from ..core.arrays import readonly
 from .plan import MAX_DIMS, OP, UPSAMPLE, UPSAMPLE_DTYPES, ResizePlan
 
 FAMILY = "resize"
 POD_BYTES = (1, 2, 4, 8, 16)
-DEVICE_TABLE_PLANS = 64    # plans whose tables stay cached on each device
+TABLE_PLANS = 64           # plans whose host tables stay cached (device tables: in each call)
 
 # walked dim of the fast kernels (rsz::walked): the last resized dim, or the unresized dims after
 # the resized ones, merged into one
@@ -174,7 +171,7 @@ loader.register(FAMILY, [*NEAREST.values(), *WEIGHTED.values(), *FAST.values()],
                          "RESIZE_GENERIC_MIN_BLOCKS": GENERIC_MIN_BLOCKS})
 
 
-@functools.lru_cache(maxsize=DEVICE_TABLE_PLANS)
+@functools.lru_cache(maxsize=TABLE_PLANS)
 def kernel_tables(pl: ResizePlan) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
     """The tables of every resized axis, concatenated: (index with -1 as the first index of an
     extrapolated row, weight, first entry of each axis)."""
@@ -189,7 +186,7 @@ def kernel_tables(pl: ResizePlan) -> tuple[np.ndarray, np.ndarray, tuple[int, ..
     return readonly(np.concatenate(index)), readonly(np.concatenate(weight)), tuple(first)
 
 
-@functools.lru_cache(maxsize=DEVICE_TABLE_PLANS)
+@functools.lru_cache(maxsize=TABLE_PLANS)
 def fast_table(pl: ResizePlan, weight: np.dtype | None, strides: tuple[int, ...], bits: int = 32
                ) -> tuple[np.ndarray, tuple[int, ...], int]:
     """The fast kernels' tables of every resized axis (input element `strides`, one per table),
@@ -217,33 +214,6 @@ def fast_table(pl: ResizePlan, weight: np.dtype | None, strides: tuple[int, ...]
     return readonly(table.view(np.uint8)), tuple(first), record.itemsize
 
 
-_device_tables: collections.OrderedDict[tuple[Hashable, ...], tuple[Any, ...]] = (
-    collections.OrderedDict())
-_device_lock = threading.Lock()
-
-
-def _uploaded(key: tuple[Hashable, ...], host: tuple[np.ndarray, ...], backend: str) -> tuple[Any, ...]:
-    """`host` arrays where the kernel reads them: uploaded once per `key` and device; a launch
-    on any stream waits for the upload's event, not the host."""
-    if backend != "cupy":
-        return host
-    cp = execution.cupy_module()
-    key = (*key, cp.cuda.runtime.getDevice())
-    with _device_lock:
-        hit = _device_tables.get(key)
-        if hit is not None:
-            _device_tables.move_to_end(key)
-    if hit is None:
-        hit = (*(cp.asarray(a) for a in host), cp.cuda.Event(disable_timing=True))
-        hit[-1].record()
-        with _device_lock:
-            _device_tables[key] = hit
-            while len(_device_tables) > DEVICE_TABLE_PLANS:
-                _device_tables.popitem(last=False)
-    cp.cuda.get_current_stream().wait_event(hit[-1])
-    return hit[:-1]
-
-
 @functools.lru_cache(maxsize=256)
 def geometry(pl: ResizePlan, x_strides: tuple[int, ...]) -> tuple[int, np.ndarray] | None:
     """(rank, ResizeGeom block) of the generic kernels for an input with these element strides:
@@ -267,46 +237,62 @@ def _fill(pl: ResizePlan) -> np.ndarray:
     return np.frombuffer(b"" if pl.fill is None else pl.fill.tobytes(), dtype=np.uint8)
 
 
-def run(pl: ResizePlan, X: Any, out: Any, backend: str) -> Any:
-    """resize(X) per plan `pl` into `out` (or a new array) on the kernel path `backend` ('cupy' or
-    'emulated'): the fast kernels where they apply, else the generic ones; a plan that maps every
-    axis onto itself copies X."""
-    if X.dtype.kind in "OUS":
+def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
+    """The call of plan `pl` on inputs laid out as `x` (dtype, strides) on the kernel path
+    `backend` ('cupy' or 'emulated'): call(X, out) -> resize(X). The fast kernels where they
+    apply, else the generic ones, their tables uploaded here, once; a plan that maps every axis
+    onto itself copies X. An input whose strides the kernels cannot walk (byte strides that are
+    not whole elements, more than MAX_DIMS dims after merging) is read from a C-contiguous copy
+    in the workspace, and one not aligned to its element size from a new copy, with a call of
+    its own."""
+    if x.dtype.kind in "OUS":
         raise TypeError(f"{pl.op}: string tensors run on the NumPy backend only "
-                        f"(got dtype {X.dtype} on backend {backend!r})")
-    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-    if not Y.size:
+                        f"(got dtype {x.dtype} on backend {backend!r})")
+    align = min(x.dtype.itemsize, 8)  # the storage type's alignment
+    strides = arrays.whole_element_strides(x)
+    copy = bool(pl.tables) and (strides is None or (
+        fast_args(pl, x.dtype, strides) is None and kernel_args(pl, x.dtype, strides) is None))
+    strides = arrays.c_strides(pl.in_shape) if copy or strides is None else strides
+    with arrays.on_device(x, backend):   # the tables go to the input's device
+        step = _step(pl, x.dtype, strides, backend) if pl.tables else None
+    aligned: list[calls.Call] = []    # the call of an aligned copy, made on first need
+
+    def call(X: Any, out: Any) -> Any:
+        if step is not None and arrays.address(X) % align:
+            if not aligned:
+                aligned.append(prepare(pl, X.copy(), backend))
+            return aligned[0](X.copy(), out)
+        with arrays.on_device(X, backend):
+            Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+            if not Y.size:
+                return Y
+            if step is None:
+                Y[...] = X
+                return Y
+            if out is not None and arrays.address(Y) % align:
+                raise ValueError(f"{pl.op}: out must be aligned to {align} bytes for the kernel path")
+            step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
-    with arrays.on_device(X, backend):
-        if not pl.tables:
-            Y[...] = X
-        else:
-            _launch(pl, X, Y, backend)
-    return Y
+    return call
 
 
-def _launch(pl: ResizePlan, X: Any, Y: Any, backend: str) -> None:
-    (X,) = arrays.aligned(pl.op, Y, X)
-    X, strides = arrays.element_strides(X)
-    fast = fast_args(pl, X.dtype, strides)
+def _step(pl: ResizePlan, dtype: np.dtype, strides: tuple[int, ...], backend: str
+          ) -> launcher.Launch:
+    """The launch of `pl` on an input of `dtype` with these element strides: the fast kernel
+    where it applies (its table uploaded), else the generic one (its tables uploaded)."""
+    size = math.prod(pl.out_shape)
+    fast = fast_args(pl, dtype, strides)
     if fast is not None:
-        key = (fast.weight, fast.strides, fast.bits)
-        (table,) = _uploaded((pl, *key), fast_table(pl, *key)[:1], backend)
-        launcher.launch(backend, fast.kernel, Y.size,
-                        (X, Y, table, table[fast.inner:], fast.geom), fast.shape)
-        return
-    args = kernel_args(pl, X.dtype, strides)
-    if args is None:
-        X, strides = arrays.element_strides(arrays.module_of(backend).ascontiguousarray(X))
-        args = kernel_args(pl, X.dtype, strides)
+        (table,) = calls.upload(backend, fast_table(pl, fast.weight, fast.strides, fast.bits)[0])
+        return launcher.Launch(backend, fast.kernel, fast.shape, size,
+                               (table, table[fast.inner:], fast.geom))
+    args = kernel_args(pl, dtype, strides)
     if args is None:  # the plan checked that C order merges to at most MAX_DIMS dims
-        raise RuntimeError(f"{OP}: {len(pl.out_shape)} dims do not merge to {MAX_DIMS} in C order")
+        raise RuntimeError(f"{pl.op}: {len(pl.out_shape)} dims do not merge to {MAX_DIMS} in C order")
     k, g = args
-    index, weight = _uploaded((pl,), kernel_tables(pl)[:2], backend)
-    if pl.mode == "nearest":
-        launcher.launch(backend, k, Y.size, (X, Y, index, g))
-    else:
-        launcher.launch(backend, k, Y.size, (X, Y, index, weight, g))
+    index, weight = calls.upload(backend, *kernel_tables(pl)[:2])
+    return launcher.Launch(backend, k, None, size, (index, g) if pl.mode == "nearest" else
+                           (index, weight, g))
 
 
 class FastLaunch(NamedTuple):

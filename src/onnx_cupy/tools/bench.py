@@ -45,6 +45,7 @@ from .. import (
     upsample,
 )
 from ..core import execution
+from . import host
 from .progress import Progress
 
 OPSET = 22                 # model opset: the pools' version 22, Hardmax-13, Resize-19, GridSample-22
@@ -52,6 +53,9 @@ UPSAMPLE_OPSET = 9         # Upsample's (deprecated from opset 10: onnxruntime r
 DTYPES = ("float32", "float16")
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}   # agreement: max |a - b| <= tol * max(1, max |b|)
 MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X and Y
+# ... judged where X and Y hold at least this many bytes: tracemalloc counts a call's Python
+# objects too (keys, views: a few KiB), which smaller data cannot hold twice over
+MEMORY_JUDGED_BYTES = 1 << 16
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool,
     "GlobalAveragePool": global_average_pool, "Hardmax": hardmax, "Resize": resize,
@@ -61,9 +65,14 @@ REPEATS = {("cpu", False): (3, 25), ("cpu", True): (1, 3), ("gpu", False): (10, 
            ("gpu", True): (2, 10)}
 
 
+SIZES = ("tiny", "batch 1", "canonical")   # the shapes a case runs at (--quick: its quick one)
+TINY_TARGET_US = 25.0      # NumPy fallback: most microseconds of a tiny call (float32)
+
+
 @dataclass(frozen=True)
 class Case:
-    """One benchmark: an ONNX node (attributes, inputs after X) and its input shapes."""
+    """One benchmark: an ONNX node (attributes, inputs after X) and its input shapes: the
+    canonical one (batch 8 for the pools and Resize), batch 1 and a tiny one (float32 only)."""
 
     name: str
     op: str
@@ -75,10 +84,16 @@ class Case:
     torch: Callable[[Any, Any], Any] | None = None   # (torch module, X tensor) -> equivalent
     inputs: dict[str, np.ndarray] = field(default_factory=dict)  # by ONNX input name
     reference_target: float | None = None  # minimum throughput ratio to onnx.reference (float32)
+    batch1: tuple[int, ...] | None = None  # batch-1 input shape
+    tiny: tuple[int, ...] | None = None    # tiny input shape
+    batch1_target: float | None = None  # minimum ratio to onnxruntime at batch 1
+    tiny_target: float | None = None    # ... at the tiny size
+    torch_target: float | None = None   # minimum ratio to PyTorch CPU at batch 1 and canonical
     opset: int = OPSET           # the model's opset and the call's
     # inputs that follow X's shape and dtype (MaxUnpool's indices, a GridSample grid), by ONNX
     # input name: made once per shape and dtype (`inputs_for`)
     shaped_inputs: Callable[[tuple[int, ...], str], dict[str, np.ndarray]] | None = None
+
 
     def inputs_for(self, shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
         """Every input after X for an X of `shape` and `dtype`."""
@@ -86,11 +101,25 @@ class Case:
             return self.inputs
         return {**self.inputs, **_shaped(self.shaped_inputs, tuple(shape), dtype)}
 
-    def targets(self, dtype: str) -> dict[str, float]:
-        """The required ratios per peer; targets are set for float32, the canonical dtype."""
+    def shapes(self, quick: bool) -> dict[str, tuple[int, ...]]:
+        """Size -> input shape (--quick: its quick shape, as the canonical size)."""
+        if quick:
+            return {"canonical": self.quick}
+        found = {"tiny": self.tiny, "batch 1": self.batch1, "canonical": self.shape}
+        return {k: v for k, v in found.items() if v is not None}
+
+    def targets(self, dtype: str, size: str = "canonical") -> dict[str, float]:
+        """The required ratios per peer at a size; targets are set for float32, the canonical
+        dtype: onnxruntime's at each size (where the case sets one), PyTorch's at batch 1 and
+        canonical, onnx.reference's at canonical (where it runs)."""
         if dtype != "float32":
             return {}
-        found = {"onnxruntime": self.onnxruntime_target, "onnx.reference": self.reference_target}
+        canonical = size == "canonical"
+        ort = {"canonical": self.onnxruntime_target, "batch 1": self.batch1_target,
+               "tiny": self.tiny_target}[size]
+        found = {"onnxruntime": ort,
+                 "torch": self.torch_target if size != "tiny" else None,
+                 "onnx.reference": self.reference_target if canonical else None}
         return {k: v for k, v in found.items() if v is not None}
 
 
@@ -150,9 +179,21 @@ def _torch_hardmax(axis: int) -> Callable[[Any, Any], Any]:
 
 _P3: dict[str, Any] = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
 _P2: dict[str, Any] = {"kernel_shape": [2, 2], "strides": [2, 2]}
+_TINY = (1, 3, 8, 8)
 _POOL: dict[str, Any] = {"shape": (8, 64, 112, 112), "reduced": (1, 16, 112, 112),
-                         "quick": (1, 4, 16, 16), "reference_target": 100.0}
-_UP: dict[str, Any] = {"shape": (8, 64, 56, 56), "reduced": (1, 64, 56, 56), "quick": (1, 4, 8, 8)}
+                         "quick": (1, 4, 16, 16), "reference_target": 100.0,
+                         "batch1": (1, 64, 56, 56), "tiny": _TINY}
+_UP: dict[str, Any] = {"shape": (8, 64, 56, 56), "reduced": (1, 64, 56, 56), "quick": (1, 4, 8, 8),
+                       "batch1": (1, 3, 224, 224), "tiny": _TINY}
+_SMALL: dict[str, Any] = {"batch1_target": 0.5, "tiny_target": 0.5}   # 0.5x onnxruntime
+# GridSample: a [N,224,224,2] grid over a 224x224 image, at batch 8 and batch 1
+_GRID: dict[str, Any] = {"shape": (8, 3, 224, 224), "reduced": (1, 3, 16, 16),
+                         "quick": (1, 3, 16, 16), "batch1": (1, 3, 224, 224), "tiny": _TINY,
+                         "onnxruntime_target": 0.5, "reference_target": 100.0,
+                         "shaped_inputs": _grid}
+_AVERAGE: dict[str, Any] = {"onnxruntime_target": 0.5, **_SMALL}
+# MaxPool: 0.3x onnxruntime and 1x PyTorch at batch 1; 0.5x onnxruntime at batch 8 (set before)
+_MAX: dict[str, Any] = {"onnxruntime_target": 0.5, "batch1_target": 0.3, "torch_target": 1.0}
 
 # PyTorch equivalents: count_include_pad=0 is ONNX's default; lp_pool2d has no padding, so the
 # zeros are padded in (p=2 is even, so x^p = |x|^p); bilinear with align_corners=False is
@@ -160,29 +201,31 @@ _UP: dict[str, Any] = {"shape": (8, 64, 56, 56), "reduced": (1, 64, 56, 56), "qu
 # Upsample's nearest (x = y / s, rounded down) is PyTorch's nearest, its linear (x = y / s) no
 # PyTorch mode; max_unpool2d takes MaxUnpool's indices made per plane.
 CASES: tuple[Case, ...] = (
-    Case("AveragePool 3x3 s2 p1", "AveragePool", _P3, **_POOL, onnxruntime_target=0.5,
+    Case("AveragePool 3x3 s2 p1", "AveragePool", _P3, **_POOL, **_AVERAGE,
          torch=lambda t, x: t.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False)),
-    Case("AveragePool 2x2 s2", "AveragePool", _P2, **_POOL, onnxruntime_target=0.5,
+    Case("AveragePool 2x2 s2", "AveragePool", _P2, **_POOL, **_AVERAGE,
          torch=lambda t, x: t.nn.functional.avg_pool2d(x, 2, 2)),
     Case("LpPool p=2 3x3 s2 p1", "LpPool", {**_P3, "p": 2}, **_POOL, onnxruntime_target=1.0,
+         **_SMALL,
          torch=lambda t, x: t.nn.functional.lp_pool2d(t.nn.functional.pad(x, (1, 1, 1, 1)),
                                                       2, 3, 2)),
     Case("LpPool p=2 2x2 s2", "LpPool", {**_P2, "p": 2}, **_POOL, onnxruntime_target=1.0,
-         torch=lambda t, x: t.nn.functional.lp_pool2d(x, 2, 2, 2)),
-    Case("MaxPool 3x3 s2 p1", "MaxPool", _P3, **_POOL, onnxruntime_target=0.5,
+         **_SMALL, torch=lambda t, x: t.nn.functional.lp_pool2d(x, 2, 2, 2)),
+    Case("MaxPool 3x3 s2 p1", "MaxPool", _P3, **_POOL, **_MAX,
          torch=lambda t, x: t.nn.functional.max_pool2d(x, 3, 2, 1)),
-    Case("MaxPool 2x2 s2", "MaxPool", _P2, **_POOL, onnxruntime_target=0.5,
+    Case("MaxPool 2x2 s2", "MaxPool", _P2, **_POOL, **_MAX,
          torch=lambda t, x: t.nn.functional.max_pool2d(x, 2, 2)),
     # onnx.reference's global pooling is one NumPy mean (no loop per output): no target against it
     Case("GlobalAveragePool", "GlobalAveragePool", {}, **{**_POOL, "reference_target": None},
          onnxruntime_target=0.5,
          torch=lambda t, x: t.nn.functional.adaptive_avg_pool2d(x, 1)),
     Case("Hardmax axis=-1", "Hardmax", {"axis": -1}, (4096, 1000), (512, 1000), (64, 100),
-         onnxruntime_target=1.0, torch=_torch_hardmax(-1)),
+         onnxruntime_target=1.0, torch=_torch_hardmax(-1), batch1=(1, 1000), tiny=(1, 10)),
     Case("Hardmax axis=1 (middle)", "Hardmax", {"axis": 1}, (32, 1000, 128), (4, 1000, 128),
-         (4, 100, 8), onnxruntime_target=1.0, torch=_torch_hardmax(1)),
+         (4, 100, 8), onnxruntime_target=1.0, torch=_torch_hardmax(1), batch1=(1, 1000, 128),
+         tiny=(1, 10, 4)),
     Case("Resize linear 2x half_pixel", "Resize", {"mode": "linear"}, **_UP,
-         onnxruntime_target=0.5, inputs=_scales(2.0),
+         onnxruntime_target=0.5, **_SMALL, inputs=_scales(2.0),
          torch=lambda t, x: t.nn.functional.interpolate(x, scale_factor=2.0, mode="bilinear",
                                                         align_corners=False, antialias=False)),
     Case("Resize nearest 2x", "Resize", {"mode": "nearest"}, **_UP, onnxruntime_target=0.5,
@@ -190,7 +233,7 @@ CASES: tuple[Case, ...] = (
          torch=lambda t, x: t.nn.functional.interpolate(x, scale_factor=2.0, mode="nearest-exact")),
     Case("Resize cubic antialias 0.5x", "Resize", {"mode": "cubic", "antialias": 1},
          (8, 3, 512, 512), (1, 3, 512, 512), (1, 3, 32, 32), onnxruntime_target=0.5,
-         inputs=_scales(0.5),
+         inputs=_scales(0.5), batch1=(1, 3, 224, 224), tiny=(1, 3, 16, 16),
          torch=lambda t, x: t.nn.functional.interpolate(x, scale_factor=0.5, mode="bicubic",
                                                         align_corners=False, antialias=True)),
     Case("Upsample nearest 2x", "Upsample", {"mode": "nearest"}, **_UP, onnxruntime_target=0.5,
@@ -201,15 +244,10 @@ CASES: tuple[Case, ...] = (
     Case("MaxUnpool 2x2 s2", "MaxUnpool", _P2, **_UP, onnxruntime_target=0.5,
          shaped_inputs=_pooled_indices, torch=_torch_unpool),
     # PyTorch's bilinear/nearest with zeros and align_corners=False: ONNX's defaults
-    Case("GridSample linear 224", "GridSample", {"mode": "linear"}, (1, 3, 224, 224),
-         (1, 3, 16, 16), (1, 3, 16, 16), onnxruntime_target=0.5, reference_target=100.0,
-         shaped_inputs=_grid, torch=_torch_grid_sample("bilinear")),
-    Case("GridSample linear 224 batch 8", "GridSample", {"mode": "linear"}, (8, 3, 224, 224),
-         (1, 3, 16, 16), (2, 3, 16, 16), onnxruntime_target=0.5, reference_target=100.0,
-         shaped_inputs=_grid, torch=_torch_grid_sample("bilinear")),
-    Case("GridSample nearest 224", "GridSample", {"mode": "nearest"}, (1, 3, 224, 224),
-         (1, 3, 16, 16), (1, 3, 16, 16), onnxruntime_target=0.5, reference_target=100.0,
-         shaped_inputs=_grid, torch=_torch_grid_sample("nearest")),
+    Case("GridSample linear", "GridSample", {"mode": "linear"}, **_GRID,
+         torch=_torch_grid_sample("bilinear")),
+    Case("GridSample nearest", "GridSample", {"mode": "nearest"}, **_GRID,
+         torch=_torch_grid_sample("nearest")),
 )
 OPS = tuple(dict.fromkeys(c.op for c in CASES))
 
@@ -557,7 +595,7 @@ def _na(e: Exception) -> dict[str, Any]:
 
 
 def _result(peer: Peer, t: _Timed, x: np.ndarray, expected: np.ndarray, case: Case, dtype: str,
-            run: _Run, ours_rate: float) -> dict[str, Any]:
+            size: str, run: _Run, ours_rate: float) -> dict[str, Any]:
     """A peer's entry in a row: its time, ratio and agreement with `expected` (our output for
     `x`), or why it is n/a."""
     if t.error is not None:
@@ -570,8 +608,8 @@ def _result(peer: Peer, t: _Timed, x: np.ndarray, expected: np.ndarray, case: Ca
     result: dict[str, Any] = {"shape": list(x.shape), "ms": t.seconds * 1e3, **t.spread(),
                               "melem_s": rate / 1e6, "ratio": ours_rate / rate,
                               "max_abs_diff": diff}
-    if run.judged and peer.name in case.targets(dtype):
-        result["target"] = case.targets(dtype)[peer.name]
+    if run.judged and peer.name in case.targets(dtype, size):
+        result["target"] = case.targets(dtype, size)[peer.name]
         result["met"] = result["ratio"] >= result["target"]
     return result
 
@@ -601,23 +639,24 @@ def _contender(peer: Peer, case: Case, dtype: str, x: np.ndarray, xs: Sequence[A
     return run.timed(fn, xs if peer.on_device else [x], peer.on_device), details
 
 
-def measure(case: Case, dtype: str, run: _Run) -> dict[str, Any]:
-    """One report row: `case` at `dtype` on the run's backend and each peer, timed in turns
-    (onnx.reference: once, on the reduced shape)."""
+def measure(case: Case, dtype: str, run: _Run, size: str = "canonical") -> dict[str, Any]:
+    """One report row: `case` at `dtype` and `size` on the run's backend and each peer, timed
+    in turns (onnx.reference: once, on the reduced shape, for the canonical size only)."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal(case.quick if run.quick else case.shape).astype(dtype)
+    x = rng.standard_normal(case.shapes(run.quick)[size]).astype(dtype)
     ours = run.ours(case)
     xs = _rotating(run.device(x)) if run.gpu else [x]
     y = _host(ours(xs[0]))
     mine = run.timed(ours, xs, True)
     fast = {p.name: _contender(p, case, dtype, x, xs, y, run) for p in run.peers if not p.slow}
+    slow = [p for p in run.peers if p.slow and size == "canonical"]
     _in_turns([mine, *(t for t, _ in fast.values() if t is not None)])
     if mine.error is not None:
         raise mine.error
     seconds = mine.seconds
     rate = _elements_per_second(x, y, seconds)
     results: dict[str, dict[str, Any]] = {}
-    for peer in run.peers:
+    for peer in [p for p in run.peers if not p.slow] + slow:
         if peer.slow:
             xp = rng.standard_normal(case.quick if run.quick else case.reduced).astype(dtype)
             expected = _host(ours(run.device(xp)))
@@ -627,20 +666,24 @@ def measure(case: Case, dtype: str, run: _Run) -> dict[str, Any]:
         else:
             (t, details), xp, expected = fast[peer.name], x, y
         results[peer.name] = details if t is None else {
-            **_result(peer, t, xp, expected, case, dtype, run, rate), **details}
+            **_result(peer, t, xp, expected, case, dtype, size, run, rate), **details}
     row: dict[str, Any] = {
         "case": case.name, "op": case.op, "attrs": case.attrs,
         "inputs": {k: v.tolist() if v.size <= 16 else f"{v.dtype}{list(v.shape)}"
                    for k, v in case.inputs_for(x.shape, dtype).items()}, "dtype": dtype,
+        "size": size,
         "shape": list(x.shape), "out_shape": list(y.shape), "ms": seconds * 1e3,
         **mine.spread(), "melem_s": rate / 1e6, "peers": results,
     }
+    if run.judged and size == "tiny" and dtype == "float32":
+        row["ms_target"] = TINY_TARGET_US / 1e3
+        row["ms_met"] = row["ms"] <= row["ms_target"]
     ort = row["peers"].get("onnxruntime", {})
     row["max_abs_diff_vs_onnxruntime"] = ort.get("max_abs_diff")
     row["correct"] = None if "max_abs_diff" not in ort else "na" not in ort
     if run.backend == "numpy":
         row["peak_memory_ratio"] = _peak_ratio(ours, x)
-        if run.judged:
+        if run.judged and x.nbytes + y.nbytes >= MEMORY_JUDGED_BYTES:
             row["peak_memory_met"] = row["peak_memory_ratio"] <= MEMORY_TARGET
     if run.gpu:
         moved = x.nbytes + y.nbytes
@@ -693,27 +736,33 @@ def _header(backend: str, quick: bool, load: tuple[float | None, float | None]) 
 
 
 def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False,
-        repeat: int = 1) -> dict[str, Any]:
-    """Measure every case of `ops` (all when empty) at each dtype on `backend` ('numpy',
-    'emulated' or 'cupy'), `repeat` times over (all rows, then all rows again, ...); returns the
-    report (header, peers, notes, rows), each row giving the median and range over the runs."""
+        repeat: int = 1, host_section: bool = True) -> dict[str, Any]:
+    """Measure every case of `ops` (all when empty) at each size and dtype on `backend`
+    ('numpy', 'emulated' or 'cupy'), `repeat` times over (all rows, then all rows again, ...);
+    returns the report (header, peers, notes, rows, and with `host_section` the host time per
+    call on the stand-in: onnx_cupy.tools.host), each row giving the median and range over the
+    runs."""
     if repeat < 1:
         raise ValueError(f"bench: repeat must be >= 1, got {repeat}")
     found, notes = peers(backend)
     state = _Run(backend, quick, found)
-    tasks = [(c, d) for c in CASES if not ops or c.op in ops for d in DTYPES]
+    tasks = [(c, d, size) for c in CASES if not ops or c.op in ops for size in c.shapes(quick)
+             for d in (DTYPES if size == "canonical" else DTYPES[:1])]
     runs: list[list[dict[str, Any]]] = [[] for _ in tasks]
     start = _load()
     with Progress(repeat * len(tasks)) as bar:
         for n in range(repeat):
-            for (case, dtype), measured in zip(tasks, runs):
-                bar.step(f"run {n + 1}/{repeat}: {case.name} {dtype}")
-                measured.append(measure(case, dtype, state))
+            for (case, dtype, size), measured in zip(tasks, runs):
+                bar.step(f"run {n + 1}/{repeat}: {case.name} {size} {dtype}")
+                measured.append(measure(case, dtype, state, size))
     rows = [merge(measured, state) for measured in runs]
+    report: dict[str, Any] = {}
+    if host_section:
+        report["host"] = host.measure(*((3, 20) if quick else (max(15, 5 * repeat),)))
     header = {**_header(backend, quick, (start, _load())), "repeat": repeat}
     return {"header": header, "peers": [p.name for p in found],
             "peer_settings": {p.name: p.settings for p in found}, "notes": notes,
-            "targets": _targets(rows), "rows": rows}
+            "targets": _targets(rows), "rows": rows, **report}
 
 
 def _median_and_range(values: Sequence[float]) -> tuple[float, list[float]]:
@@ -729,6 +778,8 @@ def merge(measured: Sequence[dict[str, Any]], run: _Run) -> dict[str, Any]:
     for key in ("ms", "melem_s", "gb_s", "share_of_copy"):
         if key in first:
             row[key], row[f"{key}_range"] = _median_and_range([r[key] for r in measured])
+    if "ms_target" in row:
+        row["ms_met"] = row["ms"] <= row["ms_target"]
     row["peers"] = {}
     for name, result in first["peers"].items():
         results = [r["peers"][name] for r in measured]
@@ -748,7 +799,7 @@ def merge(measured: Sequence[dict[str, Any]], run: _Run) -> dict[str, Any]:
     row["correct"] = None if "max_abs_diff" not in ort else "na" not in ort
     if "peak_memory_ratio" in first:
         row["peak_memory_ratio"] = max(r["peak_memory_ratio"] for r in measured)
-        if run.judged:
+        if "peak_memory_met" in first:
             row["peak_memory_met"] = row["peak_memory_ratio"] <= MEMORY_TARGET
     return row
 
@@ -761,14 +812,25 @@ def _targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if "target" in res:
                 checked += 1
                 if not res["met"]:
-                    missed.append(f"{r['case']} {r['dtype']}: x {name} {_number(res['ratio'])} "
+                    missed.append(f"{_label(r)}: x {name} {_number(res['ratio'])} "
                                   f"< {_number(res['target'])}")
         if "peak_memory_met" in r:
             checked += 1
             if not r["peak_memory_met"]:
-                missed.append(f"{r['case']} {r['dtype']}: peak memory "
+                missed.append(f"{_label(r)}: peak memory "
                               f"{r['peak_memory_ratio']:.2f} > {MEMORY_TARGET:g}")
+        if "ms_met" in r:
+            checked += 1
+            if not r["ms_met"]:
+                missed.append(f"{_label(r)}: {r['ms'] * 1e3:.1f} us > "
+                              f"{r['ms_target'] * 1e3:g} us")
     return {"checked": checked, "met": checked - len(missed), "missed": missed}
+
+
+def _label(r: dict[str, Any]) -> str:
+    """A row's name in the list of missed targets: case, size (where not canonical), dtype."""
+    size = r.get("size", "canonical")
+    return f"{r['case']}{'' if size == 'canonical' else ' ' + size} {r['dtype']}"
 
 
 def _number(v: float) -> str:
@@ -792,15 +854,23 @@ def _peer_cell(result: dict[str, Any]) -> str:
 
 
 def _peer_column(name: str) -> Callable[[dict[str, Any]], str]:
-    return lambda r: _peer_cell(r["peers"][name])
+    return lambda r: _peer_cell(r["peers"][name]) if name in r["peers"] else "-"
+
+
+def _ms_cell(r: dict[str, Any]) -> str:
+    cell = _with_range(r["ms"], r.get("ms_range"))
+    if "ms_target" in r:
+        cell += f" <={_number(r['ms_target'])} {'ok' if r['ms_met'] else 'MISS'}"
+    return cell
 
 
 def _columns(report: dict[str, Any]) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
     backend = report["header"]["backend"]
     cols: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("case", lambda r: r["case"]), ("dtype", lambda r: r["dtype"]),
+        ("size", lambda r: r.get("size", "canonical")),
         ("shape", lambda r: "x".join(map(str, r["shape"]))),
-        ("ms", lambda r: _with_range(r["ms"], r.get("ms_range"))),
+        ("ms", _ms_cell),
         ("Melem/s", lambda r: _number(r["melem_s"]))]
     cols += [(f"x {name}", _peer_column(name)) for name in report["peers"]]
     cols.append(("max abs diff vs onnxruntime", lambda r: "-" if r["correct"] is None else
@@ -843,6 +913,11 @@ def summary(report: dict[str, Any]) -> str:
              f"- versions: {versions}"]
     if h.get("note"):
         lines.append(f"- note: {h['note']}")
+    busy = [v for v in h["load_average"].values() if v is not None and v > 0.75 * h["cpu_count"]]
+    if busy:
+        lines.append(f"- the load was high: other processes held about {max(busy) - 1:.1f} of "
+                     f"the {h['cpu_count']} cores during the run, so every time (ours and the "
+                     "peers', taken in turns) is longer than on an idle machine; see the ranges")
     if h["gpu"]:
         g = h["gpu"]
         lines.append(f"- GPU: {g['device']} (compute capability {g['compute_capability']}, "
@@ -859,8 +934,25 @@ def summary(report: dict[str, Any]) -> str:
                "each on the CPU, and each one's median time is taken (on the GPU: CUDA events, "
                f"{' and '.join(map(str, REPEATS['gpu', h['quick']]))} calls, inputs rotated "
                "through more than the L2 cache). `x PEER`: our throughput over the peer's. "
-               "onnx.reference is timed once on the reduced shapes (see JSON). Targets (float32) "
-               "are checked for the NumPy backend at the canonical shapes (not under --quick).")]
+               "onnx.reference is timed once on the reduced shapes (see JSON), for the canonical "
+               "size only. Sizes: canonical (batch 8 for the pools and Resize), batch 1 (Resize: "
+               "224x224) and tiny, the last two in float32 only. Targets (float32) are checked "
+               "for the NumPy backend (not under --quick): onnxruntime's at every size, "
+               "PyTorch's (CPU, 1 thread) at batch 1 and canonical where PyTorch is installed, "
+               "onnx.reference's at canonical, a tiny call's time, and the peak memory "
+               f"(tracemalloc, the output included) of every row whose X and Y hold at least "
+               f"{MEMORY_JUDGED_BYTES // 1024} KiB: tracemalloc also counts a call's Python "
+               "objects (its key, views: a few KiB), which the tiny rows' data cannot hold twice "
+               "over.")]
+    if "host" in report:
+        hs = report["host"]
+        lines += ["", ("Host time per call of the CuPy path, on the stand-in for CuPy "
+                       "(onnx_cupy.tools.standin: the library's work per call in full; CuPy's "
+                       "allocation and argument packing as a Python model of them, without the "
+                       "stand-in's records; no driver launch): median and range over "
+                       f"{hs['samples']} samples of "
+                       f"{hs['calls_per_sample']} repeated calls each, the rows in turns."), "",
+                  host.table(hs)]
     return "\n".join(lines) + "\n"
 
 
@@ -868,7 +960,7 @@ def markdown(report: dict[str, Any], drawn: str | None = None) -> str:
     """The report as Markdown: title, summary, peers' settings, notes, and the plot: `drawn` is
     its file name or why it was skipped."""
     lines = ["# onnx-cupy benchmark", "", summary(report), "Peers:", *_peer_lines(report)]
-    na = [f"{r['case']} {r['dtype']}, {name}: {res['na']}" for r in report["rows"]
+    na = [f"{_label(r)}, {name}: {res['na']}" for r in report["rows"]
           for name, res in r["peers"].items() if "na" in res]
     notes = report["notes"] + [f"n/a: {line}" for line in na]
     if drawn:
@@ -898,9 +990,9 @@ def _peer_lines(report: dict[str, Any]) -> list[str]:
     for name in report["peers"]:
         graphs: dict[str, list[str]] = {}
         for r in report["rows"]:
-            if "graph" in r["peers"][name]:
+            if "graph" in r["peers"].get(name, {}):
                 graph = " > ".join(r["peers"][name]["graph"])
-                graphs.setdefault(graph, []).append(f"{r['case']} {r['dtype']}")
+                graphs.setdefault(graph, []).append(_label(r))
         lines += [f"- {name} ran `{g}` for: {', '.join(rows)}" for g, rows in graphs.items()]
     return lines
 
@@ -921,14 +1013,14 @@ def plot(report: dict[str, Any], path: Path) -> str:
     for k, name in enumerate(names):
         shift = (k - (len(names) - 1) / 2) * height
         pts = [(i, r["peers"][name]["ratio"], r["peers"][name].get("ratio_range"))
-               for i, r in enumerate(rows) if "ratio" in r["peers"][name]]
+               for i, r in enumerate(rows) if "ratio" in r["peers"].get(name, {})]
         if pts:
             at, v, spread = zip(*pts)
             low, high = zip(*(s or (m, m) for m, s in zip(v, spread)))
             ax.barh(np.array(at) + shift, v, height, label=name,
                     xerr=[np.subtract(v, low), np.subtract(high, v)], capsize=2)
         for i, r in enumerate(rows):
-            if "target" in r["peers"][name]:
+            if "target" in r["peers"].get(name, {}):
                 marks[r["peers"][name]["met"]].append((r["peers"][name]["target"], i + shift))
     for met, style in ((True, "k|"), (False, "rx")):
         if marks[met]:
@@ -936,7 +1028,7 @@ def plot(report: dict[str, Any], path: Path) -> str:
             ax.plot(t, y, style, markersize=9, label="target " + ("met" if met else "MISSED"))
     ax.set_xscale("log")
     ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_yticks(ypos, [f"{r['case']} {r['dtype']}" for r in rows], fontsize=8)
+    ax.set_yticks(ypos, [_label(r) for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(f"{h['backend']} throughput / peer's (log)")
     if names:

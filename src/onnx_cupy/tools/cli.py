@@ -126,7 +126,7 @@ def _bench(args: argparse.Namespace) -> int:
         print("bench: backend 'emulated' runs the CUDA kernels serially on the CPU; "
               "use it with --quick", file=sys.stderr)
         return 2
-    report = bench.run(backend, args.op, args.quick, args.repeat)
+    report = bench.run(backend, args.op, args.quick, args.repeat, not args.no_host)
     if args.note:
         report["header"]["note"] = args.note
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="onnx-cupy-bench-"))
@@ -301,6 +301,9 @@ def parser() -> argparse.ArgumentParser:
                      help="also write the summary and table as Markdown for the docs to include")
     ben.add_argument("--note", help="a line for the report's header (e.g. how the machine was "
                                     "shared)")
+    ben.add_argument("--no-host", action="store_true",
+                     help="leave out the host section (host time per call of the CuPy path, "
+                          "measured on the stand-in for CuPy)")
     ker = sub.add_parser("kernels", help="static cost of every kernel instantiation (NVRTC, "
                                          "ptxas and SASS counts; no GPU needed)")
     ker.add_argument("--family", action="append", choices=loader.families(),

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..core import execution
+from ..core import calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -82,18 +82,36 @@ def max_unpool(X: ArrayT, I: ArrayT, output_shape: Any = None, *,
 def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
         index_space: str = "unpooled", out: Any = None) -> Any:
     """The MaxUnpool family's one entry point (the ONNX function, the node runner, the PyTorch
-    layer and Dask all come here): validate and plan on the host, check the indices of host
-    arrays, then run the plan on the path the input picks. `index_space`: the shape I's flat
+    layer and Dask all come here): validated and planned on the host on the first call of its
+    key (onnx_cupy.core.calls), then run on the path the input picks, the indices of host
+    arrays checked at every call. `index_space`: the shape I's flat
     indices address, "unpooled" (ONNX's U) or "output" (the PyTorch layer's)."""
     x, backend = execution.select(X, OP)   # DLPack inputs become cupy.ndarray
     indices = _indices(I, x)
-    pl = plan.prepare(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype, output_shape,
-                      opset, index_space=index_space, **attrs)
-    if backend != "cupy":   # host arrays: checked as onnxruntime does (the GPU path skips)
+    key = calls.key(x, backend, opset, indices.shape, indices.strides, indices.dtype.str,
+                    output_shape, index_space, attrs)
+    call = _CALLS.get(key)
+    if call is None:
+        pl = plan.prepare(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype,
+                          output_shape, opset, index_space=index_space, **attrs)
+        call = _CALLS.put(key, _prepare(pl, x, backend))
+    return call(x, indices, out)
+
+
+_CALLS = calls.Cache("unpool")
+
+
+def _prepare(pl: plan.UnpoolPlan, x: Any, backend: str) -> calls.Call:
+    """The call of plan `pl` on the input's path: host indices checked at every call, as
+    onnxruntime checks them (the GPU path, which would have to synchronize, skips them)."""
+    if backend == "cupy":
+        return kernel.prepare(pl, x, backend)
+    run_plan = numpy_path.prepare(pl) if backend == "numpy" else kernel.prepare(pl, x, backend)
+
+    def call(X: Any, indices: Any, out: Any) -> Any:
         check_indices(pl, indices)
-    if backend == "numpy":
-        return numpy_path.run(pl, x, indices, out)
-    return kernel.run(pl, x, indices, out, backend)
+        return run_plan(X, indices, out)
+    return call
 
 
 def _indices(I: Any, x: Any) -> Any:

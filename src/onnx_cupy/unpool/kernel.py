@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, dtypes, launcher, loader, records
+from ..core import arrays, calls, dtypes, launcher, loader, records
 from ..pool.plan import MAX_SPATIAL
 from .plan import OP, UnpoolPlan
 
@@ -78,20 +78,36 @@ def kernel_args(pl: UnpoolPlan, dtype: np.dtype
     return SCATTER[bits, len(pl.remap)], GATHER[dtype.name, bits], WINNER_DTYPES[bits], g
 
 
-def run(pl: UnpoolPlan, X: Any, indices: Any, out: Any, backend: str) -> Any:
-    """max_unpool(X, indices) per plan `pl` into `out` (or a new array) on the kernel path
-    `backend` ('cupy' or 'emulated'); indices outside [0, pl.index_total) are skipped."""
-    Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, OP)
-    if not Y.size:
+def prepare(pl: UnpoolPlan, x: Any, backend: str) -> calls.Call:
+    """The call of plan `pl` on inputs of `x`'s dtype on the kernel path `backend` ('cupy' or
+    'emulated'): call(X, indices, out) -> max_unpool(X, indices), indices outside
+    [0, pl.index_total) skipped. The winners (and copies of inputs that are not C-contiguous)
+    go to the workspace: a call allocates only its output."""
+    size, count = math.prod(pl.out_shape), math.prod(pl.in_shape)
+    if size and count and pl.index_total:
+        scatter, gather, words, g = kernel_args(pl, np.dtype(x.dtype))
+        scattering = launcher.Launch(backend, scatter, None, count, (g,))
+        gathering = launcher.Launch(backend, gather, None, size, (g,))
+
+    def call(X: Any, indices: Any, out: Any) -> Any:
+        with arrays.on_device(X, backend):
+            Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, OP)
+            if not size:
+                return Y
+            if not count or not pl.index_total:
+                Y.fill(0)
+                return Y
+            given = (X, indices)
+            winner, *copies = calls.scratch(backend, ((size,), words), *(
+                (tuple(a.shape), a.dtype) for a in given if not a.flags.c_contiguous))
+            walked = []
+            for a in given:   # the kernels walk C-contiguous arrays: the others copied
+                if not a.flags.c_contiguous:
+                    copies[0][...] = a
+                    a = copies.pop(0)
+                walked.append(a)
+            winner.fill(0)
+            scattering(walked[1], winner)
+            gathering(walked[0], winner, Y)
         return Y
-    xp = arrays.module_of(backend)
-    with arrays.on_device(X, backend):
-        if not X.size or not pl.index_total:
-            Y.fill(0)
-            return Y
-        X, indices = xp.ascontiguousarray(X), xp.ascontiguousarray(indices)
-        scatter, gather, words, g = kernel_args(pl, X.dtype)
-        winner = xp.zeros(Y.size, dtype=words)
-        launcher.launch(backend, scatter, X.size, (indices, winner, g))
-        launcher.launch(backend, gather, Y.size, (X, winner, Y, g))
-    return Y
+    return call

@@ -4,6 +4,9 @@ per offset is found first (a maximum of positions per offset, as the kernel's wi
 the result never depends on NumPy's unspecified order of repeated assignments."""
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 
 from ..core import arrays
@@ -20,6 +23,11 @@ def offsets(pl: UnpoolPlan, flat: np.ndarray) -> np.ndarray:
         offset += coordinate * stride
     offset += rest * pl.remap[0][1]
     return offset
+
+
+def prepare(pl: UnpoolPlan) -> Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray]:
+    """The call of plan `pl`: call(x, indices, out) -> max_unpool(x, indices)."""
+    return functools.partial(run, pl)
 
 
 def run(pl: UnpoolPlan, x: np.ndarray, indices: np.ndarray, out: np.ndarray | None

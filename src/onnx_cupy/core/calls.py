@@ -1,0 +1,239 @@
+"""Prepared calls: what a repeated call needs, kept so that it does only what each call must.
+
+A family's entry point keys a call by everything that decides its work (`key`: the operator,
+opset and attributes, and the input's shape, strides, dtype, execution path and device) and
+keeps, per key, the call prepared on its first occurrence (a `Call`: on the NumPy path the plan
+and its tables, on the kernel paths the launches, with their records, grids, parameter structs
+and uploaded tables) in a bounded cache (`Cache`). A repeated call then builds its key, looks it
+up, allocates its outputs and launches: no validation beyond the key, no NumPy work on the host,
+no host-device copy, no synchronization.
+
+A key part equals another only for a value of the same type and value (`frozen`): 2.0, True and
+numpy.float64(2) never hit the entry that 2 made, so a hit stands for a call that passed
+validation with exactly these values. A value that cannot key a cache (a set, a CuPy array, an
+object of another type) makes the call run unkeyed: validated and prepared every time, its error
+raised by the validation as on a first call.
+
+The pattern, in a family's api.py (`_CALLS = calls.Cache("<family>")` at module level):
+
+    x, backend = execution.select(X, op)
+    key = calls.key(x, backend, op, opset, attrs)
+    call = _CALLS.get(key)
+    if call is None:
+        pl = plan.prepare(...)                        # validation, raised before anything runs
+        call = _CALLS.put(key, numpy_path.prepare(pl, x.dtype) if backend == "numpy"
+                          else kernel.prepare(pl, x, backend))
+    return call(x, out)
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any, cast
+
+import numpy as np
+
+from . import arrays, execution, loader
+
+MAX_CALLS = 512   # prepared calls kept per family (the oldest goes first)
+
+Call = Callable[..., Any]   # call(x, out, ...) -> the outputs
+
+_caches: list[Cache] = []
+
+
+class Unkeyed(Exception):
+    """A value that cannot key a cache (raised by `frozen`, caught by `key`)."""
+
+
+class Cache(dict[Hashable, Call]):
+    """The prepared calls of one family, by key: at most `size` of them, the oldest evicted
+    first. `get` is the dict's own (a None key, an unkeyed call, finds nothing)."""
+
+    def __init__(self, name: str, size: int = MAX_CALLS) -> None:
+        super().__init__()
+        self.name, self.size = name, size
+        self._lock = threading.Lock()
+        _caches.append(self)
+
+    def put(self, key: Hashable | None, call: Call) -> Call:
+        """Keep `call` for `key` (unless the call is unkeyed); returns `call`."""
+        if key is not None:
+            with self._lock:
+                while len(self) >= self.size:
+                    self.pop(next(iter(self)))
+                self[key] = call
+        return call
+
+
+def clear() -> None:
+    """Empty every family's prepared calls (their device tables go with them)."""
+    for cache in _caches:
+        cache.clear()
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """Inside the block, no prepared call, workspace or compiled function from outside it (and
+    none of the block's after it): for a substitute cupy module (the stand-in), whose arrays and
+    functions must not reach the real one, nor the real one's the substitute."""
+    kept = ([dict(c) for c in _caches], dict(_workspaces), loader.swap_functions({}))
+    for cache in _caches:
+        cache.clear()
+    _workspaces.clear()
+    try:
+        yield
+    finally:
+        for cache, entries in zip(_caches, kept[0]):
+            cache.clear()
+            cache.update(entries)
+        _workspaces.clear()
+        _workspaces.update(kept[1])
+        loader.swap_functions(kept[2])
+
+
+_EXACT = frozenset({int, str, type(None)})   # types whose values equal only their own type's
+
+
+def frozen(value: Any) -> Hashable:
+    """`value` as a key part that equals another only for the same type and value: ints,
+    strings and None as they are; other numbers with their type and bits (-0.0 differs from
+    0.0); lists and tuples of such, with their type; a dict as its names and values; NumPy
+    arrays by dtype, shape and bytes;
+    instances of frozen dataclasses as they are (their equality compares the class). Anything
+    else raises Unkeyed."""
+    kind = type(value)
+    if kind in _EXACT:
+        return cast(Hashable, value)
+    if kind is dict:   # attributes: names, then values
+        return _frozen_dict(value)
+    if kind is list or kind is tuple:
+        if set(map(type, value)) <= _EXACT:
+            return (kind, *value)
+        return (kind, *map(frozen, value))
+    if kind is float:
+        return (kind, value.hex())
+    if kind is bool:
+        return (kind, value)          # (bool, True) comes from a bool only
+    if isinstance(value, np.generic):
+        return (kind, value.tobytes())
+    if getattr(getattr(kind, "__dataclass_params__", None), "frozen", False):
+        return cast(Hashable, value)   # a frozen dataclass: equal to its own class only
+    if kind is np.ndarray and not value.dtype.hasobject:
+        return (kind, value.dtype.str, value.shape, value.tobytes())
+    raise Unkeyed(kind)
+
+
+def _frozen_dict(value: dict[str, Any]) -> Hashable:
+    """A dict's names, then its values frozen."""
+    out: list[Hashable] = [tuple(value)]
+    _freeze_values(value.values(), out)
+    return tuple(out)
+
+
+def _freeze_values(values: Iterable[Any], out: list[Hashable]) -> None:
+    """Append `values` frozen to `out`; lists of ints and strings, and floats, inline (the
+    common attributes, frozen without a call)."""
+    for v in values:
+        kind = type(v)
+        if kind in _EXACT:
+            out.append(v)
+        elif kind is list and set(map(type, v)) <= _EXACT:
+            out.append((list, *v))
+        elif kind is float:
+            out.append((float, v.hex()))
+        else:
+            out.append(frozen(v))
+
+
+def key(x: Any, backend: str, *parts: Any) -> tuple[Hashable, ...] | None:
+    """The key of a call on the array `x` (its shape, strides, dtype and, on the GPU, device)
+    on `backend` with `parts` (the operator, opset, attributes: each `frozen`), or None where a
+    part cannot key a cache."""
+    body: list[Hashable] = [backend, x.device.id if backend == "cupy" else None, x.shape,
+                            x.strides, x.dtype]
+    try:
+        for part in parts:
+            if type(part) in _EXACT:
+                body.append(part)
+            elif type(part) is dict:   # attributes: names, then values
+                body.append(tuple(part))
+                _freeze_values(part.values(), body)
+            else:
+                body.append(frozen(part))
+    except Unkeyed:
+        return None
+    return tuple(body)
+
+
+def allocating(shape: tuple[int, ...], backend: str, op: str) -> Call:
+    """The call of an empty output: call(X, out) -> the output of `shape` (X's dtype, on X's
+    device), with nothing to launch."""
+    def call(x: Any, out: Any) -> Any:
+        with arrays.on_device(x, backend):
+            return arrays.output(out, x, shape, x.dtype, backend, op)
+    return call
+
+
+def upload(backend: str, *host: np.ndarray) -> tuple[Any, ...]:
+    """`host` arrays where the kernels read them: on the 'cupy' path copied to the current
+    device and waited for, once (so that a launch on any stream reads them without waiting);
+    on the emulated path the arrays themselves. A prepared call uploads its tables at its
+    first occurrence and keeps them."""
+    if backend != "cupy":
+        return host
+    cp = execution.cupy_module()
+    device = tuple(cp.asarray(a) for a in host)
+    done = cp.cuda.Event(disable_timing=True)
+    done.record()
+    done.synchronize()
+    return device
+
+
+SCRATCH_ALIGN = 256   # bytes: each array `scratch` carves starts at a multiple of this
+
+
+def scratch(backend: str, *layouts: tuple[tuple[int, ...], np.dtype]) -> list[Any]:
+    """C-contiguous arrays of these (shape, dtype) for one call's launches, carved from the
+    `workspace` (each at a multiple of SCRATCH_ALIGN bytes): a call's copies of inputs that its
+    kernels cannot walk, and partial results between its launches, allocate nothing."""
+    spans, end = [], 0
+    for shape, dtype in layouts:
+        nbytes = math.prod(shape) * dtype.itemsize
+        spans.append((end, nbytes))
+        end += -(-nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
+    space = workspace(backend, end)
+    return [space[at:at + nbytes].view(dtype).reshape(shape)
+            for (at, nbytes), (shape, dtype) in zip(spans, layouts)]
+
+
+def contiguous(backend: str, x: Any) -> Any:
+    """`x` copied into a C-contiguous `scratch` array (the copy a kernel reads where it cannot
+    walk `x`'s strides)."""
+    (copy,) = scratch(backend, (tuple(x.shape), x.dtype))
+    copy[...] = x
+    return copy
+
+
+_workspaces: dict[tuple[int, int], list[Any]] = {}
+_workspace_lock = threading.Lock()
+
+
+def workspace(backend: str, nbytes: int) -> Any:
+    """A buffer of at least `nbytes` bytes for the scratch data of one call's launches. On the
+    'cupy' path the current device's and stream's (as cuBLAS workspaces are kept per stream):
+    allocated once and grown to the largest request, never freed, so that a CUDA graph captured
+    on a stream keeps a valid buffer (calls on one stream run in order; a captured graph
+    replayed on another stream must not run beside calls on the stream it was captured on). On
+    the emulated path a new host buffer."""
+    if backend != "cupy":
+        return np.empty(nbytes, np.uint8)
+    cp = execution.cupy_module()
+    at = (cp.cuda.runtime.getDevice(), cp.cuda.get_current_stream().ptr)
+    with _workspace_lock:
+        kept = _workspaces.setdefault(at, [])
+        if not kept or kept[-1].nbytes < nbytes:
+            kept.append(cp.empty(max(nbytes, 2 * kept[-1].nbytes if kept else 0), np.uint8))
+        return kept[-1]

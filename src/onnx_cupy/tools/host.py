@@ -1,0 +1,182 @@
+"""`onnx-cupy bench`'s host section: microseconds of host time per repeated call on the CuPy
+path, measured on the stand-in for CuPy (onnx_cupy.tools.standin), so without a GPU: each call
+builds its key, finds its prepared call, allocates its outputs from the stand-in's pool and packs
+its launches' arguments as CuPy does (the stand-in runs no kernel, keeps no records here and
+leaves out the driver's own launch time; see its docstring). The operators' rows are held to targets (the median over them,
+and the slowest); the PyTorch-style functions, run_node and the ONNX backend's run, and the
+stand-in's own allocation and launch, are reported beside them.
+"""
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+MEDIAN_TARGET_US = 10.0    # median over the operators' rows, microseconds per call
+SLOWEST_TARGET_US = 15.0   # the slowest operator's row
+CALLS_PER_SAMPLE = 200
+
+_P3: dict[str, Any] = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+
+
+@dataclass(frozen=True)
+class HostCall:
+    """One measured call: `run(oc, F, x, *others)` on a float32 X of `shape` (oc: onnx_cupy;
+    F: onnx_cupy.nn.functional) and the further inputs `others(shape)` gives (moved to the
+    device once); `judged`: an operator's row, held to the targets."""
+
+    name: str
+    shape: tuple[int, ...]
+    run: Callable[..., Any]
+    judged: bool = True
+    others: Callable[[tuple[int, ...]], tuple[np.ndarray, ...]] = lambda shape: ()
+
+
+def _pooled_indices(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """MaxUnpool's Indices for an X of `shape` pooled 2x2 s2: the top-left of each window of
+    the unpooled (N, C, 2H, 2W), as flat indices."""
+    n, c, h, w = shape
+    planes = np.arange(n * c).reshape(n, c, 1, 1) * (4 * h * w)
+    rows = np.arange(h).reshape(h, 1) * (4 * w)
+    return (planes + rows + 2 * np.arange(w),)
+
+
+def _grid(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """A GridSample grid of one position per pixel of X's image, uniform in [-1.1, 1.1]."""
+    n, _, h, w = shape
+    return (np.random.default_rng(1).uniform(-1.1, 1.1, (n, h, w, 2)).astype(np.float32),)
+
+
+@functools.cache
+def _node() -> Any:
+    """The AveragePool node of the run_node row (made once)."""
+    from onnx import helper
+
+    return helper.make_node("AveragePool", ["X"], ["Y"], **_P3)
+
+
+def _backend_run(oc: Any, x: Any) -> Callable[[], Any]:
+    """A prepared onnx.backend rep of one AveragePool node; its run returns NumPy arrays (a copy
+    of the output to the host, which the onnx.backend interface asks for)."""
+    from onnx import TensorProto, helper
+
+    from ..interop import onnx_backend
+
+    graph = helper.make_graph(
+        [_node()], "host",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    rep = onnx_backend.prepare(helper.make_model_gen_version(
+        graph, opset_imports=[helper.make_opsetid("", 22)]), "CUDA")
+    return lambda: rep.run([x])
+
+
+CALLS: tuple[HostCall, ...] = (
+    HostCall("AveragePool 3x3 s2 p1", (1, 64, 56, 56),
+             lambda oc, F, x: oc.average_pool(x, **_P3)),
+    HostCall("MaxPool 3x3 s2 p1", (1, 64, 56, 56), lambda oc, F, x: oc.max_pool(x, **_P3)),
+    HostCall("LpPool p=2 3x3 s2 p1", (1, 64, 56, 56), lambda oc, F, x: oc.lp_pool(x, p=2, **_P3)),
+    HostCall("GlobalAveragePool", (1, 64, 56, 56), lambda oc, F, x: oc.global_average_pool(x)),
+    HostCall("Hardmax axis=-1", (1, 1000), lambda oc, F, x: oc.hardmax(x)),
+    HostCall("Resize linear 2x", (1, 64, 56, 56),
+             lambda oc, F, x: oc.resize(x, scales=[1, 1, 2, 2], mode="linear")),
+    HostCall("Resize nearest (sizes)", (1, 64, 56, 56),
+             lambda oc, F, x: oc.resize(x, sizes=[1, 64, 112, 112])),
+    HostCall("Resize cubic antialias 0.5x", (1, 3, 224, 224),
+             lambda oc, F, x: oc.resize(x, scales=[1, 1, 0.5, 0.5], mode="cubic", antialias=1)),
+    HostCall("Upsample nearest 2x", (1, 64, 56, 56),
+             lambda oc, F, x: oc.upsample(x, [1.0, 1.0, 2.0, 2.0])),
+    HostCall("MaxUnpool 2x2 s2", (1, 64, 28, 28),
+             lambda oc, F, x, i: oc.max_unpool(x, i, kernel_shape=[2, 2], strides=[2, 2]),
+             others=_pooled_indices),
+    HostCall("GridSample linear", (1, 3, 224, 224), lambda oc, F, x, g: oc.grid_sample(x, g),
+             others=_grid),
+    HostCall("AffineGrid 224x224", (1, 2, 3),
+             lambda oc, F, x: oc.affine_grid(x, [1, 3, 224, 224])),
+    HostCall("F.avg_pool2d(x, 3, 2, 1)", (1, 64, 56, 56),
+             lambda oc, F, x: F.avg_pool2d(x, 3, 2, 1), judged=False),
+    HostCall("F.max_pool2d(x, 3, 2, 1)", (1, 64, 56, 56),
+             lambda oc, F, x: F.max_pool2d(x, 3, 2, 1), judged=False),
+    HostCall("F.interpolate(x, scale_factor=2, mode='bilinear')", (1, 64, 56, 56),
+             lambda oc, F, x: F.interpolate(x, scale_factor=2, mode="bilinear"), judged=False),
+    HostCall("F.adaptive_avg_pool2d(x, 7)", (1, 64, 56, 56),
+             lambda oc, F, x: F.adaptive_avg_pool2d(x, 7), judged=False),
+    HostCall("F.grid_sample(x, grid)", (1, 3, 224, 224),
+             lambda oc, F, x, g: F.grid_sample(x, g, align_corners=False), judged=False,
+             others=_grid),
+    HostCall("run_node(AveragePool node)", (1, 64, 56, 56),
+             lambda oc, F, x: oc.run_node(_node(), [x], opset=22),
+             judged=False),
+)
+
+
+def measure(samples: int = 15, calls: int = CALLS_PER_SAMPLE) -> dict[str, Any]:
+    """Microseconds per call of every row (median and range over `samples` samples of `calls`
+    calls each, the rows taking turns sample by sample), on a stand-in installed for the run;
+    the targets judged on the operators' rows."""
+    import onnx_cupy as oc
+
+    from ..nn import functional as F
+    from .standin import StandIn
+
+    fake = StandIn(recording=False)
+    with fake.installed():
+        rng = np.random.default_rng(0)
+        runs: dict[str, Callable[[], Any]] = {}
+        for c in CALLS:
+            runs[c.name] = functools.partial(c.run, oc, F, fake.asarray(
+                rng.standard_normal(c.shape).astype(np.float32)),
+                *map(fake.asarray, c.others(c.shape)))
+        try:
+            runs["onnx_backend rep.run (output to NumPy)"] = _backend_run(oc, fake.asarray(
+                rng.standard_normal((1, 64, 56, 56)).astype(np.float32)))
+        except ImportError:   # onnx is not installed
+            pass
+        y, g = fake.empty((64, 28, 28), np.float32), np.zeros(1, np.dtype([("n", "<i8")]))
+        x = fake.asarray(np.zeros(8, np.float32))
+        launch = fake.RawModule(code="", name_expressions=["k"]).get_function("k")
+        runs["stand-in: cupy.empty((1, 64, 28, 28))"] = lambda: fake.empty((1, 64, 28, 28),
+                                                                           np.float32)
+        runs["stand-in: a launch of (x, y, struct)"] = lambda: launch(
+            (1, 1, 1), (256, 1, 1), (x, y, fake.cuda.function.CPointer(g.ctypes.data)))
+        for run in runs.values():
+            run()      # the first call: plan, compile (on the stand-in), upload
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(samples):
+            for name, run in runs.items():
+                start = time.perf_counter()
+                for _ in range(calls):
+                    run()
+                times[name].append((time.perf_counter() - start) / calls * 1e6)
+    judged = {c.name for c in CALLS if c.judged}
+    rows: list[dict[str, Any]] = [
+        {"call": name, "judged": name in judged, "us": statistics.median(t),
+         "us_range": [min(t), max(t)]} for name, t in times.items()]
+    medians = [statistics.median(t) for name, t in times.items() if name in judged]
+    median, slowest = statistics.median(medians), max(medians)
+    return {"samples": samples, "calls_per_sample": calls, "rows": rows,
+            "targets": {"median_us": median, "median_target_us": MEDIAN_TARGET_US,
+                        "median_met": median <= MEDIAN_TARGET_US, "slowest_us": slowest,
+                        "slowest_target_us": SLOWEST_TARGET_US,
+                        "slowest_met": slowest <= SLOWEST_TARGET_US}}
+
+
+def table(host: dict[str, Any]) -> str:
+    """The rows as a Markdown table, then the targets."""
+    lines = ["| call (float32, repeated) | us per call | range | held to the targets |",
+             "|---|--:|--:|---|"]
+    for r in host["rows"]:
+        lo, hi = r["us_range"]
+        lines.append(f"| {r['call']} | {r['us']:.1f} | {lo:.1f}-{hi:.1f} | "
+                     f"{'yes' if r['judged'] else 'no'} |")
+    t = host["targets"]
+    lines += ["", (f"Targets (operators' rows): median {t['median_us']:.1f} us <= "
+                   f"{t['median_target_us']:g} {'ok' if t['median_met'] else 'MISS'}; slowest "
+                   f"{t['slowest_us']:.1f} us <= {t['slowest_target_us']:g} "
+                   f"{'ok' if t['slowest_met'] else 'MISS'}.")]
+    return "\n".join(lines)

@@ -1,0 +1,586 @@
+"""A stand-in for the `cupy` module: the CuPy path run without a GPU, to measure its host cost
+per call (`onnx-cupy bench`'s host section) and to check what a call does on the device side
+(the test suite).
+
+Its arrays are NumPy arrays that say they live on a numbered device; `RawModule` records what
+the loader asks NVRTC to compile; a launch packs its arguments as CuPy's does (each argument
+checked and turned into a pointer: a device array's address, a size-one NumPy array's data by
+value, a scalar converted) and is recorded, but no kernel runs: outputs stay as `empty` made
+them. Every operation a CUDA graph capture cares about is recorded as an `Operation`: device
+allocations, copies between host and device, synchronizations, waits on events, compiles and
+CuPy's own elementwise kernels; and inside `Stream.begin_capture() ... end_capture()` the ones
+CUDA refuses during a capture raise `CaptureError` (a copy from host memory, a synchronization, a
+wait on an event recorded outside the capture, an allocation the memory pool cannot serve from
+memory it already holds), while launches are kept in the `Graph` that `end_capture` returns.
+
+What a launch costs here against CuPy: CuPy packs arguments in compiled Cython, this module in
+Python (more host time per argument), and neither the driver's launch (cuLaunchKernel's own host
+time) nor a context switch is modelled; `empty` takes a NumPy allocation and a free list per
+device and stream in place of CuPy's memory pool. So per-call figures on the stand-in count the
+library's own host work fully and the launch and allocation roughly.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import math
+import threading
+import time
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core import calls, execution
+
+ROUND = 512   # bytes: allocations are rounded up to this, as CuPy's memory pool does
+
+
+class CaptureError(RuntimeError):
+    """An operation that CUDA refuses while a stream is being captured into a graph."""
+
+
+@dataclass
+class Module:
+    """One `RawModule(code=..., options=..., name_expressions=...)` creation."""
+
+    code: str
+    options: tuple[str, ...]
+    name_expressions: tuple[str, ...]
+    device: int
+    functions: list[str] = field(default_factory=list)   # get_function calls, in order
+
+
+@dataclass(slots=True)
+class Launch:
+    """One kernel launch (a graph's replay adds its launches again, `captured` False); `args`:
+    the addresses the driver would read each argument from."""
+
+    expression: str
+    device: int
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    args: tuple[int | None, ...]
+    stream: int = 0
+    captured: bool = False
+
+
+@dataclass(slots=True)
+class Operation:
+    """One device-side operation other than a launch: `kind` is "allocate", "to device" (a
+    host-to-device copy), "to host", "synchronize", "wait" (a stream waiting on an event),
+    "compile" or "elementwise" (one of CuPy's own kernels)."""
+
+    kind: str
+    device: int
+    stream: int
+    nbytes: int = 0
+    captured: bool = False
+    what: str = ""
+
+
+class _Thread(threading.local):
+    """What CuPy keeps per thread: the current device, the streams made current (innermost
+    last) and the stream being captured."""
+
+    device = 0
+    streams: tuple[Any, ...] = ()
+    capture: Any = None
+
+
+class StandIn:
+    """The stand-in `cupy` module. `modules`, `launches` and `operations` record the CuPy path's
+    work (with `recording` False, only what a capture takes: the host-time benchmark, whose
+    figures should not include the stand-in's own bookkeeping); `compile_seconds` is how long a
+    module's first `get_function` takes (NVRTC's stand-in); `installed()` makes it the
+    library's cupy."""
+
+    def __init__(self, compile_seconds: float = 0.0, recording: bool = True) -> None:
+        self.modules: list[Module] = []
+        self.launches: list[Launch] = []
+        self.operations: list[Operation] = []
+        self.compile_seconds = compile_seconds
+        self.recording = recording   # False: keep no records outside a capture (host timing)
+        self._local = _Thread()
+        self._record = threading.Lock()
+        # (device, stream, bytes) -> (memory, address) of the free blocks of that size
+        self._free: dict[tuple[int, int, int], list[tuple[np.ndarray, int]]] = {}
+        # the module's classes and namespaces, made by _build for this stand-in
+        self.ndarray: Any = None
+        self.RawModule: Any = None
+        self.cuda: Any = None
+        self._null: Any = None
+        self.__version__ = "stand-in"
+        for name in ("bool_", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                     "uint64", "float16", "float32", "float64", "complex64", "complex128"):
+            setattr(self, name, getattr(np, name))   # cupy.float32 is numpy.float32
+        self.random = types.SimpleNamespace(standard_normal=self._standard_normal)
+        _build(self)
+
+    # ---------------------------------------------------------------- state per thread
+
+    @property
+    def device(self) -> int:
+        """The current device of the calling thread (CuPy's is per thread)."""
+        return self._local.device
+
+    @device.setter
+    def device(self, value: int) -> None:
+        self._local.device = value
+
+    def current_stream(self) -> Any:
+        streams = self._local.streams
+        return streams[-1] if streams else self._null
+
+    def capturing(self) -> Any:
+        """The stream being captured by the calling thread, or None."""
+        return self._local.capture
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[StandIn]:
+        """Inside the block, this stand-in is the library's cupy, with its own prepared calls
+        and compiled functions (none of the real module's, none kept after)."""
+        with execution.cupy_substitute(self), calls.isolated():
+            yield self
+
+    # ---------------------------------------------------------------- records
+
+    def note(self, kind: str, nbytes: int = 0, what: str = "", *, refused: str = "") -> None:
+        """Record an operation on the current device and stream; `refused`: why a capture
+        refuses it (CaptureError while one runs)."""
+        local = self._local
+        capture = local.capture
+        if capture is not None and refused:
+            raise CaptureError(f"stand-in cupy: {kind} {what} during stream capture: {refused}")
+        if not self.recording:
+            return
+        stream = local.streams[-1] if local.streams else self._null
+        self.operations.append(Operation(kind, local.device, stream.ptr, nbytes,
+                                         capture is not None, what))   # append: atomic
+
+    def compiled(self, device: int | None = None) -> list[str]:
+        """The name expressions of the modules created (on `device`), in creation order."""
+        return [e for m in self.modules if device in (None, m.device) for e in m.name_expressions]
+
+    # ---------------------------------------------------------------- memory
+
+    def allocate(self, nbytes: int) -> _Block:
+        """A device block from the current stream's free blocks of its size, or a new one
+        (which a capture refuses: cudaMalloc). Its memory is host memory, kept with the block
+        in the free list as CuPy's pool keeps device memory."""
+        size = -(-max(nbytes, 1) // ROUND) * ROUND
+        local = self._local
+        at = (local.device, (local.streams[-1] if local.streams else self._null).ptr, size)
+        try:
+            memory, address = self._free[at].pop()   # atomic: no two threads get one block
+        except (KeyError, IndexError):
+            memory = None
+        self.note("allocate", size, "cudaMalloc" if memory is None else "from the pool",
+                  refused="" if memory is not None else
+                  "cudaMalloc of a block the pool does not hold")
+        if memory is None:
+            memory = np.empty(size, np.uint8)
+            address = int(memory.ctypes.data)
+        return _Block(self, at, memory, address)
+
+    def release(self, block: _Block) -> None:
+        self._free.setdefault(block.at, []).append((block.memory, block.address))
+
+    def wrap(self, host: np.ndarray, block: _Block | None = None) -> Any:
+        """`host` as a device array of the current device (`block`: the allocation it owns and
+        starts at)."""
+        return self.ndarray(host, self._local.device, block,
+                            None if block is None else block.address)
+
+    def empty(self, shape: Any, dtype: Any = float) -> Any:
+        dtype = np.dtype(dtype)
+        block = self.allocate(math.prod((shape,) if type(shape) is int else shape)
+                              * dtype.itemsize)
+        return self.ndarray(np.ndarray(shape, dtype, block.memory), self._local.device, block,
+                            block.address)
+
+    def zeros(self, shape: Any, dtype: Any = float) -> Any:
+        y = self.empty(shape, dtype)
+        y.host[...] = 0
+        return y
+
+    def asarray(self, a: Any, dtype: Any = None) -> Any:
+        """A device array: `a` itself if it is one (of `dtype`), else a copy to the device."""
+        if isinstance(a, self.ndarray):
+            return a if dtype is None or a.dtype == dtype else a.astype(dtype)
+        host = np.array(a, dtype=dtype)
+        self.note("to device", host.nbytes, "cupy.asarray",
+                  refused="a copy from host memory (it is not in the graph)")
+        y = self.empty(host.shape, host.dtype)
+        y.host[...] = host
+        return y
+
+    array = asarray
+
+    def ascontiguousarray(self, a: Any) -> Any:
+        if a.flags.c_contiguous:
+            return a
+        return self.elementwise("copy", np.ascontiguousarray, a)
+
+    def asnumpy(self, a: Any) -> Any:
+        return a.get() if isinstance(a, self.ndarray) else np.asarray(a)
+
+    # ---------------------------------------------------------------- CuPy's elementwise kernels
+
+    def elementwise(self, name: str, fn: Callable[..., Any], *args: Any, out: Any = None) -> Any:
+        """One of CuPy's elementwise kernels, `fn` (a NumPy function) over `args` (device arrays
+        or scalars) into `out` or a new device array of the broadcast shape and the dtype `fn`
+        gives; recorded as a launch and an operation. Like a kernel of the stand-in, it
+        computes nothing."""
+        if any(isinstance(a, np.ndarray) for a in args):
+            raise TypeError(f"stand-in cupy: {name} takes device arrays, not numpy.ndarray")
+        arrays = [a for a in args if isinstance(a, self.ndarray)]
+        devices = {a._device for a in arrays}
+        if devices - {self._local.device}:
+            raise ValueError(f"stand-in cupy: {name} on arrays of devices {sorted(devices)} "
+                             f"while device {self._local.device} is current")
+        with np.errstate(all="ignore"):   # the result's dtype, from empty operands
+            dtype = np.asarray(fn(*[np.empty(0, a.dtype) if isinstance(a, self.ndarray) else a
+                                    for a in args])).dtype
+        shape = np.broadcast_shapes(*[a.shape for a in arrays])
+        if out is None:
+            out = self.empty(shape, dtype)
+        self.note("elementwise", out.nbytes, name)
+        self._launched(f"elementwise {name}", (), (), ())
+        return out
+
+    def _standard_normal(self, size: Any = None, dtype: Any = float) -> Any:
+        """cupy.random.standard_normal: a new array from a generator kernel (values: none)."""
+        y = self.empty(() if size is None else size, dtype)
+        self.note("elementwise", y.nbytes, "random")
+        self._launched("random standard_normal", (), (), ())
+        return y
+
+    def power(self, a: Any, b: Any, out: Any = None) -> Any:
+        return self.elementwise("power", np.power, a, b, out=out)
+
+    def fmod(self, a: Any, b: Any, out: Any = None) -> Any:
+        return self.elementwise("fmod", np.fmod, a, b, out=out)
+
+    def where(self, c: Any, a: Any, b: Any) -> Any:
+        return self.elementwise("where", np.where, c, a, b)
+
+    def _launched(self, name: str, grid: tuple[int, ...], block: tuple[int, ...],
+                  args: tuple[Any, ...]) -> None:
+        local = self._local
+        if not self.recording and local.capture is None:
+            return
+        stream = local.streams[-1] if local.streams else self._null
+        record = Launch(name, local.device, grid, block, args, stream.ptr,
+                        local.capture is not None)
+        self.launches.append(record)   # append: atomic
+        if record.captured:
+            stream.graph_launches.append(record)
+
+
+class _Block:
+    """A device allocation: `at` (device, stream, rounded bytes) and its `memory` (host memory
+    standing for the device's); back to its pool when the last array using it goes."""
+
+    __slots__ = ("address", "at", "memory", "owner")
+
+    def __init__(self, owner: StandIn, at: tuple[int, int, int], memory: np.ndarray,
+                 address: int) -> None:
+        self.owner, self.at, self.memory, self.address = owner, at, memory, address
+
+    def __del__(self) -> None:
+        self.owner.release(self)
+
+
+_ARITHMETIC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+               "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power}
+_COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+                "eq": np.equal, "ne": np.not_equal}
+
+
+def _build(fake: StandIn) -> None:
+    """The stand-in's classes (ndarray, RawModule, cuda.*), bound to `fake`."""
+
+    class ndarray:
+        """A host array that says it lives on a device."""
+
+        def __init__(self, host: np.ndarray, device: int, block: _Block | None = None,
+                     address: int | None = None) -> None:
+            self.host, self._device, self._block = host, device, block
+            self._address = address
+
+        def address(self) -> int:
+            """The address of the first element (the host array's, standing for the device's)."""
+            if self._address is None:
+                self._address = int(self.host.__array_interface__["data"][0])
+            return self._address
+
+        shape = property(lambda self: self.host.shape)
+        dtype = property(lambda self: self.host.dtype)
+        strides = property(lambda self: self.host.strides)
+        size = property(lambda self: self.host.size)
+        ndim = property(lambda self: self.host.ndim)
+        nbytes = property(lambda self: self.host.nbytes)
+        itemsize = property(lambda self: self.host.itemsize)
+        flags = property(lambda self: self.host.flags)
+        data = property(lambda self: _Pointer(self.address()))
+        device = property(lambda self: fake.cuda.Device(self._device))
+        T = property(lambda self: self._view(self.host.T))
+
+        def _view(self, host: np.ndarray) -> ndarray:
+            return ndarray(host, self._device, self._block)
+
+        def __array__(self, *args: Any, **kwargs: Any) -> Any:
+            raise TypeError("stand-in cupy: implicit conversion to a NumPy array is not "
+                            "allowed (as in CuPy); use .get()")
+
+        def get(self) -> Any:
+            fake.note("to host", self.nbytes, "ndarray.get",
+                      refused="a copy to host memory waits for the device")
+            fake.note("synchronize", what="ndarray.get", refused="a synchronization")
+            return self.host.copy()
+
+        def copy(self) -> Any:
+            return fake.elementwise("copy", np.copy, self)
+
+        def fill(self, value: Any) -> None:
+            fake.elementwise("fill", lambda a: a, self, out=self)
+
+        def astype(self, dtype: Any, copy: bool = True) -> Any:
+            if not copy and self.dtype == np.dtype(dtype):
+                return self
+            return fake.elementwise("astype", lambda a: a.astype(dtype), self)
+
+        def view(self, dtype: Any) -> ndarray:
+            return self._view(self.host.view(dtype))
+
+        def reshape(self, *shape: Any) -> ndarray:
+            return self._view(self.host.reshape(*shape))
+
+        def __getitem__(self, key: Any) -> ndarray:
+            return self._view(self.host[key])
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            target = self._view(self.host[key])
+            if isinstance(value, np.ndarray):
+                fake.note("to device", value.nbytes, "ndarray.__setitem__",
+                          refused="a copy from host memory (it is not in the graph)")
+                target.host[...] = value
+            else:
+                fake.elementwise("copy", lambda v: v, value, out=target)
+
+        def __len__(self) -> int:
+            return len(self.host)
+
+        def __repr__(self) -> str:
+            return f"stand-in cupy array on device {self._device}: {self.host!r}"
+
+    def arithmetic(name: str, fn: Callable[..., Any]) -> None:
+        setattr(ndarray, f"__{name}__", lambda a, b: fake.elementwise(name, fn, a, b))
+        setattr(ndarray, f"__r{name}__", lambda a, b: fake.elementwise(name, fn, b, a))
+        setattr(ndarray, f"__i{name}__", lambda a, b: fake.elementwise(name, fn, a, b, out=a))
+
+    for name, fn in _ARITHMETIC.items():
+        arithmetic(name, fn)
+    for name, fn in _COMPARISONS.items():
+        setattr(ndarray, f"__{name}__",
+                lambda a, b, name=name, fn=fn: fake.elementwise(name, fn, a, b))
+
+    class Device:
+        __slots__ = ("_previous", "id")
+
+        def __init__(self, id: int | None = None) -> None:
+            self.id = fake._local.device if id is None else id
+
+        def __enter__(self) -> Device:  # noqa: PYI034 (a class made per stand-in)
+            local = fake._local
+            self._previous, local.device = local.device, self.id
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            fake._local.device = self._previous
+
+        def use(self) -> None:
+            fake.device = self.id
+
+        def synchronize(self) -> None:
+            fake.note("synchronize", what="Device.synchronize", refused="a synchronization")
+
+    class Event:
+        def __init__(self, block: bool = False, disable_timing: bool = False,
+                     interprocess: bool = False) -> None:
+            self.recorded_in: Any = None   # the capturing stream it was recorded in, if any
+            self.recorded = False
+
+        def record(self, stream: Any = None) -> None:
+            self.recorded, self.recorded_in = True, fake.capturing()
+
+        def synchronize(self) -> None:
+            fake.note("synchronize", what="Event.synchronize", refused="a synchronization")
+
+        @property
+        def done(self) -> bool:
+            return True
+
+    class Graph:
+        """A captured sequence of launches; `launch` replays them."""
+
+        def __init__(self, launches: list[Launch]) -> None:
+            self.captured = launches
+
+        def launch(self, stream: Any = None) -> None:
+            with fake._record:
+                fake.launches.extend(dataclasses.replace(r, captured=False)
+                                     for r in self.captured)
+
+        def upload(self, stream: Any = None) -> None:
+            pass
+
+    class Stream:
+        _ptrs = itertools.count(1)
+
+        def __init__(self, null: bool = False, non_blocking: bool = False,
+                     ptr: int | None = None) -> None:
+            self.ptr = 0 if null else next(self._ptrs)
+            self.graph_launches: list[Launch] = []
+
+        def __enter__(self) -> Stream:  # noqa: PYI034 (a class made per stand-in)
+            fake._local.streams = (*fake._local.streams, self)
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            fake._local.streams = fake._local.streams[:-1]
+
+        def use(self) -> Stream:
+            fake._local.streams = (self,)
+            return self
+
+        def synchronize(self) -> None:
+            fake.note("synchronize", what="Stream.synchronize", refused="a synchronization")
+
+        def wait_event(self, event: Any) -> None:
+            outside = event.recorded_in is not fake.capturing()
+            fake.note("wait", what="Stream.wait_event", refused="a wait on an event recorded "
+                      "outside the capture" if outside else "")
+
+        def record(self, event: Any = None) -> Any:
+            event = event or Event()
+            event.record(self)
+            return event
+
+        def begin_capture(self, mode: Any = None) -> None:
+            if self.ptr == 0:
+                raise CaptureError("stand-in cupy: capture on the null stream is not allowed")
+            if fake.capturing() is not None:
+                raise CaptureError("stand-in cupy: a capture is already running")
+            self.graph_launches = []
+            fake._local.capture = self
+
+        def end_capture(self) -> Graph:
+            if fake.capturing() is not self:
+                raise CaptureError("stand-in cupy: end_capture on a stream not capturing")
+            fake._local.capture = None
+            return Graph(self.graph_launches)
+
+        def is_capturing(self) -> bool:
+            return fake.capturing() is self
+
+    class RawModule:
+        def __init__(self, code: str, options: tuple[str, ...] = (),
+                     name_expressions: Any = None, **kwargs: Any) -> None:
+            self.record = Module(code, tuple(options), tuple(name_expressions or ()),
+                                 fake.device)
+            with fake._record:
+                fake.modules.append(self.record)
+
+        def get_function(self, name: str) -> Function:
+            if not self.record.functions:
+                fake.note("compile", what=", ".join(self.record.name_expressions))
+                time.sleep(fake.compile_seconds)
+            if name not in self.record.name_expressions:
+                raise KeyError(f"{name} is not among the module's name expressions")
+            self.record.functions.append(name)
+            return Function(name, self.record.device)
+
+    class Function:
+        """A kernel loaded on one device; calling it launches (packs the arguments as CuPy's
+        `_launch` does, then records)."""
+
+        def __init__(self, name: str, device: int) -> None:
+            self.name, self.device = name, device
+
+        def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...],
+                     shared_mem: int = 0, stream: Any = None,
+                     enable_cooperative_groups: bool = False) -> None:
+            grid = (tuple(grid) + (1, 1))[:3]
+            block = (tuple(block) + (1, 1))[:3]
+            local = fake._local
+            if local.device != self.device:
+                raise RuntimeError(f"stand-in cupy: {self.name} was loaded on device "
+                                   f"{self.device}, launched with device {fake.device} current")
+            packed = []   # what the driver reads: the address of each argument's value
+            for a in args:
+                kind = type(a)
+                if kind is ndarray:
+                    if a._device != local.device:
+                        raise ValueError(f"stand-in cupy: an array of device {a._device} "
+                                         f"passed to a launch on device {local.device}")
+                    packed.append(a.address())
+                elif kind is CPointer:
+                    packed.append(a.ptr)
+                else:
+                    packed.append(_pointer(a, fake))
+            fake._launched(self.name, grid, block, tuple(packed))
+
+    class runtime:
+        getDevice = staticmethod(lambda: fake.device)
+        getDeviceCount = staticmethod(lambda: 2)
+        setDevice = staticmethod(Device.use)
+
+        @staticmethod
+        def deviceSynchronize() -> None:
+            fake.note("synchronize", what="deviceSynchronize", refused="a synchronization")
+
+    class CPointer:
+        """A pointer to an argument's bytes, passed as it is (cupy.cuda.function.CPointer)."""
+
+        def __init__(self, p: int = 0) -> None:
+            self.ptr = p
+
+    fake._null = Stream(null=True)
+    fake.ndarray, fake.RawModule = ndarray, RawModule
+    fake.cuda = types.SimpleNamespace(
+        Device=Device, Event=Event, Stream=Stream, Graph=Graph, runtime=runtime,
+        function=types.SimpleNamespace(CPointer=CPointer),
+        get_current_stream=fake.current_stream)
+
+
+@dataclass
+class _Pointer:
+    ptr: int
+
+
+def _pointer(arg: Any, fake: StandIn) -> int:
+    """A kernel argument as CuPy's launch reads it: a device array's address (on the current
+    device), a CPointer's address as it is, a size-one NumPy array's data (a struct by value,
+    through its __array_interface__ as CuPy reads it), a scalar's value."""
+    if arg is None:
+        return 0
+    if isinstance(arg, fake.ndarray):
+        if arg._device != fake._local.device:
+            raise ValueError(f"stand-in cupy: an array of device {arg._device} passed to a "
+                             f"launch on device {fake.device}")
+        return int(arg.address())
+    if isinstance(arg, fake.cuda.function.CPointer):
+        return int(arg.ptr)
+    if isinstance(arg, np.ndarray):
+        if arg.size != 1:
+            raise TypeError(f"stand-in cupy: a numpy.ndarray of shape {arg.shape} as a kernel "
+                            f"argument (only size one passes by value)")
+        return int(arg.__array_interface__["data"][0])
+    if isinstance(arg, (np.generic, int, float, bool, complex)):
+        return int(np.asarray(arg).ctypes.data)
+    raise TypeError(f"stand-in cupy: unsupported kernel argument {type(arg).__name__}")

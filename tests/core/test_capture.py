@@ -1,0 +1,175 @@
+"""Capture-safe repeat calls, on the stand-in cupy (onnx_cupy.tools.standin), which records every
+allocation, host-device copy, synchronization and event wait: after the first call of a
+configuration, a call of every operator, of the PyTorch-style functions and of run_node
+allocates its outputs and launches, nothing else; a sequence of such calls captured into a CUDA
+graph raises nothing and replays its launches; a first call, which uploads and waits, is refused
+under capture."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from helpers import fake_cupy
+
+import onnx_cupy as oc
+from onnx_cupy.nn import functional as F
+
+P3 = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+NODE = onnx.helper.make_node("AveragePool", ["X"], ["Y"], **P3)
+# id -> (input shape, dtype, call, outputs): the fast and generic paths of every family
+CASES = {
+    "average_pool-fast": ((1, 8, 9, 9), np.float32, lambda x: oc.average_pool(x, **P3), 1),
+    "average_pool-generic-4d": ((1, 2, 3, 4, 5, 6), np.float16,
+                                lambda x: oc.average_pool(x, kernel_shape=[2, 2, 2, 2]), 1),
+    "lp_pool-generic-p3": ((2, 3, 7, 8), np.float32,
+                           lambda x: oc.lp_pool(x, kernel_shape=[2, 3], p=3), 1),
+    "max_pool-fast": ((1, 8, 9, 9), np.float32, lambda x: oc.max_pool(x, **P3), 1),
+    "max_pool-generic-4d": ((1, 2, 3, 4, 5, 6), np.float32,
+                            lambda x: oc.max_pool(x, kernel_shape=[2, 2, 2, 2]), 1),
+    "max_pool-indices": ((1, 8, 9, 9), np.float32,
+                         lambda x: oc.max_pool(x, return_indices=True, **P3), 2),
+    "global_average_pool": ((2, 3, 5, 7), np.float16, oc.global_average_pool, 1),
+    "global_max_pool-strided": ((2, 3, 5, 7), np.float32,
+                                lambda x: oc.global_max_pool(x[:, :, ::2]), 1),
+    "hardmax-rows": ((4, 1000), np.float32, oc.hardmax, 1),
+    "hardmax-columns": ((8, 64, 32), np.float16, lambda x: oc.hardmax(x, axis=1), 1),
+    "hardmax-scan": ((2, 4000, 3), np.float32, lambda x: oc.hardmax(x, axis=1), 1),
+    "resize-linear-fast": ((1, 3, 8, 8), np.float32,
+                           lambda x: oc.resize(x, scales=[1, 1, 2, 2], mode="linear"), 1),
+    "resize-nearest-sizes": ((1, 3, 8, 8), np.uint8,
+                             lambda x: oc.resize(x, sizes=np.array([1, 3, 5, 13])), 1),
+    "resize-cubic-antialias": ((1, 3, 16, 16), np.float32, lambda x: oc.resize(
+        x, scales=[1, 1, 0.25, 0.25], mode="cubic", antialias=1), 1),
+    "resize-generic": ((2, 5, 3, 7), np.float32,
+                       lambda x: oc.resize(x, scales=[1, 2, 1, 2], mode="linear"), 1),
+    "F.avg_pool2d-divisor_override": ((2, 3, 9, 9), np.float32,
+                                      lambda x: F.avg_pool2d(x, 3, 2, 1, divisor_override=5), 1),
+    "F.lp_pool2d": ((3, 9, 9), np.float32, lambda x: F.lp_pool2d(x, 2, 3, 2), 1),
+    "F.max_pool2d-indices": ((2, 3, 9, 9), np.float32,
+                             lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), 2),
+    "F.interpolate-bilinear": ((1, 3, 8, 8), np.float32,
+                               lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), 1),
+    "F.interpolate-nearest": ((1, 3, 8, 8), np.float32,
+                              lambda x: F.interpolate(x, size=(5, 11)), 1),
+    "run_node": ((1, 8, 9, 9), np.float32, lambda x: oc.run_node(NODE, [x], opset=22), 1),
+}
+REFUSED = ("to device", "to host", "synchronize", "wait", "compile")
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    return fake_cupy.install(monkeypatch)
+
+
+def _input(fake, rng, shape, dtype):
+    return fake.asarray((rng.standard_normal(shape) * 4).astype(dtype))
+
+
+def _outputs(result):
+    if isinstance(result, list):
+        return result
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_repeated_call_allocates_its_outputs_and_launches(fake, rng, case):
+    shape, dtype, call, count = CASES[case]
+    call(_input(fake, rng, shape, dtype))
+    x = _input(fake, rng, shape, dtype)
+    since = len(fake.operations)
+    outputs = _outputs(call(x))
+    done = fake.operations[since:]
+    assert [o.kind for o in done if o.kind in REFUSED] == [], done
+    allocated = [o for o in done if o.kind == "allocate"]
+    assert len(allocated) == count == len(outputs), done
+    assert all(o.what == "from the pool" for o in allocated), done   # the first call's blocks
+    assert sum(o.nbytes for o in allocated) == sum(-(-max(y.nbytes, 1) // 512) * 512
+                                                   for y in outputs)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_repeated_call_launches_what_the_first_did(fake, rng, case):
+    shape, dtype, call, _ = CASES[case]
+    call(_input(fake, rng, shape, dtype))
+    first = [(k.expression, k.grid, k.block) for k in fake.launches]
+    x = _input(fake, rng, shape, dtype)
+    since = len(fake.launches)
+    call(x)
+    assert [(k.expression, k.grid, k.block) for k in fake.launches[since:]] == first
+
+
+@pytest.mark.parametrize("case", ["average_pool-fast", "max_pool-indices", "hardmax-scan",
+                                  "resize-linear-fast", "F.avg_pool2d-divisor_override"])
+def test_with_out_a_repeated_call_allocates_nothing(fake, rng, case):
+    shape, dtype, call, count = CASES[case]
+    x = _input(fake, rng, shape, dtype)
+    expected = _outputs(call(x))
+    if count == 1 and not case.startswith("F."):
+        out = fake.empty(expected[0].shape, expected[0].dtype)
+        run = {"average_pool-fast": lambda: oc.average_pool(x, out=out, **P3),
+               "hardmax-scan": lambda: oc.hardmax(x, axis=1, out=out),
+               "resize-linear-fast": lambda: oc.resize(x, scales=[1, 1, 2, 2], mode="linear",
+                                                       out=out)}[case]
+        run()
+        since = len(fake.operations)
+        assert run() is out
+        assert fake.operations[since:] == []
+    else:
+        since = len(fake.operations)
+        call(x)
+        assert [o.kind for o in fake.operations[since:] if o.kind != "elementwise"] == \
+            ["allocate"] * count
+
+
+def test_a_sequence_of_calls_is_captured_and_replayed(fake, rng):
+    """Every case's repeated call inside one stream capture: nothing is refused, the graph holds
+    their launches, and each replay launches them again."""
+    inputs = {case: _input(fake, rng, shape, dtype)
+              for case, (shape, dtype, _, _) in CASES.items()}
+    stream = fake.cuda.Stream(non_blocking=True)
+    with stream:
+        warm = [call(inputs[case]) for case, (_, _, call, _) in CASES.items()]
+        del warm   # first calls (compile, plan, upload); their outputs' blocks stay pooled
+        stream.synchronize()
+        since = len(fake.launches)
+        stream.begin_capture()
+        kept = [call(inputs[case]) for case, (_, _, call, _) in CASES.items()]
+        graph = stream.end_capture()
+    captured = fake.launches[since:]
+    assert captured and all(k.captured and k.stream == stream.ptr for k in captured)
+    assert graph.captured == captured and len(kept) == len(CASES)
+    graph.launch()
+    graph.launch()
+    replayed = fake.launches[since + len(captured):]
+    assert [k.expression for k in replayed] == [k.expression for k in captured] * 2
+    assert not any(k.captured for k in replayed)
+
+
+@pytest.mark.parametrize("case", ["resize-linear-fast", "resize-generic",
+                                  "F.avg_pool2d-divisor_override"])
+def test_a_first_call_is_refused_under_capture(fake, rng, case):
+    """A first call uploads its tables and waits for them: CUDA refuses that in a capture,
+    so the calls to capture are made once before (the documented warm-up)."""
+    shape, dtype, call, _ = CASES[case]
+    x = _input(fake, rng, shape, dtype)
+    stream = fake.cuda.Stream()
+    with stream:
+        stream.begin_capture()
+        with pytest.raises(fake_cupy.CaptureError, match="during stream capture"):
+            call(x)
+        stream.end_capture()
+
+
+def test_the_standin_refuses_what_a_capture_refuses(fake):
+    """The checks the tests above rely on fire: a copy from the host, a synchronization, a wait
+    on an event recorded outside the capture, an allocation the pool cannot serve."""
+    stream = fake.cuda.Stream()
+    event = fake.cuda.Event()
+    event.record()
+    with stream:
+        stream.begin_capture()
+        for refused in (lambda: fake.asarray(np.ones(3)), stream.synchronize,
+                        lambda: stream.wait_event(event), lambda: fake.empty(1000, np.float32)):
+            with pytest.raises(fake_cupy.CaptureError):
+                refused()
+        stream.end_capture()
