@@ -131,7 +131,7 @@ def test_the_kernel_skips_indices_outside_the_unpooled_shape():
     written for it (the host arrays' check raises before any launch)."""
     indices = np.array([[[[-1, 7], [16, 15]]]])
     pl = plan.prepare(X.shape, X.dtype, indices.shape, indices.dtype, None, 22, **TWO)
-    y = kernel.prepare(pl, X, "emulated")(X, indices, None)
+    y = kernel.prepare(pl, X, indices, "emulated")(X, indices, None)
     expected = np.zeros((1, 1, 4, 4), np.float32)
     expected[0, 0, 1, 3], expected[0, 0, 3, 3] = 6, 8
     assert np.array_equal(y, expected)

@@ -128,6 +128,15 @@ def aligned(op: str, out: Any, *inputs: Any) -> list[Any]:
     return [a if address(a) % min(a.dtype.itemsize, 8) == 0 else a.copy() for a in inputs]
 
 
+def zero(a: Any, backend: str) -> None:
+    """Set the C-contiguous array `a` to zero bits in place: on the GPU a memset of its bytes
+    on the current stream (no kernel), else `fill`."""
+    if backend == "cupy":
+        a.data.memset_async(0, a.nbytes)
+    else:
+        a.fill(0)
+
+
 def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: str, op: str) -> Any:
     """The output array on `x`'s device: a caller-supplied `out` checked (type, shape, dtype,
     C-contiguous, device, no overlap with `x`) or a new C-contiguous array. Called after all

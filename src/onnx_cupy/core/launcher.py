@@ -113,6 +113,8 @@ class Launch:
     def __post_init__(self) -> None:
         object.__setattr__(self, "arguments",
                            tuple(by_value(self.backend, c) for c in self.constants))
+        if self.shape is None:   # the grid-stride grid, made once
+            object.__setattr__(self, "shape", grid_for(self.work_items))
 
     def __call__(self, *arrays: Any) -> None:
         """Launch on `arrays` (input, output, ...; None for a pointer the kernel does not use),

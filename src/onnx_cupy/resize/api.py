@@ -185,7 +185,11 @@ def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int
     >>> oc.upsample(x, [2.0], mode="linear")
     array([1. , 1.5, 2. , 3. , 4. , 4. ], dtype=float32)
     """
-    x, _ = execution.select(X, plan.UPSAMPLE)
-    checked = plan.upsample_scales(tuple(x.shape), x.dtype, scales, mode, opset)
-    return cast(ArrayT, run(x, None, checked, None, plan.UPSAMPLE_AS, {"mode": mode}, out=out,
-                            op=plan.UPSAMPLE))
+    x, backend = execution.select(X, plan.UPSAMPLE)
+    key = calls.key(x, backend, plan.UPSAMPLE, opset, scales, mode)
+    call = _CALLS.get(key)
+    if call is None:   # Upsample's own checks, then Resize-10's plan
+        checked = plan.upsample_scales(tuple(x.shape), x.dtype, scales, mode, opset)
+        call = _CALLS.put(key, prepared(x, backend, None, checked, None, plan.UPSAMPLE_AS,
+                                        {"mode": mode}, None, plan.UPSAMPLE))
+    return cast(ArrayT, call(x, out))

@@ -72,7 +72,7 @@ class Launch:
 class Operation:
     """One device-side operation other than a launch: `kind` is "allocate", "to device" (a
     host-to-device copy), "to host", "synchronize", "wait" (a stream waiting on an event),
-    "compile" or "elementwise" (one of CuPy's own kernels)."""
+    "compile", "memset" or "elementwise" (one of CuPy's own kernels)."""
 
     kind: str
     device: int
@@ -326,7 +326,7 @@ def _build(fake: StandIn) -> None:
         nbytes = property(lambda self: self.host.nbytes)
         itemsize = property(lambda self: self.host.itemsize)
         flags = property(lambda self: self.host.flags)
-        data = property(lambda self: _Pointer(self.address()))
+        data = property(lambda self: _Pointer(self.address(), fake))
         device = property(lambda self: fake.cuda.Device(self._device))
         T = property(lambda self: self._view(self.host.T))
 
@@ -560,7 +560,15 @@ def _build(fake: StandIn) -> None:
 
 @dataclass
 class _Pointer:
+    """An array's `data`: its address, and the memset CuPy's MemoryPointer gives (recorded as
+    one operation of the array's stand-in; it writes nothing, as a launch computes nothing)."""
+
     ptr: int
+    owner: StandIn | None = None
+
+    def memset_async(self, value: int, size: int, stream: Any = None) -> None:
+        if self.owner is not None:
+            self.owner.note("memset", size, "MemoryPointer.memset_async")
 
 
 def _pointer(arg: Any, fake: StandIn) -> int:

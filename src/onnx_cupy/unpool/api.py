@@ -94,19 +94,20 @@ def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
     if call is None:
         pl = plan.prepare(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype,
                           output_shape, opset, index_space=index_space, **attrs)
-        call = _CALLS.put(key, _prepare(pl, x, backend))
+        call = _CALLS.put(key, _prepare(pl, x, indices, backend))
     return call(x, indices, out)
 
 
 _CALLS = calls.Cache("unpool")
 
 
-def _prepare(pl: plan.UnpoolPlan, x: Any, backend: str) -> calls.Call:
+def _prepare(pl: plan.UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:
     """The call of plan `pl` on the input's path: host indices checked at every call, as
     onnxruntime checks them (the GPU path, which would have to synchronize, skips them)."""
     if backend == "cupy":
-        return kernel.prepare(pl, x, backend)
-    run_plan = numpy_path.prepare(pl) if backend == "numpy" else kernel.prepare(pl, x, backend)
+        return kernel.prepare(pl, x, indices, backend)
+    run_plan = numpy_path.prepare(pl) if backend == "numpy" else \
+        kernel.prepare(pl, x, indices, backend)
 
     def call(X: Any, indices: Any, out: Any) -> Any:
         check_indices(pl, indices)

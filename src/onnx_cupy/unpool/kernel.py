@@ -78,16 +78,19 @@ def kernel_args(pl: UnpoolPlan, dtype: np.dtype
     return SCATTER[bits, len(pl.remap)], GATHER[dtype.name, bits], WINNER_DTYPES[bits], g
 
 
-def prepare(pl: UnpoolPlan, x: Any, backend: str) -> calls.Call:
-    """The call of plan `pl` on inputs of `x`'s dtype on the kernel path `backend` ('cupy' or
-    'emulated'): call(X, indices, out) -> max_unpool(X, indices), indices outside
-    [0, pl.index_total) skipped. The winners (and copies of inputs that are not C-contiguous)
-    go to the workspace: a call allocates only its output."""
+def prepare(pl: UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:
+    """The call of plan `pl` on inputs laid out as `x` and `indices` on the kernel path
+    `backend` ('cupy' or 'emulated'): call(X, indices, out) -> max_unpool(X, indices), indices
+    outside [0, pl.index_total) skipped. The winners (and copies of inputs that are not
+    C-contiguous) go to the workspace: a call allocates only its output."""
     size, count = math.prod(pl.out_shape), math.prod(pl.in_shape)
+    copied = tuple(not a.flags.c_contiguous for a in (x, indices))
     if size and count and pl.index_total:
         scatter, gather, words, g = kernel_args(pl, np.dtype(x.dtype))
         scattering = launcher.Launch(backend, scatter, None, count, (g,))
         gathering = launcher.Launch(backend, gather, None, size, (g,))
+        layouts = [((size,), words), *((tuple(a.shape), a.dtype)
+                                       for a, c in zip((x, indices), copied) if c)]
 
     def call(X: Any, indices: Any, out: Any) -> Any:
         with arrays.on_device(X, backend):
@@ -95,19 +98,17 @@ def prepare(pl: UnpoolPlan, x: Any, backend: str) -> calls.Call:
             if not size:
                 return Y
             if not count or not pl.index_total:
-                Y.fill(0)
+                arrays.zero(Y, backend)
                 return Y
-            given = (X, indices)
-            winner, *copies = calls.scratch(backend, ((size,), words), *(
-                (tuple(a.shape), a.dtype) for a in given if not a.flags.c_contiguous))
-            walked = []
-            for a in given:   # the kernels walk C-contiguous arrays: the others copied
-                if not a.flags.c_contiguous:
-                    copies[0][...] = a
-                    a = copies.pop(0)
-                walked.append(a)
-            winner.fill(0)
-            scattering(walked[1], winner)
-            gathering(walked[0], winner, Y)
+            winner, *copies = calls.scratch(backend, *layouts)
+            if copied[0]:   # the kernels walk C-contiguous arrays
+                copies[0][...] = X
+                X = copies.pop(0)
+            if copied[1]:
+                copies[0][...] = indices
+                indices = copies.pop(0)
+            arrays.zero(winner, backend)
+            scattering(indices, winner)
+            gathering(X, winner, Y)
         return Y
     return call
