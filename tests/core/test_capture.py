@@ -42,6 +42,14 @@ CASES = {
         x, scales=[1, 1, 0.25, 0.25], mode="cubic", antialias=1), 1),
     "resize-generic": ((2, 5, 3, 7), np.float32,
                        lambda x: oc.resize(x, scales=[1, 2, 1, 2], mode="linear"), 1),
+    "upsample": ((1, 3, 8, 8), np.float32, lambda x: oc.upsample(x, [1.0, 1.0, 2.0, 3.0]), 1),
+    "max_pool-then-max_unpool": ((1, 3, 8, 8), np.float32, lambda x: _unpooled(x), 3),
+    "affine_grid-then-grid_sample": ((2, 2, 3), np.float32, lambda t: _warped(t), 2),
+    "F.adaptive_avg_pool2d": ((2, 3, 9, 7), np.float32, lambda x: F.adaptive_avg_pool2d(x, 4), 1),
+    "F.adaptive_max_pool2d-indices": ((2, 3, 9, 7), np.float32,
+                                      lambda x: F.adaptive_max_pool2d(x, (4, 3), True), 2),
+    "F.interpolate-area": ((1, 3, 9, 9), np.float32,
+                           lambda x: F.interpolate(x, size=(4, 5), mode="area"), 1),
     "F.avg_pool2d-divisor_override": ((2, 3, 9, 9), np.float32,
                                       lambda x: F.avg_pool2d(x, 3, 2, 1, divisor_override=5), 1),
     "F.lp_pool2d": ((3, 9, 9), np.float32, lambda x: F.lp_pool2d(x, 2, 3, 2), 1),
@@ -53,6 +61,21 @@ CASES = {
                               lambda x: F.interpolate(x, size=(5, 11)), 1),
     "run_node": ((1, 8, 9, 9), np.float32, lambda x: oc.run_node(NODE, [x], opset=22), 1),
 }
+
+
+def _unpooled(x):
+    """MaxPool's values and Indices, then MaxUnpool of them (three outputs)."""
+    y, indices = oc.max_pool(x, kernel_shape=[2, 2], strides=[2, 2], return_indices=True)
+    return y, indices, oc.max_unpool(y, indices, kernel_shape=[2, 2], strides=[2, 2])
+
+
+def _warped(theta):
+    """AffineGrid of theta, then GridSample of the grid's own two channels (a strided view)
+    at it: two outputs."""
+    grid = oc.affine_grid(theta, [theta.shape[0], 2, 5, 7])
+    return grid, oc.grid_sample(grid.transpose(0, 3, 1, 2), grid, mode="linear")
+
+
 REFUSED = ("to device", "to host", "synchronize", "wait", "compile")
 
 

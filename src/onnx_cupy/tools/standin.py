@@ -360,6 +360,9 @@ def _build(fake: StandIn) -> None:
         def reshape(self, *shape: Any) -> ndarray:
             return self._view(self.host.reshape(*shape))
 
+        def transpose(self, *axes: Any) -> ndarray:
+            return self._view(self.host.transpose(*axes))
+
         def __getitem__(self, key: Any) -> ndarray:
             return self._view(self.host[key])
 
