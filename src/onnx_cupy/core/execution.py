@@ -34,6 +34,9 @@ class NDArray(Protocol):
 
 
 ArrayT = TypeVar("ArrayT", bound=NDArray)
+# A NumPy array's scalar type, where a signature keeps it in one output and not in another
+# (MaxPool's Y of X's dtype beside int64 Indices)
+ScalarT = TypeVar("ScalarT", bound=np.generic)
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_backend", default=None)
 
 

@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from ..core import arrays, execution
 from ..core.attributes import is_int, is_real
-from ..core.execution import ArrayT, NDArray
+from ..core.execution import ArrayT, NDArray, ScalarT
 from ..grid import api as grid_api
 from ..grid import plan as grid_plan
 from ..hardmax.api import hardmax
@@ -688,12 +688,19 @@ _MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy ar
 
 class _MaxPooling(Protocol):
     """max_pool1d/2d/3d as a type checker sees them: an array in, that array type out (with
-    int64 indices); a PyTorch tensor in, tensors out."""
+    int64 indices: a NumPy int64 array for a NumPy input, a cupy.ndarray for a CuPy one); a
+    PyTorch tensor in, tensors out."""
+
+    @overload
+    def __call__(self, input: npt.NDArray[ScalarT], kernel_size: Any, stride: Any = ...,
+                 padding: Any = ..., dilation: Any = ..., ceil_mode: bool = ..., *,
+                 return_indices: Literal[True]
+                 ) -> tuple[npt.NDArray[ScalarT], npt.NDArray[np.int64]]: ...
 
     @overload
     def __call__(self, input: ArrayT, kernel_size: Any, stride: Any = ..., padding: Any = ...,
                  dilation: Any = ..., ceil_mode: bool = ..., *, return_indices: Literal[True]
-                 ) -> tuple[ArrayT, npt.NDArray[np.int64]]: ...
+                 ) -> tuple[ArrayT, ArrayT]: ...
 
     @overload
     def __call__(self, input: Tensor, kernel_size: Any, stride: Any = ..., padding: Any = ...,
@@ -883,11 +890,16 @@ def adaptive_avg_pool3d(input: _In, output_size: Any) -> _In:
 
 class _AdaptiveMaxPooling(Protocol):
     """adaptive_max_pool1d/2d/3d as a type checker sees them: an array in, that array type out
-    (with int64 indices); a PyTorch tensor in, tensors out."""
+    (with int64 indices, of the array type too); a PyTorch tensor in, tensors out."""
+
+    @overload
+    def __call__(self, input: npt.NDArray[ScalarT], output_size: Any,
+                 return_indices: Literal[True]
+                 ) -> tuple[npt.NDArray[ScalarT], npt.NDArray[np.int64]]: ...
 
     @overload
     def __call__(self, input: ArrayT, output_size: Any, return_indices: Literal[True]
-                 ) -> tuple[ArrayT, npt.NDArray[np.int64]]: ...
+                 ) -> tuple[ArrayT, ArrayT]: ...
 
     @overload
     def __call__(self, input: Tensor, output_size: Any, return_indices: Literal[True]

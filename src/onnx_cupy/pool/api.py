@@ -7,9 +7,10 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar, cast, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ..core import arrays, execution, opsets
-from ..core.execution import ArrayT
+from ..core.execution import ArrayT, ScalarT
 from . import kernel, plan
 from . import numpy as numpy_path
 
@@ -158,6 +159,14 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mo
 
 
 @overload
+def max_pool(X: npt.NDArray[ScalarT], *, kernel_shape: Any = ..., auto_pad: str = ...,
+             ceil_mode: int = ..., dilations: Any = ..., pads: Any = ..., storage_order: int = ...,
+             strides: Any = ..., opset: int = ..., out: npt.NDArray[ScalarT] | None = ...,
+             return_indices: Literal[True]
+             ) -> tuple[npt.NDArray[ScalarT], npt.NDArray[np.int64]]: ...
+
+
+@overload   # a CuPy array: Indices are a cupy.ndarray too (of dtype int64)
 def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mode: int = ...,
              dilations: Any = ..., pads: Any = ..., storage_order: int = ..., strides: Any = ...,
              opset: int = ..., out: ArrayT | None = ...,
@@ -168,7 +177,7 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mo
 def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mode: int = ...,
              dilations: Any = ..., pads: Any = ..., storage_order: int = ..., strides: Any = ...,
              opset: int = ..., out: ArrayT | None = ...,
-             return_indices: bool = ...) -> ArrayT | tuple[ArrayT, ArrayT]: ...
+             return_indices: bool = ...) -> ArrayT | tuple[ArrayT, Any]: ...
 
 
 @_pool_doc(
@@ -197,11 +206,11 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
              ceil_mode: int = 0, dilations: Any = None, pads: Any = None,
              storage_order: int = 0, strides: Any = None, opset: int = 22,
              out: ArrayT | None = None,
-             return_indices: bool = False) -> ArrayT | tuple[ArrayT, ArrayT]:
+             return_indices: bool = False) -> ArrayT | tuple[ArrayT, Any]:
     result = _pool("MaxPool", X, opset, out, return_indices, kernel_shape=kernel_shape,
                    auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, pads=pads,
                    strides=strides, storage_order=storage_order)
-    return cast("ArrayT | tuple[ArrayT, ArrayT]", result)   # the array type of X
+    return cast("ArrayT | tuple[ArrayT, Any]", result)   # the array type of X
 
 
 def _global(op: str, X: ArrayT, opset: int, out: Any, p: Any = None) -> ArrayT:
