@@ -123,6 +123,12 @@ def test_gallery_page(site):
         image = site / img["src"]
         assert image.suffix == ".png" and image.stat().st_size <= 300_000, image
     assert "Grace Hopper" in page.get_text() and "public domain" in page.get_text()
+    sections = page.select("article section section")
+    titles = [s.find(["h2"]).get_text(strip=True).rstrip("#¶") for s in sections]
+    for wanted in ("GridSample and AffineGrid: warping an image", "MaxUnpool: MaxPool undone"):
+        assert wanted in titles, titles
+    for section, title in zip(sections, titles):
+        assert section.select("figure img"), title
 
 
 def test_index_shows_a_picture_and_an_example(site):
