@@ -74,6 +74,15 @@ def test_return_types_are_readable(site):
     for sig in api.select("dl.py.function"):
         fields = [dt.get_text(strip=True) for dt in sig.select("dl.field-list > dt")]
         assert any(f.startswith("Return") for f in fields), sig.dt["id"]
+    for sig in api.select("dl.py dt.sig"):   # NumPy arrays by the aliases' names
+        assert "ndarray[tuple" not in sig.get_text("", strip=True), sig.get_text(" ", strip=True)
+    def signatures(name: str) -> list[str]:   # of each overload, without spaces
+        return [dt.get_text("", strip=True) for dt in
+                api.find(id=name).find_parent("dl").find_all("dt", recursive=False)]
+
+    assert any("→tuple[NumPyArray[ScalarT],Indices]" in s
+               for s in signatures("onnx_cupy.max_pool")), signatures("onnx_cupy.max_pool")
+    assert any("→tuple[Array,Array]" in s for s in signatures("onnx_cupy.dask.max_pool"))
 
 
 def _css_rules(css: str) -> dict[str, str]:

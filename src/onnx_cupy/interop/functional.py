@@ -29,11 +29,10 @@ from typing import (
 )
 
 import numpy as np
-import numpy.typing as npt
 
 from ..core import arrays, execution
 from ..core.attributes import is_int, is_real
-from ..core.execution import ArrayT, NDArray, ScalarT
+from ..core.execution import ArrayT, Indices, NDArray, NumPyArray, ScalarT
 from ..grid import api as grid_api
 from ..grid import plan as grid_plan
 from ..hardmax.api import hardmax
@@ -692,10 +691,9 @@ class _MaxPooling(Protocol):
     PyTorch tensor in, tensors out."""
 
     @overload
-    def __call__(self, input: npt.NDArray[ScalarT], kernel_size: Any, stride: Any = ...,
+    def __call__(self, input: NumPyArray[ScalarT], kernel_size: Any, stride: Any = ...,
                  padding: Any = ..., dilation: Any = ..., ceil_mode: bool = ..., *,
-                 return_indices: Literal[True]
-                 ) -> tuple[npt.NDArray[ScalarT], npt.NDArray[np.int64]]: ...
+                 return_indices: Literal[True]) -> tuple[NumPyArray[ScalarT], Indices]: ...
 
     @overload
     def __call__(self, input: ArrayT, kernel_size: Any, stride: Any = ..., padding: Any = ...,
@@ -893,9 +891,8 @@ class _AdaptiveMaxPooling(Protocol):
     (with int64 indices, of the array type too); a PyTorch tensor in, tensors out."""
 
     @overload
-    def __call__(self, input: npt.NDArray[ScalarT], output_size: Any,
-                 return_indices: Literal[True]
-                 ) -> tuple[npt.NDArray[ScalarT], npt.NDArray[np.int64]]: ...
+    def __call__(self, input: NumPyArray[ScalarT], output_size: Any,
+                 return_indices: Literal[True]) -> tuple[NumPyArray[ScalarT], Indices]: ...
 
     @overload
     def __call__(self, input: ArrayT, output_size: Any, return_indices: Literal[True]

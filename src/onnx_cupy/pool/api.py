@@ -7,10 +7,9 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar, cast, overload
 
 import numpy as np
-import numpy.typing as npt
 
 from ..core import arrays, execution, opsets
-from ..core.execution import ArrayT, ScalarT
+from ..core.execution import ArrayT, Indices, NumPyArray, ScalarT
 from . import kernel, plan
 from . import numpy as numpy_path
 
@@ -159,11 +158,10 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mo
 
 
 @overload
-def max_pool(X: npt.NDArray[ScalarT], *, kernel_shape: Any = ..., auto_pad: str = ...,
+def max_pool(X: NumPyArray[ScalarT], *, kernel_shape: Any = ..., auto_pad: str = ...,
              ceil_mode: int = ..., dilations: Any = ..., pads: Any = ..., storage_order: int = ...,
-             strides: Any = ..., opset: int = ..., out: npt.NDArray[ScalarT] | None = ...,
-             return_indices: Literal[True]
-             ) -> tuple[npt.NDArray[ScalarT], npt.NDArray[np.int64]]: ...
+             strides: Any = ..., opset: int = ..., out: NumPyArray[ScalarT] | None = ...,
+             return_indices: Literal[True]) -> tuple[NumPyArray[ScalarT], Indices]: ...
 
 
 @overload   # a CuPy array: Indices are a cupy.ndarray too (of dtype int64)
