@@ -146,5 +146,24 @@ def test_index_shows_a_picture_and_an_example(site):
     assert page.select_one("article div.highlight-python pre")
     text = page.select_one("article").get_text(" ")
     for op in ("AveragePool", "LpPool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool",
-               "GlobalLpPool", "Hardmax", "Resize"):
+               "GlobalLpPool", "Hardmax", "Resize", "MaxUnpool", "Upsample", "GridSample",
+               "AffineGrid"):
         assert op in text
+
+
+def test_newer_operators_have_their_tables(site):
+    """The semantics page has a table for each newer operator (after its paragraph, in a box that
+    scrolls), and the PyTorch page's mapping lists the newer functions."""
+    article = _page(site, "semantics.html").select_one("article")
+    for lead in ("Upsample.", "MaxUnpool.", "GridSample.", "AffineGrid.", "adaptive pooling"):
+        (strong,) = [b for b in article.select("p > strong") if b.get_text().endswith(lead)]
+        table = strong.parent.find_next_sibling()
+        assert table.name == "div" and "table-wrapper" in table["class"], lead
+        assert len(table.select("tbody tr")) >= 3, lead
+    assert "grid_sample" in article.get_text() and "affine_grid" in article.get_text()
+    pytorch = _page(site, "pytorch.html")
+    first_cells = [row.find("td").get_text() for table in pytorch.select("article table")
+                   for row in table.select("tbody tr")]
+    for call in ("grid_sample(", "affine_grid(", "max_unpool{1,2,3}d(", "adaptive_avg_pool{1,2,3}d(",
+                 "adaptive_max_pool{1,2,3}d(", 'interpolate(mode="area")'):
+        assert any(call in cell for cell in first_cells), call
