@@ -45,11 +45,12 @@ _SCALARS = {"floating": "float", "signedinteger": "int", "unsignedinteger": "uin
 def _short(revealed: str) -> str:
     """A revealed type as the scripts' comments write it: `ndarray[float32]` for a NumPy array
     of any shape and that dtype, a NamedTuple by its class."""
-    text = revealed.replace("numpy._typing._nbit_base.", "")
+    text = re.sub(r"numpy\._typing\.(_nbit_base\.)?", "", revealed)   # older numpy: no _nbit_base
     text = re.sub(r"numpy\.(floating|signedinteger|unsignedinteger)\[_(\d+)Bit\]",
                   lambda m: f"{_SCALARS[m[1]]}{m[2]}", text)
     text = re.sub(r"numpy\.dtype\[numpy\.(\w+)\]", r"numpy.dtype[\1]", text)
-    text = re.sub(r"numpy\.ndarray\[tuple\[[^\[\]]*\], numpy\.dtype\[(\w+)\]\]", r"ndarray[\1]", text)
+    text = re.sub(r"numpy\.ndarray\[(tuple\[[^\[\]]*\]|Any), numpy\.dtype\[(\w+)\]\]",
+                  r"ndarray[\2]", text)
     return re.sub(r"tuple\[[^=]*, fallback=[\w.]*?(\w+)\]", r"\1", text)
 
 
@@ -87,6 +88,8 @@ def test_short_names_of_revealed_types():
     assert _short("list[tuple[a.B, tuple[str, ...], float | None, fallback=x.y.Warmed]]") == \
         "list[Warmed]"
     assert _short("numpy.ndarray[tuple[Any, ...], numpy.dtype[Any]]") == "ndarray[Any]"
+    assert _short("numpy.ndarray[Any, numpy.dtype[numpy.floating[numpy._typing._32Bit]]]") == \
+        "ndarray[float32]"   # numpy before 2.2 writes shapes as Any
 
 
 def test_numpy_in_gives_numpy_ndarray(mypy):
