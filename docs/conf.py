@@ -35,6 +35,9 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_typehints_format = "short"
 autodoc_typehints_description_target = "documented_params"
+# Shown by name (onnx_cupy.core.execution defines them): a NumPy array of any shape and scalar
+# type ScalarT; int64 indices (MaxPool's Indices output)
+autodoc_type_aliases = {"NumPyArray": "NumPyArray", "Indices": "Indices"}
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False

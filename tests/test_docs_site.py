@@ -74,6 +74,15 @@ def test_return_types_are_readable(site):
     for sig in api.select("dl.py.function"):
         fields = [dt.get_text(strip=True) for dt in sig.select("dl.field-list > dt")]
         assert any(f.startswith("Return") for f in fields), sig.dt["id"]
+    for sig in api.select("dl.py dt.sig"):   # NumPy arrays by the aliases' names
+        assert "ndarray[tuple" not in sig.get_text("", strip=True), sig.get_text(" ", strip=True)
+    def signatures(name: str) -> list[str]:   # of each overload, without spaces
+        return [dt.get_text("", strip=True) for dt in
+                api.find(id=name).find_parent("dl").find_all("dt", recursive=False)]
+
+    assert any("→tuple[NumPyArray[ScalarT],Indices]" in s
+               for s in signatures("onnx_cupy.max_pool")), signatures("onnx_cupy.max_pool")
+    assert any("→tuple[Array,Array]" in s for s in signatures("onnx_cupy.dask.max_pool"))
 
 
 def _css_rules(css: str) -> dict[str, str]:
@@ -123,6 +132,12 @@ def test_gallery_page(site):
         image = site / img["src"]
         assert image.suffix == ".png" and image.stat().st_size <= 300_000, image
     assert "Grace Hopper" in page.get_text() and "public domain" in page.get_text()
+    sections = page.select("article section section")
+    titles = [s.find(["h2"]).get_text(strip=True).rstrip("#¶") for s in sections]
+    for wanted in ("GridSample and AffineGrid: warping an image", "MaxUnpool: MaxPool undone"):
+        assert wanted in titles, titles
+    for section, title in zip(sections, titles):
+        assert section.select("figure img"), title
 
 
 def test_index_shows_a_picture_and_an_example(site):
@@ -131,5 +146,24 @@ def test_index_shows_a_picture_and_an_example(site):
     assert page.select_one("article div.highlight-python pre")
     text = page.select_one("article").get_text(" ")
     for op in ("AveragePool", "LpPool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool",
-               "GlobalLpPool", "Hardmax", "Resize"):
+               "GlobalLpPool", "Hardmax", "Resize", "MaxUnpool", "Upsample", "GridSample",
+               "AffineGrid"):
         assert op in text
+
+
+def test_newer_operators_have_their_tables(site):
+    """The semantics page has a table for each newer operator (after its paragraph, in a box that
+    scrolls), and the PyTorch page's mapping lists the newer functions."""
+    article = _page(site, "semantics.html").select_one("article")
+    for lead in ("Upsample.", "MaxUnpool.", "GridSample.", "AffineGrid.", "adaptive pooling"):
+        (strong,) = [b for b in article.select("p > strong") if b.get_text().endswith(lead)]
+        table = strong.parent.find_next_sibling()
+        assert table.name == "div" and "table-wrapper" in table["class"], lead
+        assert len(table.select("tbody tr")) >= 3, lead
+    assert "grid_sample" in article.get_text() and "affine_grid" in article.get_text()
+    pytorch = _page(site, "pytorch.html")
+    first_cells = [row.find("td").get_text() for table in pytorch.select("article table")
+                   for row in table.select("tbody tr")]
+    for call in ("grid_sample(", "affine_grid(", "max_unpool{1,2,3}d(", "adaptive_avg_pool{1,2,3}d(",
+                 "adaptive_max_pool{1,2,3}d(", 'interpolate(mode="area")'):
+        assert any(call in cell for cell in first_cells), call

@@ -29,8 +29,31 @@ def test_pictures_are_registered_with_captions():
         assert len(pic.caption.split()) >= 15 and pic.caption.endswith("."), pic.name
     sections = {p.section for p in gallery.PICTURES}
     for wanted in ("Resize on a photograph", "Resize on a zone plate: aliasing",
-                   "Pooling on an image", "Hardmax"):
+                   "Pooling on an image", "Hardmax", gallery.WARPS, gallery.UNPOOL):
         assert wanted in sections
+    assert {"grid-sample-warps", "grid-sample-padding", "grid-sample-modes", "max-unpool-image",
+            "max-unpool-line"} <= set(names)
+
+
+def test_every_section_shows_pictures():
+    """Each heading of the page is followed by figures before the next one."""
+    page = gallery.markdown(gallery.PICTURES)
+    parts = re.split(r"^## (.+)$", page, flags=re.MULTILINE)[1:]
+    headings, bodies = parts[0::2], parts[1::2]
+    assert headings == list(dict.fromkeys(p.section for p in gallery.PICTURES))
+    for heading, body in zip(headings, bodies):
+        shown = re.findall(r"^```\{figure\} (\S+)\.png$", body, flags=re.MULTILINE)
+        assert shown == [p.name for p in gallery.PICTURES if p.section == heading], heading
+
+
+@pytest.mark.parametrize("name", ["grid-sample-warps", "grid-sample-padding",
+                                  "grid-sample-modes", "max-unpool-image", "max-unpool-line"])
+def test_new_operator_pictures(tmp_path, name):
+    """The GridSample, AffineGrid and MaxUnpool pictures draw, at the page's width, small."""
+    (png, _) = gallery.render(tmp_path, [name])
+    width, height = _png_size(png)
+    assert width == 800 and 80 <= height <= 480, (width, height)
+    assert png.stat().st_size <= MAX_BYTES
 
 
 def test_one_picture_and_its_page(tmp_path):

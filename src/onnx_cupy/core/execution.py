@@ -11,9 +11,10 @@ import platform
 import struct
 import sys
 from collections.abc import Iterator
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 BACKENDS = ("numpy", "emulated", "cupy")
 
@@ -34,6 +35,12 @@ class NDArray(Protocol):
 
 
 ArrayT = TypeVar("ArrayT", bound=NDArray)
+# A NumPy array's scalar type, where a signature keeps it in one output and not in another
+# (MaxPool's Y of X's dtype beside int64 Indices); the API reference shows the two aliases by
+# name (docs/conf.py's autodoc_type_aliases)
+ScalarT = TypeVar("ScalarT", bound=np.generic)
+NumPyArray: TypeAlias = npt.NDArray[ScalarT]   # any shape
+Indices: TypeAlias = npt.NDArray[np.int64]     # flat positions, as MaxPool's Indices output
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_backend", default=None)
 
 

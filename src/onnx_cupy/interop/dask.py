@@ -61,7 +61,7 @@ import functools
 import inspect
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from ..core import arrays, execution, extras
 
@@ -86,6 +86,7 @@ __all__ = ["affine_grid", "average_pool", "global_average_pool", "global_lp_pool
            "resize", "upsample"]
 
 Chunks = tuple[tuple[int, ...], ...]
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _backend(X: Any, op: str) -> str:
@@ -202,9 +203,9 @@ _DOC = """ONNX {op} on a dask array, lazily: `onnx_cupy.{name}` on every block.
     """
 
 
-def _doc(**parts: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Give a wrapper the shared docstring, filled with its own parts."""
-    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _doc(**parts: str) -> Callable[[_F], _F]:
+    """Give a wrapper the shared docstring, filled with its own parts (its signature kept)."""
+    def apply(fn: _F) -> _F:
         fn.__doc__ = _DOC.format(name=fn.__name__, **parts)
         return fn
     return apply
@@ -227,10 +228,24 @@ def lp_pool(X: da.Array, **attrs: Any) -> da.Array:
     return _pool("LpPool", pool_api.lp_pool, X, attrs)
 
 
+@overload
+def max_pool(X: da.Array, *, return_indices: Literal[False] = ..., **attrs: Any) -> da.Array: ...
+
+
+@overload
+def max_pool(X: da.Array, *, return_indices: Literal[True], **attrs: Any
+             ) -> tuple[da.Array, da.Array]: ...
+
+
+@overload
+def max_pool(X: da.Array, *, return_indices: bool = ..., **attrs: Any
+             ) -> da.Array | tuple[da.Array, da.Array]: ...
+
+
 @_doc(op="MaxPool", chunks=_POOL_CHUNKS + """ With return_indices=True, returns (Y, Indices),
     Indices computed in their own pass and offset by the (n, c) planes of the blocks before.""",
       example=_POOL_EXAMPLE.format(name="max_pool"))
-def max_pool(X: da.Array, **attrs: Any) -> Any:
+def max_pool(X: da.Array, **attrs: Any) -> da.Array | tuple[da.Array, da.Array]:
     return _pool("MaxPool", pool_api.max_pool, X, attrs)
 
 

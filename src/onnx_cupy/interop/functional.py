@@ -29,11 +29,10 @@ from typing import (
 )
 
 import numpy as np
-import numpy.typing as npt
 
 from ..core import arrays, calls, execution
 from ..core.attributes import is_int, is_real
-from ..core.execution import ArrayT, NDArray
+from ..core.execution import ArrayT, Indices, NDArray, NumPyArray, ScalarT
 from ..grid import api as grid_api
 from ..grid import plan as grid_plan
 from ..hardmax.api import hardmax
@@ -758,12 +757,18 @@ _MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy ar
 
 class _MaxPooling(Protocol):
     """max_pool1d/2d/3d as a type checker sees them: an array in, that array type out (with
-    int64 indices); a PyTorch tensor in, tensors out."""
+    int64 indices: a NumPy int64 array for a NumPy input, a cupy.ndarray for a CuPy one); a
+    PyTorch tensor in, tensors out."""
+
+    @overload
+    def __call__(self, input: NumPyArray[ScalarT], kernel_size: Any, stride: Any = ...,
+                 padding: Any = ..., dilation: Any = ..., ceil_mode: bool = ..., *,
+                 return_indices: Literal[True]) -> tuple[NumPyArray[ScalarT], Indices]: ...
 
     @overload
     def __call__(self, input: ArrayT, kernel_size: Any, stride: Any = ..., padding: Any = ...,
                  dilation: Any = ..., ceil_mode: bool = ..., *, return_indices: Literal[True]
-                 ) -> tuple[ArrayT, npt.NDArray[np.int64]]: ...
+                 ) -> tuple[ArrayT, ArrayT]: ...
 
     @overload
     def __call__(self, input: Tensor, kernel_size: Any, stride: Any = ..., padding: Any = ...,
@@ -953,11 +958,15 @@ def adaptive_avg_pool3d(input: _In, output_size: Any) -> _In:
 
 class _AdaptiveMaxPooling(Protocol):
     """adaptive_max_pool1d/2d/3d as a type checker sees them: an array in, that array type out
-    (with int64 indices); a PyTorch tensor in, tensors out."""
+    (with int64 indices, of the array type too); a PyTorch tensor in, tensors out."""
+
+    @overload
+    def __call__(self, input: NumPyArray[ScalarT], output_size: Any,
+                 return_indices: Literal[True]) -> tuple[NumPyArray[ScalarT], Indices]: ...
 
     @overload
     def __call__(self, input: ArrayT, output_size: Any, return_indices: Literal[True]
-                 ) -> tuple[ArrayT, npt.NDArray[np.int64]]: ...
+                 ) -> tuple[ArrayT, ArrayT]: ...
 
     @overload
     def __call__(self, input: Tensor, output_size: Any, return_indices: Literal[True]

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core import execution, extras
+from ..core.execution import NumPyArray
 
 try:
     import onnx
@@ -182,12 +183,12 @@ class OnnxCupyRep(BackendRep):
                              f"{', '.join(SUPPORTED)} of the default domain")
         return prepare_node(node, opset)
 
-    def _outputs(self, arrays: Sequence[Any]) -> tuple[Any, ...]:
+    def _outputs(self, arrays: Sequence[Any]) -> tuple[NumPyArray[Any], ...]:
         """`arrays` as NumPy arrays, also addressable by output name."""
         return namedtupledict("Outputs", self.output_names)(
             *(execution.to_host(a) for a in arrays))
 
-    def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[NumPyArray[Any], ...]:
         """Run on `inputs` (a sequence in graph-input order, a name -> array mapping, or one
         array); returns the outputs as NumPy arrays, also addressable by output name."""
         if isinstance(inputs, Mapping):
@@ -214,7 +215,7 @@ class OnnxCupyRep(BackendRep):
                 values.update(zip(outputs, step([values[n] if n else None for n in names])))
             return self._outputs([values[n] for n in self.output_names])
 
-    def run_single(self, inputs: Sequence[Any]) -> tuple[Any, ...]:
+    def run_single(self, inputs: Sequence[Any]) -> tuple[NumPyArray[Any], ...]:
         """Run a one-node rep on `inputs` by position in node.input (None: omitted)."""
         ((step, _, _),) = self._steps
         with self._context():
@@ -287,13 +288,13 @@ class OnnxCupyBackend(Backend):
 
     @classmethod
     def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str | None = None,
-                  **kwargs: Any) -> tuple[Any, ...]:
+                  **kwargs: Any) -> tuple[NumPyArray[Any], ...]:
         """Run `model` once: `prepare(model, device).run(inputs)`; see `prepare`."""
         return cls.prepare(model, device, **kwargs).run(inputs)
 
     @classmethod
     def run_node(cls, node: onnx.NodeProto, inputs: Sequence[Any], device: str | None = None,
-                 outputs_info: Any = None, **kwargs: Any) -> tuple[Any, ...]:
+                 outputs_info: Any = None, **kwargs: Any) -> tuple[NumPyArray[Any], ...]:
         """Run one node on `inputs` and return its outputs as NumPy arrays.
 
         Parameters

@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeVar, cast, overload
 import numpy as np
 
 from ..core import calls, execution, opsets
-from ..core.execution import ArrayT
+from ..core.execution import ArrayT, Indices, NumPyArray, ScalarT
 from . import kernel, plan
 from . import numpy as numpy_path
 
@@ -182,6 +182,13 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mo
 
 
 @overload
+def max_pool(X: NumPyArray[ScalarT], *, kernel_shape: Any = ..., auto_pad: str = ...,
+             ceil_mode: int = ..., dilations: Any = ..., pads: Any = ..., storage_order: int = ...,
+             strides: Any = ..., opset: int = ..., out: NumPyArray[ScalarT] | None = ...,
+             return_indices: Literal[True]) -> tuple[NumPyArray[ScalarT], Indices]: ...
+
+
+@overload   # a CuPy array: Indices are a cupy.ndarray too (of dtype int64)
 def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mode: int = ...,
              dilations: Any = ..., pads: Any = ..., storage_order: int = ..., strides: Any = ...,
              opset: int = ..., out: ArrayT | None = ...,
@@ -192,7 +199,7 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mo
 def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mode: int = ...,
              dilations: Any = ..., pads: Any = ..., storage_order: int = ..., strides: Any = ...,
              opset: int = ..., out: ArrayT | None = ...,
-             return_indices: bool = ...) -> ArrayT | tuple[ArrayT, ArrayT]: ...
+             return_indices: bool = ...) -> ArrayT | tuple[ArrayT, Any]: ...
 
 
 @_pool_doc(
@@ -221,12 +228,12 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
              ceil_mode: int = 0, dilations: Any = None, pads: Any = None,
              storage_order: int = 0, strides: Any = None, opset: int = 22,
              out: ArrayT | None = None,
-             return_indices: bool = False) -> ArrayT | tuple[ArrayT, ArrayT]:
+             return_indices: bool = False) -> ArrayT | tuple[ArrayT, Any]:
     result = run("MaxPool", X, opset, {
         "kernel_shape": kernel_shape, "auto_pad": auto_pad, "ceil_mode": ceil_mode,
         "dilations": dilations, "pads": pads, "strides": strides,
         "storage_order": storage_order}, out=out, return_indices=return_indices)
-    return cast("ArrayT | tuple[ArrayT, ArrayT]", result)   # the array type of X
+    return cast("ArrayT | tuple[ArrayT, Any]", result)   # the array type of X
 
 
 def _global(op: str, X: ArrayT, opset: int, out: Any, p: Any = None) -> ArrayT:

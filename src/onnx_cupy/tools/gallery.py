@@ -20,13 +20,16 @@ from typing import Any
 import numpy as np
 
 from .. import (
+    affine_grid,
     average_pool,
     global_average_pool,
     global_lp_pool,
     global_max_pool,
+    grid_sample,
     hardmax,
     lp_pool,
     max_pool,
+    max_unpool,
     resize,
 )
 from ..core import extras
@@ -345,6 +348,127 @@ tie). The portrait's blue background and shirt stay blue, the skin turns red."""
 def hardmax_channels(fig: Any) -> None:
     x = photo()
     _row(fig, [(x, "input"), (hardmax(x, axis=1), "Hardmax, axis = 1")])
+
+
+# ------------------------------------------------------------------------------ GridSample
+
+WARPS = "GridSample and AffineGrid: warping an image"
+TURN = 30      # degrees: the affine warp's rotation
+SHRINK = 1.25  # the affine warp samples this much more of the input along each axis
+WAVE = 0.06    # the non-rigid warp's largest shift, in normalized units (1: half the image)
+REACH = 1.8    # the padding picture's grid spans [-REACH, REACH] along each axis
+CROP, ZOOMED = 40, 320   # the zoomed crop: input pixels, output pixels along each axis
+CROP_TURN = 20  # degrees: the zoomed crop's rotation
+
+
+def _turn(degrees: float, scale: float, size: Sequence[int], centre: Sequence[float] = (0, 0)
+          ) -> np.ndarray:
+    """AffineGrid's theta, (1, 2, 3) float32, that rotates by `degrees` and scales by `scale`
+    in pixels (not in normalized units, which stretch a non-square image) about `centre` (x, y,
+    normalized): x_in = scale * (cos x - sin (H / W) y) + cx, y_in = scale * (sin (W / H) x +
+    cos y) + cy, for an (N, C, H, W) `size`."""
+    height, width = size[-2:]
+    c, s = np.cos(np.radians(degrees)), np.sin(np.radians(degrees))
+    return np.array([[[scale * c, -scale * s * height / width, centre[0]],
+                      [scale * s * width / height, scale * c, centre[1]]]], np.float32)
+
+
+def _warp_size(x: np.ndarray, height: int) -> list[int]:
+    """The output size (N, C, height, width) that keeps x's aspect ratio."""
+    return [*x.shape[:2], height, round(height * x.shape[3] / x.shape[2])]
+
+
+@picture(WARPS, f"""GridSample (mode linear, padding_mode zeros) on the photograph with two grids.
+Left, the input. Middle, the grid from AffineGrid for a rotation by {TURN} degrees and a scale
+of {SHRINK}: each output pixel reads the input {SHRINK} times farther from the centre, so the
+portrait appears turned anticlockwise and smaller, and the corners that fall outside the input
+are black (zeros). Right, a smooth non-rigid warp: the identity grid plus sine waves of
+amplitude {WAVE} (in units of half the image), which bend the face, the flag and the uniform
+into waves; where the waves push the grid past the right edge, black bulges appear.""",
+         height=3.4)
+def grid_sample_warps(fig: Any) -> None:
+    x = photo()
+    size = _warp_size(x, 300)
+    turned = grid_sample(x, affine_grid(_turn(TURN, SHRINK, size), size), mode="linear")
+    grid = affine_grid(_turn(0, 1, size), size)
+    u, v = grid[..., 0].copy(), grid[..., 1].copy()
+    grid[..., 0] += WAVE * np.sin(3 * np.pi * v)
+    grid[..., 1] += WAVE * np.sin(3 * np.pi * u)
+    _row(fig, [(x, "input"), (turned, f"AffineGrid: {TURN} degrees, scale {SHRINK}"),
+               (grid_sample(x, grid, mode="linear"), "non-rigid warp")])
+
+
+@picture(WARPS, f"""A grid that reaches outside the input: AffineGrid's identity scaled by
+{REACH}, so the grid spans [-{REACH}, {REACH}] and the photograph fills the middle of each
+result, sampled with mode linear. padding_mode decides what the rest shows: zeros gives black;
+border repeats the edge pixels, which stretch out as streaks; reflection mirrors the image at
+its edges, so flipped copies surround it.""", height=3.4)
+def grid_sample_padding(fig: Any) -> None:
+    x = photo()
+    size = _warp_size(x, 300)
+    grid = affine_grid(_turn(0, REACH, size), size)
+    _row(fig, [(grid_sample(x, grid, mode="linear", padding_mode=m), f"padding_mode = {m}")
+               for m in ("zeros", "border", "reflection")])
+
+
+@picture(WARPS, f"""A {CROP} x {CROP} pixel crop around an eye and the glasses' frame, turned by
+{CROP_TURN} degrees and enlarged to {ZOOMED} x {ZOOMED} by one GridSample call (the grid from AffineGrid), for each mode. Nearest
+takes the closest pixel: turned square blocks with jagged edges; linear blends the 2 x 2 pixels
+around each position, smooth but soft; cubic reads 4 x 4 pixels (Keys weights, a = -0.75):
+sharper edges, with a faint fringe beside strong ones.""", height=3.6)
+def grid_sample_modes(fig: Any) -> None:
+    x = photo()
+    height, width = x.shape[2:]
+    centre = ((2 * 195 + 1) / width - 1, (2 * 185 + 1) / height - 1)   # pixel (195, 185)
+    theta = _turn(CROP_TURN, 1, x.shape, centre)
+    theta[0, 0, :2] *= CROP / width   # the output spans CROP input pixels along x
+    theta[0, 1, :2] *= CROP / height  # and along y
+    grid = affine_grid(theta, [1, 3, ZOOMED, ZOOMED])
+    _row(fig, [(grid_sample(x, grid, mode=m), m) for m in ("nearest", "linear", "cubic")])
+
+
+# ------------------------------------------------------------------------------ MaxUnpool
+
+UNPOOL = "MaxUnpool: MaxPool undone"
+
+
+@picture(UNPOOL, """MaxPool (4 x 4 windows, stride 4) of a 96 x 96 crop of the photograph in
+gray, with return_indices, then MaxUnpool of its output and Indices with the same attributes.
+The unpooled image has the input's size: each window's brightest pixel is back at the place it
+came from, every other pixel is 0 (black). The last panel shows the input dimmed, with the
+pixels MaxUnpool filled at full brightness: one in each 4 x 4 window, its lightest.""",
+         height=2.7)
+def max_unpool_image(fig: Any) -> None:
+    x = gray()[:, :, 140:236, 150:246]
+    window: dict[str, Any] = {"kernel_shape": [4, 4], "strides": [4, 4]}
+    pooled, indices = max_pool(x, return_indices=True, **window)
+    unpooled = max_unpool(pooled, indices, **window)
+    _row(fig, [(x, "input"), (pooled, "MaxPool"), (unpooled, "MaxUnpool"),
+               (np.where(unpooled != 0, x, 0.3 * x), "the maxima on the input")])
+
+
+@picture(UNPOOL, """The same on a line: a signal of 48 samples (gray), MaxPool with windows of 6
+(dotted lines between them) and stride 6, and MaxUnpool of the maxima with their Indices
+(orange). Each maximum lands on the sample it came from, the highest of its window (a dot on a
+stem); every other output is 0 (the small dots).""")
+def max_unpool_line(fig: Any) -> None:
+    rng = np.random.default_rng(3)
+    signal = np.cumsum(rng.standard_normal(48)).astype(np.float32)
+    signal -= signal.min() - 0.5
+    x = signal[None, None]
+    pooled, indices = max_pool(x, kernel_shape=[6], strides=[6], return_indices=True)
+    unpooled = max_unpool(pooled, indices, kernel_shape=[6], strides=[6])[0, 0]
+    ax = fig.subplots()
+    ax.plot(signal, color="gray", marker=".", label="input")
+    for edge in range(6, 48, 6):
+        ax.axvline(edge - 0.5, color="gray", linestyle=":", linewidth=0.8)
+    placed, rest = np.flatnonzero(unpooled), np.flatnonzero(unpooled == 0)
+    ax.plot(rest, unpooled[rest], "C1.", markersize=4)
+    ax.stem(placed, unpooled[placed], linefmt="C1-", markerfmt="C1o", basefmt=" ",
+            label="MaxUnpool(MaxPool)")
+    ax.set_xlabel("position")
+    ax.set_ylabel("value")
+    ax.legend(fontsize=9)
 
 
 # ------------------------------------------------------------------------------ the benchmark

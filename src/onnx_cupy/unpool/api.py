@@ -8,13 +8,13 @@ from typing import Any, cast
 import numpy as np
 
 from ..core import calls, execution
-from ..core.execution import ArrayT
+from ..core.execution import ArrayT, NDArray
 from . import kernel, plan
 from . import numpy as numpy_path
 from .plan import OP
 
 
-def max_unpool(X: ArrayT, I: ArrayT, output_shape: Any = None, *,
+def max_unpool(X: ArrayT, I: NDArray, output_shape: Any = None, *,
                kernel_shape: Any = None, pads: Any = None, strides: Any = None,
                opset: int = 22, out: ArrayT | None = None) -> ArrayT:
     """ONNX MaxUnpool (versions 9, 11, 22) on a NumPy or CuPy array: MaxPool's partial inverse.
