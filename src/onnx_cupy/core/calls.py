@@ -28,6 +28,7 @@ The pattern, in a family's api.py (`_CALLS = calls.Cache("<family>")` at module 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -83,6 +84,7 @@ def isolated() -> Iterator[None]:
     for cache in _caches:
         cache.clear()
     _workspaces.clear()
+    _carved.clear()
     try:
         yield
     finally:
@@ -91,6 +93,7 @@ def isolated() -> Iterator[None]:
             cache.update(entries)
         _workspaces.clear()
         _workspaces.update(kept[1])
+        _carved.clear()
         loader.swap_functions(kept[2])
 
 
@@ -198,15 +201,32 @@ SCRATCH_ALIGN = 256   # bytes: each array `scratch` carves starts at a multiple 
 def scratch(backend: str, *layouts: tuple[tuple[int, ...], np.dtype]) -> list[Any]:
     """C-contiguous arrays of these (shape, dtype) for one call's launches, carved from the
     `workspace` (each at a multiple of SCRATCH_ALIGN bytes): a call's copies of inputs that its
-    kernels cannot walk, and partial results between its launches, allocate nothing."""
+    kernels cannot walk, and partial results between its launches, allocate nothing. On the
+    'cupy' path the arrays carved from a workspace buffer are kept with it, for the next call
+    of the same layouts."""
+    spans, end = _spans(layouts)
+    space = workspace(backend, end)
+    if backend == "cupy":
+        carved = _carved.get((id(space), layouts))
+        if carved is not None and carved[0] is space:
+            return list(carved[1])
+    views = [space[at:at + nbytes].view(dtype).reshape(shape)
+             for (at, nbytes), (shape, dtype) in zip(spans, layouts)]
+    if backend == "cupy":
+        _carved[id(space), layouts] = (space, tuple(views))
+    return views
+
+
+@functools.lru_cache(maxsize=256)
+def _spans(layouts: tuple[tuple[tuple[int, ...], np.dtype], ...]
+           ) -> tuple[list[tuple[int, int]], int]:
+    """(byte offset, bytes) of each layout in a workspace, and the bytes they need in all."""
     spans, end = [], 0
     for shape, dtype in layouts:
         nbytes = math.prod(shape) * dtype.itemsize
         spans.append((end, nbytes))
         end += -(-nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
-    space = workspace(backend, end)
-    return [space[at:at + nbytes].view(dtype).reshape(shape)
-            for (at, nbytes), (shape, dtype) in zip(spans, layouts)]
+    return spans, end
 
 
 def contiguous(backend: str, x: Any) -> Any:
@@ -218,6 +238,8 @@ def contiguous(backend: str, x: Any) -> Any:
 
 
 _workspaces: dict[tuple[int, int], list[Any]] = {}
+# (id of a workspace buffer, layouts) -> (that buffer, the arrays `scratch` carved from it)
+_carved: dict[tuple[int, Any], tuple[Any, tuple[Any, ...]]] = {}
 _workspace_lock = threading.Lock()
 
 
