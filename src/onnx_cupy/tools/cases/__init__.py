@@ -10,11 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import global_pool, hardmax, layouts, maxpool, pool, resize
+from . import (
+    adaptive,
+    global_pool,
+    grid,
+    hardmax,
+    layouts,
+    maxpool,
+    nearest,
+    pool,
+    resize,
+    unpool,
+    upsample,
+)
 from .common import Case
 
 __all__ = ["Case", "cases", "operators"]
-FAMILIES = (pool, maxpool, global_pool, hardmax, resize)   # each with OPS and cases(wanted)
+# each with OPS and cases(wanted)
+FAMILIES = (pool, maxpool, global_pool, adaptive, hardmax, resize, nearest, upsample, unpool,
+            grid)
 
 
 def cases(ops: Iterable[str] | None = None, quick: bool = False) -> list[Case]:

@@ -14,7 +14,8 @@ if dtypes.BFLOAT16 is None:  # pragma: no cover - exercised only without ml_dtyp
     raise ModuleNotFoundError("the configurations draw bfloat16 inputs: they need ml_dtypes "
                               "(pip install 'onnx-cupy[onnx]')")
 BF16: np.dtype = dtypes.BFLOAT16
-FLOAT_DTYPES = (np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64))
+FLOAT_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.float16), BF16, np.dtype(np.float32),
+                                     np.dtype(np.float64))
 
 
 @dataclasses.dataclass(frozen=True)
