@@ -33,3 +33,9 @@ class Case:
 def wanted_ops(ops: Sequence[str], wanted: set[str] | None) -> list[str]:
     """`ops` that `wanted` names (all of them for None)."""
     return [op for op in ops if wanted is None or op in wanted]
+
+
+def seeded(seed: int, index: int, stream: int) -> np.random.Generator:
+    """The generator of configuration `index` of a family seeded `seed`: stream 0 draws the
+    configuration, stream 1 its inputs."""
+    return np.random.default_rng([seed, index, stream])

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ... import affine_grid, grid_sample
-from .common import BF16, FLOAT_DTYPES, Case, wanted_ops
+from .common import BF16, FLOAT_DTYPES, Case, seeded, wanted_ops
 
 OPS = ("GridSample", "AffineGrid")
 MODES = ("nearest", "linear", "cubic")
@@ -76,8 +76,7 @@ def draw(index: int) -> Config:
 
 
 def generator(index: int, stream: int) -> np.random.Generator:
-    """The generator of configuration `index`: stream 0 draws it, stream 1 its inputs."""
-    return np.random.default_rng([SEED, index, stream])
+    return seeded(SEED, index, stream)
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ... import max_unpool
-from .common import BF16, Case, wanted_ops
+from .common import BF16, Case, seeded, wanted_ops
 
 CONFIGS = 900
 SEED = 20261126
@@ -66,8 +66,7 @@ class Config:
 
 
 def generator(index: int, stream: int) -> np.random.Generator:
-    """The generator of configuration `index`: stream 0 draws it, stream 1 its inputs."""
-    return np.random.default_rng([SEED, index, stream])
+    return seeded(SEED, index, stream)
 
 
 def _draw(rng: np.random.Generator, index: int) -> Config:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ... import upsample
-from .common import Case, wanted_ops
+from .common import Case, seeded, wanted_ops
 
 CONFIGS = 900
 SEED = 20261127
@@ -53,8 +53,7 @@ class Config:
 
 
 def generator(index: int, stream: int) -> np.random.Generator:
-    """The generator of configuration `index`: stream 0 draws it, stream 1 its input."""
-    return np.random.default_rng([SEED, index, stream])
+    return seeded(SEED, index, stream)
 
 
 def _draw(rng: np.random.Generator, index: int) -> Config:
