@@ -5,6 +5,9 @@ the NumPy path (which tests/pool/test_adaptive.py holds to its oracle). One test
 configuration; those outside the checker's quick subset are slow."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 from helpers import grid_oracle
@@ -16,15 +19,14 @@ from onnx_cupy.tools.cases import adaptive, grid
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
-def _params(configs: list, quick_every: int) -> list:
-    return [pytest.param(c, id=c.name, marks=() if c.index % quick_every == 0
-                         else pytest.mark.slow) for c in configs]
+def _params(configs: list, quick: Callable[[Any], bool]) -> list:
+    return [pytest.param(c, id=c.name, marks=() if quick(c) else pytest.mark.slow)
+            for c in configs]
 
 
 AFFINE = _params([grid.affine_configuration(i) for i in range(grid.AFFINE_COUNT)],
-                 grid.AFFINE_QUICK_EVERY)
-ADAPTIVE = _params([adaptive.configuration(i) for i in range(adaptive.COUNT)],
-                   adaptive.QUICK_EVERY)
+                 lambda c: grid.affine_quick(c.index))
+ADAPTIVE = _params([adaptive.configuration(i) for i in range(adaptive.COUNT)], adaptive.quick)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "emulated"])

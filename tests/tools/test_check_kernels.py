@@ -56,21 +56,23 @@ def test_quick_subset_runs_clean(capsys):
 
 
 def test_quick_subset_of_each_family():
-    """Every family's quick subset takes configurations of every operator, of several kinds
-    (dtypes, modes, calls), and of the layouts of its fast kernels."""
+    """Every family's quick subset takes configurations of every operator, of every mode, rank
+    or call, and of the layouts of its fast kernels (the new families' float32 ones: few kernel
+    instantiations to build)."""
     quick = cases.cases(quick=True)
     for op in OPERATORS:
         drawn = [c for c in quick if c.op == op and not c.name.startswith("layout-")]
         assert len(drawn) >= 3, op
-    kinds = {"GridSample": {grid.configuration(i).mode for i in range(0, grid.COUNT,
-                                                                       grid.QUICK_EVERY)},
-             "AffineGrid": {(c.dtype, len(c.size)) for c in map(grid.affine_configuration, range(
-                 0, grid.AFFINE_COUNT, grid.AFFINE_QUICK_EVERY))},
-             "adaptive": {c.call for c in map(adaptive.configuration, range(
-                 0, adaptive.COUNT, adaptive.QUICK_EVERY))}}
-    assert kinds["GridSample"] == set(grid.MODES)
-    assert len(kinds["AffineGrid"]) == 8   # every dtype, 2-D and 3-D
-    assert kinds["adaptive"] == {call for calls in adaptive.CALLS.values() for call in calls}
+    kinds = {"GridSample": {(grid.configuration(i).mode, grid.configuration(i).rank)
+                            for i in range(grid.COUNT) if grid.quick(i)},
+             "AffineGrid": {(len(c.size), c.align_corners) for c in map(
+                 grid.affine_configuration, range(grid.AFFINE_COUNT)) if grid.affine_quick(c.index)},
+             "adaptive": {(c.call, len(c.shape)) for c in map(adaptive.configuration, range(
+                 adaptive.COUNT)) if adaptive.quick(c)}}
+    assert kinds["GridSample"] == {(mode, rank) for mode in grid.MODES for rank in (2, 3)}
+    assert kinds["AffineGrid"] == {(4, 0), (4, 1), (5, 0), (5, 1)}   # 2-D and 3-D
+    assert kinds["adaptive"] == {(call, rank + 2) for calls in adaptive.CALLS.values()
+                                 for call in calls for rank in (1, 2, 3)}
     assert {c.name.split("-")[1] for c in quick if c.name.startswith("layout-")} >= {
         "grid", "affine", "unpool"}
     assert any(c.name.startswith("nearest-") for c in quick if c.op == "Resize")

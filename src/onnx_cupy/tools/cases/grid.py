@@ -31,7 +31,6 @@ DTYPES = tuple(np.dtype(t) for t in ("float16", "float32", "float64", "int8", "u
 BASES = list(itertools.product(MODES, PADDING, (0, 1), DTYPES, (2, 3)))
 COUNT = 3 * len(BASES)   # 756
 SEED = 20261207
-QUICK_EVERY = 25     # the checker's representative subset (prime to len(BASES))
 NAMES_16 = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
 
 
@@ -115,6 +114,15 @@ def inputs(index: int) -> tuple[np.ndarray, np.ndarray]:
     return x, g.astype(c.grid_dtype)
 
 
+def quick(index: int) -> bool:
+    """In the checker's representative subset (few kernel instantiations to build): the first
+    pass over BASES, X and grid float32, 2-D with zeros padding (the fast kernel, linear and
+    nearest) or 3-D (the generic kernels, every mode and padding)."""
+    c = configuration(index)
+    return (index < len(BASES) and c.dtype == c.grid_dtype == np.float32
+            and (c.rank == 3 or c.padding == "zeros"))
+
+
 def run(c: Config, x: np.ndarray, g: np.ndarray) -> Any:
     """onnx-cupy on configuration `c` with inputs `x` and `g` (current backend)."""
     return grid_sample(x, g, opset=c.opset, **c.attrs)
@@ -129,7 +137,6 @@ def _run_sampled(index: int) -> Any:
 
 AFFINE_COUNT = 160
 AFFINE_SEED = 20261208
-AFFINE_QUICK_EVERY = 11   # prime to len(AFFINE_BASES)
 AFFINE_BASES = list(itertools.product(FLOAT_DTYPES, (2, 3), (0, 1)))
 
 
@@ -161,6 +168,12 @@ def affine_configuration(index: int) -> AffineConfig:
     return AffineConfig(index, dtype, size, ac, 2 if rng.random() < 0.3 else 1)
 
 
+def affine_quick(index: int) -> bool:
+    """In the checker's representative subset: float32, the first two passes over AFFINE_BASES
+    (2-D and 3-D, both align_corners)."""
+    return index < 2 * len(AFFINE_BASES) and affine_configuration(index).dtype == np.float32
+
+
 def theta(c: AffineConfig) -> np.ndarray:
     """theta (N, r, r + 1), uniform in [-2, 2); a view with step `c.step` along every axis."""
     rank = len(c.size) - 2
@@ -176,9 +189,8 @@ def run_affine(c: AffineConfig) -> Any:
 
 def cases(ops: set[str] | None = None) -> list[Case]:
     wanted = wanted_ops(OPS, ops)
-    found = [Case("GridSample", name(i), functools.partial(_run_sampled, i),
-                  i % QUICK_EVERY == 0) for i in range(COUNT) if "GridSample" in wanted]
+    found = [Case("GridSample", name(i), functools.partial(_run_sampled, i), quick(i))
+             for i in range(COUNT) if "GridSample" in wanted]
     return found + [Case("AffineGrid", affine_configuration(i).name,
-                         functools.partial(run_affine, affine_configuration(i)),
-                         i % AFFINE_QUICK_EVERY == 0)
+                         functools.partial(run_affine, affine_configuration(i)), affine_quick(i))
                     for i in range(AFFINE_COUNT) if "AffineGrid" in wanted]

@@ -35,6 +35,9 @@ OPS = ("Hardmax", "AveragePool", "LpPool", "MaxPool", "GlobalLpPool", "GlobalMax
        "GridSample", "AffineGrid", "MaxUnpool")
 VECTOR_BYTES = 16
 QUICK_EVERY = 6      # the checker's representative subset
+# of GridSample's, AffineGrid's and MaxUnpool's layouts: every 3rd float32 one (few
+# instantiations to build)
+QUICK_EVERY_FLOAT32 = 3
 Call = Callable[[int], Any]   # a case's call, given its index (which seeds its values)
 
 
@@ -280,8 +283,17 @@ def _unpools() -> list[tuple[str, str, Call]]:
     return found
 
 
+def _float32(call: Call) -> bool:
+    """The call's dtype is float32 (views without one are)."""
+    keywords = call.keywords if isinstance(call, functools.partial) else {}
+    return bool(keywords.get("dtype", np.float32) == np.float32)
+
+
 def cases(ops: set[str] | None = None) -> list[Case]:
     wanted = set(wanted_ops(OPS, ops))
-    layouts = [*_hardmax(), *_pools(), *_resizes(), *_grids(), *_unpools()]
-    return [Case(op, f"layout-{name}", functools.partial(call, i), i % QUICK_EVERY == 0)
-            for i, (op, name, call) in enumerate(layouts) if op in wanted]
+    first = [*_hardmax(), *_pools(), *_resizes()]
+    found = [(op, name, call, i % QUICK_EVERY == 0) for i, (op, name, call) in enumerate(first)]
+    found += [(op, name, call, _float32(call) and j % QUICK_EVERY_FLOAT32 == 0)
+              for j, (op, name, call) in enumerate([*_grids(), *_unpools()])]
+    return [Case(op, f"layout-{name}", functools.partial(call, i), quick)
+            for i, (op, name, call, quick) in enumerate(found) if op in wanted]

@@ -24,7 +24,7 @@ MAX_ELEMENTS = 12000   # input and output elements of a configuration
 FILL = -1              # extrapolation_value (tf_crop_and_resize): no element's index
 COUNT = 2400
 SEED = 20261125
-QUICK_EVERY = 80     # the checker's representative subset
+QUICK_EVERY = 240    # the checker's representative subset
 OPS = ("Resize",)
 
 
