@@ -1,131 +1,44 @@
 """Differential GridSample: configurations run on onnx-cupy, the loop oracle
 (helpers/grid_oracle.py), onnxruntime (CPU) and onnx.reference, compared per configuration.
 
-Configuration `index` takes its mode, padding mode, align_corners, X dtype and spatial rank from
-the product BASES (so every combination of them comes up, COUNT // len(BASES) times), and draws
-the rest from its own seeded generator: the opset (16 for 2-D only, with its mode names), shapes
-(odd sizes, several channels and batch items), the grid's dtype (mostly X's), its positions
-(uniform within 1 to 6 of the ends, on a 1/8 lattice where exact ties come up) and, in some,
-NaN, infinite and far-away positions. `KNOWN` lists, as predicates on the configuration, every
+The configurations are drawn in the package, onnx_cupy.tools.cases.grid (the kernel checker
+runs them too): configuration `index` takes its mode, padding mode, align_corners, X dtype and
+spatial rank from the product BASES (so every combination of them comes up, COUNT // len(BASES)
+times), and draws the rest from its own seeded generator: the opset (16 for 2-D only, with its
+mode names), shapes (odd sizes, several channels and batch items), the grid's dtype (mostly
+X's), its positions (uniform within 1 to 6 of the ends, on a 1/8 lattice where exact ties come
+up) and, in some, NaN, infinite and far-away positions. `KNOWN` lists, as predicates on the configuration, every
 case where the runtimes disagree and the side onnx-cupy follows ("ort", "ref", or "exact":
 neither, the oracle decides); `evaluate(index)` keeps (cached) what each check found."""
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from helpers import grid_oracle
 from helpers.differential import Record
 from helpers.util import node_model, onnxruntime, reference
 from onnx_cupy.core import execution
-from onnx_cupy.grid import api as grid_api
+from onnx_cupy.tools.cases import grid as drawn
+from onnx_cupy.tools.cases.grid import BF16, Config, configuration, inputs, name
 
-BF16 = np.dtype(ml_dtypes.bfloat16)
-MODES = ("nearest", "linear", "cubic")
-PADDING = ("zeros", "border", "reflection")
-DTYPES = tuple(np.dtype(t) for t in ("float16", "float32", "float64", "int8", "uint8",
-                                     "int32")) + (BF16,)
-BASES = list(itertools.product(MODES, PADDING, (0, 1), DTYPES, (2, 3)))
-COUNT = 3 * len(BASES)   # 756
-SEED = 20261207
+# the configurations, drawn in the package (the kernel checker runs them too)
+BASES, COUNT = drawn.BASES, drawn.COUNT
 EMULATED_EVERY = 10
-NAMES_16 = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
 # values compared in float64 (rtol, atol) per dtype: the runtimes sum in another order
 TOL = {"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-5),
        "float64": (1e-9, 1e-10)}
-
-
-@dataclass
-class Config:
-    """One GridSample node: opset, mode (the kind: nearest, linear, cubic), padding mode,
-    align_corners, X's and the grid's shapes and dtypes, and what the grid holds."""
-
-    opset: int
-    mode: str
-    padding: str
-    align_corners: int
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    grid_shape: tuple[int, ...]
-    grid_dtype: np.dtype
-    special: str   # "": positions only; "nonfinite": NaN and infinities; "far": |g| up to 1e9
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape) - 2
-
-    @property
-    def attrs(self) -> dict[str, Any]:
-        name = NAMES_16[self.mode] if self.opset == 16 else self.mode
-        return {"mode": name, "padding_mode": self.padding, "align_corners": self.align_corners}
-
-
-def draw(index: int) -> Config:
-    mode, padding, ac, dtype, rank = BASES[index % len(BASES)]
-    rng = _generator(index, 0)
-    opset = 22 if dtype == BF16 else int(rng.choice([16, 20, 22] if rank == 2 else [20, 22]))
-    n_items, channels = int(rng.integers(1, 3)), int(rng.integers(1, 4))
-    shape = (n_items, channels, *(int(v) for v in rng.integers(1, 7, size=rank)))
-    out = tuple(int(v) for v in rng.integers(1, 6 if rank == 2 else 4, size=rank))
-    floats = dtype.name in ("float16", "float32", "float64") or dtype == BF16
-    grid_dtype = dtype if floats and rng.random() < 0.8 else np.dtype(
-        rng.choice(["float16", "float32", "float64"]))
-    special = str(rng.choice(["", "nonfinite", "far"], p=[0.7, 0.15, 0.15]))
-    return Config(opset, mode, padding, ac, shape, dtype, (n_items, *out, rank), grid_dtype,
-                  special)
-
-
-def _generator(index: int, stream: int) -> np.random.Generator:
-    """The generator of configuration `index`: stream 0 draws it, stream 1 its inputs."""
-    return np.random.default_rng([SEED, index, stream])
-
-
-@functools.cache
-def configuration(index: int) -> Config:
-    return draw(index)
-
-
-def name(index: int) -> str:
-    c = configuration(index)
-    return (f"{index:04d}-opset{c.opset}-{c.mode}-{c.padding}-ac{c.align_corners}-"
-            f"{c.dtype.name}-{c.rank}d{'-' + c.special if c.special else ''}")
-
-
-def inputs(index: int) -> tuple[np.ndarray, np.ndarray]:
-    """X (floats in [-2, 3), integers in [-100, 100] within the dtype) and the grid."""
-    c = configuration(index)
-    rng = _generator(index, 1)
-    if c.dtype.kind in "iu":
-        info = np.iinfo(c.dtype)
-        x = rng.integers(max(info.min, -100), min(info.max, 100), size=c.shape,
-                         endpoint=True).astype(c.dtype)
-    else:
-        x = rng.uniform(-2, 3, size=c.shape).astype(c.dtype)
-    spread = float(rng.choice([1.0, 1.3, 2.5, 6.0]))
-    g = rng.uniform(-spread, spread, size=c.grid_shape)
-    if rng.random() < 0.3:   # a 1/8 lattice: coordinates on pixel centres and halfway
-        g = np.round(g * 8) / 8
-    flat = g.reshape(-1)
-    if c.special == "nonfinite":
-        at = rng.choice(flat.size, size=max(1, flat.size // 5), replace=False)
-        flat[at] = rng.choice([np.nan, np.inf, -np.inf], size=at.size)
-    elif c.special == "far":
-        at = rng.choice(flat.size, size=max(1, flat.size // 5), replace=False)
-        flat[at] = rng.choice([1e5, -3e6, 1e8, -1e9], size=at.size)
-    return x, g.astype(c.grid_dtype)
 
 
 # ---------------------------------------------------------------- running
 
 def run_ours(c: Config, x: np.ndarray, g: np.ndarray, backend: str = "numpy") -> np.ndarray:
     with execution.backend(backend):
-        return grid_api.grid_sample(x, g, opset=c.opset, **c.attrs)
+        return drawn.run(c, x, g)
 
 
 def _model(c: Config) -> Any:

@@ -2,7 +2,8 @@
 configurations, against the installed onnxruntime and an oracle computed here independently of
 onnx-cupy.
 
-`draw` makes a configuration: opsets 10-19, every coordinate transformation mode (roi for
+The configurations are drawn in the package (onnx_cupy.tools.cases.nearest, which the kernel
+checker runs too): opsets 10-19, every coordinate transformation mode (roi for
 tf_crop_and_resize) and nearest mode, scales (decimal ones such as 0.3 and 0.6 whose float32 form
 is not exact, and random ones) or sizes, up- and down-sampling, 1-3 resized axes of up to a few
 hundred elements, keep_aspect_ratio_policy and axes from opset 18. X holds each element's own flat
@@ -28,45 +29,14 @@ import numpy as np
 from helpers import nearest_rounding
 from helpers.differential import Record
 from helpers.util import node_model, onnxruntime, reference
-from onnx_cupy import resize
 from onnx_cupy.core import execution
-from onnx_cupy.tools.cases.resize import (
-    COORDINATE_MODES,
-    NEAREST_MODES,
-    POLICIES,
-    VERSIONS,
-)
+from onnx_cupy.tools.cases import nearest as drawn
+from onnx_cupy.tools.cases.nearest import FILL, Config, configuration
 
-DECIMALS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.1, 1.2, 1.25, 1.3, 1.4,
-            1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.5, 2.9, 3.0, 3.3, 3.4, 3.5, 4.0)
-MAX_ELEMENTS = 12000   # input and output elements of a configuration
-FILL = -1              # extrapolation_value (tf_crop_and_resize): no element's index
-COUNT = 2400
-SEED = 20261125
+# the configurations, drawn in the package (the kernel checker runs them too)
+COUNT, name = drawn.COUNT, drawn.name
+COORDINATE_MODES, NEAREST_MODES = drawn.COORDINATE_MODES, drawn.NEAREST_MODES
 EMULATED_EVERY = 10
-
-
-@dataclass(frozen=True)
-class Config:
-    """One nearest Resize node: opset, X's shape, attributes and the roi/scales/sizes given."""
-
-    opset: int
-    shape: tuple[int, ...]
-    attrs: dict[str, Any]
-    inputs: dict[str, np.ndarray]
-
-    @property
-    def ctm(self) -> str:
-        return self.attrs.get("coordinate_transformation_mode", "asymmetric")
-
-    @property
-    def rule(self) -> str:
-        """The nearest_mode, "" at Resize-10 (floor where growing, ceil where shrinking)."""
-        return self.attrs.get("nearest_mode", "")
-
-    def axes(self) -> list[int]:
-        rank = len(self.shape)
-        return [a % rank for a in self.attrs.get("axes", range(rank))]
 
 
 class Axis:
@@ -88,68 +58,6 @@ def axes_of(config: Config) -> list[Axis]:
                                                  for i in range(k)]
     return [Axis(n, m, s, w, *r) for (n, m, s, w), r in zip(
         nearest_rounding.axes(config.shape, config.attrs, config.inputs), rois)]
-
-
-# ---------------------------------------------------------------- drawing
-
-def _length(rng: np.random.Generator, resized: int) -> int:
-    if rng.random() < 0.4:
-        return int(rng.integers(1, 13))
-    return int(rng.integers(13, 400 if resized == 1 else 70 if resized == 2 else 20))
-
-
-def _scale(rng: np.random.Generator) -> float:
-    if rng.random() < 0.6:
-        return float(np.float32(rng.choice(DECIMALS)))
-    return float(np.float32(rng.uniform(0.1, 4.0)))
-
-
-def draw(rng: np.random.Generator) -> Config:
-    """A random configuration of at most MAX_ELEMENTS input and output elements."""
-    while True:
-        config = _draw_once(rng)
-        out = list(config.shape)
-        for d, a in zip(config.axes(), axes_of(config)):
-            out[d] = a.m
-        if math.prod(out) <= MAX_ELEMENTS and math.prod(config.shape) <= MAX_ELEMENTS:
-            return config
-
-
-def _draw_once(rng: np.random.Generator) -> Config:
-    opset = int(rng.choice(VERSIONS, p=[0.1, 0.2, 0.2, 0.2, 0.3]))
-    rank = int(rng.integers(1, 5))
-    resized = sorted(rng.choice(rank, size=int(rng.integers(1, min(3, rank) + 1)),
-                                replace=False).tolist())
-    shape = tuple(_length(rng, len(resized)) if d in resized else int(rng.integers(1, 4))
-                  for d in range(rank))
-    attrs: dict[str, Any] = {"mode": "nearest"}
-    ctm = str(rng.choice(COORDINATE_MODES[opset]))
-    if opset > 10:
-        attrs.update(coordinate_transformation_mode=ctm,
-                     nearest_mode=str(rng.choice(NEAREST_MODES)))
-    axes = list(range(rank))
-    if opset >= 18 and rng.random() < 0.5:
-        axes = [int(a) for a in rng.permutation(resized)]
-        attrs["axes"] = axes
-    inputs: dict[str, np.ndarray] = {}
-    if opset > 10 and rng.random() < 0.45:
-        inputs["sizes"] = np.array([_length(rng, len(resized)) if a in resized else shape[a]
-                                    for a in axes], np.int64)
-        if opset >= 18 and rng.random() < 0.3:
-            attrs["keep_aspect_ratio_policy"] = str(rng.choice(POLICIES))
-    else:
-        inputs["scales"] = np.array([_scale(rng) if a in resized else 1.0 for a in axes],
-                                    np.float32)
-    if ctm == "tf_crop_and_resize" and opset > 10:
-        attrs["extrapolation_value"] = float(FILL)
-        k = len(axes)
-        if rng.random() < 0.6:
-            roi = [float(rng.choice([-0.2, 0.0, 0.1, 0.25, 0.3])) for _ in range(k)] + [
-                float(rng.choice([0.6, 0.75, 0.8, 1.0, 1.2])) for _ in range(k)]
-        else:
-            roi = list(rng.uniform(-0.3, 0.5, k)) + list(rng.uniform(0.5, 1.3, k))
-        inputs["roi"] = np.array(roi, np.float32)
-    return Config(opset, shape, attrs, inputs)
 
 
 # ---------------------------------------------------------------- the oracle
@@ -288,13 +196,9 @@ def listed(config: Config) -> list[Listed]:
 
 # ---------------------------------------------------------------- running
 
-def _x(config: Config) -> np.ndarray:
-    return np.arange(math.prod(config.shape), dtype=np.int32).reshape(config.shape)
-
-
 def run_ours(config: Config, backend: str = "numpy") -> np.ndarray:
     with execution.backend(backend):
-        return resize(_x(config), opset=config.opset, **config.attrs, **config.inputs)
+        return drawn.run(config)
 
 
 def _model(config: Config) -> tuple[Any, dict[str, np.ndarray]]:
@@ -308,7 +212,7 @@ def _model(config: Config) -> tuple[Any, dict[str, np.ndarray]]:
         feeds.setdefault("scales", np.zeros(0, np.float32))
     model = node_model("Resize", [("X", np.int32)] + [(n, feeds[n].dtype) for n in names],
                        config.attrs, config.opset, initializers={n: feeds[n] for n in names})
-    return model, {"X": _x(config)}
+    return model, {"X": drawn.sample(config)}
 
 
 def run_onnxruntime(config: Config) -> np.ndarray:
@@ -374,22 +278,6 @@ def _judge_symmetric(record: Record, config: Config, ort: np.ndarray,
     if both:
         record.count("runtimes_round_off_exact")
     record.check("reference_sides_with_exact", sides, "; ".join(seen))
-
-
-def _generator(index: int) -> np.random.Generator:
-    return np.random.default_rng([SEED, index])
-
-
-@functools.cache
-def configuration(index: int) -> Config:
-    return draw(_generator(index))
-
-
-def name(index: int) -> str:
-    """The test id: index, opset, coordinate mode, nearest mode, scales or sizes."""
-    c = configuration(index)
-    given = "sizes" if "sizes" in c.inputs else "scales"
-    return f"{index:04d}-opset{c.opset}-{c.ctm}-{c.rule or 'resize10'}-{given}"
 
 
 @functools.cache

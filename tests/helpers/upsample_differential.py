@@ -1,6 +1,7 @@
 """Differential Upsample: seeded random configurations (opsets 7, 9 and 10, nearest and linear,
 ranks 1-5, scales of 1, whole and fractional, a few below 1, float, integer, bool and complex
-dtypes) run on onnx-cupy and judged by an oracle written out here (floor(n * s) outputs,
+dtypes; drawn in the package, onnx_cupy.tools.cases.upsample, which the kernel checker runs too)
+run on onnx-cupy and judged by an oracle written out here (floor(n * s) outputs,
 x = y / s, nearest: element floor(x) with x in float32 as onnxruntime computes it; linear: the
 two elements around x weighted (1 - t, t), axis by axis in float64, integers rounded half to even
 and saturated), onnxruntime, onnx.reference and ONNX shape inference.
@@ -18,7 +19,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,91 +26,16 @@ import onnx
 
 from helpers.differential import Listed, Record
 from helpers.util import inferred_shape, node_model, onnxruntime, reference
-from onnx_cupy import upsample
 from onnx_cupy.core import execution, numerics
+from onnx_cupy.tools.cases import upsample as drawn
+from onnx_cupy.tools.cases.upsample import Config
 
-CONFIGS = 900
-SEED = 20261127
+# the configurations, drawn in the package (the kernel checker runs them too)
+CONFIGS, configuration, sample = drawn.CONFIGS, drawn.configuration, drawn.sample
 EMULATED_EVERY = 4
-OPSETS = (7, 9, 10)
-SCALES = (1.0, 1.0, 2.0, 3.0, 1.25, 1.4, 1.5, 1.7, 2.5)
-FLOATS = tuple(np.dtype(t) for t in ("float16", "float32", "float64"))
-INTEGERS = tuple(np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32",
-                                       "int64", "uint64"))
-OTHERS = (np.dtype(np.bool_), np.dtype(np.complex64))
 ORT_NATIVE = ("float16", "float32", "int8", "uint8", "int32")
 ORT_FLOAT = np.dtype(np.float32)   # onnxruntime's carrier of float64
 TOL = {"float16": (4e-3, 4e-3), "float32": (1e-5, 1e-5), "float64": (1e-9, 1e-9)}
-MAX_OUT = 3000
-
-
-@dataclass(frozen=True)
-class Config:
-    """Configuration `index`: opset, mode, X's shape and dtype, the scales (float32)."""
-
-    index: int
-    opset: int
-    mode: str
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    scales: tuple[float, ...]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return tuple(math.floor(n * s) for n, s in zip(self.shape, self.scales))
-
-    @property
-    def name(self) -> str:
-        return (f"{self.index:04d}-opset{self.opset}-{self.mode}-{self.dtype.name}-"
-                f"{'x'.join(map(str, self.shape))}")
-
-    def __str__(self) -> str:
-        return (f"config {self.index}: opset {self.opset} {self.mode} X {self.shape} "
-                f"{self.dtype.name} scales {list(self.scales)}")
-
-
-def _generator(index: int, stream: int) -> np.random.Generator:
-    """The generator of configuration `index`: stream 0 draws it, stream 1 its input."""
-    return np.random.default_rng([SEED, index, stream])
-
-
-def _draw(rng: np.random.Generator, index: int) -> Config:
-    opset = int(rng.choice(OPSETS))
-    mode = "linear" if rng.random() < 0.45 else "nearest"
-    rank = int(rng.choice([1, 2, 3, 4, 5], p=[0.1, 0.25, 0.2, 0.35, 0.1]))
-    shape = tuple(int(v) for v in rng.integers(1, 6, size=rank))
-    scales = [float(np.float32(rng.choice(SCALES))) for _ in range(rank)]
-    if rank >= 4 and rng.random() < 0.6:   # NCHW and NCDHW as models write them
-        scales[0] = scales[1] = 1.0
-    if rng.random() < 0.04:   # below 1: rejected
-        scales[int(rng.integers(rank))] = 0.5
-    kinds = FLOATS + INTEGERS + (OTHERS if mode == "nearest" else ())
-    weights = np.array([4.0] * len(FLOATS) + [1.0] * (len(kinds) - len(FLOATS)))
-    dtype = kinds[int(rng.choice(len(kinds), p=weights / weights.sum()))]
-    return Config(index, opset, mode, dtype, shape, tuple(scales))
-
-
-@functools.cache
-def configuration(index: int) -> Config:
-    rng = _generator(index, 0)
-    while True:
-        config = _draw(rng, index)
-        if math.prod(config.out_shape) <= MAX_OUT:
-            return config
-
-
-def sample(rng: np.random.Generator, config: Config) -> np.ndarray:
-    """Random X: floats in [-2, 3), integers within the dtype (and int32), booleans, complex."""
-    if config.dtype.kind in "iu":
-        info = np.iinfo(config.dtype)
-        return rng.integers(max(info.min, -1000), min(info.max, 1000), size=config.shape,
-                            endpoint=True).astype(config.dtype)
-    if config.dtype.kind == "b":
-        return rng.random(config.shape) < 0.5
-    v = rng.uniform(-2, 3, size=config.shape).astype(np.float32)   # float32-exact values
-    if config.dtype.kind == "c":
-        v = v + 1j * rng.uniform(-2, 3, size=config.shape)
-    return v.astype(config.dtype)
 
 
 # ---------------------------------------------------------------- the oracle
@@ -190,8 +115,7 @@ def run_reference(config: Config, x: np.ndarray) -> np.ndarray:
 
 def run_ours(config: Config, x: np.ndarray, backend: str = "numpy") -> np.ndarray:
     with execution.backend(backend):
-        return upsample(x, np.array(config.scales, np.float32), mode=config.mode,
-                        opset=config.opset)
+        return drawn.run(config, x)
 
 
 def _attempt(fn: Callable[..., Any], *args: Any) -> Any:
@@ -243,7 +167,7 @@ def evaluate(index: int) -> Record:
     case puts it off)."""
     c = configuration(index)
     record = Record(c)
-    x = sample(_generator(index, 1), c)
+    x = sample(drawn.generator(index, 1), c)
     x0 = x.copy()
     ours = _attempt(run_ours, c, x)
     if min(c.scales) < 1:

@@ -1,7 +1,8 @@
 """`onnx-cupy check-kernels`: the quick subset of every family's configurations runs clean under
-the checker (its last line, its exit status, its table); the cases are the differential tests'
-configurations; a kernel source edited with an error is checked as edited and fails the command;
-the documented figures are what the full command gives now."""
+the checker (its last line, its exit status, its table), every operator's by --op; the cases are
+the differential tests' configurations, drawn in the package; a kernel source edited with an
+error is checked as edited and fails the command; the documented figures are what the full
+command gives now."""
 from __future__ import annotations
 
 import difflib
@@ -19,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "docs" / "_generated" / "check_kernels.md"
 COMMAND = "onnx-cupy check-kernels --markdown docs/_generated/check_kernels.md"
 LAST = re.compile(r"checked: (\d+) launches, (\d+) accesses, (\d+) errors")
+adaptive, grid, nearest, unpool, upsample = (cases.adaptive, cases.grid, cases.nearest,
+                                             cases.unpool, cases.upsample)
 
 
 def command(capsys, *argv: str) -> tuple[int, list[str]]:
@@ -32,6 +35,12 @@ def table(lines: list[str]) -> dict[str, list[str]]:
     return {line.split()[0]: line.split()[1:] for line in lines[start + 1:-1]}
 
 
+# the operators of every family, by the names --op takes (the adaptive pools: the pool family's)
+OPERATORS = ["AdaptiveAveragePool", "AdaptiveMaxPool", "AffineGrid", "AveragePool",
+             "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "GridSample", "Hardmax",
+             "LpPool", "MaxPool", "MaxUnpool", "Resize", "Upsample"]
+
+
 def test_quick_subset_runs_clean(capsys):
     """The suite's run of the checker: every operator's representative configurations, each
     launch on the host's grid and narrowed, every access and barrier checked, no error."""
@@ -40,15 +49,62 @@ def test_quick_subset_runs_clean(capsys):
     assert status == 0 and errors == 0, "\n".join(lines)
     assert launches >= 500 and accesses >= 10**6
     rows = table(lines)
-    assert list(rows) == [*cases.operators(), "all"]
+    assert list(rows) == [*OPERATORS, "all"] == [*cases.operators(), "all"]
+    assert all(int(rows[op][2].replace(",", "")) > 0 for op in OPERATORS), rows   # launches
     narrowed = int(rows["all"][3].replace(",", ""))
     assert 0.4 * launches <= narrowed <= 0.6 * launches
+
+
+def test_quick_subset_of_each_family():
+    """Every family's quick subset takes configurations of every operator, of every mode, rank
+    or call, and of the layouts of its fast kernels (the new families' float32 ones: few kernel
+    instantiations to build)."""
+    quick = cases.cases(quick=True)
+    for op in OPERATORS:
+        drawn = [c for c in quick if c.op == op and not c.name.startswith("layout-")]
+        assert len(drawn) >= 3, op
+    kinds = {"GridSample": {(grid.configuration(i).mode, grid.configuration(i).rank)
+                            for i in range(grid.COUNT) if grid.quick(i)},
+             "AffineGrid": {(len(c.size), c.align_corners) for c in map(
+                 grid.affine_configuration, range(grid.AFFINE_COUNT)) if grid.affine_quick(c.index)},
+             "adaptive": {(c.call, len(c.shape)) for c in map(adaptive.configuration, range(
+                 adaptive.COUNT)) if adaptive.quick(c)}}
+    assert kinds["GridSample"] == {(mode, rank) for mode in grid.MODES for rank in (2, 3)}
+    assert kinds["AffineGrid"] == {(4, 0), (4, 1), (5, 0), (5, 1)}   # 2-D and 3-D
+    assert kinds["adaptive"] == {(call, rank + 2) for calls in adaptive.CALLS.values()
+                                 for call in calls for rank in (1, 2, 3)}
+    assert {c.name.split("-")[1] for c in quick if c.name.startswith("layout-")} >= {
+        "grid", "affine", "unpool"}
+    assert any(c.name.startswith("nearest-") for c in quick if c.op == "Resize")
 
 
 def test_one_operator(capsys):
     status, lines = command(capsys, "--quick", "--op", "Hardmax")
     assert status == 0 and list(table(lines)) == ["Hardmax", "all"], lines
     assert LAST.fullmatch(lines[-1]).group(3) == "0"
+
+
+@pytest.mark.parametrize("op", OPERATORS)
+def test_op_takes_every_operator(op):
+    """--op accepts each operator's name and selects its cases, and only those."""
+    args = cli.parser().parse_args(["check-kernels", "--op", op])
+    selected = cases.cases(args.op, quick=True)
+    assert args.op == [op] and selected and {c.op for c in selected} == {op}
+
+
+def test_new_families_run_alone(capsys):
+    """GridSample, AffineGrid, MaxUnpool, Upsample and the adaptive pools by --op, each clean."""
+    ops = ["GridSample", "AffineGrid", "MaxUnpool", "Upsample", "AdaptiveAveragePool",
+           "AdaptiveMaxPool"]
+    status, lines = command(capsys, "--quick", *(a for op in ops for a in ("--op", op)))
+    assert status == 0 and list(table(lines)) == [*sorted(ops), "all"], lines
+    assert LAST.fullmatch(lines[-1]).group(3) == "0"
+
+
+def test_an_unknown_operator_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["check-kernels", "--op", "AdaptiveAvgPool"])
+    assert "invalid choice: 'AdaptiveAvgPool'" in capsys.readouterr().err
 
 
 def test_the_cases_are_the_differential_configurations():
@@ -60,10 +116,40 @@ def test_the_cases_are_the_differential_configurations():
     assert len(names["LpPool"]) == pool.CONFIGS == 1000
     assert names["MaxPool"] == [maxpool.name(i) for i in range(maxpool.CONFIGS)]
     assert names["Hardmax"] == [hardmax.configuration(i).name for i in range(hardmax.CONFIGS)]
-    assert len(names["Resize"]) == resize.COUNT + len(resize.EXTRAS) == 2403
+    assert names["Resize"] == [*(resize.name(i) for i in range(resize.COUNT + len(resize.EXTRAS))), *(
+        f"nearest-{nearest.name(i)}" for i in range(nearest.COUNT))]
+    assert len(names["Resize"]) == resize.COUNT + len(resize.EXTRAS) + nearest.COUNT == 4803
     assert sum(len(names[op]) for op in global_pool.OPS) == len(global_pool.configurations())
     assert [c.name for c in cases.cases(["Resize"], quick=True)][:2] == [resize.name(0),
                                                                           resize.name(80)]
+    assert names["GridSample"] == [grid.name(i) for i in range(grid.COUNT)]
+    assert len(names["GridSample"]) == 756
+    assert names["MaxUnpool"] == [unpool.configuration(i).name for i in range(unpool.CONFIGS)]
+    assert names["Upsample"] == [upsample.configuration(i).name for i in range(upsample.CONFIGS)]
+    assert len(names["MaxUnpool"]) == len(names["Upsample"]) == 900
+    assert len(names["AffineGrid"]) == grid.AFFINE_COUNT
+    assert len(names["AdaptiveAveragePool"]) + len(names["AdaptiveMaxPool"]) == (
+        adaptive.COUNT + len(adaptive.EXTRAS))
+
+
+def test_the_differential_helpers_draw_from_the_package():
+    """The differential tests' helpers take their configurations from onnx_cupy.tools.cases:
+    the same functions, not copies."""
+    from helpers import (
+        grid_differential,
+        nearest_differential,
+        unpool_differential,
+        upsample_differential,
+    )
+
+    assert grid_differential.configuration is grid.configuration
+    assert grid_differential.inputs is grid.inputs and grid_differential.name is grid.name
+    assert nearest_differential.configuration is nearest.configuration
+    assert nearest_differential.name is nearest.name
+    assert unpool_differential.configuration is unpool.configuration
+    assert unpool_differential.sample is unpool.sample
+    assert upsample_differential.configuration is upsample.configuration
+    assert upsample_differential.sample is upsample.sample
 
 
 OFF_BY_ONE = (r"memcheck: out of bounds: pool_global<.*>, block \(\d+, 0, 0\), thread \(\d+, "

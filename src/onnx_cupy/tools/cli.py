@@ -357,7 +357,12 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--quick", action="store_true",
                        help="a representative subset (every few configurations of each family)")
     check.add_argument("--op", action="append", choices=_case_operators(),
-                       help="limit to this operator, by its ONNX name (repeatable)")
+                       help="limit to this operator (repeatable): its ONNX name, or "
+                            "AdaptiveAveragePool (adaptive_avg_pool1d/2d/3d and "
+                            "interpolate(mode='area')) and AdaptiveMaxPool "
+                            "(adaptive_max_pool1d/2d/3d) for PyTorch's adaptive pooling; "
+                            "Resize includes the nearest-rounding configurations, Upsample "
+                            "runs on the Resize kernels")
     check.add_argument("--jobs", type=_positive, help="checked libraries compiled at a time "
                                                       "(default: the CPU count)")
     check.add_argument("--markdown", metavar="FILE",

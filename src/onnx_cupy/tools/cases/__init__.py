@@ -2,19 +2,37 @@
 differential tests judge onnx-cupy on them against the runtimes (tests/helpers/*_differential.py
 import them from here), and `onnx-cupy check-kernels` runs them under the emulator's checker.
 
-Each family's module gives its configurations as `Case`s: the operator (its ONNX name), the
-test id, and the onnx-cupy call on the configuration's seeded input, on whatever backend is
-current. `cases(ops, quick)` lists them (`quick`: a representative subset).
+Each family's module gives its configurations as `Case`s: the operator (its ONNX name; for
+PyTorch's adaptive pooling, which no ONNX operator has, the pool family's AdaptiveAveragePool and
+AdaptiveMaxPool), the test id, and the onnx-cupy call on the configuration's seeded input, on
+whatever backend is current. `cases(ops, quick)` lists them (`quick`: a representative subset).
+Families: pool (AveragePool, LpPool), maxpool, global_pool, adaptive, hardmax, resize, nearest
+(Resize's nearest rounding, as Resize cases), upsample, unpool (MaxUnpool), grid (GridSample,
+AffineGrid); then layouts.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import global_pool, hardmax, layouts, maxpool, pool, resize
+from . import (
+    adaptive,
+    global_pool,
+    grid,
+    hardmax,
+    layouts,
+    maxpool,
+    nearest,
+    pool,
+    resize,
+    unpool,
+    upsample,
+)
 from .common import Case
 
 __all__ = ["Case", "cases", "operators"]
-FAMILIES = (pool, maxpool, global_pool, hardmax, resize)   # each with OPS and cases(wanted)
+# each with OPS and cases(wanted)
+FAMILIES = (pool, maxpool, global_pool, adaptive, hardmax, resize, nearest, upsample, unpool,
+            grid)
 
 
 def cases(ops: Iterable[str] | None = None, quick: bool = False) -> list[Case]:
@@ -26,5 +44,5 @@ def cases(ops: Iterable[str] | None = None, quick: bool = False) -> list[Case]:
 
 
 def operators() -> list[str]:
-    """The ONNX operators that have cases."""
+    """The operators that have cases (the names --op takes)."""
     return sorted({op for m in FAMILIES for op in m.OPS})

@@ -14,7 +14,8 @@ if dtypes.BFLOAT16 is None:  # pragma: no cover - exercised only without ml_dtyp
     raise ModuleNotFoundError("the configurations draw bfloat16 inputs: they need ml_dtypes "
                               "(pip install 'onnx-cupy[onnx]')")
 BF16: np.dtype = dtypes.BFLOAT16
-FLOAT_DTYPES = (np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64))
+FLOAT_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.float16), BF16, np.dtype(np.float32),
+                                     np.dtype(np.float64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,3 +33,9 @@ class Case:
 def wanted_ops(ops: Sequence[str], wanted: set[str] | None) -> list[str]:
     """`ops` that `wanted` names (all of them for None)."""
     return [op for op in ops if wanted is None or op in wanted]
+
+
+def seeded(seed: int, index: int, stream: int) -> np.random.Generator:
+    """The generator of configuration `index` of a family seeded `seed`: stream 0 draws the
+    configuration, stream 1 its inputs."""
+    return np.random.default_rng([seed, index, stream])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -75,7 +75,19 @@ class Axis(NamedTuple):
         return self.r0, self.r1
 
 
-def axes_of(config: Config) -> list[Axis]:
+class Node(Protocol):
+    """What axes_of reads of a Resize configuration (this module's Config, nearest's)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def attrs(self) -> dict[str, Any]: ...
+    @property
+    def inputs(self) -> dict[str, np.ndarray]: ...
+    def axes(self) -> list[int]: ...
+
+
+def axes_of(config: Node) -> list[Axis]:
     ns = [config.shape[a] for a in config.axes()]
     k = len(ns)
     roi = config.inputs.get("roi")
