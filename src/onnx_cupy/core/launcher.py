@@ -4,6 +4,7 @@ the families' launches share."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ def grid_yz(blocks: int) -> tuple[int, int]:
     return min(blocks, MAX_GRID_YZ), cdiv(blocks, MAX_GRID_YZ)
 
 
+@functools.lru_cache(maxsize=1024)   # a prepared call's launches ask again at every call
 def grid_for(work_items: int, block: int = BLOCK) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """1-D grid for a grid-stride loop over `work_items`."""
     blocks = max(1, min(MAX_BLOCKS, cdiv(work_items, block)))
@@ -113,8 +115,6 @@ class Launch:
     def __post_init__(self) -> None:
         object.__setattr__(self, "arguments",
                            tuple(by_value(self.backend, c) for c in self.constants))
-        if self.shape is None:   # the grid-stride grid, made once
-            object.__setattr__(self, "shape", grid_for(self.work_items))
 
     def __call__(self, *arrays: Any) -> None:
         """Launch on `arrays` (input, output, ...; None for a pointer the kernel does not use),
