@@ -19,19 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import (
-    affine_grid,
-    average_pool,
-    global_average_pool,
-    global_lp_pool,
-    global_max_pool,
-    grid_sample,
-    hardmax,
-    lp_pool,
-    max_pool,
-    max_unpool,
-    resize,
-)
+import onnx_cupy as oc
+
 from ..core import extras
 
 PHOTO_CREDIT = ("The photograph: Grace Hopper, a U.S. Navy photograph in the public domain "
@@ -174,7 +163,7 @@ overshoot of its negative weights.""", height=3.6)
 def resize_modes(fig: Any) -> None:
     crop = photo()[:, :, 165:205, 175:215]
     scales = np.array([1, 1, 8, 8], np.float32)
-    _row(fig, [(resize(crop, scales=scales, mode=m), m) for m in ("nearest", "linear", "cubic")])
+    _row(fig, [(oc.resize(crop, scales=scales, mode=m), m) for m in ("nearest", "linear", "cubic")])
 
 
 @picture(RESIZE_PHOTO, """The photograph reduced to a fifth (scales 0.2), each result enlarged
@@ -184,7 +173,7 @@ uniform) turns to grainy noise; antialias=1 stretches the filter over the 5 inpu
 output covers, and the picture is a faithful smaller copy.""", height=3.3)
 def resize_antialias(fig: Any) -> None:
     scales = np.array([1, 1, 0.2, 0.2], np.float32)
-    _row(fig, [(resize(photo(), scales=scales, mode=m, antialias=a),
+    _row(fig, [(oc.resize(photo(), scales=scales, mode=m, antialias=a),
                 f"{m}{', antialias' if a else ''}")
                for m in ("linear", "cubic") for a in (0, 1)])
 
@@ -202,7 +191,7 @@ def resize_coordinates(fig: Any) -> None:
     ax.plot(np.arange(4) + 0.5, samples, "ko", label="input samples", zorder=3)
     centres = (np.arange(16) + 0.5) / 4
     for m in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
-        y = resize(samples[None, None], sizes=np.array([1, 1, 16]), mode="linear",
+        y = oc.resize(samples[None, None], sizes=np.array([1, 1, 16]), mode="linear",
                    coordinate_transformation_mode=m)[0, 0]
         ax.plot(centres, y, marker=".", label=m,
                 linestyle="--" if m == "pytorch_half_pixel" else "-")
@@ -220,7 +209,7 @@ def resize_nearest_modes(fig: Any) -> None:
     ax = fig.subplots()
     x = np.arange(10, dtype=np.float32)[None, None]
     for offset, m in enumerate(("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")):
-        y = resize(x, sizes=np.array([1, 1, 16]), mode="nearest", nearest_mode=m,
+        y = oc.resize(x, sizes=np.array([1, 1, 16]), mode="nearest", nearest_mode=m,
                    coordinate_transformation_mode="asymmetric")[0, 0]
         ax.step(np.arange(16), y + 0.08 * offset, where="mid", label=m)
     ax.set_xlabel("output index")
@@ -239,7 +228,7 @@ def resize_weights(fig: Any) -> None:
     sizes = np.array([1, 1, 144])
     position = (np.arange(144) + 0.5) / 16 - 0.5 - 4
     for mode, a in (("linear", -0.75), ("cubic", -0.75), ("cubic", -0.5)):
-        y = resize(impulse, sizes=sizes, mode=mode, cubic_coeff_a=a)[0, 0]
+        y = oc.resize(impulse, sizes=sizes, mode=mode, cubic_coeff_a=a)[0, 0]
         ax.plot(position, y, label=mode if mode == "linear" else f"cubic, a = {a}")
     ax.axhline(0, color="gray", linewidth=0.5)
     ax.set_xlabel("distance from the input sample (input pixels)")
@@ -265,7 +254,7 @@ at the corners and edges. With antialias=1 the rings the 64 x 64 grid cannot hol
 even gray, and only the centre rings remain: the correct result.""", height=2.2)
 def zone_plate_downscale(fig: Any) -> None:
     scales = np.array([1, 1, 0.25, 0.25], np.float32)
-    _row(fig, [(resize(zone_plate(), scales=scales, mode=m, antialias=a),
+    _row(fig, [(oc.resize(zone_plate(), scales=scales, mode=m, antialias=a),
                 f"{m}{', antialias' if a else ''}")
                for m, a in (("nearest", 0), ("linear", 0), ("cubic", 0), ("linear", 1),
                             ("cubic", 1))])
@@ -277,7 +266,7 @@ most closely. Upscaling needs no antialias: antialias only changes a downscale."
 def zone_plate_upscale(fig: Any) -> None:
     scales = np.array([1, 1, 8, 8], np.float32)
     small = zone_plate(32)
-    _row(fig, [(resize(small, scales=scales, mode=m), m) for m in ("nearest", "linear", "cubic")])
+    _row(fig, [(oc.resize(small, scales=scales, mode=m), m) for m in ("nearest", "linear", "cubic")])
 
 
 # ------------------------------------------------------------------------------ pooling
@@ -293,9 +282,9 @@ shown divided by the window size to the power 1/p (the power mean): it lies betw
 def pool_modes(fig: Any) -> None:
     x = gray()
     window: dict[str, Any] = {"kernel_shape": [8, 8], "strides": [8, 8]}
-    _row(fig, [(average_pool(x, **window), "AveragePool"), (max_pool(x, **window), "MaxPool"),
-               (lp_pool(x, p=2, **window) / 64 ** (1 / 2), "LpPool, p = 2"),
-               (lp_pool(x, p=8, **window) / 64 ** (1 / 8), "LpPool, p = 8")])
+    _row(fig, [(oc.average_pool(x, **window), "AveragePool"), (oc.max_pool(x, **window), "MaxPool"),
+               (oc.lp_pool(x, p=2, **window) / 64 ** (1 / 2), "LpPool, p = 2"),
+               (oc.lp_pool(x, p=8, **window) / 64 ** (1 / 8), "LpPool, p = 8")])
 
 
 @picture(POOLING, """AveragePool over 41 x 41 windows, stride 1, padded by 20 on every side so
@@ -306,8 +295,8 @@ def pool_padding(fig: Any) -> None:
     x = 0.4 + 0.6 * gray()
     window: dict[str, Any] = {"kernel_shape": [41, 41], "pads": [20, 20, 20, 20]}
     _row(fig, [(x, "input"),
-               (average_pool(x, count_include_pad=0, **window), "count_include_pad = 0"),
-               (average_pool(x, count_include_pad=1, **window), "count_include_pad = 1")])
+               (oc.average_pool(x, count_include_pad=0, **window), "count_include_pad = 0"),
+               (oc.average_pool(x, count_include_pad=1, **window), "count_include_pad = 1")])
 
 
 @picture(POOLING, """MaxPool, 3 x 3 windows with stride 1 and SAME_UPPER padding, on single
@@ -318,7 +307,7 @@ def max_pool_dilations(fig: Any) -> None:
     dots = np.zeros((1, 1, 48, 48), np.float32)
     dots[..., 12::24, 12::24] = 1
     _row(fig, [(dots, "input")] + [
-        (max_pool(dots, kernel_shape=[3, 3], auto_pad="SAME_UPPER", dilations=[d, d]),
+        (oc.max_pool(dots, kernel_shape=[3, 3], auto_pad="SAME_UPPER", dilations=[d, d]),
          f"dilations = {d}") for d in (1, 4)])
 
 
@@ -327,9 +316,9 @@ mean (GlobalAveragePool), the maximum (GlobalMaxPool) and the 2-norm (GlobalLpPo
 divided by the square root of the pixel count: the root mean square).""")
 def global_pools(fig: Any) -> None:
     x = photo()
-    values = {"GlobalAveragePool": global_average_pool(x),
-              "GlobalMaxPool": global_max_pool(x),
-              "GlobalLpPool / sqrt(H W)": global_lp_pool(x, p=2) / np.sqrt(x[0, 0].size)}
+    values = {"GlobalAveragePool": oc.global_average_pool(x),
+              "GlobalMaxPool": oc.global_max_pool(x),
+              "GlobalLpPool / sqrt(H W)": oc.global_lp_pool(x, p=2) / np.sqrt(x[0, 0].size)}
     ax = fig.subplots()
     width = 0.8 / len(values)
     for i, (label, v) in enumerate(values.items()):
@@ -347,7 +336,7 @@ pixel becomes pure red, green or blue, whichever of its channels is largest (the
 tie). The portrait's blue background and shirt stay blue, the skin turns red.""", height=4.4)
 def hardmax_channels(fig: Any) -> None:
     x = photo()
-    _row(fig, [(x, "input"), (hardmax(x, axis=1), "Hardmax, axis = 1")])
+    _row(fig, [(x, "input"), (oc.hardmax(x, axis=1), "Hardmax, axis = 1")])
 
 
 # ------------------------------------------------------------------------------ GridSample
@@ -389,13 +378,13 @@ into waves; where the waves push the grid past the right edge, black bulges appe
 def grid_sample_warps(fig: Any) -> None:
     x = photo()
     size = _warp_size(x, 300)
-    turned = grid_sample(x, affine_grid(_turn(TURN, SHRINK, size), size), mode="linear")
-    grid = affine_grid(_turn(0, 1, size), size)
+    turned = oc.grid_sample(x, oc.affine_grid(_turn(TURN, SHRINK, size), size), mode="linear")
+    grid = oc.affine_grid(_turn(0, 1, size), size)
     u, v = grid[..., 0].copy(), grid[..., 1].copy()
     grid[..., 0] += WAVE * np.sin(3 * np.pi * v)
     grid[..., 1] += WAVE * np.sin(3 * np.pi * u)
     _row(fig, [(x, "input"), (turned, f"AffineGrid: {TURN} degrees, scale {SHRINK}"),
-               (grid_sample(x, grid, mode="linear"), "non-rigid warp")])
+               (oc.grid_sample(x, grid, mode="linear"), "non-rigid warp")])
 
 
 @picture(WARPS, f"""A grid that reaches outside the input: AffineGrid's identity scaled by
@@ -406,8 +395,8 @@ its edges, so flipped copies surround it.""", height=3.4)
 def grid_sample_padding(fig: Any) -> None:
     x = photo()
     size = _warp_size(x, 300)
-    grid = affine_grid(_turn(0, REACH, size), size)
-    _row(fig, [(grid_sample(x, grid, mode="linear", padding_mode=m), f"padding_mode = {m}")
+    grid = oc.affine_grid(_turn(0, REACH, size), size)
+    _row(fig, [(oc.grid_sample(x, grid, mode="linear", padding_mode=m), f"padding_mode = {m}")
                for m in ("zeros", "border", "reflection")])
 
 
@@ -423,8 +412,8 @@ def grid_sample_modes(fig: Any) -> None:
     theta = _turn(CROP_TURN, 1, x.shape, centre)
     theta[0, 0, :2] *= CROP / width   # the output spans CROP input pixels along x
     theta[0, 1, :2] *= CROP / height  # and along y
-    grid = affine_grid(theta, [1, 3, ZOOMED, ZOOMED])
-    _row(fig, [(grid_sample(x, grid, mode=m), m) for m in ("nearest", "linear", "cubic")])
+    grid = oc.affine_grid(theta, [1, 3, ZOOMED, ZOOMED])
+    _row(fig, [(oc.grid_sample(x, grid, mode=m), m) for m in ("nearest", "linear", "cubic")])
 
 
 # ------------------------------------------------------------------------------ MaxUnpool
@@ -441,8 +430,8 @@ pixels MaxUnpool filled at full brightness: one in each 4 x 4 window, its lighte
 def max_unpool_image(fig: Any) -> None:
     x = gray()[:, :, 140:236, 150:246]
     window: dict[str, Any] = {"kernel_shape": [4, 4], "strides": [4, 4]}
-    pooled, indices = max_pool(x, return_indices=True, **window)
-    unpooled = max_unpool(pooled, indices, **window)
+    pooled, indices = oc.max_pool(x, return_indices=True, **window)
+    unpooled = oc.max_unpool(pooled, indices, **window)
     _row(fig, [(x, "input"), (pooled, "MaxPool"), (unpooled, "MaxUnpool"),
                (np.where(unpooled != 0, x, 0.3 * x), "the maxima on the input")])
 
@@ -456,8 +445,8 @@ def max_unpool_line(fig: Any) -> None:
     signal = np.cumsum(rng.standard_normal(48)).astype(np.float32)
     signal -= signal.min() - 0.5
     x = signal[None, None]
-    pooled, indices = max_pool(x, kernel_shape=[6], strides=[6], return_indices=True)
-    unpooled = max_unpool(pooled, indices, kernel_shape=[6], strides=[6])[0, 0]
+    pooled, indices = oc.max_pool(x, kernel_shape=[6], strides=[6], return_indices=True)
+    unpooled = oc.max_unpool(pooled, indices, kernel_shape=[6], strides=[6])[0, 0]
     ax = fig.subplots()
     ax.plot(signal, color="gray", marker=".", label="input")
     for edge in range(6, 48, 6):

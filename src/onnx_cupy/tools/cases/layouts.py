@@ -15,18 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import (
-    affine_grid,
-    average_pool,
-    global_lp_pool,
-    global_max_pool,
-    grid_sample,
-    hardmax,
-    lp_pool,
-    max_pool,
-    max_unpool,
-    resize,
-)
+import onnx_cupy as oc
+
 from ...nn import functional
 from .common import FLOAT_DTYPES, Case, wanted_ops
 
@@ -67,12 +57,12 @@ def _offsets(dtype: np.dtype) -> range:
 
 def _hardmax_row(index: int, dtype: np.dtype, shape: tuple[int, int], a: int, b: int) -> Any:
     x = placed(_values(index, shape, dtype), a)
-    return hardmax(x, axis=-1, out=placed(np.zeros(shape, dtype), b))
+    return oc.hardmax(x, axis=-1, out=placed(np.zeros(shape, dtype), b))
 
 
 def _hardmax_view(index: int, dtype: np.dtype, shape: tuple[int, ...], axis: int,
                   view: tuple[slice, ...]) -> Any:
-    return hardmax(_values(index, shape, dtype)[view], axis=axis)
+    return oc.hardmax(_values(index, shape, dtype)[view], axis=axis)
 
 
 def _hardmax() -> list[tuple[str, str, Call]]:
@@ -101,7 +91,7 @@ def _hardmax() -> list[tuple[str, str, Call]]:
 def _fast_pool(index: int, dtype: np.dtype, kernel: list[int], strides: list[int], width: int,
                a: int) -> Any:
     x = placed(_values(index, (2, 5, 7, width), dtype), a)
-    return average_pool(x, kernel_shape=kernel, strides=strides, pads=[1] * 4)
+    return oc.average_pool(x, kernel_shape=kernel, strides=strides, pads=[1] * 4)
 
 
 def _strided_pool(index: int, run: Callable[..., Any], view: tuple[Any, ...]) -> Any:
@@ -111,7 +101,7 @@ def _strided_pool(index: int, run: Callable[..., Any], view: tuple[Any, ...]) ->
 
 def _transposed_indices(index: int) -> Any:
     x = _values(index, (2, 9, 7, 3), np.dtype(np.float32)).transpose(0, 3, 1, 2)
-    return max_pool(x, kernel_shape=[2, 2], return_indices=True)
+    return oc.max_pool(x, kernel_shape=[2, 2], return_indices=True)
 
 
 def _strided_plane(index: int, run: Callable[..., Any], view: tuple[Any, ...]) -> Any:
@@ -129,14 +119,14 @@ def _pools() -> list[tuple[str, str, Call]]:
                 found.append(("AveragePool", f"fast-{dtype}-k{kernel}-s{strides}-w{width}-x+{a}",
                               functools.partial(_fast_pool, dtype=dtype, kernel=kernel,
                                                 strides=strides, width=width, a=a)))
-    pooled: list[tuple[str, Callable[..., Any]]] = [("LpPool", lp_pool), ("MaxPool", max_pool)]
+    pooled: list[tuple[str, Callable[..., Any]]] = [("LpPool", oc.lp_pool), ("MaxPool", oc.max_pool)]
     for (op, run), view in itertools.product(pooled, [(slice(None), slice(None, None, -1)),
                                                       (Ellipsis, slice(1, None, 2))]):
         found.append((op, f"strided-{op}-{view}", functools.partial(_strided_pool, run=run,
                                                                     view=view)))
     found.append(("MaxPool", "indices-transposed", _transposed_indices))
-    planes: list[tuple[str, Callable[..., Any]]] = [("GlobalMaxPool", global_max_pool),
-                                                    ("GlobalLpPool", global_lp_pool)]
+    planes: list[tuple[str, Callable[..., Any]]] = [("GlobalMaxPool", oc.global_max_pool),
+                                                    ("GlobalLpPool", oc.global_lp_pool)]
     for (op, run), view in itertools.product(planes, [
             (slice(None), slice(None, None, -1), slice(1, None, 2)), (Ellipsis, slice(2, 3))]):
         found.append((op, f"strided-{op}-{view}", functools.partial(_strided_plane, run=run,
@@ -146,12 +136,12 @@ def _pools() -> list[tuple[str, str, Call]]:
 
 def _walk(index: int, dtype: np.dtype, mode: str, width: int, a: int) -> Any:
     x = placed(_values(index, (2, 3, 5, 7), dtype), a)
-    return resize(x, sizes=[2, 3, 4, width], mode=mode)
+    return oc.resize(x, sizes=[2, 3, 4, width], mode=mode)
 
 
 def _channels(index: int, dtype: np.dtype, mode: str, channels: int) -> Any:
     x = placed(_values(index, (2, 5, 6, channels), dtype), 1)
-    return resize(x, scales=[1, 1.5, 0.7, 1], mode=mode)
+    return oc.resize(x, scales=[1, 1.5, 0.7, 1], mode=mode)
 
 
 def _resizes() -> list[tuple[str, str, Call]]:
@@ -185,7 +175,7 @@ def _grid_placed(index: int, dtype: np.dtype, mode: str, padding: str, a: int, b
     x = placed(_values(index, GRID_X, dtype), a)
     g = placed(_positions(index, (*GRID_POINTS, 2), dtype), b)
     out = placed(np.zeros((*GRID_X[:2], *GRID_POINTS[1:]), dtype), c)
-    return grid_sample(x, g, mode=mode, padding_mode=padding, out=out)
+    return oc.grid_sample(x, g, mode=mode, padding_mode=padding, out=out)
 
 
 # views (base shape, view of it) of X (2, 3, 5, 7) and of a grid (2, 4, 6, 2)
@@ -207,14 +197,14 @@ def _grid_view(index: int, x_view: str, grid_view: str, mode: str, padding: str,
     g = g_of(_positions(index, gs, np.dtype(np.float32)))
     if pytorch:   # nearest pads, then rounds: not the fast kernel's order
         return functional.grid_sample(x, g, mode=mode, padding_mode=padding)
-    return grid_sample(x, g, mode=mode, padding_mode=padding)
+    return oc.grid_sample(x, g, mode=mode, padding_mode=padding)
 
 
 def _affine_placed(index: int, dtype: np.dtype, rank: int, b: int) -> Any:
     size = [2, 3, 4, 5, 7][:2] + [4, 5, 7][3 - rank:]
     theta = _values(index, (2, rank, rank + 1), dtype)
     out = placed(np.zeros((2, *size[2:], rank), dtype), b)
-    return affine_grid(theta, size, out=out)
+    return oc.affine_grid(theta, size, out=out)
 
 
 def _grids() -> list[tuple[str, str, Call]]:
@@ -255,13 +245,13 @@ def _unpool_placed(index: int, dtype: np.dtype, a: int, b: int, c: int,
     at = np.random.default_rng([SEED, index, 2]).integers(0, 9 * 11, shape)   # repeats
     indices = placed(at.astype(np.int64), b)
     out = placed(np.zeros(output_shape or (2, 3, 9, 11), dtype), c)
-    return max_unpool(x, indices, output_shape, kernel_shape=[3, 3], strides=[2, 2], out=out)
+    return oc.max_unpool(x, indices, output_shape, kernel_shape=[3, 3], strides=[2, 2], out=out)
 
 
 def _unpool_view(index: int, dtype: np.dtype) -> Any:
     x = _values(index, (3, 2, 6, 5), dtype).transpose(1, 0, 2, 3)[:, :, ::2]
     at = np.random.default_rng([SEED, index, 2]).integers(0, 7 * 11, (2, 3, 6, 5))
-    return max_unpool(x, at[:, :, ::2], kernel_shape=[3, 3], strides=[2, 2])
+    return oc.max_unpool(x, at[:, :, ::2], kernel_shape=[3, 3], strides=[2, 2])
 
 
 def _unpools() -> list[tuple[str, str, Call]]:
