@@ -196,3 +196,48 @@ def test_the_standin_refuses_what_a_capture_refuses(fake):
             with pytest.raises(fake_cupy.CaptureError):
                 refused()
         stream.end_capture()
+
+
+def test_threads_on_one_stream_get_their_own_workspace(fake):
+    """Threads share the null stream, where their launches interleave: each thread carves its
+    scratch data from a workspace of its own; one thread's calls reuse its own."""
+    import threading
+
+    from onnx_cupy.core import calls
+
+    taken = {}
+    both = threading.Barrier(2)   # both threads alive at once (an ended thread's id is reused)
+
+    def take(n: int) -> None:
+        taken[n] = calls.workspace("cupy", 1024)
+        both.wait(timeout=10)
+
+    threads = [threading.Thread(target=take, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert taken[0] is not taken[1]
+    assert calls.workspace("cupy", 1024) is calls.workspace("cupy", 512)
+
+
+@pytest.mark.parametrize("op", ["grid_sample", "upsample"])
+def test_a_misaligned_input_on_another_device_is_copied_there(fake, rng, op):
+    """An input not aligned to its element size is copied before the kernels read it: on its own
+    device, whichever device is current, with `out` checked against the input itself."""
+    with fake.cuda.Device(1):
+        raw = fake.asarray(np.zeros(2 * 3 * 5 * 7 * 4 + 1, np.uint8))
+        x = raw[1:].view(np.float32).reshape(2, 3, 5, 7)
+        grid = fake.asarray(rng.uniform(-1, 1, (2, 4, 6, 2)).astype(np.float32))
+    run = {"grid_sample": lambda out=None: oc.grid_sample(x, grid, out=out),
+           "upsample": lambda out=None: oc.upsample(x, [1.0, 1.0, 2.0, 2.0], mode="linear",
+                                                    out=out)}[op]
+    y = run()
+    assert y.device.id == 1
+    with fake.cuda.Device(1):
+        assert run(fake.empty(y.shape, np.float32)).device.id == 1
+    overlapping = raw[:y.nbytes].view(np.float32).reshape(y.shape) if y.nbytes <= raw.nbytes - 1 \
+        else None
+    if overlapping is not None:
+        with pytest.raises(ValueError, match="out overlaps the input X"):
+            run(overlapping)

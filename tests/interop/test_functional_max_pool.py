@@ -118,3 +118,16 @@ def test_window_over_padding_only_gives_minus_inf_and_minus_one(cpu_backend):
     x = np.array([[[3.0, 4.0]]], np.float32)
     y, i = run(1, x, cpu_backend, 2, 1, 1, dilation=3, return_indices=True)
     assert y.tolist() == [[[-np.inf]]] and i.tolist() == [[[-1]]]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_a_window_without_elements_keeps_index_minus_one_in_a_one_element_plane(cpu_backend, k):
+    """A plane of one element, padded by 1, a 2-tap window dilated by 2: its taps (-1 and 1)
+    miss the element, so the output is -inf with the index -1 (not the remainder 0); without
+    the dilation the element wins with index 0 (within its plane)."""
+    x = np.full((2, 3) + (1,) * k, 5.0, np.float32)
+    y, i = run(k, x, cpu_backend, 2, 1, 1, 2, return_indices=True)
+    assert to_numpy(y).shape == (2, 3) + (1,) * k
+    assert np.isneginf(to_numpy(y)).all() and (to_numpy(i) == -1).all()
+    y, i = run(k, x, cpu_backend, 2, 1, 1, 1, return_indices=True)
+    assert (to_numpy(y) == 5).all() and (to_numpy(i) == 0).all()

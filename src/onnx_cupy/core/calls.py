@@ -213,6 +213,8 @@ def scratch(backend: str, *layouts: tuple[tuple[int, ...], np.dtype]) -> list[An
     views = [space[at:at + nbytes].view(dtype).reshape(shape)
              for (at, nbytes), (shape, dtype) in zip(spans, layouts)]
     if backend == "cupy":
+        if len(_carved) >= MAX_CALLS:   # bounded as the prepared calls are
+            _carved.clear()
         _carved[id(space), layouts] = (space, tuple(views))
     return views
 
@@ -237,7 +239,7 @@ def contiguous(backend: str, x: Any) -> Any:
     return copy
 
 
-_workspaces: dict[tuple[int, int], list[Any]] = {}
+_workspaces: dict[tuple[int, int, int], list[Any]] = {}
 # (id of a workspace buffer, layouts) -> (that buffer, the arrays `scratch` carved from it)
 _carved: dict[tuple[int, Any], tuple[Any, tuple[Any, ...]]] = {}
 _workspace_lock = threading.Lock()
@@ -245,15 +247,16 @@ _workspace_lock = threading.Lock()
 
 def workspace(backend: str, nbytes: int) -> Any:
     """A buffer of at least `nbytes` bytes for the scratch data of one call's launches. On the
-    'cupy' path the current device's and stream's (as cuBLAS workspaces are kept per stream):
-    allocated once and grown to the largest request, never freed, so that a CUDA graph captured
-    on a stream keeps a valid buffer (calls on one stream run in order; a captured graph
-    replayed on another stream must not run beside calls on the stream it was captured on). On
-    the emulated path a new host buffer."""
+    'cupy' path the current device's, stream's and host thread's (as cuBLAS workspaces are kept
+    per stream; per thread too, since threads share the null stream and their launches
+    interleave on it): allocated once and grown to the largest request, never freed, so that a
+    CUDA graph captured on a stream keeps a valid buffer (calls of one thread on one stream run
+    in order; a captured graph replayed on another stream must not run beside calls on the
+    stream it was captured on). On the emulated path a new host buffer."""
     if backend != "cupy":
         return np.empty(nbytes, np.uint8)
     cp = execution.cupy_module()
-    at = (cp.cuda.runtime.getDevice(), cp.cuda.get_current_stream().ptr)
+    at = (cp.cuda.runtime.getDevice(), cp.cuda.get_current_stream().ptr, threading.get_ident())
     with _workspace_lock:
         kept = _workspaces.setdefault(at, [])
         if not kept or kept[-1].nbytes < nbytes:

@@ -195,7 +195,10 @@ def _prepare(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], backend: 
     def call(*args: Any) -> Any:
         *xs, out = args
         if size and any(arrays.address(a) % min(a.dtype.itemsize, 8) for a in xs):
-            xs = [a.copy() for a in xs]
+            with arrays.on_device(xs[0], backend):
+                if out is not None:   # checked against the inputs, not their copies
+                    arrays.output(out, xs[0], shape, xs[0].dtype, backend, op)
+                xs = [a.copy() for a in xs]
             if not aligned:
                 aligned.append(_prepare(op, shape, tuple(xs), backend, launch))
             return aligned[0](*xs, out)

@@ -205,7 +205,8 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
 
     def call(xb: Any) -> Any:
         y = pool(xb, None)
-        y *= factor
+        with arrays.on_device(xb, backend):
+            y *= factor
         return y
     return _unbatched(call, unbatched)
 
@@ -712,7 +713,11 @@ def _prepare_max_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
 
     def call(xb: Any) -> Any:
         y, indices = pool(xb, None)
-        xp.fmod(indices, plane, out=indices)   # the remainder of a sign: -1 (no element) stays
+        with arrays.on_device(xb, backend):
+            if plane == 1:   # every index within its plane is 0; -1 (no element) stays
+                xp.minimum(indices, 0, out=indices)
+            else:            # the remainder keeps the sign: -1 (no element) stays
+                xp.fmod(indices, plane, out=indices)
         return y, indices
     return _unbatched(call, unbatched)
 

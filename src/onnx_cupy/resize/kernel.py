@@ -259,9 +259,13 @@ def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
 
     def call(X: Any, out: Any) -> Any:
         if step is not None and arrays.address(X) % align:
+            with arrays.on_device(X, backend):
+                if out is not None:   # checked against X, not its copy
+                    arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+                moved = X.copy()
             if not aligned:
-                aligned.append(prepare(pl, X.copy(), backend))
-            return aligned[0](X.copy(), out)
+                aligned.append(prepare(pl, moved, backend))
+            return aligned[0](moved, out)
         with arrays.on_device(X, backend):
             Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
             if not Y.size:

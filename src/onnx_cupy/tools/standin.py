@@ -265,6 +265,9 @@ class StandIn:
     def fmod(self, a: Any, b: Any, out: Any = None) -> Any:
         return self.elementwise("fmod", np.fmod, a, b, out=out)
 
+    def minimum(self, a: Any, b: Any, out: Any = None) -> Any:
+        return self.elementwise("minimum", np.minimum, a, b, out=out)
+
     def where(self, c: Any, a: Any, b: Any) -> Any:
         return self.elementwise("where", np.where, c, a, b)
 
