@@ -139,6 +139,14 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
             return f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
         raise TypeError(f"{plan.SAMPLE}: grid must be a {kind(x)} like X (on X's path), got "
                         f"{kind(g)}")
+    return prepared_sample(x, g, backend, opset, attrs, pad_before_rounding)(x, g, out)
+
+
+def prepared_sample(x: Any, g: Any, backend: str, opset: int, attrs: dict[str, Any],
+                    pad_before_rounding: bool = False) -> calls.Call:
+    """The call of GridSample with these attributes on inputs laid out as `x` and `g` (of X's
+    array type) on `backend`: prepared on the first occurrence of its key, then kept.
+    call(X, grid, out) -> Y."""
     key = calls.key(x, backend, plan.SAMPLE, opset, g.shape, g.strides, g.dtype.str,
                     pad_before_rounding, attrs)
     call = _CALLS.get(key)
@@ -147,7 +155,7 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
                                  pad_before_rounding=pad_before_rounding, **attrs)
         call = _CALLS.put(key, functools.partial(numpy_path.run_sample, pl)
                           if backend == "numpy" else kernel.prepare_sample(pl, x, g, backend))
-    return call(x, g, out)
+    return call
 
 
 _CALLS = calls.Cache("grid")

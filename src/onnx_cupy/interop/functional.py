@@ -151,14 +151,18 @@ _CALLS = calls.Cache("nn.functional")
 Prepared = Callable[[Any], Any]   # the prepared call of a function on inputs of one layout
 
 
-def _cached(prepare: Callable[..., Prepared], input: Any, name: str, *args: Any) -> Any:
-    """`name`(input, *args): the call `prepare(x, backend, name, *args)` made (PyTorch's checks,
-    the ONNX attributes, the family's prepared call) on the first occurrence of its key
-    (onnx_cupy.core.calls: the input's layout, path and device, the arguments), then kept."""
+def _cached(prepare: Callable[..., Callable[..., Any]], input: Any, name: str, *args: Any,
+            others: tuple[Any, ...] = ()) -> Any:
+    """`name`(input, *args): the call `prepare(x, backend, name, *args, *others)` made
+    (PyTorch's checks, the ONNX attributes, the family's prepared call) on the first occurrence
+    of its key (onnx_cupy.core.calls: the input's layout, path and device, the arguments, the
+    array type and layout of each further array in `others`), then kept; it takes
+    (x, *others)."""
     x, backend = execution.select(input, name)
-    key = calls.key(x, backend, name, *args)
-    call = _CALLS.get(key) or _CALLS.put(key, prepare(x, backend, name, *args))
-    return call(x)
+    key = calls.key(x, backend, name, *args, *(
+        (type(a).__name__, a.shape + a.strides, a.dtype.str) for a in others))
+    call = _CALLS.get(key) or _CALLS.put(key, prepare(x, backend, name, *args, *others))
+    return call(x, *others)
 
 
 def _unbatched(call: Callable[[Any], Any], unbatched: bool) -> Prepared:
@@ -1253,7 +1257,13 @@ def grid_sample(input: _In, grid: Any, mode: str = "bilinear", padding_mode: str
     array([[[[2.5, 0.5]]]], dtype=float32)
     """
     name = "grid_sample"
-    x, g = _array(input, name), _array(tensors.intake(grid, name)[0], name)
+    g = _array(tensors.intake(grid, name)[0], name)   # a tensor's grid too
+    return cast(_In, _cached(_prepare_grid_sample, input, name, mode, padding_mode,
+                             align_corners, others=(g,)))
+
+
+def _prepare_grid_sample(x: Any, backend: str, name: str, mode: Any, padding_mode: Any,
+                         align_corners: Any, g: Any) -> Callable[[Any, Any], Any]:
     onnx_mode = _GRID_MODES[_choose(name, "mode", mode, tuple(_GRID_MODES))]
     _choose(name, "padding_mode", padding_mode, grid_plan.PADDING_MODES)
     _check_bools(name, ("align_corners",), align_corners=align_corners)
@@ -1278,9 +1288,12 @@ def grid_sample(input: _In, grid: Any, mode: str = "bilinear", padding_mode: str
                          f"input has sizes {list(x.shape)} with dimension {empty[0]} being empty")
     if onnx_mode == "cubic" and x.ndim != 4:
         raise ValueError(f"{name}(): bicubic interpolation only supports 4D input")
-    return cast(_In, grid_api.run_sample(x, g, _GRID_OPSET, {
-        "mode": onnx_mode, "padding_mode": padding_mode, "align_corners": int(bool(align_corners))},
-        pad_before_rounding=True))
+    if type(g) is not type(x):   # the family's entry point names the mismatch
+        return lambda xb, gb: grid_api.run_sample(xb, gb, _GRID_OPSET, {})
+    sample = grid_api.prepared_sample(x, g, backend, _GRID_OPSET, {
+        "mode": onnx_mode, "padding_mode": padding_mode,
+        "align_corners": int(bool(align_corners))}, pad_before_rounding=True)
+    return lambda xb, gb: sample(xb, gb, None)
 
 
 @_tensors
@@ -1324,8 +1337,11 @@ def affine_grid(theta: _In, size: Any, align_corners: bool | None = None) -> _In
     array([[[[-1. ,  0.5],
              [ 1. ,  0.5]]]], dtype=float32)
     """
-    name = "affine_grid"
-    t = _array(theta, name)
+    return cast(_In, _cached(_prepare_affine_grid, theta, "affine_grid", size, align_corners))
+
+
+def _prepare_affine_grid(t: Any, backend: str, name: str, size: Any, align_corners: Any
+                         ) -> Prepared:
     _check_bools(name, ("align_corners",), align_corners=align_corners)
     if t.dtype.name not in _FLOATS:
         raise ValueError(f"{name}: expected theta to have floating point type, but got "
@@ -1341,5 +1357,5 @@ def affine_grid(theta: _In, size: Any, align_corners: bool | None = None) -> _In
                          f"Nx{rank}x{rank + 1} for size {list(size)}. Got {tuple(t.shape)}.")
     if not (align_corners and min(size[2:]) == 1) and min(size) <= 0:
         raise ValueError(f"{name}: expected non-zero, positive output size. Got {list(size)}")
-    return cast(_In, grid_api.run_affine(t, [int(v) for v in size], _GRID_OPSET,
-                                         {"align_corners": int(bool(align_corners))}))
+    sizes, attrs = [int(v) for v in size], {"align_corners": int(bool(align_corners))}
+    return lambda tb: grid_api.run_affine(tb, sizes, _GRID_OPSET, attrs)
