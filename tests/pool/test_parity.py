@@ -8,7 +8,7 @@ from helpers.util import FLOAT_DTYPES, assert_close, random, to_backend, to_nump
 
 import onnx_cupy
 from onnx_cupy import average_pool, lp_pool
-from onnx_cupy.core import dtypes, launcher
+from onnx_cupy.core import calls, dtypes, launcher
 from onnx_cupy.pool import numpy as numpy_pool
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
@@ -62,8 +62,43 @@ def test_numpy_row_blocks_keep_results(op, dtype, monkeypatch, rng):
         row = int(np.prod(spatial)) * dtypes.accumulate_dtype(x.dtype).itemsize
         with monkeypatch.context() as m:
             m.setattr(numpy_pool, "CHUNK_BYTES", 2 * row)
+            calls.clear()    # prepared again, in chunks
             got = run(op, x, "numpy", **attrs)
+        calls.clear()
         np.testing.assert_array_equal(got.view(np.uint8), whole.view(np.uint8))   # NaNs too
+
+
+def with_specials(rng, x):
+    """`x` with about a fifth of its elements NaN, +-inf, -0.0 or +0.0."""
+    special = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0]).astype(x.dtype)
+    where = rng.random(x.shape) < 0.2
+    return np.where(where, special[rng.integers(0, len(special), x.shape)], x)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("nd", SPATIAL)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("values", ["specials", "signed zeros"])
+@pytest.mark.parametrize("seed", range(3))
+def test_numpy_gathered_sums_keep_the_passes_bits(op, nd, dtype, values, seed, monkeypatch):
+    """A small call's sums from one gather give the window passes' bits (signed zeros and
+    NaNs included), whatever the padding, dilations and ceil_mode."""
+    rng = np.random.default_rng([nd, seed, FLOAT_DTYPES.index(dtype), len(values)])
+    spatial = tuple(max(1, n // 2) for n in SPATIAL[nd])
+    x = random(rng, (2, 3, *spatial), dtype)
+    if values == "specials":
+        x = with_specials(rng, x)
+    else:   # every sum is a zero, its sign decided by the order of the additions
+        x = np.where(x < 0, -0.0, 0.0).astype(dtype)
+    attrs = random_attrs(rng, op, spatial)
+    m = monkeypatch.setattr
+    m(numpy_pool, "GATHER_ENTRIES", 1 << 40)
+    gathered = run(op, x, "numpy", **attrs)
+    calls.clear()
+    m(numpy_pool, "GATHER_ENTRIES", 0)
+    passes = run(op, x, "numpy", **attrs)
+    assert gathered.size > 0
+    np.testing.assert_array_equal(gathered.view(np.uint8), passes.view(np.uint8))
 
 
 def test_numpy_float16_widening_keeps_every_bit_pattern():

@@ -12,6 +12,14 @@ first:
 The accumulation type is the kernels' (float32 for 16- and 32-bit floats); summing axis by axis
 rounds differently from the kernels' row-major order over each window (by about one ulp).
 
+A small call (at most GATHER_ENTRIES taps over all its outputs) makes the same sums from one
+gather instead of a few slice operations per tap: a table made once per prepared call holds, per
+output and per slot of each axis's tap sequence (the taps that land, in the order above, after
+a +0 where the pass starts from zero), the position of that tap's element in X flattened, or of
+one of two constants behind it, +0 and -0 (-0 + v is v for every v, so the slots past a window's
+last tap change nothing). The gathered slots are then added axis by axis, the first axis's slots
+first, in order: the same additions, in the same order, as the passes, so the same bits.
+
 MaxPool takes window maxima axis by axis, innermost first (np.maximum). A maximum is one value
 of the window, so its bits are the kernels' but where equal values differ in bits: a window whose
 maximum is a NaN (the kernels keep the last NaN of the window) or a zero while X holds a -0.0 (the
@@ -52,6 +60,7 @@ if TYPE_CHECKING:
 CHUNK_BYTES = 1 << 21  # input chunk, in the accumulation type
 WHOLE_ROWS = 1 << 12   # fewest outputs of a pass worth the passes over whole rows (fewer: row by
                        # row, in fewer NumPy calls)
+GATHER_ENTRIES = 1 << 12   # most slots (taps x outputs) of a call made from one gather
 
 Tap = tuple[int, slice, slice]
 
@@ -286,6 +295,11 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
     convert = dtype != acc_t
     p, root = acc_t.type(pl.p), acc_t.type(1.0 / pl.p)
 
+    table = _sum_table(axes, rows, in_sp)
+    if table is not None:
+        return functools.partial(_gathered_pool, pl, table, acc_t,
+                                 None if div is None else np.tile(div.reshape(-1), rows))
+
     def run(x: np.ndarray, y: np.ndarray, _: np.ndarray | None) -> None:
         xs = x.reshape(rows, *in_sp)
         ys = y.reshape(rows, *out_sp)
@@ -320,6 +334,83 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
                 if convert:
                     ys[r:r + chunk] = src
     return run
+
+
+_PLUS_ZERO, _NO_SLOT = -1, -2   # a slot's code in an axis's tap sequence: +0 (a pass that starts
+                                # from zero), past the window's last tap (-0)
+
+
+def _sequences(ax: Axis) -> np.ndarray:
+    """The slots of each output's tap sequence along `ax`, (slots, outputs): the input position
+    of each tap that lands, in the order the pass adds them, after _PLUS_ZERO where the pass
+    starts from zero; _NO_SLOT after the last."""
+    per_output: list[list[int]] = [[_PLUS_ZERO] if ax.start == "zero" else []
+                                   for _ in range(ax.out)]
+    for _, o, i in ax.taps:
+        for out, at in zip(range(o.start, o.stop), range(i.start, i.stop, ax.s)):
+            per_output[out].append(at)
+    slots = max(map(len, per_output), default=1)
+    table = np.full((slots, ax.out), _NO_SLOT, np.intp)
+    for out, seq in enumerate(per_output):
+        table[:len(seq), out] = seq
+    return table
+
+
+def _sum_table(axes: list[Axis], rows: int, in_sp: tuple[int, ...]) -> np.ndarray | None:
+    """The gather of a small call's window sums (see the module's docstring), or None for a
+    call of more than GATHER_ENTRIES slots: for slots (s_1, ..., s_m) of the axes' sequences
+    and output (r, o_1, ..., o_m), the position in X flattened (r * plane + sum over axes of
+    position_i * stride_i), or rows * plane for +0 and rows * plane + 1 for -0 (-0 wherever an
+    axis's slot is past its last tap, else +0 wherever one is a +0)."""
+    seqs = [_sequences(ax) for ax in axes]
+    m = len(seqs)
+    shape = (*(q.shape[0] for q in seqs), rows, *(ax.out for ax in axes))
+    if math.prod(shape) > GATHER_ENTRIES:
+        return None
+    total = rows * math.prod(in_sp)
+    position = (np.arange(rows) * math.prod(in_sp)).reshape((1,) * m + (rows,) + (1,) * m)
+    zero, past = np.zeros(shape, bool), np.zeros(shape, bool)
+    for i, (seq, stride) in enumerate(zip(seqs, arrays.c_strides(in_sp))):
+        at = np.expand_dims(seq, [a for a in range(2 * m + 1) if a not in (i, m + 1 + i)])
+        position = position + np.maximum(at, 0) * stride
+        zero |= at == _PLUS_ZERO
+        past |= at == _NO_SLOT
+    table = np.where(past, total + 1, np.where(zero, total, position))
+    return table.reshape(*shape[:m], -1)
+
+
+def _gathered_pool(pl: PoolPlan, table: np.ndarray, acc_t: np.dtype, div: np.ndarray | None,
+                   x: np.ndarray, y: np.ndarray, _: np.ndarray | None) -> None:
+    """A small AveragePool or LpPool from one gather: X flattened in the accumulation type
+    (|X|^p for LpPool) with +0 and -0 behind it, gathered through `table` (_sum_table), the
+    slots added axis by axis in order, then divided by `div` (AveragePool, per output) or
+    raised to 1/p (LpPool)."""
+    flat = np.concatenate((x.reshape(-1), _SIGNED_ZEROS), dtype=acc_t, casting="unsafe")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if pl.lp:
+            values = flat[:-2]
+            np.abs(values, out=values)
+            if pl.p == 2:
+                np.square(values, out=values)
+            elif pl.p != 1:
+                np.power(values, acc_t.type(pl.p), out=values)
+        s = flat.take(table)
+        for slots in table.shape[:-1]:   # the first axis's slots, in order
+            total = np.add(s[0], s[1]) if slots > 1 else s[0]
+            for j in range(2, slots):
+                total += s[j]
+            s = total
+        if not pl.lp:
+            assert div is not None
+            s /= div
+        elif pl.p == 2:
+            np.sqrt(s, out=s)
+        elif pl.p != 1:
+            np.power(s, acc_t.type(1.0 / pl.p), out=s)
+    y.reshape(-1)[...] = s
+
+
+_SIGNED_ZEROS = np.array([0.0, -0.0])
 
 
 # ---------------------------------------------------------------- MaxPool
