@@ -6,6 +6,7 @@ the work runs over chunks of output rows so that they also stay within CHUNK_BYT
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,33 +52,53 @@ def _taps(axis: int, index: np.ndarray, weight: np.ndarray | None,
                  None if outside is None or not outside.any() else outside)
 
 
-def _along(a: np.ndarray, axis: int, t: _Taps, work: np.dtype | None) -> np.ndarray:
-    """Resize `a` along `axis`: sum over taps k of weight[:, k] * a.take(index[:, k]) in the
-    dtype `work` (None: nearest, a plain gather)."""
-    if work is None or t.weight is None:
-        return a.take(t.columns[0], axis=axis)
+Pass = Callable[[np.ndarray], np.ndarray]
+
+
+def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: np.dtype | None
+           ) -> tuple[Pass, tuple[int, ...], np.dtype]:
+    """The pass that resizes an array of `shape` and `dtype` along `axis` (sum over taps k of
+    weight[:, k] * a.take(index[:, k]) in the dtype `work`; None: nearest, a plain gather),
+    with its result's shape and dtype: everything the shapes decide chosen here, once."""
     m, taps = t.index.shape
-    if a.dtype != work and a.size <= m * taps * (a.size // a.shape[axis]):
-        a = a.astype(work)  # convert the smaller of the input and what the taps gather
-    if axis < a.ndim - 1:  # whole rows of the inner axes: the taps of an output row as a matmul
-        before, after = math.prod(a.shape[:axis]), math.prod(a.shape[axis + 1:])
-        g = a.take(t.flat, axis=axis).reshape(before, m, taps, after)
-        if g.dtype != work:
-            g = g.astype(work)
-        out: np.ndarray = np.matmul(t.weight[:, None, :], g)
-        return out.reshape(a.shape[:axis] + (m,) + a.shape[axis + 1:])
-    acc: np.ndarray | None = None
-    for column, scale in zip(t.columns, t.scales):   # acc = sum of the taps' terms, in order
-        term = a.take(column, axis=axis)
-        if term.dtype != work:
-            term = term.astype(work)
-        term *= scale
-        if acc is None:
-            acc = term
-        else:
-            acc += term
-    assert acc is not None
-    return acc
+    out_shape = shape[:axis] + (m,) + shape[axis + 1:]
+    if work is None or t.weight is None:
+        column = t.columns[0]
+        return (lambda a: a.take(column, axis=axis)), out_shape, dtype
+    size = math.prod(shape)
+    # convert the smaller of the input and what the taps gather
+    first = dtype != work and size <= m * taps * (size // shape[axis])
+    gathered = work if first else dtype
+    if axis < len(shape) - 1:   # whole rows of the inner axes: the taps of an output row as a matmul
+        flat, weight = t.flat, t.weight[:, None, :]
+        rows = (math.prod(shape[:axis]), m, taps, math.prod(shape[axis + 1:]))
+
+        def matmul(a: np.ndarray) -> np.ndarray:
+            if first:
+                a = a.astype(work)
+            g = a.take(flat, axis=axis).reshape(rows)
+            if gathered != work:
+                g = g.astype(work)
+            return np.matmul(weight, g).reshape(out_shape)
+        return matmul, out_shape, work
+    columns, scales = t.columns, t.scales
+
+    def by_tap(a: np.ndarray) -> np.ndarray:
+        if first:
+            a = a.astype(work)
+        acc = None
+        for column, scale in zip(columns, scales):   # acc = sum of the taps' terms, in order
+            term = a.take(column, axis=axis)
+            if gathered != work:
+                term = term.astype(work)
+            term *= scale
+            if acc is None:
+                acc = term
+            else:
+                acc += term
+        assert acc is not None
+        return acc
+    return by_tap, out_shape, work
 
 
 def _order(t: AxisTable, n: int) -> tuple[float, int]:
@@ -87,24 +108,45 @@ def _order(t: AxisTable, n: int) -> tuple[float, int]:
     return ratio, t.axis if ratio <= 1 else -t.axis
 
 
-def _chunk(x: np.ndarray, y: np.ndarray, outer: tuple[int, ...], rows: slice,
-           first: _Taps | None, others: list[_Taps], work: np.dtype | None,
-           fill: np.ndarray | None) -> None:
+@dataclass(frozen=True)
+class _Chunk:
+    """One chunk of the output (see `_chunks`): X's part it reads, the passes in order, the
+    output's part, and the tables whose tf_crop_and_resize coordinates get the fill."""
+
+    source: tuple[int | slice, ...]
+    passes: tuple[Pass, ...]
+    target: tuple[int | slice, ...]
+    rounded: bool                         # an integer output: rounded and saturated
+    fills: tuple[tuple[slice | np.ndarray, ...], ...]
+
+    def run(self, x: np.ndarray, y: np.ndarray, fill: np.ndarray | None) -> None:
+        a = x[self.source]
+        for step in self.passes:
+            a = step(a)
+        out = y[self.target]
+        out[...] = round_saturate(a, y.dtype) if self.rounded else a
+        for at in self.fills:
+            out[at] = fill
+
+
+def _chunk(pl: ResizePlan, dtype: np.dtype, outer: tuple[int, ...], rows: slice,
+           first: _Taps | None, others: list[_Taps], work: np.dtype | None) -> _Chunk:
     """y[outer][rows]: the leading axes fixed at `outer` (none of them resized), then the next
     axis restricted to output rows `rows` first (its table `first`, already restricted; None:
     not resized), then the `others`, shrinking ones first."""
     lead = len(outer)
-    a = (x[outer + (rows,)] if first is None else _along(x[outer], 0, first, work))
-    for t in others:
-        a = _along(a, t.axis - lead, t, work)
-    out = y[outer + (rows,)]
-    if a.dtype == y.dtype or y.dtype.name not in dtypes.INT_TYPES:
-        out[...] = a
-    else:
-        out[...] = round_saturate(a, y.dtype)
-    for t in ([] if first is None else [first]) + others:
-        if t.outside is not None:
-            out[(slice(None),) * (t.axis - lead) + (t.outside,)] = fill
+    shape, kind = pl.in_shape[lead:], dtype
+    passes = []
+    if first is None:
+        shape = (rows.stop - rows.start,) + shape[1:]
+    for t, axis in ([] if first is None else [(first, 0)]) + [(t, t.axis - lead) for t in others]:
+        step, shape, kind = _along(t, axis, shape, kind, work)
+        passes.append(step)
+    tables = ([] if first is None else [first]) + others
+    return _Chunk(outer + (rows,) if first is None else outer, tuple(passes), outer + (rows,),
+                  kind != dtype and dtype.name in dtypes.INT_TYPES,
+                  tuple((slice(None),) * (t.axis - lead) + (t.outside,) for t in tables
+                        if t.outside is not None))
 
 
 def _work_dtype(dtype: np.dtype) -> np.dtype:
@@ -133,8 +175,7 @@ def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
     """The call of plan `pl` on inputs of `dtype`: call(x, out) -> resize(x), into `out` when
     given (C-contiguous) or a new array; a plan that maps every axis onto itself copies x. The
     chunks and the tables in the form each pass reads are made here, once."""
-    steps: list[tuple[tuple[int, ...], slice, _Taps | None]] = []
-    others: list[_Taps] = []
+    chunks: list[_Chunk] = []
     work = None if pl.mode == "nearest" else _work_dtype(dtype)
     if pl.tables:
         lead, rows = _chunks(pl, dtype.itemsize if work is None else work.itemsize)
@@ -147,7 +188,8 @@ def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
         for outer in np.ndindex(*pl.out_shape[:lead]):
             for r0 in range(0, m, rows):
                 r = slice(r0, min(r0 + rows, m))
-                steps.append((outer, r, None if first is None else first.rows(r)))
+                chunks.append(_chunk(pl, dtype, outer, r, None if first is None else
+                                     first.rows(r), others, work))
 
     def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
@@ -157,7 +199,7 @@ def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
             y[...] = x
             return y
         with np.errstate(over="ignore", invalid="ignore"):
-            for outer, r, first in steps:
-                _chunk(x, y, outer, r, first, others, work, pl.fill)
+            for chunk in chunks:
+                chunk.run(x, y, pl.fill)
         return y
     return call
