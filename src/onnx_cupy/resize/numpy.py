@@ -2,7 +2,14 @@
 tensor-product weights factor per axis). Along an axis with inner axes behind it, one gather
 collects every tap and a batched matmul weighs them; along the last axis, per tap, a gather scaled
 by its weights. Shrinking axes go first, so temporaries stay within the larger of input and output;
-the work runs over chunks of output rows so that they also stay within CHUNK_BYTES."""
+the work runs over chunks of output rows so that they also stay within CHUNK_BYTES.
+
+A small linear or cubic call (at most DENSE_ENTRIES weights between its input and output blocks,
+the axes from the first resized one on) is one matrix product instead: Y = X @ W, where W is the
+tensor product of the axes' weights scattered onto their input indices (the products of the
+weights rounded once to the work dtype), so that its rounding differs from the passes' by about
+an ulp. A weight of 0 would turn an infinity of X into a NaN: where the product is not finite,
+the call runs the passes instead."""
 from __future__ import annotations
 
 import math
@@ -20,6 +27,7 @@ if TYPE_CHECKING:
     from .plan import AxisTable, ResizePlan
 
 CHUNK_BYTES = 1 << 21  # largest temporary of one chunk
+DENSE_ENTRIES = 1 << 15   # most weights of a small call's matrix (input block x output block)
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,27 @@ def _chunks(pl: ResizePlan, itemsize: int) -> tuple[int, int]:
     return lead, max(1, CHUNK_BYTES // row(lead))
 
 
+def _dense(pl: ResizePlan, work: np.dtype | None) -> np.ndarray | None:
+    """The matrix (input block, output block) of a small linear or cubic call over the axes
+    from the first resized one on (see the module's docstring), or None."""
+    if work is None or not pl.tables:
+        return None
+    first = min(t.axis for t in pl.tables)
+    if math.prod(pl.in_shape[first:]) * math.prod(pl.out_shape[first:]) > DENSE_ENTRIES:
+        return None
+    tables = {t.axis: t for t in pl.tables}
+    total = np.ones((1, 1))
+    for axis in range(first, len(pl.in_shape)):
+        t = tables.get(axis)
+        if t is None:
+            along = np.eye(pl.in_shape[axis])
+        else:
+            along = np.zeros((pl.in_shape[axis], t.index.shape[0]))
+            np.add.at(along, (t.index, np.arange(t.index.shape[0])[:, None]), t.weight)
+        total = np.kron(total, along)
+    return total.astype(work)
+
+
 def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
     """The call of plan `pl` on inputs of `dtype`: call(x, out) -> resize(x), into `out` when
     given (C-contiguous) or a new array; a plan that maps every axis onto itself copies x. The
@@ -191,6 +220,10 @@ def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
                 chunks.append(_chunk(pl, dtype, outer, r, None if first is None else
                                      first.rows(r), others, work))
 
+    dense = _dense(pl, work)
+    fills = tuple((slice(None),) * t.axis + (t.outside,) for t in pl.tables
+                  if t.outside.any())
+
     def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
         if not y.size:
@@ -199,7 +232,29 @@ def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
             y[...] = x
             return y
         with np.errstate(over="ignore", invalid="ignore"):
+            if dense is not None and _product(x, y, dense, work, fills, pl.fill):
+                return y
             for chunk in chunks:
                 chunk.run(x, y, pl.fill)
         return y
     return call
+
+
+def _product(x: np.ndarray, y: np.ndarray, dense: np.ndarray, work: np.dtype | None,
+             fills: tuple[tuple[slice | np.ndarray, ...], ...], fill: np.ndarray | None) -> bool:
+    """y = x @ dense over the trailing blocks (then the fills); False, with y unspecified, where
+    the product is not finite (the passes decide those)."""
+    block, out = dense.shape
+    a = x.reshape(-1, block)
+    if a.dtype != work:
+        a = a.astype(work)
+    direct = y.dtype == work
+    r = np.matmul(a, dense, out=y.reshape(-1, out) if direct else None)
+    if not np.isfinite(r).all():
+        return False
+    if not direct:
+        flat = y.reshape(r.shape)
+        flat[...] = round_saturate(r, y.dtype) if y.dtype.name in dtypes.INT_TYPES else r
+    for at in fills:
+        y[at] = fill
+    return True
