@@ -29,6 +29,11 @@ the maximum; the last NaN), axis by axis innermost first (the first equal tap of
 row is the first equal tap in row-major order), and read the values at the winners: the
 kernels' values and indices, bit for bit.
 
+A small MaxPool (at most GATHER_ENTRIES taps over its outputs) gathers every window's taps at
+once (a tap outside X reads the identity, -inf or the integer minimum) in the kernels' order and
+takes their maximum; where Indices are asked for, or a maximum is a NaN or a zero, it finds the
+winner among them as the kernels do: the same values and indices, bit for bit.
+
 The innermost axis's pass runs over the rows as one flat sequence where an input row is the
 stride times an output row (one long loop per tap instead of one per row); the few output
 columns whose taps wrap into a neighbouring row are then redone row by row, with the same
@@ -438,6 +443,10 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
     floating = dtype.kind not in "iu"
     steps = pl.index_strides   # the Indices' step per spatial axis (storage_order)
     covered = all(ax.covered for ax in axes)
+    windows = _window_table(pl, rows)
+    if windows is not None:
+        return functools.partial(_gathered_max, windows, max_identity(dtype), floating, plane,
+                                 in_sp, steps)
 
     def maxima(src: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
         """Window maxima axis by axis, innermost first: one array per axis, the last y."""
@@ -479,6 +488,77 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
                 if ids is not None:
                     ids[r:r + chunk] = _indices(at, r, plane, in_sp, steps)
     return run
+
+
+@dataclass(frozen=True)
+class Windows:
+    """A small MaxPool's windows as one gather (see `_gathered_max`): per tap, in the kernels'
+    order (row-major over the window), and per output (rows x outputs of a plane): the tap's
+    position in X flattened (rows * plane where it falls outside X: the identity behind X),
+    whether it falls inside, and its row-major position within its plane."""
+
+    table: np.ndarray      # intp [taps, rows * outputs]
+    inside: np.ndarray     # bool [taps, rows * outputs]
+    position: np.ndarray   # int64 [taps, rows * outputs]
+    outputs: np.ndarray    # arange(rows * outputs)
+
+
+def _window_table(pl: PoolPlan, rows: int) -> Windows | None:
+    """The windows of a MaxPool of at most GATHER_ENTRIES taps over its outputs, or None."""
+    in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
+    m = len(in_sp)
+    shape = (*pl.kernel, rows, *out_sp)
+    if math.prod(shape) > GATHER_ENTRIES:
+        return None
+    position = np.zeros((1,) * (2 * m + 1), np.int64)
+    inside = np.ones((1,) * (2 * m + 1), bool)
+    for i, (n, out, k, s, d, b, stride) in enumerate(zip(
+            in_sp, out_sp, pl.kernel, pl.strides, pl.dilations, pl.pads_begin,
+            arrays.c_strides(in_sp))):
+        at = np.arange(out) * s - b + (np.arange(k) * d)[:, None]     # [tap, output]
+        at = np.expand_dims(at, [a for a in range(2 * m + 1) if a not in (i, m + 1 + i)])
+        inside = inside & (at >= 0) & (at < n)
+        position = position + at * stride
+    plane = math.prod(in_sp)
+    position, inside = np.broadcast_to(position, shape), np.broadcast_to(inside, shape)
+    offsets = (np.arange(rows) * plane).reshape((1,) * m + (rows,) + (1,) * m)
+    table = np.where(inside, position + offsets, rows * plane)
+    taps = math.prod(pl.kernel)
+    return Windows(*(np.ascontiguousarray(a.reshape(taps, -1)) for a in
+                     (table.astype(np.intp), inside, position)),
+                   np.arange(math.prod(shape) // max(taps, 1)))
+
+
+def _gathered_max(w: Windows, identity: np.generic, floating: bool, plane: int,
+                  in_sp: tuple[int, ...], steps: tuple[int, ...], x: np.ndarray, y: np.ndarray,
+                  where: np.ndarray | None) -> None:
+    """A small MaxPool from one gather: every window's taps (X flattened with the identity,
+    -inf or the integer minimum, behind it) and their maximum; where Indices are asked for, or
+    a maximum is a NaN or a zero (whose bits the winner decides), the winner as the kernels
+    pick it (oc::max_wins: the first tap inside X equal to the maximum, else the last NaN) and
+    its value and index (a window with no tap inside X: tap 0, the identity, index -1)."""
+    flat = np.concatenate((x.reshape(-1), np.array([identity], x.dtype)))
+    g = flat.take(w.table)
+    with np.errstate(invalid="ignore"):
+        m = np.maximum.reduce(g, axis=0)
+        exact = where is not None or (floating and not np.abs(m).min() > 0)
+        if exact:
+            hit = g == m
+            hit &= w.inside
+            tap = hit.argmax(axis=0)
+            found = hit[tap, w.outputs]
+            if floating:
+                nan = np.isnan(m)
+                if nan.any():   # the last NaN (NaNs are only X's, never the identity)
+                    last = g.shape[0] - 1 - np.isnan(g[::-1]).argmax(axis=0)
+                    tap = np.where(nan, last, tap)
+                    found |= nan
+            m = g[tap, w.outputs]
+    y.reshape(-1)[...] = m
+    if where is not None:
+        at = np.where(found, w.position[tap, w.outputs], -1)
+        where[...] = _indices(at.reshape(x.shape[0] * x.shape[1], -1), 0, plane, in_sp,
+                              steps).reshape(where.shape)
 
 
 def _winners(src: np.ndarray, found: list[np.ndarray], axes: list[Axis],
