@@ -298,7 +298,6 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
     axes = _axes(pl)
     div = None if pl.lp else plan.divisor(pl, acc_t)
     convert = dtype != acc_t
-    p, root = acc_t.type(pl.p), acc_t.type(1.0 / pl.p)
 
     table = _sum_table(axes, rows, in_sp)
     if table is not None:
@@ -314,11 +313,7 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
                 if convert:
                     src = widen(src, acc_t)
                 if pl.lp:
-                    src = np.abs(src, out=src) if convert else np.abs(src)
-                    if pl.p == 2:
-                        np.square(src, out=src)
-                    elif pl.p != 1:
-                        np.power(src, p, out=src)
+                    src = _lp_power(src, pl.p, acc_t, fresh=convert)
                 # axis by axis, outermost first: (b, O1, I2, ..., Im), ..., (b, O1, ..., Om)
                 for i, ax in enumerate(axes):
                     last = i == len(axes) - 1
@@ -330,10 +325,7 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
                         _pass(np.add, src, i + 1, ax, dst)
                     src = dst
                 if pl.lp:
-                    if pl.p == 2:
-                        np.sqrt(src, out=src)
-                    elif pl.p != 1:
-                        np.power(src, root, out=src)
+                    _lp_root(src, pl.p, acc_t)
                 else:
                     src /= div
                 if convert:
@@ -343,6 +335,24 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
 
 _PLUS_ZERO, _NO_SLOT = -1, -2   # a slot's code in an axis's tap sequence: +0 (a pass that starts
                                 # from zero), past the window's last tap (-0)
+
+
+def _lp_power(v: np.ndarray, p: float, acc_t: np.dtype, fresh: bool) -> np.ndarray:
+    """|v|^p, in place where `v` is `fresh` (a temporary): v * v for p = 2 (|v|^2's bits)."""
+    if p == 2:
+        return np.square(v, out=v if fresh else None)
+    v = np.abs(v, out=v if fresh else None)
+    if p != 1:
+        np.power(v, acc_t.type(p), out=v)
+    return v
+
+
+def _lp_root(v: np.ndarray, p: float, acc_t: np.dtype) -> None:
+    """v^(1/p) in place: sqrt for p = 2."""
+    if p == 2:
+        np.sqrt(v, out=v)
+    elif p != 1:
+        np.power(v, acc_t.type(1.0 / p), out=v)
 
 
 def _sequences(ax: Axis) -> np.ndarray:
@@ -393,25 +403,18 @@ def _gathered_pool(pl: PoolPlan, table: np.ndarray, acc_t: np.dtype, div: np.nda
     flat = np.concatenate((x.reshape(-1), _SIGNED_ZEROS), dtype=acc_t, casting="unsafe")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if pl.lp:
-            values = flat[:-2]
-            np.abs(values, out=values)
-            if pl.p == 2:
-                np.square(values, out=values)
-            elif pl.p != 1:
-                np.power(values, acc_t.type(pl.p), out=values)
+            _lp_power(flat[:-2], pl.p, acc_t, fresh=True)
         s = flat.take(table)
         for slots in table.shape[:-1]:   # the first axis's slots, in order
             total = np.add(s[0], s[1]) if slots > 1 else s[0]
             for j in range(2, slots):
                 total += s[j]
             s = total
-        if not pl.lp:
+        if pl.lp:
+            _lp_root(s, pl.p, acc_t)
+        else:
             assert div is not None
             s /= div
-        elif pl.p == 2:
-            np.sqrt(s, out=s)
-        elif pl.p != 1:
-            np.power(s, acc_t.type(1.0 / pl.p), out=s)
     y.reshape(-1)[...] = s
 
 
@@ -663,10 +666,10 @@ def _global(pl: GlobalPlan, x: np.ndarray, y: np.ndarray) -> None:
         for at in range(0, rows, chunk):
             v = widen(planes[at:at + chunk], acc_t)
             if pl.op == "GlobalLpPool":
-                v = np.abs(v, out=v) ** acc_t.type(pl.p) if pl.p != 1 else np.abs(v, out=v)
+                v = _lp_power(v, pl.p, acc_t, fresh=True)   # v: widen's copy
             total = v.sum(axis=1, dtype=acc_t)
             if pl.op == "GlobalLpPool":
-                total = np.sqrt(total) if pl.p == 2 else total ** acc_t.type(1.0 / pl.p)
+                _lp_root(total, pl.p, acc_t)
             else:
                 total = total / acc_t.type(pl.length)
             r[at:at + chunk] = total
