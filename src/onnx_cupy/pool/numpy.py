@@ -527,9 +527,9 @@ def _window_table(pl: PoolPlan, rows: int) -> Windows | None:
     offsets = (np.arange(rows) * plane).reshape((1,) * m + (rows,) + (1,) * m)
     table = np.where(inside, position + offsets, rows * plane)
     taps = math.prod(pl.kernel)
-    return Windows(*(np.ascontiguousarray(a.reshape(taps, -1)) for a in
-                     (table.astype(np.intp), inside, position)),
-                   np.arange(math.prod(shape) // max(taps, 1)))
+    table, inside, position = (np.ascontiguousarray(a.reshape(taps, -1)) for a in
+                               (table.astype(np.intp), inside, position))
+    return Windows(table, inside, position, np.arange(table.shape[1]))
 
 
 def _gathered_max(w: Windows, identity: np.generic, floating: bool, plane: int,

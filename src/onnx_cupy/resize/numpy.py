@@ -87,7 +87,8 @@ def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: n
             g = a.take(flat, axis=axis).reshape(rows)
             if gathered != work:
                 g = g.astype(work)
-            return np.matmul(weight, g).reshape(out_shape)
+            out: np.ndarray = np.matmul(weight, g)
+            return out.reshape(out_shape)
         return matmul, out_shape, work
     columns, scales = t.columns, t.scales
 
@@ -188,7 +189,7 @@ def _dense(pl: ResizePlan, work: np.dtype | None) -> np.ndarray | None:
     if math.prod(pl.in_shape[first:]) * math.prod(pl.out_shape[first:]) > DENSE_ENTRIES:
         return None
     tables = {t.axis: t for t in pl.tables}
-    total = np.ones((1, 1))
+    total: np.ndarray = np.ones((1, 1))
     for axis in range(first, len(pl.in_shape)):
         t = tables.get(axis)
         if t is None:
