@@ -1,15 +1,19 @@
-// MaxUnpool: y = 0, then y[offset(indices[e])] = x[e] for every element e of X whose index lies in
-// [0, index_total), where offset() unravels a flat index over the shape the indices address
-// (merged by the host into R axes: extent[a], Y's element stride[a]) and ravels it with Y's
-// strides: offset = sum over a of coord[a] * stride[a]. Where several elements name one offset,
-// the last in X's row-major order wins, whatever order the threads run in:
-//   unpool_scatter<Index, I, R>  over X: winner[offset] = max(winner[offset], e + 1) (atomicMax)
-//   unpool_gather<T, I>          over Y: y[o] = winner[o] ? x[winner[o] - 1] : 0
+// MaxUnpool: y = 0, then y[offset(e, indices[e])] = x[e] for every element e of X whose index
+// lies in [0, index_total), where offset() unravels a flat index over the shape the indices
+// address (merged by the host into R axes: extent[a], Y's element stride[a]) and ravels it with
+// Y's strides: offset = sum over a of coord[a] * stride[a]; with PER_PLANE (PyTorch's indices,
+// which count positions within their own (n, c) plane of Y) it adds the start of e's plane,
+// (e / plane_count) * plane_total. Where several elements name one offset, the last in X's
+// row-major order wins, whatever order the threads run in:
+//   unpool_scatter<Index, I, R, PER_PLANE>  over X: winner[offset] = max(winner[offset], e + 1)
+//                                           (atomicMax)
+//   unpool_gather<T, I>                     over Y: y[o] = winner[o] ? x[winner[o] - 1] : 0
 // `winner` (zeroed by the host) holds, per element of Y, 1 + the position in X of the element
 // that lands there last. X and the indices are C-contiguous (the host copies others); the
 // indices are int64 (Index); an index outside [0, index_total) is skipped. I, the offset type,
 // is int where X's and Y's sizes fit one (winner words unsigned int), else long long (unsigned
-// long long); the flat index is unraveled by the host's multiply-shift divisors with int.
+// long long); the flat index is unraveled, and e's plane found, by the host's multiply-shift
+// divisors with int.
 // Both are grid-stride loops, one element per thread and iteration.
 #include "common.cuh"
 
@@ -26,9 +30,12 @@ struct UnpoolGeom {
   long long extent[UNPOOL_MAXR];  // merged axes of the index space, outermost first
   long long stride[UNPOOL_MAXR];  // Y's element stride along each
   unsigned int by_extent[UNPOOL_MAXR][2];  // oc::fast_div divisors of the extents (32-bit I)
+  long long plane_count;  // PER_PLANE: elements of X per (n, c) plane
+  long long plane_total;  // PER_PLANE: elements of Y per (n, c) plane
+  unsigned int by_plane_count[2];  // oc::fast_div divisor of plane_count (32-bit I)
 };
 
-template <typename Index, typename I, int R>
+template <typename Index, typename I, int R, bool PER_PLANE>
 __global__ void unpool_scatter(const Index* __restrict__ indices,
                                typename oc::offset_of<I>::type* __restrict__ winner,
                                const UnpoolGeom g) {
@@ -46,6 +53,12 @@ __global__ void unpool_scatter(const Index* __restrict__ indices,
     I offset = 0;
 #pragma unroll
     for (int a = 0; a < R; ++a) offset += coord[a] * (I)g.stride[a];
+    if constexpr (PER_PLANE) {  // the start of e's (n, c) plane in Y
+      I plane;
+      if constexpr (sizeof(I) == sizeof(int)) plane = (I)oc::fast_div(e, g.by_plane_count);
+      else plane = e / (I)g.plane_count;
+      offset += plane * (I)g.plane_total;
+    }
     atomicMax(winner + offset, (W)e + 1);
   }
 }

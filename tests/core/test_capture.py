@@ -1,10 +1,12 @@
 """Capture-safe repeat calls, on the stand-in cupy (onnx_cupy.tools.standin), which records every
 allocation, host-device copy, synchronization and event wait: after the first call of a
-configuration, a call of every operator, of the PyTorch-style functions and of run_node
-allocates its outputs and launches, nothing else; a sequence of such calls captured into a CUDA
+configuration, a call of every operator, of the PyTorch-style functions (max_unpool2d with its
+per-plane indices among them) and of run_node allocates its outputs and launches, nothing else; a sequence of such calls captured into a CUDA
 graph raises nothing and replays its launches; a first call, which uploads and waits, is refused
 under capture."""
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 import onnx
@@ -12,6 +14,7 @@ import pytest
 from helpers import fake_cupy
 
 import onnx_cupy as oc
+from onnx_cupy.core import execution
 from onnx_cupy.nn import functional as F
 
 P3 = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
@@ -59,6 +62,10 @@ CASES = {
                                lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), 1),
     "F.interpolate-nearest": ((1, 3, 8, 8), np.float32,
                               lambda x: F.interpolate(x, size=(5, 11)), 1),
+    "F.max_unpool2d-unbatched": ((3, 4, 5), np.float32, lambda x: F.max_unpool2d(
+        x, _plane_indices(x, 9 * 10), 2, output_size=(9, 10)), 1),
+    "F.max_pool2d-then-F.max_unpool2d": ((2, 3, 9, 9), np.float32,
+                                         lambda x: _unpooled_by_plane(x), 3),
     "run_node": ((1, 8, 9, 9), np.float32, lambda x: oc.run_node(NODE, [x], opset=22), 1),
 }
 
@@ -67,6 +74,26 @@ def _unpooled(x):
     """MaxPool's values and Indices, then MaxUnpool of them (three outputs)."""
     y, indices = oc.max_pool(x, kernel_shape=[2, 2], strides=[2, 2], return_indices=True)
     return y, indices, oc.max_unpool(y, indices, kernel_shape=[2, 2], strides=[2, 2])
+
+
+def _unpooled_by_plane(x):
+    """F.max_pool2d's values and per-plane indices, then F.max_unpool2d of them back to x's
+    size (three outputs)."""
+    y, indices = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+    return y, indices, F.max_unpool2d(y, indices, 3, 2, 1, output_size=x.shape[2:])
+
+
+_INDICES = weakref.WeakKeyDictionary()   # the stand-in's array type -> {shape: indices}
+
+
+def _plane_indices(x, plane):
+    """Random per-plane indices in [0, plane) of x's shape (repeats among them) on x's stand-in,
+    made at the first call of each shape, as a caller keeps its indices."""
+    made = _INDICES.setdefault(type(x), {})
+    if x.shape not in made:
+        rng = np.random.default_rng(len(x.shape))
+        made[x.shape] = execution.cupy_module().asarray(rng.integers(0, plane, x.shape))
+    return made[x.shape]
 
 
 def _warped(theta):

@@ -48,6 +48,34 @@ def oracle(x: np.ndarray, indices: np.ndarray, u: tuple[int, ...],
     return y
 
 
+def window_attributes(rng: np.random.Generator, shape: tuple[int, ...], strides_to: int = 3,
+                      least: int = 1) -> tuple[list[int], list[int], list[int]]:
+    """Random (kernel_shape, strides, pads) for an X of `shape`: kernels 1-3, strides 1 up to
+    `strides_to` - 1, pads -1 up to the kernel (all 0 where they would leave an unpooled length
+    below `least`)."""
+    k = len(shape) - 2
+    kernel = [int(v) for v in rng.integers(1, 4, k)]
+    strides = [int(v) for v in rng.integers(1, strides_to, k)]
+    pads = [int(rng.integers(-1, kk + 1)) for kk in kernel * 2]
+    if min(unpooled(shape, kernel, strides, pads)[2:]) < least:
+        pads = [0] * (2 * k)
+    return kernel, strides, pads
+
+
+def plane_oracle(x: np.ndarray, indices: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
+    """Per-plane indices (PyTorch's): per (n, c) plane, each element in X's row-major order to
+    its index in the plane of the output (the last of a repeated index wins); an index outside
+    the plane is skipped (what the kernel does; host arrays are rejected before)."""
+    planes = x.reshape(out_shape[0] * out_shape[1], -1)
+    where = indices.reshape(planes.shape)
+    y = np.zeros((planes.shape[0], math.prod(out_shape[2:])), x.dtype)
+    for p in range(planes.shape[0] if y.size else 0):   # an empty output reads nothing
+        for e in range(planes.shape[1]):
+            if 0 <= where[p, e] < y.shape[1]:
+                y[p, where[p, e]] = planes[p, e]
+    return y.reshape(out_shape)
+
+
 def _expected(config: Config, x: np.ndarray, indices: np.ndarray) -> Any:
     """The oracle's result, or ValueError where onnx-cupy must reject the configuration (a
     negative unpooled length, an output_shape shorter than U, indices where U has no element)."""

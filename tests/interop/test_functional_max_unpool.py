@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from helpers import fake_cupy, torch_cases
+from helpers.unpool_differential import plane_oracle
 from helpers.util import FLOAT_DTYPES, onnxruntime, random, to_backend, to_numpy
 
 import onnx_cupy
@@ -45,18 +46,6 @@ def test_every_function_is_recorded():
         ["F.max_unpool3d"] * 5
 
 
-def oracle(x, indices, sizes):
-    """PyTorch's rule written out: per (n, c) plane, each element in row-major order to its
-    index in the plane of the output."""
-    planes = x.reshape(x.shape[0] * x.shape[1], -1)
-    where = indices.reshape(planes.shape)
-    y = np.zeros((planes.shape[0], math.prod(sizes)), x.dtype)
-    for p in range(planes.shape[0] if y.size else 0):   # an empty output reads nothing
-        for e in range(planes.shape[1]):
-            y[p, where[p, e]] = planes[p, e]
-    return y.reshape(*x.shape[:2], *sizes)
-
-
 def _configurations():
     rng = np.random.default_rng(20261127)
     out = []
@@ -82,7 +71,7 @@ def test_oracle(k, kernel, stride, padding, grow, dtype, cpu_backend, rng):
     y = run(k, x, indices, cpu_backend, kernel, stride, padding,
             None if grow is None else sizes)
     assert y.dtype == x.dtype and y.shape == (2, 3, *sizes)
-    assert y.tobytes() == oracle(x, indices, sizes).tobytes()
+    assert y.tobytes() == plane_oracle(x, indices, (2, 3, *sizes)).tobytes()
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])

@@ -1,20 +1,23 @@
-"""The configurations drawn for the kernel checker alone (onnx_cupy.tools.cases: AffineGrid's and
-the adaptive pools'; the other families' are the differential tests') compute the right values:
-AffineGrid's against the loop oracle on every path, the adaptive pools' emulated kernels against
-the NumPy path (which tests/pool/test_adaptive.py holds to its oracle). One test id per
-configuration; those outside the checker's quick subset are slow."""
+"""The configurations drawn for the kernel checker alone (onnx_cupy.tools.cases: AffineGrid's,
+the adaptive pools' and PyTorch's max_unpool calls; the other families' are the differential
+tests') compute the right values: AffineGrid's against the loop oracle on every path, the
+adaptive pools' emulated kernels against the NumPy path (which tests/pool/test_adaptive.py holds
+to its oracle), max_unpool's against the per-plane loop oracle. One test id per configuration;
+those outside the checker's quick subset are slow."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 from helpers import grid_oracle
+from helpers.unpool_differential import plane_oracle
 from helpers.util import TOL
 
 from onnx_cupy.core import execution
-from onnx_cupy.tools.cases import adaptive, grid
+from onnx_cupy.tools.cases import adaptive, grid, unpool
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -27,6 +30,8 @@ def _params(configs: list, quick: Callable[[Any], bool]) -> list:
 AFFINE = _params([grid.affine_configuration(i) for i in range(grid.AFFINE_COUNT)],
                  lambda c: grid.affine_quick(c.index))
 ADAPTIVE = _params([adaptive.configuration(i) for i in range(adaptive.COUNT)], adaptive.quick)
+PLANES = _params([unpool.plane_configuration(i) for i in range(unpool.PLANE_CONFIGS)],
+                 lambda c: unpool.plane_quick(c.index))
 
 
 @pytest.mark.parametrize("backend", ["numpy", "emulated"])
@@ -66,3 +71,23 @@ def test_adaptive_configuration(config):
         rtol, atol = TOL[config.dtype.name]
         np.testing.assert_allclose(got[0].astype(np.float64), want[0].astype(np.float64),
                                    rtol=4 * rtol, atol=4 * atol, equal_nan=True)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "emulated"])
+@pytest.mark.parametrize("config", PLANES)
+def test_max_unpool_configuration(config, backend):
+    """PyTorch's call: the per-plane oracle's bits (indices outside their plane skipped, where
+    the configuration runs the GPU path's call), inputs unchanged."""
+    x, indices = unpool.plane_sample(config)
+    saved = x.copy(), indices.copy()
+    with execution.backend(backend):
+        got = unpool.run_plane(config, x, indices)
+    batched = x.reshape(config.out_shape[:2] + x.shape[-len(config.kernel):])
+    want = plane_oracle(batched, indices.reshape(batched.shape), config.out_shape)
+    assert got.dtype == x.dtype and got.tobytes() == want.tobytes()
+    assert got.shape == (config.out_shape if x.ndim == len(config.kernel) + 2
+                         else config.out_shape[1:])
+    assert x.tobytes() == saved[0].tobytes() and np.array_equal(indices, saved[1])
+    plane = math.prod(config.out_shape[2:])
+    if indices.size and plane:   # (an empty output has no valid index)
+        assert config.invalid == bool(indices.min() < 0 or indices.max() >= plane)

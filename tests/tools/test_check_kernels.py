@@ -124,9 +124,11 @@ def test_the_cases_are_the_differential_configurations():
                                                                           resize.name(80)]
     assert names["GridSample"] == [grid.name(i) for i in range(grid.COUNT)]
     assert len(names["GridSample"]) == 756
-    assert names["MaxUnpool"] == [unpool.configuration(i).name for i in range(unpool.CONFIGS)]
+    assert names["MaxUnpool"] == [
+        *(unpool.configuration(i).name for i in range(unpool.CONFIGS)),
+        *(unpool.plane_configuration(i).name for i in range(unpool.PLANE_CONFIGS))]
     assert names["Upsample"] == [upsample.configuration(i).name for i in range(upsample.CONFIGS)]
-    assert len(names["MaxUnpool"]) == len(names["Upsample"]) == 900
+    assert len(names["MaxUnpool"]) - unpool.PLANE_CONFIGS == len(names["Upsample"]) == 900
     assert len(names["AffineGrid"]) == grid.AFFINE_COUNT
     assert len(names["AdaptiveAveragePool"]) + len(names["AdaptiveMaxPool"]) == (
         adaptive.COUNT + len(adaptive.EXTRAS))

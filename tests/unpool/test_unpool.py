@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers.unpool_differential import oracle, unpooled
+from helpers.unpool_differential import oracle, unpooled, window_attributes
 from helpers.util import FLOAT_DTYPES, random, to_backend, to_numpy
 
 import onnx_cupy as oc
@@ -47,12 +47,8 @@ def _configurations():
     out = []
     for k in (1, 2, 3, 4, 5):
         for i in range(3):
-            kernel = [int(v) for v in rng.integers(1, 4, k)]
-            strides = [int(v) for v in rng.integers(1, 3, k)]
-            pads = [int(rng.integers(-1, kk + 1)) for kk in kernel * 2]
             shape = (2, 3, *(int(v) for v in rng.integers(1, 4 if k > 3 else 5, k)))
-            if min(unpooled(shape, kernel, strides, pads)[2:]) < 1:
-                pads = [0] * (2 * k)
+            kernel, strides, pads = window_attributes(rng, shape)
             grow = [int(v) for v in rng.integers(0, 3, k)] if i == 2 else None
             out.append(pytest.param(shape, kernel, strides, pads, grow, id=f"{k}d-{i}"))
     return out

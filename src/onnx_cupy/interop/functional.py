@@ -1070,8 +1070,13 @@ def _unpool_size(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
 
 def _max_unpool(name: str, k: int, input: Any, indices: Any, kernel_size: Any, stride: Any,
                 padding: Any, output_size: Any) -> Any:
-    x = _array(input, name)
     i = _array(tensors.intake(indices, name)[0], name)   # a tensor's indices too
+    return _cached(_prepare_max_unpool, input, name, k, kernel_size, stride, padding,
+                   output_size, others=(i,))
+
+
+def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
+                        padding: Any, output_size: Any, i: Any) -> Callable[[Any, Any], Any]:
     if execution.is_cupy_array(i) != execution.is_cupy_array(x):
         raise TypeError(f"{name}: indices must be a {type(x).__module__}.{type(x).__name__} "
                         f"like input, got {type(i).__module__}.{type(i).__name__}")
@@ -1082,7 +1087,6 @@ def _max_unpool(name: str, k: int, input: Any, indices: Any, kernel_size: Any, s
     if i.dtype != np.int64:
         raise TypeError(f"{name}: elements in indices should be type int64, got {i.dtype}")
     x, unbatched = _batched(x, name, k)
-    i = i[None] if unbatched else i
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     strides = _strides(name, stride, kernel)
     pads = _tuple(name, "padding", padding, k)
@@ -1090,23 +1094,25 @@ def _max_unpool(name: str, k: int, input: Any, indices: Any, kernel_size: Any, s
         raise ValueError(f"{name}: strides should be greater than zero, but got stride: "
                          f"{list(strides)}")
     sizes = _unpool_size(name, tuple(x.shape), kernel, strides, pads, output_size)
+    unpool = unpool_api.prepared(
+        x, i[None] if unbatched else i, backend, [*x.shape[:2], *sizes], _POOL_OPSET,
+        {"kernel_shape": list(kernel), "strides": list(strides), "pads": list(pads) * 2},
+        index_space="plane", checked=False)   # PyTorch's indices and error, checked below
     plane = math.prod(sizes)
-    xp = _xp(x)
-    if not plane:   # PyTorch returns the empty result without reading the indices
-        with arrays.on_device(x, "cupy" if xp is not np else "numpy"):
-            y = xp.zeros((*x.shape[:2], *sizes), dtype=x.dtype)
+    volumes = "x".join(map(str, sizes if k > 1 else [*sizes, 1]))
+    # PyTorch returns an empty output without reading the indices; the GPU skips invalid ones
+    checked = backend != "cupy" and plane > 0
+
+    def call(xb: Any, ib: Any) -> Any:
+        if unbatched:
+            xb, ib = xb[None], ib[None]
+        if checked and ib.size and (ib.min() < 0 or ib.max() >= plane):
+            bad = int(ib.reshape(-1)[np.argmax((ib < 0) | (ib >= plane))])
+            raise ValueError(f"{name}: Found an invalid max index: {bad} (output volumes are "
+                             f"of size {volumes})")
+        y = unpool(xb, ib, None)
         return y[0] if unbatched else y
-    if isinstance(i, np.ndarray) and i.size and (i.min() < 0 or i.max() >= plane):
-        bad = int(i.reshape(-1)[np.argmax((i < 0) | (i >= plane))])
-        raise ValueError(f"{name}: Found an invalid max index: {bad} (output volumes are of "
-                         f"size {'x'.join(map(str, sizes if k > 1 else [*sizes, 1]))})")
-    base = xp.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(
-        x.shape[:2] + (1,) * k) * plane   # ONNX's indices count the (n, c) planes before
-    whole = xp.where((i >= 0) & (i < plane), i + base, -1)   # an invalid one: skipped (GPU)
-    y = unpool_api.run(x, whole, [*x.shape[:2], *sizes], _POOL_OPSET,
-                       {"kernel_shape": list(kernel), "strides": list(strides),
-                        "pads": list(pads) * 2}, index_space="output")
-    return y[0] if unbatched else y
+    return call
 
 
 _UNPOOL_DOC = """PyTorch's `torch.nn.functional.max_unpool{k}d` on a NumPy or CuPy array or a PyTorch
@@ -1116,11 +1122,11 @@ _UNPOOL_DOC = """PyTorch's `torch.nn.functional.max_unpool{k}d` on a NumPy or Cu
     indices (max_pool{k}d's with return_indices) count the output's spatial positions of their
     plane; where several name one position the last in row-major order wins. The output length
     per axis is (n - 1) * stride + kernel_size - 2 * padding, or output_size (strictly between
-    that minus and plus the stride). Runs ONNX MaxUnpool-22 with kernel_shape = kernel_size,
-    strides = stride, pads = padding at both ends and output_shape = (N, C, *output_size), its
-    indices made global (plus (n * C + c) * the plane's size) and read in the output shape, as
-    PyTorch reads them (ONNX's node tests read them in the unpooled shape instead; see
-    docs/pytorch.md).
+    that minus and plus the stride). Runs ONNX MaxUnpool-22's plan with kernel_shape =
+    kernel_size, strides = stride, pads = padding at both ends and output_shape = (N, C,
+    *output_size), its indices read per plane of the output, as PyTorch reads them (the kernels
+    add each plane's start, (n * C + c) * the plane's size; ONNX's node tests read them in the
+    unpooled shape instead; see docs/pytorch.md).
 
     Parameters
     ----------

@@ -84,30 +84,43 @@ def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
     """The MaxUnpool family's one entry point (the ONNX function, the node runner, the PyTorch
     layer and Dask all come here): validated and planned on the host on the first call of its
     key (onnx_cupy.core.calls), then run on the path the input picks, the indices of host
-    arrays checked at every call. `index_space`: the shape I's flat
-    indices address, "unpooled" (ONNX's U) or "output" (the PyTorch layer's)."""
+    arrays checked at every call. `index_space`: what I's flat indices address, "unpooled"
+    (ONNX's U), "output" (Y's shape) or "plane" (PyTorch's: one (n, c) plane of Y; plan.py)."""
     x, backend = execution.select(X, OP)   # DLPack inputs become cupy.ndarray
     indices = _indices(I, x)
+    return prepared(x, indices, backend, output_shape, opset, attrs,
+                    index_space=index_space)(x, indices, out)
+
+
+def prepared(x: Any, indices: Any, backend: str, output_shape: Any, opset: int,
+             attrs: dict[str, Any], *, index_space: str = "unpooled", checked: bool = True
+             ) -> calls.Call:
+    """The call of MaxUnpool with these arguments on inputs laid out as `x` and `indices` (of
+    X's array type) on `backend`: prepared on the first occurrence of its key, then kept.
+    call(X, I, out) -> Y. `checked`: host indices are checked at every call; False for a caller
+    that checks them itself (every index of a host array must then lie in [0, index_total))."""
     key = calls.key(x, backend, opset, indices.shape + indices.strides, indices.dtype.str,
-                    output_shape, index_space, attrs)   # I's layout: its shape, then strides
+                    output_shape, index_space, checked, attrs)   # I's layout: shape, strides
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype,
                           output_shape, opset, index_space=index_space, **attrs)
-        call = _CALLS.put(key, _prepare(pl, x, indices, backend))
-    return call(x, indices, out)
+        call = _CALLS.put(key, _prepare(pl, x, indices, backend, checked))
+    return call
 
 
 _CALLS = calls.Cache("unpool")
 
 
-def _prepare(pl: plan.UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:
-    """The call of plan `pl` on the input's path: host indices checked at every call, as
-    onnxruntime checks them (the GPU path, which would have to synchronize, skips them)."""
-    if backend == "cupy":
-        return kernel.prepare(pl, x, indices, backend)
+def _prepare(pl: plan.UnpoolPlan, x: Any, indices: Any, backend: str, checked: bool
+             ) -> calls.Call:
+    """The call of plan `pl` on the input's path: host indices checked at every call (where
+    `checked`), as onnxruntime checks them (the GPU path, which would have to synchronize,
+    skips them)."""
     run_plan = numpy_path.prepare(pl) if backend == "numpy" else \
         kernel.prepare(pl, x, indices, backend)
+    if backend == "cupy" or not checked:
+        return run_plan
 
     def call(X: Any, indices: Any, out: Any) -> Any:
         check_indices(pl, indices)
@@ -131,13 +144,15 @@ def _indices(I: Any, x: Any) -> Any:
 
 def check_indices(pl: plan.UnpoolPlan, indices: np.ndarray) -> None:
     """ValueError for an index of the host array `indices` outside [0, pl.index_total), naming
-    the first one (as onnxruntime's check)."""
-    if not indices.size:
+    the first one (as onnxruntime's check); per plane, none where the output has no elements
+    (nothing reads them, as PyTorch)."""
+    if not indices.size or (pl.per_plane and not pl.index_total):
         return
     if indices.min() >= 0 and indices.max() < pl.index_total:
         return
     bad = (indices < 0) | (indices >= pl.index_total)
     where = np.unravel_index(int(np.argmax(bad)), indices.shape)
+    within = " within each (n, c) plane" if pl.per_plane else ""
     raise ValueError(f"{OP}: input 'I' holds {int(indices[where])} at {tuple(map(int, where))}, "
                      f"outside [0, {pl.index_total}): the flat indices of the shape "
-                     f"{pl.index_shape} it addresses")
+                     f"{pl.index_shape} it addresses{within}")

@@ -7,9 +7,12 @@ buffer of unsigned words, so that the result does not depend on the order thread
 duplicate indices resolve as onnxruntime's sequential loop resolves them); `unpool_gather` over
 Y writes each element from its winner, or 0. The scatter is instantiated per merged rank of the
 index space (1 where the output is the unpooled shape; one more per axis whose length differs),
-the gather per dtype; both take int offsets (and unsigned int words) where X's and Y's sizes fit,
-else long long. The kernels every call runs (the gather, and the scatter of rank 1) are held to
-BUDGET instructions per element in the kernel report, as the other families' fast paths.
+and once more for PyTorch's per-plane indices (rank 1, plus the start of each element's plane:
+a multiply-shift division by X's elements per plane with int offsets); the gather per dtype;
+both take int offsets (and unsigned int words) where X's and Y's sizes fit, else long long. The
+kernels every call runs (the gather, the scatter of rank 1 and, with int offsets, the per-plane
+one) are held to BUDGET instructions per element in the kernel report, as the other families'
+fast paths.
 
 MaxUnpool is a family of its own rather than a kernel of the pool family: it shares no code with
 pooling's window gathers (a scatter by index, then a gather by winner), and a separate source
@@ -41,24 +44,35 @@ WINNER_DTYPES: dict[int, np.dtype] = {32: np.dtype(np.uint32), 64: np.dtype(np.u
 _GEOM = np.dtype(
     [(f, "<i8") for f in ("count", "index_total", "total")]
     + [(f, "<i8", (MAX_RANK,)) for f in ("extent", "stride")]
-    + [("by_extent", "<u4", (MAX_RANK, 2))], align=True)
+    + [("by_extent", "<u4", (MAX_RANK, 2))]
+    + [(f, "<i8") for f in ("plane_count", "plane_total")] + [("by_plane_count", "<u4", (2,))],
+    align=True)
 
-# the scatter by (bits, merged rank): it reads the int64 indices, whatever X's dtype; rank 1
-# (the output is the unpooled shape: no division) is held to the budget
-SCATTER = {(b, r): records.Instantiation(
-    FAMILY, "unpool_scatter", (records.storage("int64"), records.index(b),
-                               records.argument("rank", r)),
-    (OP,), DTYPES, grid_stride="x", fast=r == 1,
-    budget=records.fast_budget(BUDGET, b) if r == 1 else None, variant="per merged rank",
-    rank=r)
-    for b in dtypes.INDEX_TYPES for r in RANKS}
+
+def _scatter(bits: int, rank: int, per_plane: bool) -> records.Instantiation:
+    """The scatter (it reads the int64 indices, whatever X's dtype); held to the budget where
+    it divides nothing in its loop: rank 1, and per plane with int offsets (multiply-shift)."""
+    fast = rank == 1 and (not per_plane or bits == 32)
+    plane = records.argument("per_plane", per_plane, "true" if per_plane else "false")
+    return records.Instantiation(
+        FAMILY, "unpool_scatter", (records.storage("int64"), records.index(bits),
+                                   records.argument("rank", rank), plane),
+        (OP,), DTYPES, grid_stride="x", fast=fast,
+        budget=records.fast_budget(BUDGET, bits) if fast else None,
+        variant="per (n, c) plane" if per_plane else "per merged rank", rank=rank)
+
+
+# the scatter by (bits, merged rank) for the global index spaces, and by bits per plane
+SCATTER = {(b, r): _scatter(b, r, False) for b in dtypes.INDEX_TYPES for r in RANKS}
+PLANE_SCATTER = {b: _scatter(b, 1, True) for b in dtypes.INDEX_TYPES}
 # the gather by (dtype, bits), held to the budget
 GATHER = {(t, b): records.Instantiation(
     FAMILY, "unpool_gather", (records.storage(t), records.index(b)), (OP,), (t,),
     grid_stride="x", fast=True, budget=records.fast_budget(BUDGET, b))
     for t in DTYPES for b in dtypes.INDEX_TYPES}
 
-loader.register(FAMILY, [*SCATTER.values(), *GATHER.values()], {"UnpoolGeom": _GEOM},
+loader.register(FAMILY, [*SCATTER.values(), *PLANE_SCATTER.values(), *GATHER.values()],
+                {"UnpoolGeom": _GEOM},
                 defines={"UNPOOL_MAXR": MAX_RANK})
 
 
@@ -67,15 +81,21 @@ def kernel_args(pl: UnpoolPlan, dtype: np.dtype
                 ) -> tuple[records.Instantiation, records.Instantiation, np.dtype, np.ndarray]:
     """(scatter, gather, the winner buffer's dtype, UnpoolGeom struct) of a plan and X's dtype:
     32-bit offsets (unsigned int winners, multiply-shift divisors) where X's and Y's sizes and
-    the index space fit them, else 64-bit ones."""
+    the index space fit them, else 64-bit ones. Per plane: the planes' element counts of X and
+    Y (the scatter adds (e // plane_count) * plane_total); 1 and 0 otherwise."""
     count, total = math.prod(pl.in_shape), math.prod(pl.out_shape)
     bits = launcher.index_bits(max(count, total), pl.index_total, count + 1)
     extents = [n for n, _ in pl.remap]
+    planes = (math.prod(pl.in_shape[2:]), math.prod(pl.out_shape[2:])) if pl.per_plane else \
+        (1, 0)
     dividers = {"by_extent": [launcher.divider(n) for n in (
-        *extents, *(1,) * (MAX_RANK - len(extents)))]} if bits == 32 else {}
+        *extents, *(1,) * (MAX_RANK - len(extents)))],
+        "by_plane_count": launcher.divider(planes[0])} if bits == 32 else {}
     g = launcher.parameter_struct(_GEOM, count=count, index_total=pl.index_total, total=total,
-                                  extent=extents, stride=[s for _, s in pl.remap], **dividers)
-    return SCATTER[bits, len(pl.remap)], GATHER[dtype.name, bits], WINNER_DTYPES[bits], g
+                                  extent=extents, stride=[s for _, s in pl.remap],
+                                  plane_count=planes[0], plane_total=planes[1], **dividers)
+    scatter = PLANE_SCATTER[bits] if pl.per_plane else SCATTER[bits, len(pl.remap)]
+    return scatter, GATHER[dtype.name, bits], WINNER_DTYPES[bits], g
 
 
 def prepare(pl: UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:

@@ -1,7 +1,8 @@
 """The NumPy path of MaxUnpool: every index turned into an element offset of Y at once (the plan's
-remap), then one scatter of X where no two offsets coincide; where some do, the last element of X
-per offset is found first (a maximum of positions per offset, as the kernel's winners), so that
-the result never depends on NumPy's unspecified order of repeated assignments."""
+remap, plus the start of its element's (n, c) plane for per-plane indices), then one scatter of X
+where no two offsets coincide; where some do, the last element of X per offset is found first (a
+maximum of positions per offset, as the kernel's winners), so that the result never depends on
+NumPy's unspecified order of repeated assignments."""
 from __future__ import annotations
 
 import functools
@@ -13,8 +14,12 @@ from ..core import arrays
 from .plan import OP, UnpoolPlan
 
 
-def offsets(pl: UnpoolPlan, flat: np.ndarray) -> np.ndarray:
-    """Element offsets in Y of the flat indices `flat` (into pl.index_shape, all valid)."""
+def offsets(pl: UnpoolPlan, flat: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
+    """Element offsets in Y of the flat indices `flat` (into pl.index_shape, all valid), plus,
+    per plane, the start in Y of each element's plane (`starts`, one per (n, c) plane)."""
+    if starts is not None:   # plane-major: flat's rows are the planes
+        planes: np.ndarray = offsets(pl, flat.reshape(starts.size, -1)) + starts[:, None]
+        return planes.reshape(-1)
     if len(pl.remap) == 1:   # Y has the index space's lengths (from axis 1 on): offset = index
         return flat
     rest, offset = flat, np.zeros_like(flat)
@@ -27,19 +32,27 @@ def offsets(pl: UnpoolPlan, flat: np.ndarray) -> np.ndarray:
 
 def prepare(pl: UnpoolPlan) -> Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray]:
     """The call of plan `pl`: call(x, indices, out) -> max_unpool(x, indices)."""
-    return functools.partial(run, pl)
+    return functools.partial(run, pl, plane_starts(pl))
 
 
-def run(pl: UnpoolPlan, x: np.ndarray, indices: np.ndarray, out: np.ndarray | None
-        ) -> np.ndarray:
+def plane_starts(pl: UnpoolPlan) -> np.ndarray | None:
+    """Per-plane indices: the offset in Y of each (n, c) plane's start, p * prod(Y.shape[2:]);
+    else None."""
+    if not pl.per_plane:
+        return None
+    return np.arange(pl.out_shape[0] * pl.out_shape[1], dtype=np.int64) * pl.index_total
+
+
+def run(pl: UnpoolPlan, starts: np.ndarray | None, x: np.ndarray, indices: np.ndarray,
+        out: np.ndarray | None) -> np.ndarray:
     """max_unpool(x, indices) per plan `pl` into `out` (or a new array); every index lies in
-    [0, pl.index_total) (the caller checked)."""
+    [0, pl.index_total) (the caller checked); `starts`: plane_starts(pl)."""
     y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", OP)
     if not y.size:
         return y
     y.fill(0)
     flat_y = y.reshape(-1)
-    at = offsets(pl, indices.reshape(-1))
+    at = offsets(pl, indices.reshape(-1), starts)
     values = x.reshape(-1)
     seen = np.zeros(y.size, dtype=np.bool_)
     seen[at] = True

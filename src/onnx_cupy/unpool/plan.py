@@ -14,8 +14,14 @@ onnxruntime; the GPU path, which could only check by synchronizing, skips it. A 
 gives an empty output, a negative one a ValueError. Pads may be negative (both runtimes take
 them: the output grows).
 
-The PyTorch layer reads indices in the output shape itself (`index_space="output"`: PyTorch's
-own indices, made global over the (n, c) planes).
+I's flat indices address one of three index spaces (`index_space`):
+  "unpooled"  ONNX's: U, as above;
+  "output"    Y's shape itself (an index counts the (n, c) planes before its own);
+  "plane"     PyTorch's (max_unpool1d/2d/3d): each index counts positions within its own (n, c)
+              plane of Y, i.e. the flat index into Y of element e of X is
+                I[e] + (e // prod(X.shape[2:])) * prod(Y.shape[2:]),
+              valid where 0 <= I[e] < prod(Y.shape[2:]) (the kernels add the plane's start
+              themselves); an output without elements reads no index, as PyTorch.
 """
 from __future__ import annotations
 
@@ -33,23 +39,31 @@ OP = "MaxUnpool"
 # the version that brought each dtype of X (read by core.dtypes.check); I is int64 at every one
 DTYPES = {**dtypes.since(9, *dtypes.FLOATS), **dtypes.since(22, "bfloat16")}
 INDEX_DTYPE = np.dtype(np.int64)
-# the shape I's flat indices address: ONNX's unpooled shape U, or (PyTorch) the output's
-INDEX_SPACES = ("unpooled", "output")
+# what I's flat indices address: ONNX's unpooled shape U, the output's shape, or (PyTorch) one
+# (n, c) plane of the output (see the module docstring)
+INDEX_SPACES = ("unpooled", "output", "plane")
 
 
 @dataclass(frozen=True, eq=False)
 class UnpoolPlan:
     """Everything both execution paths need, computed once on the host (hashed by identity).
 
-    `remap` turns a flat index into U (`index_shape`) into an element offset of Y: the axes of
-    U, merged where the output keeps U's length (from the second axis on), each as (extent,
+    `remap` turns a flat index into `index_shape` (U, Y's shape, or one plane of Y's) into an
+    element offset of Y (of its plane, in the "plane" space): the axes of the index shape,
+    merged where the output keeps their length (from the second axis on), each as (extent,
     element stride in Y); with no axis whose length differs it is one axis of stride 1."""
 
     version: int
     in_shape: tuple[int, ...]      # X's and I's
     out_shape: tuple[int, ...]
-    index_shape: tuple[int, ...]   # the shape I's flat indices address
+    index_shape: tuple[int, ...]   # the shape I's flat indices address (per plane: spatial)
     remap: tuple[tuple[int, int], ...]
+    index_space: str = "unpooled"  # one of INDEX_SPACES
+
+    @property
+    def per_plane(self) -> bool:
+        """The indices count positions within their own (n, c) plane of Y ("plane")."""
+        return self.index_space == "plane"
 
     @property
     def index_total(self) -> int:
@@ -116,8 +130,10 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, index_dtype: np.dt
             f"{pad[bad]}+{pad[k + bad]}: (n - 1) * stride - pads + kernel)")
     u = (*shape[:2], *(max(n, 0) for n in unpooled))   # (negative only with indices elsewhere)
     out = u if output_shape is None else _checked_output(output_shape, u, shape, index_space)
+    if index_space == "plane":   # one plane of Y, offsets within it
+        return UnpoolPlan(version, shape, out, out[2:], remap(out[2:], out[2:]), index_space)
     space = u if index_space == "unpooled" else out
-    return UnpoolPlan(version, shape, out, space, remap(space, out))
+    return UnpoolPlan(version, shape, out, space, remap(space, out), index_space)
 
 
 def _checked_output(output_shape: tuple[int, ...], unpooled: tuple[int, ...],
