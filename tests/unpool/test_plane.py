@@ -138,6 +138,6 @@ def test_the_plan():
     assert not plan.prepare((2, 3, 2, 2), np.float32, (2, 3, 2, 2), np.int64, None, 22,
                             kernel_shape=[2, 2]).per_plane
     with pytest.raises(ValueError, match=r"MaxUnpool: index_space must be one of \('unpooled', "
-                                         r"'output', 'plane'\), got 'planes'"):
+                                         r"'plane'\), got 'planes'"):
         plan.prepare((1, 1, 2), np.float32, (1, 1, 2), np.int64, None, 22, kernel_shape=[2],
                      index_space="planes")

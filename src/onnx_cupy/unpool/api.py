@@ -85,7 +85,7 @@ def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
     layer and Dask all come here): validated and planned on the host on the first call of its
     key (onnx_cupy.core.calls), then run on the path the input picks, the indices of host
     arrays checked at every call. `index_space`: what I's flat indices address, "unpooled"
-    (ONNX's U), "output" (Y's shape) or "plane" (PyTorch's: one (n, c) plane of Y; plan.py)."""
+    (ONNX's U) or "plane" (PyTorch's: one (n, c) plane of Y; plan.py)."""
     x, backend = execution.select(X, OP)   # DLPack inputs become cupy.ndarray
     indices = _indices(I, x)
     return prepared(x, indices, backend, output_shape, opset, attrs,

@@ -14,9 +14,8 @@ onnxruntime; the GPU path, which could only check by synchronizing, skips it. A 
 gives an empty output, a negative one a ValueError. Pads may be negative (both runtimes take
 them: the output grows).
 
-I's flat indices address one of three index spaces (`index_space`):
+I's flat indices address one of two index spaces (`index_space`):
   "unpooled"  ONNX's: U, as above;
-  "output"    Y's shape itself (an index counts the (n, c) planes before its own);
   "plane"     PyTorch's (max_unpool1d/2d/3d): each index counts positions within its own (n, c)
               plane of Y, i.e. the flat index into Y of element e of X is
                 I[e] + (e // prod(X.shape[2:])) * prod(Y.shape[2:]),
@@ -41,7 +40,7 @@ DTYPES = {**dtypes.since(9, *dtypes.FLOATS), **dtypes.since(22, "bfloat16")}
 INDEX_DTYPE = np.dtype(np.int64)
 # what I's flat indices address: ONNX's unpooled shape U, the output's shape, or (PyTorch) one
 # (n, c) plane of the output (see the module docstring)
-INDEX_SPACES = ("unpooled", "output", "plane")
+INDEX_SPACES = ("unpooled", "plane")
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,8 +131,7 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, index_dtype: np.dt
     out = u if output_shape is None else _checked_output(output_shape, u, shape, index_space)
     if index_space == "plane":   # one plane of Y, offsets within it
         return UnpoolPlan(version, shape, out, out[2:], remap(out[2:], out[2:]), index_space)
-    space = u if index_space == "unpooled" else out
-    return UnpoolPlan(version, shape, out, space, remap(space, out), index_space)
+    return UnpoolPlan(version, shape, out, u, remap(u, out), index_space)
 
 
 def _checked_output(output_shape: tuple[int, ...], unpooled: tuple[int, ...],
