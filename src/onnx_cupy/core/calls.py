@@ -98,26 +98,25 @@ def isolated() -> Iterator[None]:
 
 
 _EXACT = frozenset({int, str, type(None)})   # types whose values equal only their own type's
+_PLAIN = _EXACT | {float, bool}   # the types of a sequence keyed by its values and their types
 
 
 def frozen(value: Any) -> Hashable:
     """`value` as a key part that equals another only for the same type and value: ints,
-    strings and None as they are; other numbers with their type and bits (-0.0 differs from
-    0.0); lists and tuples of such, with their type; a dict as its names and values; NumPy
-    arrays by dtype, shape and bytes;
-    instances of frozen dataclasses as they are (their equality compares the class). Anything
-    else raises Unkeyed."""
+    strings and None as they are; floats with their type (a zero with its sign: -0.0 differs
+    from 0.0; a NaN equals only itself), bools and NumPy scalars with their type and bits;
+    lists and tuples of such, with their type; a dict as its names and values; NumPy arrays by
+    dtype, shape and bytes; instances of frozen dataclasses as they are (their equality
+    compares the class). Anything else raises Unkeyed."""
     kind = type(value)
     if kind in _EXACT:
         return cast(Hashable, value)
     if kind is dict:   # attributes: names, then values
         return _frozen_dict(value)
     if kind is list or kind is tuple:
-        if set(map(type, value)) <= _EXACT:
-            return (kind, *value)
-        return (kind, *map(frozen, value))
+        return _frozen_sequence(kind, value)
     if kind is float:
-        return (kind, value.hex())
+        return _frozen_float(value)
     if kind is bool:
         return (kind, value)          # (bool, True) comes from a bool only
     if isinstance(value, np.generic):
@@ -129,6 +128,25 @@ def frozen(value: Any) -> Hashable:
     raise Unkeyed(kind)
 
 
+def _frozen_float(value: float) -> Hashable:
+    """A float as a key part: (float, value), equal only to a float of the same bits (a NaN to
+    itself only), a zero as (float, its hex spelling), which keeps its sign."""
+    return (float, value) if value else (float, value.hex())
+
+
+def _frozen_sequence(kind: type, value: Any) -> Hashable:
+    """A list or tuple as a key part: (kind, *values) where every value is an int, a string or
+    None; (kind, the values' types, *values) where they are also floats (no zero among them)
+    or bools; else (kind, *each value frozen). The three forms never equal one another (their
+    lengths or second items differ)."""
+    types = set(map(type, value))
+    if types <= _EXACT:
+        return (kind, *value)
+    if types <= _PLAIN and 0.0 not in value:   # a zero (or False) keeps its sign below
+        return (kind, tuple(map(type, value)), *value)
+    return (kind, *map(frozen, value))
+
+
 def _frozen_dict(value: dict[str, Any]) -> Hashable:
     """A dict's names, then its values frozen."""
     out: list[Hashable] = [tuple(value)]
@@ -137,38 +155,58 @@ def _frozen_dict(value: dict[str, Any]) -> Hashable:
 
 
 def _freeze_values(values: Iterable[Any], out: list[Hashable]) -> None:
-    """Append `values` frozen to `out`; lists of ints and strings, and floats, inline (the
-    common attributes, frozen without a call)."""
+    """Append `values` frozen to `out`: ints, strings, None, lists of them and floats inline
+    (the common attributes, frozen without a call), a dict as its names, then its values."""
+    append = out.append
     for v in values:
         kind = type(v)
         if kind in _EXACT:
-            out.append(v)
-        elif kind is list and set(map(type, v)) <= _EXACT:
-            out.append((list, *v))
+            append(v)
+        elif kind is list and _EXACT.issuperset(map(type, v)):
+            append((list, *v))
         elif kind is float:
-            out.append((float, v.hex()))
+            append((float, v) if v else (float, v.hex()))
+        elif kind is dict:   # attributes: names, then values
+            append(tuple(v))
+            _freeze_values(v.values(), out)
         else:
-            out.append(frozen(v))
+            append(frozen(v))
 
 
-def key(x: Any, backend: str, *parts: Any) -> tuple[Hashable, ...] | None:
+def key(x: Any, backend: str, *parts: Any, arrays: tuple[Any, ...] = ()
+        ) -> tuple[Hashable, ...] | None:
     """The key of a call on the array `x` (its shape, strides, dtype and, on the GPU, device)
-    on `backend` with `parts` (the operator, opset, attributes: each `frozen`), or None where a
-    part cannot key a cache."""
+    and the further `arrays` (the type, shape, strides and dtype of each) on `backend` with
+    `parts` (the operator, opset, attributes: each `frozen`), or None where a part cannot key
+    a cache."""
     body: list[Hashable] = [backend, x.device.id if backend == "cupy" else None, x.shape,
                             x.strides, x.dtype]
+    for a in arrays:
+        body += (cast(Hashable, type(a)), a.shape, a.strides, a.dtype)
     try:
-        for part in parts:
-            if type(part) in _EXACT:
-                body.append(part)
-            elif type(part) is dict:   # attributes: names, then values
-                body.append(tuple(part))
-                _freeze_values(part.values(), body)
-            else:
-                body.append(frozen(part))
+        _freeze_values(parts, body)
     except Unkeyed:
         return None
     return tuple(body)
+
+
+def on_device(x: Any, backend: str, body: Call) -> Call:
+    """`body` as the prepared call of inputs on `x`'s device: on the 'cupy' path run with that
+    device current (every input the call is given lives there: its key names the device),
+    directly where it is current already, else inside cupy.cuda.Device; on the other paths
+    `body` itself."""
+    if backend != "cupy":
+        return body
+    device = x.device.id
+    cuda = execution.cupy_module().cuda
+    current, Device = cuda.runtime.getDevice, cuda.Device
+
+    def call(*args: Any) -> Any:
+        if current() == device:
+            return body(*args)
+        with Device(device):
+            return body(*args)
+    return call
 
 
 def allocating(shape: tuple[int, ...], backend: str, op: str) -> Call:
@@ -217,6 +255,34 @@ def scratch(backend: str, *layouts: tuple[tuple[int, ...], np.dtype]) -> list[An
             _carved.clear()
         _carved[id(space), layouts] = (space, tuple(views))
     return views
+
+
+PLACES = 16   # (stream, host thread) pairs a Scratch keeps its carved arrays for
+
+
+class Scratch:
+    """The scratch arrays of one prepared call's launches: C-contiguous arrays of `layouts`
+    ((shape, dtype) each) as `scratch` carves them from the workspace. On the 'cupy' path a
+    prepared call runs on the one device its key names, so the arrays carved for the current
+    stream and host thread are kept for the call's next run there (for at most PLACES pairs):
+    a repeated call finds them with one look-up."""
+
+    def __init__(self, backend: str, *layouts: tuple[tuple[int, ...], np.dtype]) -> None:
+        self.backend, self.layouts = backend, layouts
+        self._stream = execution.cupy_module().cuda.get_current_stream if backend == "cupy" \
+            else None
+        self._kept: dict[tuple[int, int], tuple[Any, ...]] = {}
+
+    def __call__(self) -> tuple[Any, ...]:
+        if self._stream is None:
+            return tuple(scratch(self.backend, *self.layouts))
+        at = (self._stream().ptr, threading.get_ident())
+        views = self._kept.get(at)
+        if views is None:
+            if len(self._kept) >= PLACES:
+                self._kept.clear()
+            views = self._kept[at] = tuple(scratch(self.backend, *self.layouts))
+        return views
 
 
 @functools.lru_cache(maxsize=256)

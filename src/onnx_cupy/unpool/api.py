@@ -87,9 +87,8 @@ def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
     arrays checked at every call. `index_space`: the shape I's flat
     indices address, "unpooled" (ONNX's U) or "output" (the PyTorch layer's)."""
     x, backend = execution.select(X, OP)   # DLPack inputs become cupy.ndarray
-    indices = _indices(I, x)
-    key = calls.key(x, backend, opset, indices.shape + indices.strides, indices.dtype.str,
-                    output_shape, index_space, attrs)   # I's layout: its shape, then strides
+    indices = I if type(I) is type(x) else _indices(I, x)
+    key = calls.key(x, backend, opset, output_shape, index_space, attrs, arrays=(indices,))
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype,
