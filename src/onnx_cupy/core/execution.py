@@ -197,7 +197,7 @@ def select(x: Any, op: str) -> tuple[Any, str]:
     """(`x` as a NumPy/CuPy array, the backend that runs `op` on it); TypeError for array types
     that the forced backend cannot take."""
     if type(x) is not np.ndarray:   # NumPy and CuPy arrays as they are, without a look-up
-        cp = cupy_module()
+        cp = _substitutes[-1] if _substitutes else _imported_cupy()   # cupy_module()
         if cp is None or type(x) is not cp.ndarray:
             x = as_array(x, op)
     forced = _forced.get()

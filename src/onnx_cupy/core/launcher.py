@@ -116,12 +116,12 @@ class Launch:
     def __call__(self, *arrays: Any) -> None:
         """Launch on `arrays` (input, output, ...; None for a pointer the kernel does not use),
         then the constants."""
-        if self.backend != "cupy":
-            launch(self.backend, self.kernel, self.work_items, (*arrays, *self.arguments),
-                   self.shape)
-            return
         function = self._function
-        if function is None:
+        if function is None:   # the emulated path, or a first launch on the GPU
+            if self.backend != "cupy":
+                launch(self.backend, self.kernel, self.work_items, (*arrays, *self.arguments),
+                       self.shape)
+                return
             function = self._function = loader.cuda_function(self.kernel)
         function(*self._grid, (*arrays, *self.arguments))
 

@@ -133,7 +133,7 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
     run on the path X picks, NumPy or the CUDA kernels
     (on the GPU or the CPU emulator); grid must be of X's array type."""
     x, backend = execution.select(X, plan.SAMPLE)   # DLPack inputs become cupy.ndarray
-    g, _ = execution.select(grid, plan.SAMPLE)
+    g = grid if type(grid) is type(x) else execution.select(grid, plan.SAMPLE)[0]
     if type(g) is not type(x):
         def kind(a: Any) -> str:
             return f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
@@ -165,7 +165,7 @@ def run_affine(theta: Any, size: Any, opset: int, attrs: dict[str, Any], *, out:
     """AffineGrid's one entry point (every caller comes here): validated and planned on the
     host on the first call of its key (`size` read there), then run on the path theta picks."""
     t, backend = execution.select(theta, plan.AFFINE)
-    key = calls.key(t, backend, plan.AFFINE, opset, size, attrs)
+    key = calls.key(t, backend, plan.AFFINE, opset, attrs, vectors=(size,))
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare_affine(tuple(t.shape), t.dtype, size, opset, **attrs)

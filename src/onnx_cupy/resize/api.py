@@ -120,7 +120,7 @@ def prepared(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int
              op: str = plan.OP) -> calls.Call:
     """The call of Resize with these inputs and attributes on inputs laid out as `x` on
     `backend`: prepared on the first occurrence of its key, then kept. call(X, out) -> Y."""
-    key = calls.key(x, backend, op, opset, roi, scales, sizes, source, attrs)
+    key = calls.key(x, backend, op, opset, source, attrs, vectors=(roi, scales, sizes))
     return _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, roi, scales, sizes, opset,
                                                        source, attrs, op))
 
@@ -186,7 +186,7 @@ def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int
     array([1. , 1.5, 2. , 3. , 4. , 4. ], dtype=float32)
     """
     x, backend = execution.select(X, plan.UPSAMPLE)
-    key = calls.key(x, backend, plan.UPSAMPLE, opset, scales, mode)
+    key = calls.key(x, backend, plan.UPSAMPLE, opset, mode, vectors=(scales,))
     call = _CALLS.get(key)
     if call is None:   # Upsample's own checks, then Resize-10's plan
         checked = plan.upsample_scales(tuple(x.shape), x.dtype, scales, mode, opset)

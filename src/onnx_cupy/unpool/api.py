@@ -88,7 +88,8 @@ def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
     indices address, "unpooled" (ONNX's U) or "output" (the PyTorch layer's)."""
     x, backend = execution.select(X, OP)   # DLPack inputs become cupy.ndarray
     indices = I if type(I) is type(x) else _indices(I, x)
-    key = calls.key(x, backend, opset, output_shape, index_space, attrs, arrays=(indices,))
+    key = calls.key(x, backend, opset, index_space, attrs, arrays=(indices,),
+                    vectors=(output_shape,))
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype,

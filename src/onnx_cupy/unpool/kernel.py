@@ -90,7 +90,7 @@ def prepare(pl: UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:
         scattering = launcher.Launch(backend, scatter, None, count, (g,))
         gathering = launcher.Launch(backend, gather, None, size, (g,))
         space = calls.Scratch(backend, ((size,), words), *(
-            (tuple(a.shape), a.dtype) for a, c in zip((x, indices), copied) if c))
+            (tuple(a.shape), a.dtype) for a, c in zip((x, indices), copied) if c), zeroed=(0,))
     empty = arrays.module_of(backend).empty
 
     def call(X: Any, indices: Any, out: Any) -> Any:
@@ -101,14 +101,13 @@ def prepare(pl: UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:
         if not count or not pl.index_total:
             arrays.zero(Y, backend)
             return Y
-        winner, *copies = space()
+        winner, *copies = space()   # the winners zeroed
         if copied[0]:   # the kernels walk C-contiguous arrays
             copies[0][...] = X
             X = copies.pop(0)
         if copied[1]:
             copies[0][...] = indices
             indices = copies.pop(0)
-        arrays.zero(winner, backend)
         scattering(indices, winner)
         gathering(X, winner, Y)
         return Y
