@@ -201,3 +201,28 @@ def test_scratch_is_kept_per_stream(fake, rng):
         assert winners() == on_stream
     assert on_stream != on_null
     assert winners() == on_null
+
+
+REENTER = {"on": True}
+
+
+@dataclasses.dataclass(frozen=True)
+class Reentrant:
+    """A frozen dataclass whose field reads key another value while REENTER is on (as a
+    finalizer or signal handler running an operator during a key's pickle would)."""
+
+    steps: tuple[float, ...]
+
+    def __getattribute__(self, name: str) -> object:
+        if name == "steps" and REENTER["on"]:
+            calls.frozen([7.5, {"other": (1, 2)}])
+        return object.__getattribute__(self, name)
+
+
+def test_frozen_inside_frozen(monkeypatch):
+    """A key made while another is being pickled in the same thread leaves the outer one
+    whole."""
+    value = ("Op", [1.5, 2.5], Reentrant((0.5, 0.25)), {"p": 2})
+    got = calls.frozen(value)
+    monkeypatch.setitem(REENTER, "on", False)
+    assert got == calls.frozen(value)

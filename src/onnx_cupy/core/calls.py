@@ -109,13 +109,8 @@ def frozen(value: Any) -> Hashable:
     read to key a call. (Equal sets may pickle in different orders: they miss each other.)"""
     if type(value) in _EXACT:
         return cast(Hashable, value)
-    try:
-        pickler, written = _picklers.kept
-    except AttributeError:   # this thread's first key
-        written = []
-        pickler = _KeyPickler(_Sink(written.append), pickle.HIGHEST_PROTOCOL)
-        pickler.fast = True   # no memo: equal values pickle alike, whatever objects they share
-        _picklers.kept = (pickler, written)
+    local = _picklers.__dict__   # this thread's: its key pickler, taken while it pickles
+    pickler, written = local.pop("kept", None) or _pickler()
     try:
         pickler.dump(value)
         return written[0] if len(written) == 1 else b"".join(written)   # large: in frames
@@ -125,10 +120,19 @@ def frozen(value: Any) -> Hashable:
         raise Unkeyed(type(value)) from exc
     finally:
         written.clear()
+        local["kept"] = (pickler, written)
+
+
+def _pickler() -> tuple[_KeyPickler, list[bytes]]:
+    """A key pickler and the list it writes its pickle to."""
+    written: list[bytes] = []
+    pickler = _KeyPickler(_Sink(written.append), pickle.HIGHEST_PROTOCOL)
+    pickler.fast = True   # no memo: equal values pickle alike, whatever objects they share
+    return pickler, written
 
 
 _EXACT = frozenset({int, str, type(None)})   # types whose values equal only their own type's
-_picklers = threading.local()   # `kept`: each thread's key pickler and what it wrote
+_picklers = threading.local()   # `kept`: each thread's idle key pickler and what it writes to
 
 
 class _Sink:
@@ -186,15 +190,10 @@ def key(x: Any, backend: str, *parts: Any, arrays: tuple[Any, ...] = (),
         layout += (type(a), a.shape, a.strides, a.dtype)
     for v in vectors:
         if type(v) is np.ndarray:   # the arrays' bytes without a pickle
-            for v in vectors:
-                if type(v) is np.ndarray and v.dtype.kind not in "OV":
-                    layout += ((v.dtype.str, v.shape, v.tobytes()),)
-                else:
-                    layout += (None,)
-                    parts += (v,)
+            places, vectors = _apart(vectors)
+            layout += places
             break
-    else:
-        parts += vectors
+    parts += vectors
     for p in parts:
         if type(p) not in _EXACT:
             try:
@@ -202,6 +201,20 @@ def key(x: Any, backend: str, *parts: Any, arrays: tuple[Any, ...] = (),
             except Unkeyed:
                 return None
     return (*layout, parts)
+
+
+def _apart(vectors: tuple[Any, ...]) -> tuple[tuple[Hashable, ...], tuple[Any, ...]]:
+    """(each vector's place in a key: a NumPy array's dtype, shape and bytes, or None; the
+    vectors of other types, which go with the parts)."""
+    places: list[Hashable] = []
+    others: list[Any] = []
+    for v in vectors:
+        if type(v) is np.ndarray and v.dtype.kind not in "OV":
+            places.append((v.dtype.str, v.shape, v.tobytes()))
+        else:
+            places.append(None)
+            others.append(v)
+    return tuple(places), tuple(others)
 
 
 def on_device(x: Any, backend: str, body: Call) -> Call:

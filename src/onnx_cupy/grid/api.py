@@ -4,7 +4,7 @@ CPU emulator (kernel.py)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, cast
+from typing import Any
 
 from ..core import calls, execution
 from ..core.execution import ArrayT
@@ -69,8 +69,9 @@ def grid_sample(X: ArrayT, grid: Any, *, align_corners: int = 0, mode: str | Non
     >>> oc.grid_sample(x, grid, align_corners=1)
     array([[[[1. , 2.5, 4. ]]]], dtype=float32)
     """
-    return cast(ArrayT, run_sample(X, grid, opset, {
-        "align_corners": align_corners, "mode": mode, "padding_mode": padding_mode}, out=out))
+    y: ArrayT = run_sample(X, grid, opset, {
+        "align_corners": align_corners, "mode": mode, "padding_mode": padding_mode}, out=out)
+    return y   # the array type of X
 
 
 def affine_grid(theta: ArrayT, size: Any, *, align_corners: int = 0, opset: int = 20,
@@ -122,7 +123,8 @@ def affine_grid(theta: ArrayT, size: Any, *, align_corners: int = 0, opset: int 
             [ 0.,  1.],
             [ 1.,  1.]]], dtype=float32)
     """
-    return cast(ArrayT, run_affine(theta, size, opset, {"align_corners": align_corners}, out=out))
+    y: ArrayT = run_affine(theta, size, opset, {"align_corners": align_corners}, out=out)
+    return y   # the array type of X
 
 
 def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,

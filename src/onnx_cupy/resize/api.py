@@ -3,7 +3,7 @@ path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
 (kernel.py)."""
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -89,13 +89,14 @@ def resize(X: ArrayT, roi: Any = None, scales: Any = None, sizes: Any = None, *,
            [3., 3., 4., 4.],
            [3., 3., 4., 4.]], dtype=float32)
     """
-    return cast(ArrayT, run(X, roi, scales, sizes, opset, {
+    y: ArrayT = run(X, roi, scales, sizes, opset, {
         "antialias": antialias, "axes": axes,
         "coordinate_transformation_mode": coordinate_transformation_mode,
         "cubic_coeff_a": cubic_coeff_a, "exclude_outside": exclude_outside,
         "extrapolation_value": extrapolation_value,
         "keep_aspect_ratio_policy": keep_aspect_ratio_policy, "mode": mode,
-        "nearest_mode": nearest_mode}, out=out))
+        "nearest_mode": nearest_mode}, out=out)
+    return y   # the array type of X
 
 
 def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, Any], *,
@@ -192,4 +193,5 @@ def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int
         checked = plan.upsample_scales(tuple(x.shape), x.dtype, scales, mode, opset)
         call = _CALLS.put(key, prepared(x, backend, None, checked, None, plan.UPSAMPLE_AS,
                                         {"mode": mode}, None, plan.UPSAMPLE))
-    return cast(ArrayT, call(x, out))
+    y: ArrayT = call(x, out)
+    return y   # the array type of X

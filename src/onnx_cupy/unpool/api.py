@@ -3,7 +3,7 @@ the path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the
 (kernel.py)."""
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -75,8 +75,9 @@ def max_unpool(X: ArrayT, I: NDArray, output_shape: Any = None, *,
            [0., 0., 0., 0.],
            [0., 7., 0., 8.]], dtype=float32)
     """
-    return cast(ArrayT, run(X, I, output_shape, opset, {
-        "kernel_shape": kernel_shape, "pads": pads, "strides": strides}, out=out))
+    y: ArrayT = run(X, I, output_shape, opset, {
+        "kernel_shape": kernel_shape, "pads": pads, "strides": strides}, out=out)
+    return y   # the array type of X
 
 
 def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
