@@ -198,8 +198,9 @@ def select(x: Any, op: str) -> tuple[Any, str]:
     that the forced backend cannot take."""
     if type(x) is not np.ndarray:   # NumPy and CuPy arrays as they are, without a look-up
         cp = _substitutes[-1] if _substitutes else _imported_cupy()   # cupy_module()
-        if cp is None or type(x) is not cp.ndarray:
-            x = as_array(x, op)
+        if cp is not None and type(x) is cp.ndarray and _forced.get() in (None, "cupy"):
+            return x, "cupy"
+        x = as_array(x, op)
     forced = _forced.get()
     if isinstance(x, np.ndarray):
         if forced == "cupy":

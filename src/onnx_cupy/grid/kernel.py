@@ -194,22 +194,22 @@ def _prepare(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], backend: 
         run = launcher.Launch(backend, step.kernel, step.shape, step.work, (step.geom,))
     aligns = [min(a.dtype.itemsize, 8) for a in inputs]   # the storage types' alignments
     address, empty = arrays.address_of(backend), arrays.module_of(backend).empty
+    dtype = inputs[0].dtype   # the output's: the first input's, which the call's key holds
     aligned: list[calls.Call] = []    # the call of aligned copies, made on first need
 
     def call(*args: Any) -> Any:
         *xs, out = args
         if size and any(map(operator.mod, map(address, xs), aligns)):
             if out is not None:   # checked against the inputs, not their copies
-                arrays.output(out, xs[0], shape, xs[0].dtype, backend, op)
+                arrays.output(out, xs[0], shape, dtype, backend, op)
             xs = [a.copy() for a in xs]
             if not aligned:
                 aligned.append(_prepare(op, shape, tuple(xs), backend, launch))
             return aligned[0](*xs, out)
-        first = xs[0]
         if out is None:   # a new array starts at the allocator's alignment
-            Y = empty(shape, first.dtype)
+            Y = empty(shape, dtype)
         else:
-            Y = arrays.output(out, first, shape, first.dtype, backend, op)
+            Y = arrays.output(out, xs[0], shape, dtype, backend, op)
             arrays.aligned(op, Y)
         if not size:
             return Y

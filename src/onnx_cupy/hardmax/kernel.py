@@ -181,12 +181,12 @@ def prepare(pl: HardmaxPlan, x: Any, backend: str) -> calls.Call:
     parts = ((count,), index_dtype), ((count,), KEY_DTYPES[x.dtype.itemsize])
     layouts = (((pl.shape, x.dtype),) if copy else ()) + (parts if count else ())
     space = calls.Scratch(backend, *layouts) if layouts else None
-    empty = arrays.module_of(backend).empty
+    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
     address = arrays.address_of(backend)
 
     def call(X: Any, out: Any) -> Any:   # Y is not empty (size > 0)
-        Y = empty(pl.shape, X.dtype) if out is None else \
-            arrays.output(out, X, pl.shape, X.dtype, backend, OP)
+        Y = empty(pl.shape, dtype) if out is None else \
+            arrays.output(out, X, pl.shape, dtype, backend, OP)
         carved = space() if space is not None else ()
         if copy:
             carved[0][...] = X

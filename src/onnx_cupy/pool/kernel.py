@@ -283,12 +283,12 @@ def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.
     elif size:
         k, g = kernel_args(pl, x.dtype, strides, indices)
         step = launcher.Launch(backend, k, None, size, (g,))
-    int64 = np.dtype(np.int64)
+    int64, dtype = np.dtype(np.int64), x.dtype   # X's dtype: the call's key holds it
     empty = arrays.module_of(backend).empty
 
     def call(X: Any, out: Any) -> Any:
-        Y = empty(pl.out_shape, X.dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
         where = empty(pl.out_shape, int64) if indices else None
         if size:
             X = calls.contiguous(backend, X) if copy else X
@@ -322,11 +322,11 @@ def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
     step = launcher.Launch(backend, GLOBAL[np.dtype(x.dtype).name, bits], shape, planes,
                            (g,))
 
-    empty = arrays.module_of(backend).empty
+    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
 
     def call(X: Any, out: Any) -> Any:   # Y is not empty: there are planes
-        Y = empty(pl.out_shape, X.dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
         step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
     return calls.on_device(x, backend, call)
@@ -368,11 +368,11 @@ def prepare_adaptive(pl: plan.AdaptivePlan, x: Any, backend: str, indices: bool 
         step = launcher.Launch(backend, k, None, size, (g,))
     int64 = np.dtype(np.int64)
 
-    empty = arrays.module_of(backend).empty
+    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
 
     def call(X: Any, out: Any) -> Any:
-        Y = empty(pl.out_shape, X.dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
         where = empty(pl.out_shape, int64) if indices else None
         if size:
             step(calls.contiguous(backend, X) if copy else X, Y, where)

@@ -257,18 +257,19 @@ def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
         step = _step(pl, x.dtype, strides, backend) if pl.tables else None
     size = math.prod(pl.out_shape)
     address, empty = arrays.address_of(backend), arrays.module_of(backend).empty
+    dtype = x.dtype   # X's dtype: the call's key holds it
     aligned: list[calls.Call] = []    # the call of an aligned copy, made on first need
 
     def call(X: Any, out: Any) -> Any:
         if step is not None and address(X) % align:
             if out is not None:   # checked against X, not its copy
-                arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+                arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
             moved = X.copy()
             if not aligned:
                 aligned.append(prepare(pl, moved, backend))
             return aligned[0](moved, out)
-        Y = empty(pl.out_shape, X.dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
         if not size:
             return Y
         if step is None:

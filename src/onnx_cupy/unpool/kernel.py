@@ -91,11 +91,11 @@ def prepare(pl: UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:
         gathering = launcher.Launch(backend, gather, None, size, (g,))
         space = calls.Scratch(backend, ((size,), words), *(
             (tuple(a.shape), a.dtype) for a, c in zip((x, indices), copied) if c), zeroed=(0,))
-    empty = arrays.module_of(backend).empty
+    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
 
     def call(X: Any, indices: Any, out: Any) -> Any:
-        Y = empty(pl.out_shape, X.dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, X.dtype, backend, OP)
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, OP)
         if not size:
             return Y
         if not count or not pl.index_total:
