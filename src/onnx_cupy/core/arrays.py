@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,15 @@ def on_device(x: Any, backend: str) -> contextlib.AbstractContextManager[Any]:
 def address(a: Any) -> int:
     """The address of an array's first element (host or device)."""
     return a.ctypes.data if isinstance(a, np.ndarray) else a.data.ptr
+
+
+_ADDRESSES = {"cupy": operator.attrgetter("data.ptr")}
+
+
+def address_of(backend: str) -> Callable[[Any], int]:
+    """`address` for the arrays of one path (a device array's on 'cupy', a NumPy array's
+    otherwise), without a call of Python code."""
+    return _ADDRESSES.get(backend) or operator.attrgetter("ctypes.data")
 
 
 @functools.lru_cache(maxsize=1024)

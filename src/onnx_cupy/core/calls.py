@@ -10,8 +10,8 @@ no host-device copy, no synchronization.
 
 A key part equals another only for a value of the same type and value (`frozen`): 2.0, True and
 numpy.float64(2) never hit the entry that 2 made, so a hit stands for a call that passed
-validation with exactly these values. A value that cannot key a cache (a set, a CuPy array, an
-object of another type) makes the call run unkeyed: validated and prepared every time, its error
+validation with exactly these values. A value that cannot key a cache (a CuPy array, an object
+of a type of its own) makes the call run unkeyed: validated and prepared every time, its error
 raised by the validation as on a first call.
 
 The pattern, in a family's api.py (`_CALLS = calls.Cache("<family>")` at module level):
@@ -28,10 +28,12 @@ The pattern, in a family's api.py (`_CALLS = calls.Cache("<family>")` at module 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import math
+import pickle
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, cast
 
 import numpy as np
@@ -97,78 +99,141 @@ def isolated() -> Iterator[None]:
         loader.swap_functions(kept[2])
 
 
-_EXACT = frozenset({int, str, type(None)})   # types whose values equal only their own type's
-
-
 def frozen(value: Any) -> Hashable:
-    """`value` as a key part that equals another only for the same type and value: ints,
-    strings and None as they are; other numbers with their type and bits (-0.0 differs from
-    0.0); lists and tuples of such, with their type; a dict as its names and values; NumPy
-    arrays by dtype, shape and bytes;
-    instances of frozen dataclasses as they are (their equality compares the class). Anything
-    else raises Unkeyed."""
-    kind = type(value)
-    if kind in _EXACT:
+    """`value` as a key part that equals another only for a value of the same type and value:
+    an int, a string or None as it is, anything else as its pickle (made at C speed), which
+    spells floats and NumPy scalars with their type and bits (-0.0 differs from 0.0), bools
+    apart from ints, lists apart from tuples, dicts as their names and values, NumPy arrays by
+    dtype, shape and bytes, frozen dataclass instances by class and fields. Any other object (a
+    CuPy array, ...) raises Unkeyed before any code of its own runs: a device array is never
+    read to key a call. (Equal sets may pickle in different orders: they miss each other.)"""
+    if type(value) in _EXACT:
         return cast(Hashable, value)
-    if kind is dict:   # attributes: names, then values
-        return _frozen_dict(value)
-    if kind is list or kind is tuple:
-        if set(map(type, value)) <= _EXACT:
-            return (kind, *value)
-        return (kind, *map(frozen, value))
-    if kind is float:
-        return (kind, value.hex())
-    if kind is bool:
-        return (kind, value)          # (bool, True) comes from a bool only
-    if isinstance(value, np.generic):
-        return (kind, value.tobytes())
-    if getattr(getattr(kind, "__dataclass_params__", None), "frozen", False):
-        return cast(Hashable, value)   # a frozen dataclass: equal to its own class only
-    if kind is np.ndarray and not value.dtype.hasobject:
-        return (kind, value.dtype.str, value.shape, value.tobytes())
-    raise Unkeyed(kind)
-
-
-def _frozen_dict(value: dict[str, Any]) -> Hashable:
-    """A dict's names, then its values frozen."""
-    out: list[Hashable] = [tuple(value)]
-    _freeze_values(value.values(), out)
-    return tuple(out)
-
-
-def _freeze_values(values: Iterable[Any], out: list[Hashable]) -> None:
-    """Append `values` frozen to `out`; lists of ints and strings, and floats, inline (the
-    common attributes, frozen without a call)."""
-    for v in values:
-        kind = type(v)
-        if kind in _EXACT:
-            out.append(v)
-        elif kind is list and set(map(type, v)) <= _EXACT:
-            out.append((list, *v))
-        elif kind is float:
-            out.append((float, v.hex()))
-        else:
-            out.append(frozen(v))
-
-
-def key(x: Any, backend: str, *parts: Any) -> tuple[Hashable, ...] | None:
-    """The key of a call on the array `x` (its shape, strides, dtype and, on the GPU, device)
-    on `backend` with `parts` (the operator, opset, attributes: each `frozen`), or None where a
-    part cannot key a cache."""
-    body: list[Hashable] = [backend, x.device.id if backend == "cupy" else None, x.shape,
-                            x.strides, x.dtype]
+    local = _picklers.__dict__   # this thread's: its key pickler, taken while it pickles
+    pickler, written = local.pop("kept", None) or _pickler()
     try:
-        for part in parts:
-            if type(part) in _EXACT:
-                body.append(part)
-            elif type(part) is dict:   # attributes: names, then values
-                body.append(tuple(part))
-                _freeze_values(part.values(), body)
-            else:
-                body.append(frozen(part))
+        pickler.dump(value)
+        return written[0] if len(written) == 1 else b"".join(written)   # large: in frames
     except Unkeyed:
-        return None
-    return tuple(body)
+        raise
+    except Exception as exc:   # what pickle refuses (a class defined in a function, a cycle)
+        raise Unkeyed(type(value)) from exc
+    finally:
+        written.clear()
+        local["kept"] = (pickler, written)
+
+
+def _pickler() -> tuple[_KeyPickler, list[bytes]]:
+    """A key pickler and the list it writes its pickle to."""
+    written: list[bytes] = []
+    pickler = _KeyPickler(_Sink(written.append), pickle.HIGHEST_PROTOCOL)
+    pickler.fast = True   # no memo: equal values pickle alike, whatever objects they share
+    return pickler, written
+
+
+_EXACT = frozenset({int, str, type(None)})   # types whose values equal only their own type's
+_picklers = threading.local()   # `kept`: each thread's idle key pickler and what it writes to
+
+
+class _Sink:
+    """A file for a pickler: `write` appends each chunk to a list."""
+
+    __slots__ = ("write",)
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self.write = write
+
+
+def _key_part(*fields: Any) -> None:
+    """What a NumPy value or a frozen dataclass instance pickles as in a key (never called:
+    keys are not unpickled)."""
+    raise TypeError("a key part is not unpickled")
+
+
+def _is_frozen_dataclass(kind: Any) -> bool:
+    return bool(getattr(getattr(kind, "__dataclass_params__", None), "frozen", False))
+
+
+class _KeyPickler(pickle.Pickler):
+    """The pickler of key parts: NumPy arrays (not of objects) and scalars by kind, dtype,
+    shape and bytes, frozen dataclass instances by class and fields, builtin values as pickle
+    spells them; Unkeyed for any other object (reducer_override sees every object that is not
+    of a builtin type)."""
+
+    __slots__ = ()   # `fast` is the C pickler's own
+
+    def reducer_override(self, obj: Any) -> Any:
+        kind = type(obj)
+        if kind is np.ndarray or isinstance(obj, np.generic):
+            if obj.dtype.kind in "OV":   # objects, or fields that dtype.str does not name
+                raise Unkeyed(kind)
+            return _key_part, (kind is np.ndarray, obj.dtype.str, obj.shape, obj.tobytes())
+        if obj is _key_part or (isinstance(obj, type) and _is_frozen_dataclass(obj)):
+            return NotImplemented   # pickled by name
+        if _is_frozen_dataclass(kind):
+            return _key_part, (kind, *(getattr(obj, f.name) for f in dataclasses.fields(obj)))
+        raise Unkeyed(kind)
+
+
+def key(x: Any, backend: str, *parts: Any, arrays: tuple[Any, ...] = (),
+        vectors: tuple[Any, ...] = ()) -> tuple[Hashable, ...] | None:
+    """The key of a call on the array `x` (its shape, strides, dtype and, on the GPU, device)
+    and the further `arrays` (the type, shape, strides and dtype of each) on `backend` with
+    `parts` (the operator, opset, attributes) and the host `vectors` (such as Resize's scales),
+    or None where a part cannot key a cache. Parts and vectors that are all ints, strings or
+    None key as they are, others `frozen` together; where NumPy arrays are among the vectors,
+    each vector's place holds its dtype, shape and bytes, or None for a vector of another type
+    (which then goes with the parts)."""
+    layout: tuple[Hashable, ...] = (backend, x.device.id if backend == "cupy" else None,
+                                    x.shape, x.strides, x.dtype)
+    for a in arrays:
+        layout += (type(a), a.shape, a.strides, a.dtype)
+    for v in vectors:
+        if type(v) is np.ndarray:   # the arrays' bytes without a pickle
+            places, vectors = _apart(vectors)
+            layout += places
+            break
+    parts += vectors
+    for p in parts:
+        if type(p) not in _EXACT:
+            try:
+                return (*layout, frozen(parts))
+            except Unkeyed:
+                return None
+    return (*layout, parts)
+
+
+def _apart(vectors: tuple[Any, ...]) -> tuple[tuple[Hashable, ...], tuple[Any, ...]]:
+    """(each vector's place in a key: a NumPy array's dtype, shape and bytes, or None; the
+    vectors of other types, which go with the parts)."""
+    places: list[Hashable] = []
+    others: list[Any] = []
+    for v in vectors:
+        if type(v) is np.ndarray and v.dtype.kind not in "OV":
+            places.append((v.dtype.str, v.shape, v.tobytes()))
+        else:
+            places.append(None)
+            others.append(v)
+    return tuple(places), tuple(others)
+
+
+def on_device(x: Any, backend: str, body: Call) -> Call:
+    """`body` as the prepared call of inputs on `x`'s device: on the 'cupy' path run with that
+    device current (every input the call is given lives there: its key names the device),
+    directly where it is current already, else inside cupy.cuda.Device; on the other paths
+    `body` itself."""
+    if backend != "cupy":
+        return body
+    device = x.device.id
+    cuda = execution.cupy_module().cuda
+    current, Device = cuda.runtime.getDevice, cuda.Device
+
+    def call(*args: Any) -> Any:
+        if current() == device:
+            return body(*args)
+        with Device(device):
+            return body(*args)
+    return call
 
 
 def allocating(shape: tuple[int, ...], backend: str, op: str) -> Call:
@@ -217,6 +282,46 @@ def scratch(backend: str, *layouts: tuple[tuple[int, ...], np.dtype]) -> list[An
             _carved.clear()
         _carved[id(space), layouts] = (space, tuple(views))
     return views
+
+
+PLACES = 16   # (stream, host thread) pairs a Scratch keeps its carved arrays for
+
+
+class Scratch:
+    """The scratch arrays of one prepared call's launches: C-contiguous arrays of `layouts`
+    ((shape, dtype) each) as `scratch` carves them from the workspace, those whose positions
+    are in `zeroed` set to zero bits at every call (the partial results a launch accumulates
+    into). On the 'cupy' path a prepared call runs on the one device its key names, so the
+    arrays carved for the current stream and host thread, and their memsets, are kept for the
+    call's next run there (for at most PLACES pairs): a repeated call finds them with one
+    look-up."""
+
+    def __init__(self, backend: str, *layouts: tuple[tuple[int, ...], np.dtype],
+                 zeroed: tuple[int, ...] = ()) -> None:
+        self.backend, self.layouts, self.zeroed = backend, layouts, zeroed
+        self._stream = execution.cupy_module().cuda.get_current_stream if backend == "cupy" \
+            else None
+        # (stream, thread) -> (the carved arrays, the memsets of those zeroed)
+        self._kept: dict[tuple[int, int], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+
+    def __call__(self) -> tuple[Any, ...]:
+        if self._stream is None:
+            views = tuple(scratch(self.backend, *self.layouts))
+            for i in self.zeroed:
+                arrays.zero(views[i], self.backend)
+            return views
+        at = (self._stream().ptr, threading.get_ident())
+        kept = self._kept.get(at)
+        if kept is None:
+            if len(self._kept) >= PLACES:
+                self._kept.clear()
+            views = tuple(scratch(self.backend, *self.layouts))
+            kept = self._kept[at] = (views, tuple(
+                functools.partial(views[i].data.memset_async, 0, views[i].nbytes)
+                for i in self.zeroed))
+        for memset in kept[1]:   # on the current stream, as arrays.zero
+            memset()
+        return kept[0]
 
 
 @functools.lru_cache(maxsize=256)

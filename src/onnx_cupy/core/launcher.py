@@ -3,7 +3,6 @@ emulator, with the same grid, block and arguments; and the grid arithmetic and p
 the families' launches share."""
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -98,28 +97,36 @@ def launch(backend: str, k: Instantiation, work_items: int, args: tuple[Any, ...
         emulator.launch(k, grid, block, args)
 
 
-@dataclasses.dataclass(frozen=True)
 class Launch:
     """One launch of a prepared call (onnx_cupy.core.calls) on the path `backend`: the
     instantiation, its (grid, block) (None: a grid-stride grid over `work_items`), and the
     arguments after the call's own arrays (parameter structs, uploaded tables), all fixed by
-    the call's key."""
+    the call's key. On the 'cupy' path the compiled function is looked up at the first launch
+    and kept: a prepared call runs on the one device its key names (calls.on_device)."""
 
-    backend: str
-    kernel: Instantiation
-    shape: Shape | None   # None: a grid-stride grid over work_items (launch)
-    work_items: int
-    constants: tuple[Any, ...] = ()
-    arguments: tuple[Any, ...] = dataclasses.field(init=False, repr=False)
+    __slots__ = ("_function", "_grid", "arguments", "backend", "kernel", "shape", "work_items")
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "arguments",
-                           tuple(by_value(self.backend, c) for c in self.constants))
+    def __init__(self, backend: str, kernel: Instantiation, shape: Shape | None,
+                 work_items: int, constants: tuple[Any, ...] = ()) -> None:
+        self.backend, self.kernel, self.shape, self.work_items = backend, kernel, shape, work_items
+        self.arguments = tuple(by_value(backend, c) for c in constants)
+        self._grid: Shape = shape if shape is not None else grid_for(work_items)
+        self._function: Any = None
 
     def __call__(self, *arrays: Any) -> None:
         """Launch on `arrays` (input, output, ...; None for a pointer the kernel does not use),
         then the constants."""
-        launch(self.backend, self.kernel, self.work_items, (*arrays, *self.arguments), self.shape)
+        function = self._function
+        if function is None:   # the emulated path, or a first launch on the GPU
+            if self.backend != "cupy":
+                launch(self.backend, self.kernel, self.work_items, (*arrays, *self.arguments),
+                       self.shape)
+                return
+            function = self._function = loader.cuda_function(self.kernel)
+        function(*self._grid, (*arrays, *self.arguments))
+
+    def __repr__(self) -> str:
+        return f"Launch({self.backend}, {self.kernel!r}, {self.shape})"
 
 
 def by_value(backend: str, value: Any) -> Any:

@@ -4,7 +4,7 @@ CPU emulator (kernel.py)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, cast
+from typing import Any
 
 from ..core import calls, execution
 from ..core.execution import ArrayT
@@ -69,8 +69,9 @@ def grid_sample(X: ArrayT, grid: Any, *, align_corners: int = 0, mode: str | Non
     >>> oc.grid_sample(x, grid, align_corners=1)
     array([[[[1. , 2.5, 4. ]]]], dtype=float32)
     """
-    return cast(ArrayT, run_sample(X, grid, opset, {
-        "align_corners": align_corners, "mode": mode, "padding_mode": padding_mode}, out=out))
+    y: ArrayT = run_sample(X, grid, opset, {
+        "align_corners": align_corners, "mode": mode, "padding_mode": padding_mode}, out=out)
+    return y   # the array type of X
 
 
 def affine_grid(theta: ArrayT, size: Any, *, align_corners: int = 0, opset: int = 20,
@@ -122,7 +123,8 @@ def affine_grid(theta: ArrayT, size: Any, *, align_corners: int = 0, opset: int 
             [ 0.,  1.],
             [ 1.,  1.]]], dtype=float32)
     """
-    return cast(ArrayT, run_affine(theta, size, opset, {"align_corners": align_corners}, out=out))
+    y: ArrayT = run_affine(theta, size, opset, {"align_corners": align_corners}, out=out)
+    return y   # the array type of X
 
 
 def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
@@ -133,7 +135,7 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
     run on the path X picks, NumPy or the CUDA kernels
     (on the GPU or the CPU emulator); grid must be of X's array type."""
     x, backend = execution.select(X, plan.SAMPLE)   # DLPack inputs become cupy.ndarray
-    g, _ = execution.select(grid, plan.SAMPLE)
+    g = grid if type(grid) is type(x) else execution.select(grid, plan.SAMPLE)[0]
     if type(g) is not type(x):
         def kind(a: Any) -> str:
             return f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
@@ -147,8 +149,7 @@ def prepared_sample(x: Any, g: Any, backend: str, opset: int, attrs: dict[str, A
     """The call of GridSample with these attributes on inputs laid out as `x` and `g` (of X's
     array type) on `backend`: prepared on the first occurrence of its key, then kept.
     call(X, grid, out) -> Y."""
-    key = calls.key(x, backend, plan.SAMPLE, opset, g.shape, g.strides, g.dtype.str,
-                    pad_before_rounding, attrs)
+    key = calls.key(x, backend, plan.SAMPLE, opset, pad_before_rounding, attrs, arrays=(g,))
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
@@ -166,7 +167,7 @@ def run_affine(theta: Any, size: Any, opset: int, attrs: dict[str, Any], *, out:
     """AffineGrid's one entry point (every caller comes here): validated and planned on the
     host on the first call of its key (`size` read there), then run on the path theta picks."""
     t, backend = execution.select(theta, plan.AFFINE)
-    key = calls.key(t, backend, plan.AFFINE, opset, size, attrs)
+    key = calls.key(t, backend, plan.AFFINE, opset, attrs, vectors=(size,))
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare_affine(tuple(t.shape), t.dtype, size, opset, **attrs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -184,39 +185,43 @@ def _prepare(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], backend: 
     copies (a call of their own)."""
     given = [arrays.whole_element_strides(a) for a in inputs]
     copied = [s is None for s in given]
+    copying = any(copied)
     layouts = [(a.dtype, arrays.c_strides(tuple(a.shape)) if s is None else s)
                for a, s in zip(inputs, given)]
     size = math.prod(shape)
     if size:
         step = launch(*(v for layout in layouts for v in layout))
         run = launcher.Launch(backend, step.kernel, step.shape, step.work, (step.geom,))
+    aligns = [min(a.dtype.itemsize, 8) for a in inputs]   # the storage types' alignments
+    address, empty = arrays.address_of(backend), arrays.module_of(backend).empty
+    dtype = inputs[0].dtype   # the output's: the first input's, which the call's key holds
     aligned: list[calls.Call] = []    # the call of aligned copies, made on first need
 
     def call(*args: Any) -> Any:
         *xs, out = args
-        if size and any(arrays.address(a) % min(a.dtype.itemsize, 8) for a in xs):
-            with arrays.on_device(xs[0], backend):
-                if out is not None:   # checked against the inputs, not their copies
-                    arrays.output(out, xs[0], shape, xs[0].dtype, backend, op)
-                xs = [a.copy() for a in xs]
+        if size and any(map(operator.mod, map(address, xs), aligns)):
+            if out is not None:   # checked against the inputs, not their copies
+                arrays.output(out, xs[0], shape, dtype, backend, op)
+            xs = [a.copy() for a in xs]
             if not aligned:
                 aligned.append(_prepare(op, shape, tuple(xs), backend, launch))
             return aligned[0](*xs, out)
-        first = xs[0]
-        with arrays.on_device(first, backend):
-            Y = arrays.output(out, first, shape, first.dtype, backend, op)
-            if not size:
-                return Y
+        if out is None:   # a new array starts at the allocator's alignment
+            Y = empty(shape, dtype)
+        else:
+            Y = arrays.output(out, xs[0], shape, dtype, backend, op)
             arrays.aligned(op, Y)
-            if any(copied):
-                copies = calls.scratch(backend, *((tuple(a.shape), a.dtype)
-                                                  for a, c in zip(xs, copied) if c))
-                for i in (i for i, c in enumerate(copied) if c):
-                    copies[0][...] = xs[i]
-                    xs[i] = copies.pop(0)
-            run(*xs, Y)
+        if not size:
+            return Y
+        if copying:
+            copies = calls.scratch(backend, *((tuple(a.shape), a.dtype)
+                                              for a, c in zip(xs, copied) if c))
+            for i in (i for i, c in enumerate(copied) if c):
+                copies[0][...] = xs[i]
+                xs[i] = copies.pop(0)
+        run(*xs, Y)
         return Y
-    return call
+    return calls.on_device(inputs[0], backend, call)
 
 
 @functools.lru_cache(maxsize=256)

@@ -3,7 +3,7 @@ path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
 (kernel.py)."""
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +52,8 @@ def hardmax(X: ArrayT, *, axis: int | None = None, opset: int = 13,
     array([[0., 1., 0.],
            [1., 0., 0.]], dtype=float32)
     """
-    return cast(ArrayT, run(X, opset, axis, out=out))   # the array type of X
+    y: ArrayT = run(X, opset, axis, out=out)
+    return y   # the array type of X
 
 
 _CALLS = calls.Cache("hardmax")

@@ -180,17 +180,19 @@ def prepare(pl: HardmaxPlan, x: Any, backend: str) -> calls.Call:
     count = pl.outer * lanes(pl) * pl.inner if steps[0].part else 0   # scan candidates
     parts = ((count,), index_dtype), ((count,), KEY_DTYPES[x.dtype.itemsize])
     layouts = (((pl.shape, x.dtype),) if copy else ()) + (parts if count else ())
+    space = calls.Scratch(backend, *layouts) if layouts else None
+    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
+    address = arrays.address_of(backend)
 
-    def call(X: Any, out: Any) -> Any:
-        with arrays.on_device(X, backend):
-            Y = arrays.output(out, X, pl.shape, X.dtype, backend, OP)
-            if Y.size:
-                space = calls.scratch(backend, *layouts) if layouts else []
-                if copy:
-                    space[0][...] = X
-                    X = space[0]
-                part = space[-2:] if count else []
-                for step in passes[(arrays.address(X) | arrays.address(Y)) % PACK_BYTES == 0]:
-                    step(X, Y, *part)
+    def call(X: Any, out: Any) -> Any:   # Y is not empty (size > 0)
+        Y = empty(pl.shape, dtype) if out is None else \
+            arrays.output(out, X, pl.shape, dtype, backend, OP)
+        carved = space() if space is not None else ()
+        if copy:
+            carved[0][...] = X
+            X = carved[0]
+        part = carved[-2:] if count else ()
+        for step in passes[(address(X) | address(Y)) % PACK_BYTES == 0]:
+            step(X, Y, *part)
         return Y
-    return call
+    return calls.on_device(x, backend, call)

@@ -4,7 +4,7 @@ on the GPU or the CPU emulator (kernel.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar, cast, overload
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 
@@ -149,10 +149,11 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
                  ceil_mode: int = 0, count_include_pad: int = 0, dilations: Any = None,
                  pads: Any = None, strides: Any = None, opset: int = 22,
                  out: ArrayT | None = None) -> ArrayT:
-    return cast(ArrayT, run("AveragePool", X, opset, {
+    y: ArrayT = run("AveragePool", X, opset, {
         "kernel_shape": kernel_shape, "auto_pad": auto_pad, "ceil_mode": ceil_mode,
         "count_include_pad": count_include_pad, "dilations": dilations, "pads": pads,
-        "strides": strides}, out=out))
+        "strides": strides}, out=out)
+    return y   # the array type of X
 
 
 @_pool_doc(
@@ -169,9 +170,10 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
 def lp_pool(X: ArrayT, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
             ceil_mode: int = 0, dilations: Any = None, pads: Any = None, strides: Any = None,
             opset: int = 22, out: ArrayT | None = None) -> ArrayT:
-    return cast(ArrayT, run("LpPool", X, opset, {
+    y: ArrayT = run("LpPool", X, opset, {
         "kernel_shape": kernel_shape, "auto_pad": auto_pad, "ceil_mode": ceil_mode,
-        "dilations": dilations, "pads": pads, "strides": strides, "p": p}, out=out))
+        "dilations": dilations, "pads": pads, "strides": strides, "p": p}, out=out)
+    return y   # the array type of X
 
 
 @overload
@@ -229,15 +231,16 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
              storage_order: int = 0, strides: Any = None, opset: int = 22,
              out: ArrayT | None = None,
              return_indices: bool = False) -> ArrayT | tuple[ArrayT, Any]:
-    result = run("MaxPool", X, opset, {
+    result: ArrayT | tuple[ArrayT, Any] = run("MaxPool", X, opset, {
         "kernel_shape": kernel_shape, "auto_pad": auto_pad, "ceil_mode": ceil_mode,
         "dilations": dilations, "pads": pads, "strides": strides,
         "storage_order": storage_order}, out=out, return_indices=return_indices)
-    return cast("ArrayT | tuple[ArrayT, Any]", result)   # the array type of X
+    return result   # the array type of X
 
 
 def _global(op: str, X: ArrayT, opset: int, out: Any, p: Any = None) -> ArrayT:
-    return cast(ArrayT, run(op, X, opset, {"p": p}, out=out))
+    y: ArrayT = run(op, X, opset, {"p": p}, out=out)
+    return y   # the array type of X
 
 
 _GLOBAL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array: {what} over

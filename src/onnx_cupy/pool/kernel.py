@@ -283,22 +283,21 @@ def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.
     elif size:
         k, g = kernel_args(pl, x.dtype, strides, indices)
         step = launcher.Launch(backend, k, None, size, (g,))
-    int64 = np.dtype(np.int64)
+    int64, dtype = np.dtype(np.int64), x.dtype   # X's dtype: the call's key holds it
     empty = arrays.module_of(backend).empty
 
     def call(X: Any, out: Any) -> Any:
-        with arrays.on_device(X, backend):
-            Y = empty(pl.out_shape, X.dtype) if out is None else \
-                arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-            where = empty(pl.out_shape, int64) if indices else None
-            if size:
-                X = calls.contiguous(backend, X) if copy else X
-                if fast is not None:
-                    step(X, Y)          # (x, y, fast)
-                else:
-                    step(X, Y, where)   # (x, y, indices, geom): None, no indices
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
+        where = empty(pl.out_shape, int64) if indices else None
+        if size:
+            X = calls.contiguous(backend, X) if copy else X
+            if fast is not None:
+                step(X, Y)          # (x, y, fast)
+            else:
+                step(X, Y, where)   # (x, y, indices, geom): None, no indices
         return Y if where is None else (Y, where)
-    return call
+    return calls.on_device(x, backend, call)
 
 
 def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
@@ -323,13 +322,14 @@ def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
     step = launcher.Launch(backend, GLOBAL[np.dtype(x.dtype).name, bits], shape, planes,
                            (g,))
 
-    def call(X: Any, out: Any) -> Any:
-        with arrays.on_device(X, backend):
-            Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-            if Y.size:
-                step(calls.contiguous(backend, X) if copy else X, Y)
+    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
+
+    def call(X: Any, out: Any) -> Any:   # Y is not empty: there are planes
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
+        step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
-    return call
+    return calls.on_device(x, backend, call)
 
 
 @functools.lru_cache(maxsize=512)
@@ -368,12 +368,13 @@ def prepare_adaptive(pl: plan.AdaptivePlan, x: Any, backend: str, indices: bool 
         step = launcher.Launch(backend, k, None, size, (g,))
     int64 = np.dtype(np.int64)
 
+    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
+
     def call(X: Any, out: Any) -> Any:
-        with arrays.on_device(X, backend):
-            Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-            where = arrays.output(None, X, pl.out_shape, int64, backend, pl.op) if indices \
-                else None
-            if size:
-                step(calls.contiguous(backend, X) if copy else X, Y, where)
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
+        where = empty(pl.out_shape, int64) if indices else None
+        if size:
+            step(calls.contiguous(backend, X) if copy else X, Y, where)
         return Y if where is None else (Y, where)
-    return call
+    return calls.on_device(x, backend, call)

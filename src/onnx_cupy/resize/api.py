@@ -3,7 +3,7 @@ path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the CPU
 (kernel.py)."""
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -89,13 +89,14 @@ def resize(X: ArrayT, roi: Any = None, scales: Any = None, sizes: Any = None, *,
            [3., 3., 4., 4.],
            [3., 3., 4., 4.]], dtype=float32)
     """
-    return cast(ArrayT, run(X, roi, scales, sizes, opset, {
+    y: ArrayT = run(X, roi, scales, sizes, opset, {
         "antialias": antialias, "axes": axes,
         "coordinate_transformation_mode": coordinate_transformation_mode,
         "cubic_coeff_a": cubic_coeff_a, "exclude_outside": exclude_outside,
         "extrapolation_value": extrapolation_value,
         "keep_aspect_ratio_policy": keep_aspect_ratio_policy, "mode": mode,
-        "nearest_mode": nearest_mode}, out=out))
+        "nearest_mode": nearest_mode}, out=out)
+    return y   # the array type of X
 
 
 def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, Any], *,
@@ -120,7 +121,7 @@ def prepared(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int
              op: str = plan.OP) -> calls.Call:
     """The call of Resize with these inputs and attributes on inputs laid out as `x` on
     `backend`: prepared on the first occurrence of its key, then kept. call(X, out) -> Y."""
-    key = calls.key(x, backend, op, opset, roi, scales, sizes, source, attrs)
+    key = calls.key(x, backend, op, opset, source, attrs, vectors=(roi, scales, sizes))
     return _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, roi, scales, sizes, opset,
                                                        source, attrs, op))
 
@@ -186,10 +187,11 @@ def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int
     array([1. , 1.5, 2. , 3. , 4. , 4. ], dtype=float32)
     """
     x, backend = execution.select(X, plan.UPSAMPLE)
-    key = calls.key(x, backend, plan.UPSAMPLE, opset, scales, mode)
+    key = calls.key(x, backend, plan.UPSAMPLE, opset, mode, vectors=(scales,))
     call = _CALLS.get(key)
     if call is None:   # Upsample's own checks, then Resize-10's plan
         checked = plan.upsample_scales(tuple(x.shape), x.dtype, scales, mode, opset)
         call = _CALLS.put(key, prepared(x, backend, None, checked, None, plan.UPSAMPLE_AS,
                                         {"mode": mode}, None, plan.UPSAMPLE))
-    return cast(ArrayT, call(x, out))
+    y: ArrayT = call(x, out)
+    return y   # the array type of X

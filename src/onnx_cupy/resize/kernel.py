@@ -255,29 +255,31 @@ def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
     strides = arrays.c_strides(pl.in_shape) if copy or strides is None else strides
     with arrays.on_device(x, backend):   # the tables go to the input's device
         step = _step(pl, x.dtype, strides, backend) if pl.tables else None
+    size = math.prod(pl.out_shape)
+    address, empty = arrays.address_of(backend), arrays.module_of(backend).empty
+    dtype = x.dtype   # X's dtype: the call's key holds it
     aligned: list[calls.Call] = []    # the call of an aligned copy, made on first need
 
     def call(X: Any, out: Any) -> Any:
-        if step is not None and arrays.address(X) % align:
-            with arrays.on_device(X, backend):
-                if out is not None:   # checked against X, not its copy
-                    arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-                moved = X.copy()
+        if step is not None and address(X) % align:
+            if out is not None:   # checked against X, not its copy
+                arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
+            moved = X.copy()
             if not aligned:
                 aligned.append(prepare(pl, moved, backend))
             return aligned[0](moved, out)
-        with arrays.on_device(X, backend):
-            Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, pl.op)
-            if not Y.size:
-                return Y
-            if step is None:
-                Y[...] = X
-                return Y
-            if out is not None and arrays.address(Y) % align:
-                raise ValueError(f"{pl.op}: out must be aligned to {align} bytes for the kernel path")
-            step(calls.contiguous(backend, X) if copy else X, Y)
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
+        if not size:
+            return Y
+        if step is None:
+            Y[...] = X
+            return Y
+        if out is not None and address(Y) % align:   # a new array is aligned
+            raise ValueError(f"{pl.op}: out must be aligned to {align} bytes for the kernel path")
+        step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
-    return call
+    return calls.on_device(x, backend, call)
 
 
 def _step(pl: ResizePlan, dtype: np.dtype, strides: tuple[int, ...], backend: str

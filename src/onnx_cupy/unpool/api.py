@@ -3,7 +3,7 @@ the path the input picks: NumPy (numpy.py) or the CUDA kernels on the GPU or the
 (kernel.py)."""
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -75,8 +75,9 @@ def max_unpool(X: ArrayT, I: NDArray, output_shape: Any = None, *,
            [0., 0., 0., 0.],
            [0., 7., 0., 8.]], dtype=float32)
     """
-    return cast(ArrayT, run(X, I, output_shape, opset, {
-        "kernel_shape": kernel_shape, "pads": pads, "strides": strides}, out=out))
+    y: ArrayT = run(X, I, output_shape, opset, {
+        "kernel_shape": kernel_shape, "pads": pads, "strides": strides}, out=out)
+    return y   # the array type of X
 
 
 def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
@@ -87,7 +88,7 @@ def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
     arrays checked at every call. `index_space`: what I's flat indices address, "unpooled"
     (ONNX's U) or "plane" (PyTorch's: one (n, c) plane of Y; plan.py)."""
     x, backend = execution.select(X, OP)   # DLPack inputs become cupy.ndarray
-    indices = _indices(I, x)
+    indices = I if type(I) is type(x) else _indices(I, x)
     return prepared(x, indices, backend, output_shape, opset, attrs,
                     index_space=index_space)(x, indices, out)
 
@@ -99,8 +100,8 @@ def prepared(x: Any, indices: Any, backend: str, output_shape: Any, opset: int,
     X's array type) on `backend`: prepared on the first occurrence of its key, then kept.
     call(X, I, out) -> Y. `checked`: host indices are checked at every call; False for a caller
     that checks them itself (every index of a host array must then lie in [0, index_total))."""
-    key = calls.key(x, backend, opset, indices.shape + indices.strides, indices.dtype.str,
-                    output_shape, index_space, checked, attrs)   # I's layout: shape, strides
+    key = calls.key(x, backend, opset, index_space, checked, attrs, arrays=(indices,),
+                    vectors=(output_shape,))
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype,

@@ -109,26 +109,26 @@ def prepare(pl: UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:
         scatter, gather, words, g = kernel_args(pl, np.dtype(x.dtype))
         scattering = launcher.Launch(backend, scatter, None, count, (g,))
         gathering = launcher.Launch(backend, gather, None, size, (g,))
-        layouts = [((size,), words), *((tuple(a.shape), a.dtype)
-                                       for a, c in zip((x, indices), copied) if c)]
+        space = calls.Scratch(backend, ((size,), words), *(
+            (tuple(a.shape), a.dtype) for a, c in zip((x, indices), copied) if c), zeroed=(0,))
+    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
 
     def call(X: Any, indices: Any, out: Any) -> Any:
-        with arrays.on_device(X, backend):
-            Y = arrays.output(out, X, pl.out_shape, X.dtype, backend, OP)
-            if not size:
-                return Y
-            if not count or not pl.index_total:
-                arrays.zero(Y, backend)
-                return Y
-            winner, *copies = calls.scratch(backend, *layouts)
-            if copied[0]:   # the kernels walk C-contiguous arrays
-                copies[0][...] = X
-                X = copies.pop(0)
-            if copied[1]:
-                copies[0][...] = indices
-                indices = copies.pop(0)
-            arrays.zero(winner, backend)
-            scattering(indices, winner)
-            gathering(X, winner, Y)
+        Y = empty(pl.out_shape, dtype) if out is None else \
+            arrays.output(out, X, pl.out_shape, dtype, backend, OP)
+        if not size:
+            return Y
+        if not count or not pl.index_total:
+            arrays.zero(Y, backend)
+            return Y
+        winner, *copies = space()   # the winners zeroed
+        if copied[0]:   # the kernels walk C-contiguous arrays
+            copies[0][...] = X
+            X = copies.pop(0)
+        if copied[1]:
+            copies[0][...] = indices
+            indices = copies.pop(0)
+        scattering(indices, winner)
+        gathering(X, winner, Y)
         return Y
-    return call
+    return calls.on_device(x, backend, call)
