@@ -46,6 +46,14 @@ def _pooled_indices(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     return (planes + rows + 2 * np.arange(w),)
 
 
+def _plane_indices(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """PyTorch's max_unpool2d indices for an X of `shape` pooled 2x2 s2: the top-left of each
+    window, counted within its own (n, c) plane."""
+    h, w = shape[2:]
+    rows = np.arange(h).reshape(h, 1) * (4 * w)
+    return (np.broadcast_to(rows + 2 * np.arange(w), shape).astype(np.int64),)
+
+
 def _grid(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     """A GridSample grid of one position per pixel of X's image, uniform in [-1.1, 1.1]."""
     n, _, h, w = shape
@@ -106,6 +114,8 @@ CALLS: tuple[HostCall, ...] = (
              lambda oc, F, x: F.interpolate(x, scale_factor=2, mode="bilinear"), judged=False),
     HostCall("F.adaptive_avg_pool2d(x, 7)", (1, 64, 56, 56),
              lambda oc, F, x: F.adaptive_avg_pool2d(x, 7), judged=False),
+    HostCall("F.max_unpool2d(x, indices, 2)", (1, 64, 28, 28),
+             lambda oc, F, x, i: F.max_unpool2d(x, i, 2), judged=False, others=_plane_indices),
     HostCall("F.grid_sample(x, grid)", (1, 3, 224, 224),
              lambda oc, F, x, g: F.grid_sample(x, g, align_corners=False), judged=False,
              others=_grid),
