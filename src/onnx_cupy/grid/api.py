@@ -147,13 +147,13 @@ def prepared_sample(x: Any, g: Any, backend: str, opset: int, attrs: dict[str, A
     """The call of GridSample with these attributes on inputs laid out as `x` and `g` (of X's
     array type) on `backend`: prepared on the first occurrence of its key, then kept.
     call(X, grid, out) -> Y."""
-    key = calls.key(x, backend, plan.SAMPLE, opset, g.shape, g.strides, g.dtype.str,
-                    pad_before_rounding, attrs)
+    key = calls.key(x, backend, plan.SAMPLE, opset, g.shape + g.strides, g.dtype.str,
+                    int(pad_before_rounding), attrs)   # (the grid's layout as one part)
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
                                  pad_before_rounding=pad_before_rounding, **attrs)
-        call = _CALLS.put(key, functools.partial(numpy_path.run_sample, pl)
+        call = _CALLS.put(key, numpy_path.prepare_sample(pl, x.dtype, g.dtype)
                           if backend == "numpy" else kernel.prepare_sample(pl, x, g, backend))
     return call
 
