@@ -154,7 +154,7 @@ def prepared_sample(x: Any, g: Any, backend: str, opset: int, attrs: dict[str, A
     if call is None:
         pl = plan.prepare_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
                                  pad_before_rounding=pad_before_rounding, **attrs)
-        call = _CALLS.put(key, functools.partial(numpy_path.run_sample, pl)
+        call = _CALLS.put(key, numpy_path.prepare_sample(pl, x.dtype, g.dtype)
                           if backend == "numpy" else kernel.prepare_sample(pl, x, g, backend))
     return call
 

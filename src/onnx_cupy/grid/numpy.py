@@ -1,28 +1,57 @@
 """The NumPy path of GridSample and AffineGrid, from the plans (onnx_cupy.grid.plan), vectorized
-over output positions and channels.
+over output positions, spatial axes, taps and channels.
 
-GridSample reads X through a copy with a zero slab before each spatial axis, where every tap
-outside X points. It works through each batch item's output positions in chunks: per spatial
-axis the coordinates, taps and weights of the chunk's positions (in the coordinate type, operation
-for operation as the kernels compute them), then every tap combination gathered across the
-channels at once and summed innermost axis first, in the kernels' order, so that the emulated
-kernels give the same bits."""
+GridSample (`prepare_sample`). What depends on the plan and the dtypes alone is made once per
+prepared call: each axis' constants in the coordinate type, stacked along an axes dimension so
+that one NumPy operation treats every axis; the layout X is read through and the matrix that
+turns tap positions into offsets in it; the chunks. A call copies X into that layout, (C, N,
+D1', ..., Dr') in the storage type (linear and cubic: the accumulate type, converted once),
+where each axis has one zero slab after it when a tap can fall outside X (zeros padding, and
+linear's second tap); nearest and cubic with border or reflection padding read X as it is,
+copied only where its layout does not fit. Then per chunk of output positions (several batch
+items, or part of one):
+
+  coordinates  x = ((g + 1) * scale - shift) * half of all r axes as one (r, positions) array,
+               each step rounded in the coordinate type, operation for operation as the kernels
+               compute it; padded (border: clipped; reflection: folded exactly, then clipped)
+               before or after rounding (nearest), or per tap (cubic)
+  taps         positions (taps, r, positions) and weights in the coordinate type (cubic: the
+               Keys polynomials of t + 1, t, 1 - t, 2 - t); zeros padding clips the positions to
+               [-1, n] (NaN to -1); one matrix product (exact: integers below 2^24 in float32,
+               else in float64) gives every tap combination's flat offset, innermost axis' tap
+               first. A position n is a zero slab; -1 reaches one too, the slab after the row
+               before (or, at the very start, the end of the layout: NumPy's take counts
+               negative indices from the end), so a tap outside X reads 0
+  sum          one gather of every tap of every channel (in chunks of channels where one
+               position's taps over all channels outgrow a chunk), then per axis, innermost
+               first, the taps weighed (weight * value) and added in order, in the accumulate
+               type: the kernels' terms in the kernels' order, so that the emulated kernels
+               give the same bits.
+
+A call of one small chunk keeps its per-axis constants at the chunk's full shape: at a few
+hundred elements an operation between arrays of one shape costs about half a broadcasting one."""
 from __future__ import annotations
 
+import math
+import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core import arrays, dtypes
+from ..core.calls import Call
 from ..core.numerics import round_saturate
-from .plan import AFFINE, CUBIC_A, SAMPLE, base
+from .plan import AFFINE, CUBIC_A, FLOAT32_EXACT, SAMPLE, base
 
 if TYPE_CHECKING:
-    from .plan import AffinePlan, Axis, SamplePlan
+    from .plan import AffinePlan, SamplePlan
 
-# channels x positions of one chunk, per byte of X's elements: the chunk's temporaries (int64
-# positions, accumulate-type sums) stay within a small share of X and Y
-CHUNK_ELEMENTS = 1 << 12
+# bytes of a chunk's temporaries (coordinates, taps, offsets, the gathered values): about a
+# quarter of a core's L2 cache
+CHUNK_BYTES = 1 << 19
+# a call of one chunk whose scratch takes at most this many bytes keeps it (per thread) and its
+# constants at the chunk's full shape
+SMALL_BYTES = 1 << 16
 
 
 def accumulate_dtype(dtype: np.dtype) -> np.dtype:
@@ -37,146 +66,358 @@ def zero(dtype: np.dtype) -> Any:
     return "" if dtype.kind in "OUS" else np.zeros((), dtype)[()]
 
 
-# ---------------------------------------------------------------- coordinates
+# ---------------------------------------------------------------- GridSample
 
-def coordinates(g: np.ndarray, a: Axis, f: np.dtype) -> np.ndarray:
-    """x = ((g + 1) * scale - shift) * half in the coordinate type `f`, one operation at a
-    time."""
-    scale, shift, half, *_ = a.constants(f)
-    out: np.ndarray = ((g.astype(f) + f.type(1)) * scale - shift) * half
-    return out
-
-
-def clip(x: np.ndarray, a: Axis, f: np.dtype) -> np.ndarray:
-    """x clipped to [0, n - 1], NaN to 0 (fmax, fmin)."""
-    out: np.ndarray = np.fmin(np.fmax(x, f.type(0)), a.constants(f)[5])
-    return out
+def _stacked(values: list[Any], dtype: Any, shape: tuple[int, ...], full: bool) -> np.ndarray:
+    """One value per grid component, for arrays of `shape` ([taps,] r, positions): an array of
+    that shape (`full`) or one that broadcasts to it."""
+    a = np.array(values, dtype).reshape(*(1,) * (len(shape) - 2), len(values), 1)
+    return np.broadcast_to(a, shape).copy() if full else a
 
 
-def reflect(x: np.ndarray, a: Axis, f: np.dtype) -> np.ndarray:
-    """x outside [lo, hi] reflected at lo and hi until inside (exactly: fmod by the period
-    2 (hi - lo), one period added or taken away, one mirror image), then clipped to [0, n - 1]."""
-    *_, lo, hi, _ = a.constants(f)
-    span = hi - lo
-    period = span + span
-    m = np.fmod(x, period)
-    m = np.where(m < lo - span, m + period, np.where(m > hi + span, m - period, m))
-    folded = np.where(m < lo, (lo + lo) - m, np.where(m > hi, (hi + hi) - m, m))
-    return clip(np.where((x < lo) | (x > hi), folded, x), a, f)
+class _Axes:
+    """The per-axis constants of a plan in the coordinate type, in the grid's component order
+    (the innermost axis first), for arrays of `shape` (see `_stacked`): scale, shift, half; lo,
+    hi and last (n - 1) of the image; the reflection's period 2 (hi - lo), lo - span, hi +
+    span, 2 lo and 2 hi; 0, 1 and 2; and [lowest, n], the positions zeros padding keeps (n and
+    past: the zero slabs after the axis)."""
+
+    def __init__(self, pl: SamplePlan, shape: tuple[int, ...], full: bool, lowest: int) -> None:
+        f = pl.coordinates
+        axes = pl.axes[::-1]
+
+        def stacked(values: list[Any]) -> np.ndarray:
+            return _stacked(values, f, shape, full)
+
+        scale, shift, half, lo, hi, last = (list(v) for v in
+                                            zip(*(a.constants(f) for a in axes)))
+        span = [h - lo_ for lo_, h in zip(lo, hi)]
+        self.scale, self.shift, self.half = stacked(scale), stacked(shift), stacked(half)
+        self.lo, self.hi, self.last = stacked(lo), stacked(hi), stacked(last)
+        self.period = stacked([s + s for s in span])
+        self.below = stacked([lo_ - s for lo_, s in zip(lo, span)])
+        self.above = stacked([h + s for h, s in zip(hi, span)])
+        self.lo2 = stacked([lo_ + lo_ for lo_ in lo])
+        self.hi2 = stacked([h + h for h in hi])
+        self.zero, self.one, self.two = (stacked([v] * len(axes)) for v in (0, 1, 2))
+        self.lowest, self.n = stacked([lowest] * len(axes)), stacked([a.n for a in axes])
 
 
-def pad(x: np.ndarray, a: Axis, padding: str, f: np.dtype) -> np.ndarray:
-    if padding == "border":
-        return clip(x, a, f)
-    if padding == "reflection":
-        return reflect(x, a, f)
-    return x
+def _clip(x: np.ndarray, k: _Axes) -> None:
+    """x clipped to [0, n - 1] in place, NaN to 0 (fmax, fmin)."""
+    np.fmax(x, k.zero, out=x)
+    np.fmin(x, k.last, out=x)
 
 
-def cubic_weights(t: np.ndarray) -> list[np.ndarray]:
-    """Keys weights (a = -0.75) of the taps at -1, 0, 1, 2 from floor(x), for t = x - floor(x),
-    in t's type, as the kernels evaluate them."""
+def _reflect(x: np.ndarray, k: _Axes, under: np.ndarray, over: np.ndarray) -> None:
+    """x outside [lo, hi] reflected at lo and hi until inside, in place (exactly: fmod by the
+    period 2 (hi - lo), one period added or taken away, one mirror image), then clipped to
+    [0, n - 1]; `under` and `over`: masks of x's shape. Inside [lo, hi] the fold leaves x as it
+    is (fmod by a period longer than |x|); where lo = hi, x = lo = 0 folds to NaN, which the
+    clip makes 0 too."""
+    np.fmod(x, k.period, out=x)
+    np.less(x, k.below, out=under)
+    np.greater(x, k.above, out=over)
+    np.add(x, k.period, out=x, where=under)
+    np.subtract(x, k.period, out=x, where=over)
+    np.less(x, k.lo, out=under)
+    np.greater(x, k.hi, out=over)
+    np.subtract(k.lo2, x, out=x, where=under)
+    np.subtract(k.hi2, x, out=x, where=over)
+    _clip(x, k)
+
+
+def _cubic_weights(t: np.ndarray, w: np.ndarray, u: np.ndarray) -> None:
+    """Into w (4, ...): the Keys weights (a = -0.75) of the taps at -1, 0, 1, 2 from floor(x),
+    for t = x - floor(x), in t's type, as the kernels evaluate them: the outer taps'
+    ((a u - 5a) u + 8a) u - 4a of u = t + 1 and 2 - t, the inner taps' ((a + 2) u - (a + 3)) u u
+    + 1 of u = t and 1 - t (u: scratch of w's shape)."""
     f = t.dtype.type
     a = f(CUBIC_A)
-    p, q = t + f(1), f(1) - t
-    r = f(2) - t
-    return [((a * p - f(5) * a) * p + f(8) * a) * p - f(4) * a,
-            ((a + f(2)) * t - (a + f(3))) * t * t + f(1),
-            ((a + f(2)) * q - (a + f(3))) * q * q + f(1),
-            ((a * r - f(5) * a) * r + f(8) * a) * r - f(4) * a]
+    np.add(t, f(1), out=u[0])
+    u[1] = t
+    np.subtract(f(1), t, out=u[2])
+    np.subtract(f(2), t, out=u[3])
+    outer, uo = w[::3], u[::3]
+    np.multiply(uo, a, out=outer)
+    outer -= f(5) * a
+    outer *= uo
+    outer += f(8) * a
+    outer *= uo
+    outer -= f(4) * a
+    inner, ui = w[1:3], u[1:3]
+    np.multiply(ui, a + f(2), out=inner)
+    inner -= a + f(3)
+    inner *= ui
+    inner *= ui
+    inner += f(1)
 
 
-def _slots(p: np.ndarray, a: Axis, f: np.dtype, index: np.dtype) -> np.ndarray:
-    """Positions p (integer-valued, in `f`) as indices of type `index` into the zero-bordered
-    X (see `_bordered`): p + 1 inside [0, n - 1], 0 (the zero border) outside, NaN included."""
-    inside = (p >= f.type(0)) & (p <= a.constants(f)[5])
-    out: np.ndarray = np.where(inside, p + f.type(1), f.type(0)).astype(index)
-    return out
+def _offset_matrix(taps: int, strides: tuple[int, ...], per_tap: bool, item: int | None,
+                   dtype: Any) -> np.ndarray:
+    """The matrix whose product with a chunk's position rows gives the flat offsets of its tap
+    combinations: row i for the combination (t[0], ..., t[r-1]) of index i (t[j] the tap of
+    grid component j: the innermost axis' first, the most significant); `strides` in that
+    order. The position rows: per tap (taps, r) (`per_tap`: column t[j] * r + j holds
+    component j's stride), or the first tap's (r) (column j; the ones row's column adds
+    sum_j t[j] stride[j]); then a row of ones; then, where `item` (the batch item's size in
+    the layout) is given, the positions' batch items."""
+    r = len(strides)
+    ones = (taps if per_tap else 1) * r
+    m = np.zeros((taps ** r, ones + 1 + (item is not None)), dtype)
+    for i, combo in enumerate(np.ndindex(*(taps,) * r)):
+        for j, t in enumerate(combo):
+            m[i, t * r + j if per_tap else j] = strides[j]
+            m[i, ones] += 0 if per_tap else t * strides[j]
+    if item is not None:
+        m[:, ones + 1] = item
+    return m
 
 
-def _axis_taps(pl: SamplePlan, x: np.ndarray, a: Axis, acc: np.dtype, index: np.dtype
-               ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(slots, weights in the accumulate type) of the taps of coordinates `x` along axis `a`."""
-    f = pl.coordinates
-    if pl.mode == "nearest":
-        if pl.pad_before_rounding:
-            x = np.rint(pad(x, a, pl.padding, f))
-        else:
-            x = pad(np.rint(x), a, pl.padding, f)
-        return [_slots(x, a, f, index)], []
-    if pl.mode == "linear":
-        x = pad(x, a, pl.padding, f)
-    low = np.floor(x)
-    t = x - low
-    if pl.mode == "linear":
-        positions, weights = [low, low + f.type(1)], [f.type(1) - t, t]
-    else:
-        positions = [pad(low + f.type(k), a, pl.padding, f) for k in (-1, 0, 1, 2)]
-        weights = cubic_weights(t)
-    return [_slots(p, a, f, index) for p in positions], [w.astype(acc) for w in weights]
+def _chunk_bytes(pl: SamplePlan, store: np.dtype, channels: int, positions: int) -> int:
+    """Bytes of the scratch of a chunk (`_Scratch`) of `positions` output positions and
+    `channels` channels: per position the coordinates, position rows, weights (twice), masks
+    and offsets (float and intp), and per channel the gathered values and their sums."""
+    combos = int(pl.taps ** pl.rank)
+    per_position = (pl.rank * pl.taps * (4 * pl.coordinates.itemsize + 8) + 16 * combos
+                    + 2 * channels * combos * store.itemsize)
+    return positions * per_position
 
 
-def _sum(xs: np.ndarray, taps: list[tuple[list[np.ndarray], list[np.ndarray]]],
-         strides: tuple[int, ...], level: int, offset: np.ndarray, acc: np.dtype) -> np.ndarray:
-    """The weighted sum over the taps of axes `level` and after, innermost first, of the
-    zero-bordered X `xs` (C, positions): (C, points); a tap outside X reads the border's 0."""
-    if level == len(taps):
-        out: np.ndarray = np.take(xs, offset, axis=1).astype(acc, copy=False)
-        return out
-    slots, weights = taps[level]
-    total: np.ndarray | None = None
-    for slot, weight in zip(slots, weights):
-        term = _sum(xs, taps, strides, level + 1, offset + slot * strides[level], acc)
-        np.multiply(weight, term, out=term)   # weight * value, as the kernels order it
-        total = term if total is None else np.add(total, term, out=total)
-    assert total is not None
-    return total
+def _chunks(pl: SamplePlan, store: np.dtype, channels: int) -> tuple[int, int]:
+    """(output positions, channels) per chunk: its scratch within CHUNK_BYTES, channels split
+    only where one position's scratch alone outgrows it."""
+    split = channels
+    while split > 1 and _chunk_bytes(pl, store, split, 1) > CHUNK_BYTES:
+        split = max(1, split // 2)
+    return max(1, CHUNK_BYTES // _chunk_bytes(pl, store, split, 1)), split
 
 
-def _bordered(x: np.ndarray, rank: int, dtype: np.dtype) -> np.ndarray:
-    """X in `dtype` with a zero slab before each spatial axis, (N, C, (D1 + 1) * ... *
-    (Dr + 1)): index 0 along an axis is the zero that a tap outside X reads (the empty string
-    for strings)."""
-    shape = (*x.shape[:2], *(n + 1 for n in x.shape[2:]))
-    padded = np.zeros(shape, dtype)
-    if x.dtype.kind == "O":
-        padded[...] = zero(x.dtype)
-    padded[(slice(None), slice(None)) + (slice(1, None),) * rank] = x
-    return padded.reshape(*x.shape[:2], -1)
+class _Scratch:
+    """The arrays of one chunk (`split` channels by `items` batch items by `span` output
+    positions) of a `_Sampler`, and the views of them that its steps read and write, made once
+    per chunk shape: coordinates c (r, positions); the position rows that the offset matrix
+    multiplies (taps (cubic) or 1 by r rows, a row of ones, the positions' batch items where N
+    > 1) and the positions among them (pos: (taps, r, positions) for cubic, else (r,
+    positions)); weights (taps, r, positions) in the coordinate type and, where that differs,
+    the accumulate type; the offsets (taps^r, positions) in float and in intp; the gathered
+    values (split, taps^r, positions) and, per grid component j, the values it weighs (split,
+    taps, taps^(r-1-j), positions), by tap, and their sums; where the call is small, X's
+    zero-slabbed layout (its slabs stay zero)."""
+
+    def __init__(self, sp: _Sampler, split: int, items: int, span: int) -> None:
+        f, r, taps, q = sp.f, sp.r, sp.taps, items * span
+        self.shape = (split, items, span)
+        rows = (taps if sp.per_tap else 1) * r
+        self.rows = np.ones((rows + 1 + (sp.n_items > 1), q), f)
+        self.pos = self.rows[:rows].reshape(taps, r, q) if sp.per_tap else self.rows[:r]
+        self.c = self.pos if sp.mode == "nearest" else np.empty((r, q), f)
+        self.items = self.rows[-1].reshape(items, span)   # (where N > 1) from batch item n0
+        self.n0 = -1
+        self.w = np.empty((taps, r, q), f)
+        self.weights = self.w if sp.acc in (None, f) else np.empty_like(self.w, sp.acc)
+        self.u = np.empty_like(self.w) if sp.mode == "cubic" else self.w
+        self.under, self.over = (np.empty(self.pos.shape if sp.per_tap else (r, q), bool)
+                                 for _ in range(2))
+        self.offsets = np.empty((taps ** r, q), sp.matrix.dtype)
+        self.index = np.empty((taps ** r, q), np.intp)
+        self.v = np.empty((split, taps ** r, q), sp.store)
+        # per grid component j (none for nearest): its weights, the values they weigh, those
+        # by tap (the last component's shaped as the chunk, (split, items, span)) and their sum
+        self.levels: list[tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]] = []
+        values = self.v
+        for j in range(r if sp.acc is not None else 0):
+            a = values.reshape(split, taps, -1, q)
+            terms = [a[:, t] if j < r - 1 else a[:, t].reshape(self.shape) for t in range(taps)]
+            values = np.empty(terms[0].shape, sp.acc)
+            self.levels.append((self.weights[:, j].reshape(taps, 1, q), a, terms, values))
+        self.layout: np.ndarray | None = None
+        if sp.small and sp.slab:
+            xs = sp.new_layout()
+            self.inside, self.layout = xs[sp.inside], xs.reshape(sp.channels, -1)
 
 
-def run_sample(pl: SamplePlan, x: np.ndarray, grid: np.ndarray, out: np.ndarray | None
-               ) -> np.ndarray:
-    """grid_sample(x, grid) per plan `pl`, into `out` when given (C-contiguous) or a new array."""
-    y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", SAMPLE)
-    if not y.size:
+class _Sampler:
+    """The prepared GridSample call of a plan on X of one dtype and a grid of one dtype (see
+    the module docstring): call(x, grid, out) -> grid_sample(x, grid), into `out` when given
+    (C-contiguous) or a new array."""
+
+    def __init__(self, pl: SamplePlan, dtype: np.dtype, grid_dtype: np.dtype) -> None:
+        self.pl, self.dtype = pl, np.dtype(dtype)
+        self.f, self.r, self.taps, self.mode = pl.coordinates, pl.rank, pl.taps, pl.mode
+        self.padding = pl.padding
+        self.n_items, self.channels = pl.out_shape[:2]
+        self.points = points = pl.points
+        self.acc = None if pl.mode == "nearest" else accumulate_dtype(self.dtype)
+        self.store = self.acc or self.dtype
+        # cubic pads each tap; linear and nearest offset their taps from the first
+        self.per_tap = pl.mode == "cubic"
+        # zero slabs after each axis: as many as taps can fall past its end (or before its
+        # start: the slabs after the row before)
+        self.clip = pl.padding == "zeros"
+        self.slab = int(self.clip) if self.per_tap else self.taps - (not self.clip)
+        self.lengths = tuple(n + self.slab for n in pl.x_shape[2:])
+        self.inside = (slice(None), slice(None), *(slice(0, n) for n in pl.x_shape[2:]))
+        self.axes_first = (1, 0, *range(2, self.r + 2))   # X (N, C, ...) as (C, N, ...)
+        item = math.prod(self.lengths)
+        self.matrix = _offset_matrix(
+            self.taps, arrays.c_strides(self.lengths)[::-1], self.per_tap,
+            item if self.n_items > 1 else None,
+            np.float32 if 2 * self.n_items * item < FLOAT32_EXACT else np.float64)
+        self.rounded = self.dtype.name in dtypes.INT_TYPES
+        self.direct = self.acc == self.dtype   # the last sums made in Y
+        self.convert = np.dtype(grid_dtype) != self.f
+        step, self.split = _chunks(pl, self.store, self.channels)
+        self.items, self.span = ((min(self.n_items, max(1, step // max(points, 1))), points)
+                                 if step >= points else (1, step))
+        self.small = (self.items >= self.n_items and self.span >= points and
+                      self.split >= self.channels and
+                      _chunk_bytes(pl, self.store, self.channels, self.n_items * points)
+                      <= SMALL_BYTES)
+        q = self.n_items * points if self.small else 1
+        lowest = -1 if self.per_tap else -self.taps
+        self.k = _Axes(pl, (self.r, q), self.small, lowest)   # for (r, positions)
+        # for the positions: (taps, r, positions) (cubic), else (r, positions)
+        self.kp = _Axes(pl, (self.taps, self.r, q), self.small, lowest) if self.per_tap \
+            else self.k
+        self.kept = threading.local()   # a small call's scratch, per thread
+        self.call = np.errstate(invalid="ignore", over="ignore")(self.run)
+
+    def new_layout(self) -> np.ndarray:
+        """X's zero-slabbed layout (C, N, D1', ..., Dr'), the slabs 0 (strings: empty)."""
+        xs = np.zeros((self.channels, self.n_items, *self.lengths), self.store)
+        if self.store.kind == "O":
+            xs.fill(zero(self.store))
+        return xs
+
+    def layout(self, x: np.ndarray, s: _Scratch) -> np.ndarray:
+        """X as (C, N * D1' * ... * Dr') in the storage type, with the zero slabs (in the
+        scratch's where the call is small)."""
+        if not self.slab:
+            return np.ascontiguousarray(x.transpose(self.axes_first),
+                                        dtype=self.store).reshape(self.channels, -1)
+        if s.layout is not None:
+            np.copyto(s.inside, x.transpose(self.axes_first), casting="unsafe")
+            return s.layout
+        xs = self.new_layout()
+        xs[self.inside] = x.transpose(self.axes_first)
+        return xs.reshape(self.channels, -1)
+
+    def __call__(self, x: np.ndarray, grid: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        y: np.ndarray = (np.empty(self.pl.out_shape, x.dtype) if out is None else
+                         arrays.output(out, x, self.pl.out_shape, x.dtype, "numpy", SAMPLE))
+        if y.size:
+            self.call(x, grid.reshape(self.n_items * self.points, self.r),
+                      y.reshape(self.n_items, self.channels, self.points).transpose(1, 0, 2))
         return y
-    n_items, channels = pl.out_shape[:2]
-    acc = None if pl.mode == "nearest" else accumulate_dtype(x.dtype)
-    xs = _bordered(x, pl.rank, acc or x.dtype)   # converted once, not per tap
-    g = grid.reshape(n_items, pl.points, pl.rank)
-    y3 = y.reshape(n_items, channels, pl.points)
-    strides = arrays.c_strides(tuple(n + 1 for n in pl.x_shape[2:]))
-    index = np.dtype(np.int32 if xs.shape[-1] <= dtypes.INT32_LIMIT else np.intp)
-    step = max(1, CHUNK_ELEMENTS * x.dtype.itemsize // max(channels, 1))
-    with np.errstate(invalid="ignore", over="ignore"):
-        for n in range(n_items):
-            for p0 in range(0, pl.points, step):
-                part = slice(p0, min(p0 + step, pl.points))
-                taps = [_axis_taps(pl, coordinates(g[n, part, pl.rank - 1 - d], a,
-                                                   pl.coordinates), a, acc or pl.coordinates,
-                                   index)
-                        for d, a in enumerate(pl.axes)]
-                if acc is None:   # nearest: one tap per axis
-                    offset = sum(slots[0] * s for (slots, _), s in zip(taps, strides))
-                    y3[n, :, part] = np.take(xs[n], offset, axis=1)
-                    continue
-                start = np.zeros(part.stop - part.start, index)
-                total = _sum(xs[n], taps, strides, 0, start, acc)
-                if y.dtype.name in dtypes.INT_TYPES:   # NaN (a NaN coordinate's) is 0
-                    total = round_saturate(np.where(np.isnan(total), 0.0, total), y.dtype)
-                y3[n, :, part] = total
-    return y
+
+    def run(self, x: np.ndarray, g: np.ndarray, y3: np.ndarray) -> None:
+        """Into y3 (C, N, points), inside np.errstate: the samples of x at the grid values g
+        (N * points, r), chunk by chunk."""
+        s = getattr(self.kept, "scratch", None) if self.small else None
+        if s is None:
+            s = _Scratch(self, self.split, self.items, self.span)
+            if self.small:
+                self.kept.scratch = s
+        xs = self.layout(x, s)
+        if self.small:   # one chunk
+            self.positions(s, g, 0)
+            self.gather(s, xs, y3)
+            return
+        made = {s.shape: s}
+        points = self.points
+        for n0 in range(0, self.n_items, self.items):
+            for p0 in range(0, points, self.span):
+                first = n0 * points + p0
+                for c0 in range(0, self.channels, self.split):
+                    dst = y3[c0:c0 + self.split, n0:n0 + self.items, p0:p0 + self.span]
+                    s = made.get(dst.shape)
+                    if s is None:
+                        s = made[dst.shape] = _Scratch(self, *dst.shape)
+                    # (the positions again for each chunk of channels: split for many)
+                    self.positions(s, g[first:first + s.c.shape[1]], n0)
+                    self.gather(s, xs[c0:c0 + self.split], dst)
+
+    def positions(self, s: _Scratch, g: np.ndarray, n0: int) -> None:
+        """The offsets of the tap combinations (s.index) and the weights (s.weights) of the
+        grid values g (positions, r) of batch items n0, ...: see the module docstring."""
+        k, c, pos, w = self.k, s.c, s.pos, s.w
+        if self.convert:
+            np.copyto(c, g.T, casting="unsafe")
+            np.add(c, k.one, out=c)
+        else:
+            np.add(g.T, k.one, out=c)   # the grid lists x (the innermost axis) first
+        np.multiply(c, k.scale, out=c)
+        np.subtract(c, k.shift, out=c)
+        np.multiply(c, k.half, out=c)
+        if self.mode == "nearest":
+            if self.pl.pad_before_rounding:
+                self.pad(c, k, s)
+                np.rint(c, out=c)
+            else:
+                np.rint(c, out=c)
+                self.pad(c, k, s)
+        elif self.mode == "linear":
+            self.pad(c, k, s)
+            np.floor(c, out=pos)
+            np.subtract(c, pos, out=w[1])
+            np.subtract(k.one, w[1], out=w[0])
+        else:
+            low = np.floor(c, out=pos[1])
+            np.subtract(c, low, out=c)
+            _cubic_weights(c, w, s.u)
+            np.subtract(low, k.one, out=pos[0])
+            np.add(low, k.one, out=pos[2])
+            np.add(low, k.two, out=pos[3])
+            self.pad(pos, self.kp, s)
+        if s.weights is not w:
+            np.copyto(s.weights, w)
+        if self.clip:   # into [lowest, n]: outside X (NaN included) reads a zero slab
+            np.fmax(pos, self.kp.lowest, out=pos)
+            np.fmin(pos, self.kp.n, out=pos)
+        if s.n0 != n0 and self.n_items > 1:
+            s.items[...] = np.arange(n0, n0 + s.shape[1])[:, None]
+            s.n0 = n0
+        np.matmul(self.matrix, s.rows, out=s.offsets)
+        np.copyto(s.index, s.offsets, casting="unsafe")
+
+    def pad(self, x: np.ndarray, k: _Axes, s: _Scratch) -> None:
+        """x padded in place: clipped (border), reflected (reflection) or left (zeros)."""
+        if self.padding == "border":
+            _clip(x, k)
+        elif self.padding == "reflection":
+            _reflect(x, k, s.under, s.over)
+
+    def gather(self, s: _Scratch, xs: np.ndarray, dst: np.ndarray) -> None:
+        """Into dst (channels, items, positions): the values of the layout xs (channels, ...)
+        at the scratch's offsets (wrapped: -i counts from the end), weighed and summed over the
+        taps (nearest: its one tap), innermost axis first, in the accumulate type; integers:
+        NaN is 0, then rounded half to even and saturated."""
+        if not s.levels and dst.flags.c_contiguous and dst.dtype == s.v.dtype:
+            xs.take(s.index, axis=1, out=dst.reshape(s.v.shape), mode="wrap")   # nearest
+            return
+        xs.take(s.index, axis=1, out=s.v, mode="wrap")
+        if not s.levels:
+            np.copyto(dst, s.v.reshape(dst.shape), casting="unsafe")
+            return
+        total = dst
+        for j, (w, values, terms, total) in enumerate(s.levels, 1 - len(s.levels)):
+            np.multiply(w, values, out=values)   # weight * value, as the kernels order it
+            if j == 0 and self.direct:   # the last component's sums: Y's values
+                total = dst
+            np.add(terms[0], terms[1], out=total)
+            for term in terms[2:]:
+                np.add(total, term, out=total)
+        if self.rounded:
+            dst[...] = round_saturate(np.where(np.isnan(total), 0.0, total), dst.dtype)
+        elif not self.direct:
+            np.copyto(dst, total, casting="unsafe")
+
+
+def prepare_sample(pl: SamplePlan, dtype: np.dtype, grid_dtype: np.dtype) -> Call:
+    """The call of plan `pl` on X of `dtype` and a grid of `grid_dtype` (`_Sampler`):
+    call(x, grid, out) -> Y."""
+    return _Sampler(pl, dtype, grid_dtype)
 
 
 # ---------------------------------------------------------------- AffineGrid
