@@ -371,6 +371,17 @@ def _sequences(ax: Axis) -> np.ndarray:
     return table
 
 
+def _spread(table: np.ndarray, i: int, m: int) -> np.ndarray:
+    """An [slot, output] table of spatial axis i of m laid along the axes (slots_1, ...,
+    slots_m, rows, outputs_1, ..., outputs_m) of a small call's gather."""
+    return np.expand_dims(table, [a for a in range(2 * m + 1) if a not in (i, m + 1 + i)])
+
+
+def _row_starts(rows: int, plane: int, m: int) -> np.ndarray:
+    """Each (n, c) row's first position in X flattened, laid along the gather's row axis."""
+    return (np.arange(rows) * plane).reshape((1,) * m + (rows,) + (1,) * m)
+
+
 def _sum_table(axes: list[Axis], rows: int, in_sp: tuple[int, ...]) -> np.ndarray | None:
     """The gather of a small call's window sums (see the module's docstring), or None for a
     call of more than GATHER_ENTRIES slots: for slots (s_1, ..., s_m) of the axes' sequences
@@ -383,10 +394,10 @@ def _sum_table(axes: list[Axis], rows: int, in_sp: tuple[int, ...]) -> np.ndarra
     if math.prod(shape) > GATHER_ENTRIES:
         return None
     total = rows * math.prod(in_sp)
-    position = (np.arange(rows) * math.prod(in_sp)).reshape((1,) * m + (rows,) + (1,) * m)
+    position = _row_starts(rows, math.prod(in_sp), m)
     zero, past = np.zeros(shape, bool), np.zeros(shape, bool)
     for i, (seq, stride) in enumerate(zip(seqs, arrays.c_strides(in_sp))):
-        at = np.expand_dims(seq, [a for a in range(2 * m + 1) if a not in (i, m + 1 + i)])
+        at = _spread(seq, i, m)
         position = position + np.maximum(at, 0) * stride
         zero |= at == _PLUS_ZERO
         past |= at == _NO_SLOT
@@ -448,8 +459,8 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
     covered = all(ax.covered for ax in axes)
     windows = _window_table(pl, rows)
     if windows is not None:
-        return functools.partial(_gathered_max, windows, max_identity(dtype), floating, plane,
-                                 in_sp, steps)
+        return functools.partial(_gathered_max, windows, np.array([max_identity(dtype)], dtype),
+                                 floating, plane, in_sp, steps)
 
     def maxima(src: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
         """Window maxima axis by axis, innermost first: one array per axis, the last y."""
@@ -518,21 +529,19 @@ def _window_table(pl: PoolPlan, rows: int) -> Windows | None:
     for i, (n, out, k, s, d, b, stride) in enumerate(zip(
             in_sp, out_sp, pl.kernel, pl.strides, pl.dilations, pl.pads_begin,
             arrays.c_strides(in_sp))):
-        at = np.arange(out) * s - b + (np.arange(k) * d)[:, None]     # [tap, output]
-        at = np.expand_dims(at, [a for a in range(2 * m + 1) if a not in (i, m + 1 + i)])
+        at = _spread(np.arange(out) * s - b + (np.arange(k) * d)[:, None], i, m)
         inside = inside & (at >= 0) & (at < n)
         position = position + at * stride
     plane = math.prod(in_sp)
     position, inside = np.broadcast_to(position, shape), np.broadcast_to(inside, shape)
-    offsets = (np.arange(rows) * plane).reshape((1,) * m + (rows,) + (1,) * m)
-    table = np.where(inside, position + offsets, rows * plane)
+    table = np.where(inside, position + _row_starts(rows, plane, m), rows * plane)
     taps = math.prod(pl.kernel)
     table, inside, position = (np.ascontiguousarray(a.reshape(taps, -1)) for a in
                                (table.astype(np.intp), inside, position))
     return Windows(table, inside, position, np.arange(table.shape[1]))
 
 
-def _gathered_max(w: Windows, identity: np.generic, floating: bool, plane: int,
+def _gathered_max(w: Windows, identity: np.ndarray, floating: bool, plane: int,
                   in_sp: tuple[int, ...], steps: tuple[int, ...], x: np.ndarray, y: np.ndarray,
                   where: np.ndarray | None) -> None:
     """A small MaxPool from one gather: every window's taps (X flattened with the identity,
@@ -540,7 +549,7 @@ def _gathered_max(w: Windows, identity: np.generic, floating: bool, plane: int,
     a maximum is a NaN or a zero (whose bits the winner decides), the winner as the kernels
     pick it (oc::max_wins: the first tap inside X equal to the maximum, else the last NaN) and
     its value and index (a window with no tap inside X: tap 0, the identity, index -1)."""
-    flat = np.concatenate((x.reshape(-1), np.array([identity], x.dtype)))
+    flat = np.concatenate((x.reshape(-1), identity))   # identity: [-inf] or [the minimum]
     g = flat.take(w.table)
     with np.errstate(invalid="ignore"):
         m = np.maximum.reduce(g, axis=0)
