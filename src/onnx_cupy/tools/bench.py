@@ -564,11 +564,12 @@ class _Run:
         def run(x: Any) -> Any:
             inputs: dict[str, Any] = case.inputs
             if case.shaped_inputs is not None:
-                key = (tuple(x.shape), str(x.dtype))
-                if key not in moved:
-                    moved[key] = {k: self.device(v) for k, v in
-                                  case.inputs_for(key[0], key[1]).items()}
-                inputs = moved[key]
+                key = (x.shape, x.dtype)   # both hashable as they are: no string per call
+                found = moved.get(key)
+                if found is None:
+                    found = moved[key] = {k: self.device(v) for k, v in
+                                          case.inputs_for(tuple(x.shape), str(x.dtype)).items()}
+                inputs = found
             if self.backend != "emulated":   # the path X's array type picks, as a user calls
                 return fn(x, **inputs, **case.attrs, opset=case.opset)
             with execution.backend(self.backend):
