@@ -261,3 +261,54 @@ def test_huge_output_grid_stride_uses_64_bit_indices(monkeypatch):
         y = run("AveragePool", np.empty(shape, np.float16), "emulated", kernel_shape=[1] * 4)
         assert y.shape == shape
         assert seen.pop().expression == f"pool<oc::half_t, float, {bits}, 4>"
+
+
+# windows whose last axis runs as one flat sequence on EVEN sizes (an input row is the
+# stride times an output row), with borders to redo, fused pairs or neither
+FLAT_WINDOWS = {"random": None, "k3s2p1": (3, 2, 1), "k2s2": (2, 2, 0), "k3s1p1": (3, 1, 1),
+                "k4s2p2": (4, 2, 2)}
+EVEN = {1: (36,), 2: (12, 10), 3: (6, 4, 8)}
+
+
+@pytest.mark.parametrize("op", [*OPS, "MaxPool"])
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("values", ["specials", "signed zeros"])
+@pytest.mark.parametrize("window", FLAT_WINDOWS)
+def test_numpy_whole_row_passes_keep_the_row_passes_bits(op, nd, dtype, values, window,
+                                                         monkeypatch):
+    """Passes over whole rows (adjacent pairs of the whole axis, the last axis as one flat
+    sequence with its borders redone) give the bits of the passes row by row: values, and
+    MaxPool's Indices. A NaN's sign aside: where a sum meets two NaNs (one made by inf - inf),
+    which one it keeps depends on the operand order of NumPy's loop for the layout."""
+    rng = np.random.default_rng([nd, FLOAT_DTYPES.index(dtype), len(values), len(op),
+                                 len(window)])
+    spatial = SPATIAL[nd] if FLAT_WINDOWS[window] is None else EVEN[nd]
+    x = random(rng, (2, 3, *spatial), dtype)
+    x = with_specials(rng, x) if values == "specials" else np.where(x < 0, -0.0, 0.0).astype(dtype)
+    attrs = random_attrs(rng, "AveragePool" if op == "MaxPool" else op, spatial)
+    if FLAT_WINDOWS[window] is not None:
+        k, s, p = FLAT_WINDOWS[window]
+        attrs.update(kernel_shape=[k] * nd, strides=[s] * nd, pads=[p] * (2 * nd),
+                     dilations=[1] * nd, ceil_mode=0)
+    if op == "MaxPool":
+        del attrs["count_include_pad"]
+        attrs["storage_order"] = int(rng.integers(2)) if nd == 2 else 0
+
+    def pooled():
+        calls.clear()
+        if op == "MaxPool":
+            return onnx_cupy.max_pool(x, **attrs, return_indices=True)
+        return (OPS[op](x, **attrs),)
+
+    monkeypatch.setattr(numpy_pool, "GATHER_ENTRIES", 0)
+    monkeypatch.setattr(numpy_pool, "WHOLE_ROWS", 0)
+    whole = pooled()
+    monkeypatch.setattr(numpy_pool, "WHOLE_ROWS", 1 << 62)
+    rows = pooled()
+    calls.clear()
+    assert whole[0].size > 0
+    for a, b in zip(whole, rows):
+        nan = np.isnan(a.astype(np.float64))   # bfloat16 included; Indices have none
+        np.testing.assert_array_equal(nan, np.isnan(b.astype(np.float64)))
+        np.testing.assert_array_equal(a[~nan].view(np.uint8), b[~nan].view(np.uint8))

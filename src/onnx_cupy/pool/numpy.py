@@ -169,76 +169,122 @@ def _at(axis: int, s: slice) -> tuple[slice, ...]:
 
 # ---------------------------------------------------------------- window passes along one axis
 
-def _window(op: np.ufunc, src: np.ndarray, axis: int, taps: tuple[Tap, ...], start: str,
-            dst: np.ndarray, fused: bool = False) -> None:
-    """dst = `op` (np.add: a sum, np.maximum) over `taps` of src's slices along `axis`, in the
-    taps' order, started as Axis.start says ("zero": op's identity where no tap lands; `fused`:
-    the pair from a pass over whole rows, see Axis.fused)."""
-    if not fused:
-        _apply(op, src, _indexed(taps, axis), start, dst)
-        return
-    (_, _, i0), (_, o, i) = taps[0], taps[2]
-    n = src.shape[axis]
-    pairs = op(src[_at(axis, slice(0, n - 1))], src[_at(axis, slice(1, n))])
-    pair = pairs[_at(axis, i0)]
-    op(pair[_at(axis, o)], src[_at(axis, i)], out=dst[_at(axis, o)])
-    for span in (slice(0, o.start), slice(o.stop, dst.shape[axis])):
-        np.copyto(dst[_at(axis, span)], pair[_at(axis, span)])
-    _apply(op, src, _indexed(taps[3:], axis), "rest", dst)
+SRC, DST, PAIRS = 0, 1, 2   # the buffers a pass's steps read and write (PAIRS: see Axis.fused)
+Ref = tuple[int, tuple[slice, ...]]                  # (buffer, index)
+Step = tuple["Ref | None", "Ref | None", Ref]        # out = op(a, b); b None: a copy, a None: a fill
 
 
-def _apply(op: np.ufunc, src: np.ndarray, taps: Indexed, start: str, dst: np.ndarray) -> None:
-    """_window's taps given as (output index, input index), in order, started as Axis.start
-    says ("rest": dst already holds the first taps)."""
+def _within(outer: slice, inner: slice, n: int) -> slice:
+    """The slice `inner` of the slice `outer` of a length-n sequence, as one slice."""
+    r = range(n)[outer][inner]
+    return slice(r.start, r.start + len(r) * r.step, r.step)
+
+
+def _steps(taps: tuple[Tap, ...], start: str, axis: int, n: int, out: int, fused: bool,
+           window: slice = slice(None)) -> list[Step]:
+    """The steps of a window along `axis` (n long in the source, `out` in the destination)
+    over `taps` in order, into the destination's `window` (the taps' output slices relative to
+    it), started as Axis.start says ("zero": op's identity where no tap lands; `fused`: the
+    pair taken from the pairs of adjacent elements of the whole axis, see Axis.fused)."""
+    def dst(o: slice) -> Ref:
+        return DST, _at(axis, _within(window, o, out))
+
+    steps: list[Step] = []
     rest = taps
-    if start == "pair":
-        op(src[rest[0][1]], src[rest[1][1]], out=dst)
+    if fused:
+        (_, _, i0), (_, o, i) = taps[0], taps[2]
+        steps.append(((SRC, _at(axis, slice(0, n - 1))), (SRC, _at(axis, slice(1, n))),
+                      (PAIRS, _at(axis, slice(None)))))
+        steps.append(((PAIRS, _at(axis, _within(i0, o, n - 1))), (SRC, _at(axis, i)), dst(o)))
+        for span in (slice(0, o.start), slice(o.stop, None)):
+            if range(out)[window][span]:
+                steps.append(((PAIRS, _at(axis, _within(i0, span, n - 1))), None, dst(span)))
+        rest = taps[3:]
+    elif start == "pair":
+        steps.append(((SRC, _at(axis, rest[0][2])), (SRC, _at(axis, rest[1][2])),
+                      dst(slice(None))))
         rest = rest[2:]
     elif start == "copy":
-        np.copyto(dst, src[rest[0][1]])
+        steps.append(((SRC, _at(axis, rest[0][2])), None, dst(slice(None))))
         rest = rest[1:]
-    elif start == "zero":
-        dst.fill(0 if op is np.add else max_identity(dst.dtype))
-    for o, i in rest:
-        part = dst[o]
-        op(part, src[i], out=part)
-
-
-def _pass(op: np.ufunc, src: np.ndarray, axis: int, ax: Axis, dst: np.ndarray) -> None:
-    """`op`'s window along `axis` of src into dst (a whole axis: fused where Axis.fused and the
-    pass is large enough)."""
-    if ax.fused and dst.size >= WHOLE_ROWS:
-        _window(op, src, axis, ax.taps, ax.start, dst, True)
     else:
-        _apply(op, src, ax.at(axis), ax.start, dst)
+        steps.append((None, None, dst(slice(None))))
+    steps.extend((dst(o), (SRC, _at(axis, i)), dst(o)) for _, o, i in rest)
+    return steps
 
 
-def _flat(ax: Axis, tap: Tap, rows: int) -> tuple[slice, slice]:
-    """(output, input) slices of `tap` over `rows` rows as one flat sequence (input rows of
-    ax.s * ax.out elements): every output whose tap position lies in the flat input."""
-    _, o, i = tap
+@dataclass(frozen=True)
+class Pass:
+    """op's window along one axis of a chunk of given shape, prepared: its steps over the
+    chunk's source, destination and, where fused, the adjacent pairs of the whole axis (shaped
+    `pairs`). A `flat` pass runs its steps over the rows as one flat sequence, then its
+    `border` steps (over the chunk's shape) redo the outputs whose taps wrap into a
+    neighbouring row; where the source or destination is not C-contiguous, `nd` runs instead."""
+
+    op: np.ufunc
+    identity: Any
+    steps: tuple[Step, ...]
+    pairs: tuple[int, ...] | None
+    flat: bool = False
+    border: tuple[Step, ...] = ()
+    nd: Pass | None = None
+
+    def __call__(self, src: np.ndarray, dst: np.ndarray) -> None:
+        if not self.flat:
+            self._run(self.steps, src, dst, self.pairs)
+        elif src.flags.c_contiguous and dst.flags.c_contiguous:
+            self._run(self.steps, src.reshape(-1), dst.reshape(-1), self.pairs)
+            self._run(self.border, src, dst, None)
+        else:
+            assert self.nd is not None
+            self.nd(src, dst)
+
+    def _run(self, steps: tuple[Step, ...], src: np.ndarray, dst: np.ndarray,
+             pairs: tuple[int, ...] | None) -> None:
+        bufs = (src, dst, None if pairs is None else np.empty(pairs, dst.dtype))
+        op = self.op
+        for a, b, (o, oi) in steps:
+            out = bufs[o][oi]   # type: ignore[index]
+            if a is None:
+                out.fill(self.identity)
+            elif b is None:
+                np.copyto(out, bufs[a[0]][a[1]])   # type: ignore[index]
+            else:
+                op(bufs[a[0]][a[1]], bufs[b[0]][b[1]], out=out)   # type: ignore[index]
+
+
+def _flat(ax: Axis, tap: Tap, rows: int) -> Tap:
+    """`tap` over `rows` rows as one flat sequence (input rows of ax.s * ax.out elements):
+    every output whose tap position lies in the flat input."""
+    j, o, i = tap
     shift = i.start - o.start * ax.s          # position of output 0's tap in its row
     total_in, total_out = rows * ax.s * ax.out, rows * ax.out
     lo = max(0, -(shift // ax.s))
     hi = min(total_out, -((shift - total_in) // ax.s))
-    return slice(lo, hi), slice(lo * ax.s + shift, lo * ax.s + shift + (hi - lo - 1) * ax.s + 1,
-                                ax.s)
+    return j, slice(lo, hi), slice(lo * ax.s + shift,
+                                   lo * ax.s + shift + (hi - lo - 1) * ax.s + 1, ax.s)
 
 
-def _last_pass(op: np.ufunc, src: np.ndarray, ax: Axis, dst: np.ndarray) -> None:
-    """`op`'s window along the last axis of src into dst: as one flat sequence where rows allow
-    it (src and dst C-contiguous, an input row ax.s output rows long), then the border outputs
-    again row by row; else row by row."""
-    axis = src.ndim - 1
-    if not (dst.size >= WHOLE_ROWS and src.flags.c_contiguous and dst.flags.c_contiguous
-            and src.shape[-1] == ax.s * ax.out and ax.taps):
-        _pass(op, src, axis, ax, dst)
-        return
-    rows = dst.size // ax.out
-    flat = tuple((j, *_flat(ax, (j, o, i), rows)) for j, o, i in ax.taps)
-    _window(op, src.reshape(-1), 0, flat, ax.start, dst.reshape(-1), ax.fused)
-    for c0, c1 in ax.borders():
-        _window(op, src, axis, ax.region(c0, c1), ax.start, dst[..., c0:c1])
+def prepare_pass(op: np.ufunc, ax: Axis, axis: int, src: tuple[int, ...], dtype: np.dtype,
+                 last: bool) -> Pass:
+    """op's window (np.add: a sum, np.maximum) along `axis` of a chunk of shape `src` in
+    `dtype`: over whole rows (Axis.fused) where the pass is large enough; the last axis as one
+    flat sequence where its rows allow it (an input row ax.s output rows long)."""
+    identity = 0 if op is np.add else max_identity(dtype)
+    n = src[axis]
+    size = math.prod(src) // n * ax.out
+    fused = ax.fused and size >= WHOLE_ROWS
+    pairs = (*src[:axis], n - 1, *src[axis + 1:]) if fused else None
+    nd = Pass(op, identity, tuple(_steps(ax.taps, ax.start, axis, n, ax.out, fused)), pairs)
+    if not (last and size >= WHOLE_ROWS and n == ax.s * ax.out and ax.taps):
+        return nd
+    flat = tuple(_flat(ax, t, size // ax.out) for t in ax.taps)
+    total = math.prod(src)
+    border = [step for c0, c1 in ax.borders()
+              for step in _steps(ax.region(c0, c1), ax.start, axis, n, ax.out, False,
+                                 slice(c0, c1))]
+    return Pass(op, identity, tuple(_steps(flat, ax.start, 0, total, size, ax.fused)),
+                (total - 1,) if ax.fused else None, True, tuple(border), nd)
 
 
 # ---------------------------------------------------------------- AveragePool, LpPool
@@ -273,12 +319,28 @@ def _outputs(op: str, shape: tuple[int, ...], run: Run, indices: bool) -> Call:
 SPLIT_BYTES = 1 << 16   # rows of at least this many bytes go in two chunks or more
 
 
-def _chunk_rows(rows: int, row_bytes: int) -> int:
+def _chunk_rows(rows: int, row_bytes: int, split: bool = True) -> int:
     """Rows (N*C planes) per chunk: at most CHUNK_BYTES of them and, where they hold
-    SPLIT_BYTES or more, at most half of them, so that a chunk's temporaries (several times a
-    chunk) stay below the input's size (a small input runs whole: fewer NumPy calls)."""
-    half = rows // 2 if rows * row_bytes >= SPLIT_BYTES else rows
+    SPLIT_BYTES or more and `split` (a call whose temporaries can exceed a chunk and a half:
+    a widened or powered copy, MaxPool's winners), at most half of them, so that the
+    temporaries stay below the input's size (a small input runs whole: fewer NumPy calls)."""
+    half = rows // 2 if split and rows * row_bytes >= SPLIT_BYTES else rows
     return max(1, min(CHUNK_BYTES // max(1, row_bytes), half))
+
+
+Chain = list[tuple[Pass, tuple[int, ...]]]   # passes, each with its destination's shape
+
+
+def _chain(op: np.ufunc, axes: list[Axis], order: tuple[int, ...], in_sp: tuple[int, ...],
+           dtype: np.dtype, rows: int) -> Chain:
+    """op's window passes over a chunk of `rows` rows, along the spatial axes in `order`."""
+    shape = (rows, *in_sp)
+    chain = []
+    for i in order:
+        p = prepare_pass(op, axes[i], i + 1, shape, dtype, i == len(axes) - 1)
+        shape = (*shape[:i + 1], axes[i].out, *shape[i + 2:])
+        chain.append((p, shape))
+    return chain
 
 
 def _axes(pl: PoolPlan) -> list[Axis]:
@@ -294,15 +356,21 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
     acc_t = dtypes.accumulate_dtype(dtype)
     in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
     rows = pl.in_shape[0] * pl.in_shape[1]
-    chunk = _chunk_rows(rows, math.prod(in_sp) * acc_t.itemsize)
+    convert = dtype != acc_t
+    chunk = _chunk_rows(rows, math.prod(in_sp) * acc_t.itemsize, split=convert or pl.lp)
     axes = _axes(pl)
     div = None if pl.lp else plan.divisor(pl, acc_t)
-    convert = dtype != acc_t
+    # outermost first: (b, O1, I2, ..., Im), ..., (b, O1, ..., Om)
+    chains = functools.cache(functools.partial(_chain, np.add, axes, tuple(range(len(axes))),
+                                               in_sp, acc_t))
 
     table = _sum_table(axes, rows, in_sp)
     if table is not None:
         return functools.partial(_gathered_pool, pl, table, acc_t,
                                  None if div is None else np.tile(div.reshape(-1), rows))
+    by: np.ndarray | np.generic | None = div
+    if div is not None and div.size and (div == div.flat[0]).all():
+        by = div.flat[0]   # one count for every window: a division by a scalar, the same bits
 
     def run(x: np.ndarray, y: np.ndarray, _: np.ndarray | None) -> None:
         xs = x.reshape(rows, *in_sp)
@@ -314,20 +382,16 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
                     src = widen(src, acc_t)
                 if pl.lp:
                     src = _lp_power(src, pl.p, acc_t, fresh=convert)
-                # axis by axis, outermost first: (b, O1, I2, ..., Im), ..., (b, O1, ..., Om)
-                for i, ax in enumerate(axes):
-                    last = i == len(axes) - 1
-                    shape = (src.shape[0], *out_sp[:i + 1], *in_sp[i + 1:])
+                chain = chains(src.shape[0])
+                for i, (window, shape) in enumerate(chain):
+                    last = i == len(chain) - 1
                     dst = ys[r:r + chunk] if last and not convert else np.empty(shape, acc_t)
-                    if last:
-                        _last_pass(np.add, src, ax, dst)
-                    else:
-                        _pass(np.add, src, i + 1, ax, dst)
+                    window(src, dst)
                     src = dst
-                if pl.lp:
+                if by is None:
                     _lp_root(src, pl.p, acc_t)
                 else:
-                    src /= div
+                    np.divide(src, by, out=src)
                 if convert:
                     ys[r:r + chunk] = src
     return run
@@ -462,16 +526,16 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
         return functools.partial(_gathered_max, windows, np.array([max_identity(dtype)], dtype),
                                  floating, plane, in_sp, steps)
 
+    chains = functools.cache(functools.partial(
+        _chain, np.maximum, axes, tuple(reversed(range(len(axes)))), in_sp, dtype))
+
     def maxima(src: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
         """Window maxima axis by axis, innermost first: one array per axis, the last y."""
         found = []
-        for i in reversed(range(len(axes))):
-            shape = (src.shape[0], *in_sp[:i], *out_sp[i:])
-            dst = y if i == 0 else np.empty(shape, dtype)
-            if i == len(axes) - 1:
-                _last_pass(np.maximum, src, axes[i], dst)
-            else:
-                _pass(np.maximum, src, i + 1, axes[i], dst)
+        chain = chains(src.shape[0])
+        for i, (window, shape) in enumerate(chain):
+            dst = y if i == len(chain) - 1 else np.empty(shape, dtype)
+            window(src, dst)
             found.append(dst)
             src = dst
         return found
