@@ -257,6 +257,18 @@ def test_contenders_timed_in_turns():
     assert bench._na(c.error) == {"na": "RuntimeError: no kernel for this dtype"}
 
 
+@pytest.mark.parametrize(("quick", "call_seconds", "counts"), [
+    (False, 0.0, (3, 25)),        # not measured: the fewest
+    (False, 0.05, (3, 25)),       # a long call: the fewest
+    (False, 1e-3, (20, 100)),     # 20 ms of warm-up calls, 0.1 s of timed ones
+    (False, 1e-6, (2000, 2000)),  # a short call: at most MOST_CALLS of each
+    (True, 1e-6, (1, 3)),         # --quick: always the fewest
+])
+def test_short_calls_are_timed_more_often(quick, call_seconds, counts):
+    t = bench._Run("numpy", quick, []).timed(lambda x: x, [0], False, call_seconds)
+    assert (t.warmup, t.repeats) == counts
+
+
 def test_target_summary_names_each_miss():
     report = _synthetic("numpy")
     met = dict(report["rows"][0], case="Hardmax axis=1 (middle)", peak_memory_met=True,

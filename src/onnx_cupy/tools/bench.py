@@ -51,9 +51,13 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AveragePool": oc.average_pool, "LpPool": oc.lp_pool, "MaxPool": oc.max_pool,
     "GlobalAveragePool": oc.global_average_pool, "Hardmax": oc.hardmax, "Resize": oc.resize,
     "Upsample": oc.upsample, "MaxUnpool": oc.max_unpool, "GridSample": oc.grid_sample}
-# (warm-up calls, timed calls) per clock and mode
+# (warm-up calls, timed calls) per clock and mode: the fewest. On the CPU (not --quick) a row
+# whose calls are short makes more of both, until our calls fill WARM_SECONDS and TIMED_SECONDS
+# (at most MOST_CALLS): a short call's median is otherwise taken over a few milliseconds, which a
+# change in the machine's state (the rows before, the other core's work) can cover whole
 REPEATS = {("cpu", False): (3, 25), ("cpu", True): (1, 3), ("gpu", False): (10, 100),
            ("gpu", True): (2, 10)}
+WARM_SECONDS, TIMED_SECONDS, MOST_CALLS = 0.02, 0.1, 2000
 
 
 SIZES = ("tiny", "batch 1", "canonical")   # the shapes a case runs at (--quick: its quick one)
@@ -551,11 +555,17 @@ class _Run:
         """Targets apply to the NumPy fallback at the canonical shapes."""
         return self.backend == "numpy" and not self.quick
 
-    def timed(self, fn: Runner, xs: Sequence[Any], on_device: bool) -> _Timed:
-        """`fn` as a contender: CUDA events for device calls on the GPU, else perf_counter."""
+    def timed(self, fn: Runner, xs: Sequence[Any], on_device: bool,
+              call_seconds: float = 0.0) -> _Timed:
+        """`fn` as a contender: CUDA events for device calls on the GPU, else perf_counter; on
+        the CPU, as many calls as REPEATS and WARM_SECONDS/TIMED_SECONDS of ours (a call of
+        ours taking `call_seconds`) ask for."""
         kind = "gpu" if self.gpu and on_device else "cpu"
-        return _Timed(fn, xs, _GpuClock() if kind == "gpu" else _CpuClock(),
-                      *REPEATS[kind, self.quick])
+        warmup, repeats = REPEATS[kind, self.quick]
+        if kind == "cpu" and not self.quick and call_seconds > 0:
+            warmup = max(warmup, min(MOST_CALLS, math.ceil(WARM_SECONDS / call_seconds)))
+            repeats = max(repeats, min(MOST_CALLS, math.ceil(TIMED_SECONDS / call_seconds)))
+        return _Timed(fn, xs, _GpuClock() if kind == "gpu" else _CpuClock(), warmup, repeats)
 
     def ours(self, case: Case) -> Callable[[Any], Any]:
         fn = FUNCTIONS[case.op]
@@ -621,16 +631,18 @@ def _copy_seconds(nbytes: int, run: _Run) -> float:
 
 
 def _contender(peer: Peer, case: Case, dtype: str, x: np.ndarray, xs: Sequence[Any],
-               y: np.ndarray, run: _Run) -> tuple[_Timed | None, dict[str, Any]]:
+               y: np.ndarray, run: _Run, call_seconds: float = 0.0
+               ) -> tuple[_Timed | None, dict[str, Any]]:
     """The peer set up for input `x` (`xs` on the device) and output `y`, with the details it
-    reports; or None and why it is n/a."""
+    reports, timed as many times as ours (a call of ours taking `call_seconds`); or None and
+    why it is n/a."""
     try:
         fn, details = peer.setup(case, dtype, x.shape, y.shape)
     except Exception as e:  # noqa: BLE001 - the peer lacks this operator, attribute or dtype
         return None, _na(e)
     if peer.slow:
         return _Timed(fn, [x], _CpuClock(), 0, 1), details
-    return run.timed(fn, xs if peer.on_device else [x], peer.on_device), details
+    return run.timed(fn, xs if peer.on_device else [x], peer.on_device, call_seconds), details
 
 
 def measure(case: Case, dtype: str, run: _Run, size: str = "canonical") -> dict[str, Any]:
@@ -641,8 +653,12 @@ def measure(case: Case, dtype: str, run: _Run, size: str = "canonical") -> dict[
     ours = run.ours(case)
     xs = _rotating(run.device(x)) if run.gpu else [x]
     y = _host(ours(xs[0]))
-    mine = run.timed(ours, xs, True)
-    fast = {p.name: _contender(p, case, dtype, x, xs, y, run) for p in run.peers if not p.slow}
+    start = time.perf_counter()
+    ours(xs[0])   # a prepared call: how long ours takes, for the number of calls
+    took = time.perf_counter() - start
+    mine = run.timed(ours, xs, True, took)
+    fast = {p.name: _contender(p, case, dtype, x, xs, y, run, took) for p in run.peers
+            if not p.slow}
     slow = [p for p in run.peers if p.slow and size == "canonical"]
     _in_turns([mine, *(t for t, _ in fast.values() if t is not None)])
     if mine.error is not None:
@@ -922,10 +938,14 @@ def summary(report: dict[str, Any]) -> str:
                      "ratio is the median over the runs, with the range (lowest-highest) in "
                      "parentheses where they differ; targets are judged on the median")
     warmup, repeats = REPEATS["cpu", h["quick"]]
+    more = "" if h["quick"] else (
+        f" (more where calls are short: as many as fill {WARM_SECONDS * 1e3:g} ms and "
+        f"{TIMED_SECONDS * 1e3:g} ms of ours, at most {MOST_CALLS:,} each)")
     lines += ["", table(report), "", _target_line(report["targets"]), "",
               ("Throughput: elements of X and Y per second. Ours and the peers are called in turns "
                f"(ours, peer, ..., ours, peer, ...), {warmup} warm-up and {repeats} timed calls "
-               "each on the CPU, and each one's median time is taken (on the GPU: CUDA events, "
+               f"each on the CPU{more}, and each one's median time is taken (on the GPU: CUDA "
+               "events, "
                f"{' and '.join(map(str, REPEATS['gpu', h['quick']]))} calls, inputs rotated "
                "through more than the L2 cache). `x PEER`: our throughput over the peer's. "
                "onnx.reference is timed once on the reduced shapes (see JSON), for the canonical "
