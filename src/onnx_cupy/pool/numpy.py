@@ -180,22 +180,45 @@ def _within(outer: slice, inner: slice, n: int) -> slice:
     return slice(r.start, r.start + len(r) * r.step, r.step)
 
 
+def _dense(s: slice) -> slice:
+    """Every position from the first of the slice `s` (step > 0) to its last."""
+    if s.stop <= s.start:
+        return slice(s.start, s.start)
+    return slice(s.start, s.start + (s.stop - s.start - 1) // s.step * s.step + 1)
+
+
 def _steps(taps: tuple[Tap, ...], start: str, axis: int, n: int, out: int, fused: bool,
-           window: slice = slice(None)) -> list[Step]:
+           window: slice = slice(None), dense: bool = False) -> list[Step]:
     """The steps of a window along `axis` (n long in the source, `out` in the destination)
     over `taps` in order, into the destination's `window` (the taps' output slices relative to
     it), started as Axis.start says ("zero": op's identity where no tap lands; `fused`: the
-    pair taken from the pairs of adjacent elements of the whole axis, see Axis.fused)."""
+    pair taken from the pairs of adjacent elements of the whole axis, see Axis.fused).
+    `dense` (a fused or adjacent pair start): the pair's taps and the next tap combined at
+    every position between their first and last, in place among the pairs, whose strided
+    positions are then copied: the same operations on the same operands where they count,
+    in contiguous loops (NumPy's floating maximum over strided operands is several times
+    slower than over contiguous ones and a strided copy together)."""
     def dst(o: slice) -> Ref:
         return DST, _at(axis, _within(window, o, out))
 
     steps: list[Step] = []
     rest = taps
-    if fused:
+    pairs = (SRC, _at(axis, slice(0, n - 1))), (SRC, _at(axis, slice(1, n))), \
+        (PAIRS, _at(axis, slice(None)))
+    if dense and not fused:   # the adjacent pair of taps 0 and 1 from the pairs
+        (_, o0, i0) = taps[0]
+        steps += [pairs, ((PAIRS, _at(axis, _within(i0, o0, n - 1))), None, dst(o0))]
+        rest = taps[2:]
+    elif fused:
         (_, _, i0), (_, o, i) = taps[0], taps[2]
-        steps.append(((SRC, _at(axis, slice(0, n - 1))), (SRC, _at(axis, slice(1, n))),
-                      (PAIRS, _at(axis, slice(None)))))
-        steps.append(((PAIRS, _at(axis, _within(i0, o, n - 1))), (SRC, _at(axis, i)), dst(o)))
+        steps.append(pairs)
+        at = _within(i0, o, n - 1)
+        if dense:
+            here = (PAIRS, _at(axis, _dense(at)))
+            steps += [(here, (SRC, _at(axis, _dense(i))), here),
+                      ((PAIRS, _at(axis, at)), None, dst(o))]
+        else:
+            steps.append(((PAIRS, _at(axis, at)), (SRC, _at(axis, i)), dst(o)))
         for span in (slice(0, o.start), slice(o.stop, None)):
             if range(out)[window][span]:
                 steps.append(((PAIRS, _at(axis, _within(i0, span, n - 1))), None, dst(span)))
@@ -283,8 +306,13 @@ def prepare_pass(op: np.ufunc, ax: Axis, axis: int, src: tuple[int, ...], dtype:
     border = [step for c0, c1 in ax.borders()
               for step in _steps(ax.region(c0, c1), ax.start, axis, n, ax.out, False,
                                  slice(c0, c1))]
-    return Pass(op, identity, tuple(_steps(flat, ax.start, 0, total, size, ax.fused)),
-                (total - 1,) if ax.fused else None, True, tuple(border), nd)
+    # floating maxima over strided operands: densely (see _steps), where the first two taps
+    # are adjacent and cover every output
+    dense = (op is np.maximum and dtype.kind not in "iub" and ax.s > 1 and ax.d == 1
+             and ax.start == "pair" and ax.taps[1][0] == ax.taps[0][0] + 1)
+    return Pass(op, identity, tuple(_steps(flat, ax.start, 0, total, size, ax.fused,
+                                           dense=dense)),
+                (total - 1,) if ax.fused or dense else None, True, tuple(border), nd)
 
 
 # ---------------------------------------------------------------- AveragePool, LpPool
