@@ -237,7 +237,7 @@ def _steps(taps: tuple[Tap, ...], start: str, axis: int, n: int, out: int, fused
 
 
 @dataclass(frozen=True)
-class Pass:
+class WindowPass:
     """op's window along one axis of a chunk of given shape, prepared: its steps over the
     chunk's source, destination and, where fused, the adjacent pairs of the whole axis (shaped
     `pairs`). A `flat` pass runs its steps over the rows as one flat sequence, then its
@@ -250,7 +250,7 @@ class Pass:
     pairs: tuple[int, ...] | None
     flat: bool = False
     border: tuple[Step, ...] = ()
-    nd: Pass | None = None
+    nd: WindowPass | None = None
 
     def __call__(self, src: np.ndarray, dst: np.ndarray) -> None:
         if not self.flat:
@@ -289,7 +289,7 @@ def _flat(ax: Axis, tap: Tap, rows: int) -> Tap:
 
 
 def prepare_pass(op: np.ufunc, ax: Axis, axis: int, src: tuple[int, ...], dtype: np.dtype,
-                 last: bool) -> Pass:
+                 last: bool) -> WindowPass:
     """op's window (np.add: a sum, np.maximum) along `axis` of a chunk of shape `src` in
     `dtype`: over whole rows (Axis.fused) where the pass is large enough; the last axis as one
     flat sequence where its rows allow it (an input row ax.s output rows long)."""
@@ -298,7 +298,7 @@ def prepare_pass(op: np.ufunc, ax: Axis, axis: int, src: tuple[int, ...], dtype:
     size = math.prod(src) // n * ax.out
     fused = ax.fused and size >= WHOLE_ROWS
     pairs = (*src[:axis], n - 1, *src[axis + 1:]) if fused else None
-    nd = Pass(op, identity, tuple(_steps(ax.taps, ax.start, axis, n, ax.out, fused)), pairs)
+    nd = WindowPass(op, identity, tuple(_steps(ax.taps, ax.start, axis, n, ax.out, fused)), pairs)
     if not (last and size >= WHOLE_ROWS and n == ax.s * ax.out and ax.taps):
         return nd
     flat = tuple(_flat(ax, t, size // ax.out) for t in ax.taps)
@@ -310,7 +310,7 @@ def prepare_pass(op: np.ufunc, ax: Axis, axis: int, src: tuple[int, ...], dtype:
     # are adjacent and cover every output
     dense = (op is np.maximum and dtype.kind not in "iub" and ax.s > 1 and ax.d == 1
              and ax.start == "pair" and ax.taps[1][0] == ax.taps[0][0] + 1)
-    return Pass(op, identity, tuple(_steps(flat, ax.start, 0, total, size, ax.fused,
+    return WindowPass(op, identity, tuple(_steps(flat, ax.start, 0, total, size, ax.fused,
                                            dense=dense)),
                 (total - 1,) if ax.fused or dense else None, True, tuple(border), nd)
 
@@ -356,7 +356,7 @@ def _chunk_rows(rows: int, row_bytes: int, split: bool = True) -> int:
     return max(1, min(CHUNK_BYTES // max(1, row_bytes), half))
 
 
-Chain = list[tuple[Pass, tuple[int, ...]]]   # passes, each with its destination's shape
+Chain = list[tuple[WindowPass, tuple[int, ...]]]   # passes, each with its destination's shape
 
 
 def _chain(op: np.ufunc, axes: list[Axis], order: tuple[int, ...], in_sp: tuple[int, ...],
