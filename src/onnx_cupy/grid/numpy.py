@@ -247,7 +247,8 @@ class _Scratch:
         self.u = np.empty_like(self.w) if sp.mode == "cubic" else self.w
         self.under, self.over = (np.empty(self.pos.shape if sp.per_tap else (r, q), bool)
                                  for _ in range(2))
-        self.offsets = np.empty((combos * (split if sp.small else 1), q), sp.matrix.dtype)
+        self.offsets = np.empty((combos * (split if sp.small else 1), q),
+                                np.result_type(sp.matrix, f))   # the product's type
         self.index = np.empty(self.offsets.shape, np.intp)
         self.v = np.empty((combos, split, q) if sp.small else (split, combos, q), sp.store)
         self.taps_index = self.index.reshape(self.v.shape) if sp.small else self.index
@@ -442,7 +443,7 @@ class _Sampler:
         if s.n0 != n0 and self.n_items > 1:
             s.items[...] = np.arange(n0, n0 + s.shape[1])[:, None]
             s.n0 = n0
-        np.matmul(self.matrix, s.rows, out=s.offsets)
+        self.matrix.dot(s.rows, out=s.offsets)   # (exact: integers; dot costs less to call)
         s.index[...] = s.offsets
 
     def pad(self, x: np.ndarray, k: _Axes, s: _Scratch) -> None:
