@@ -200,8 +200,9 @@ def _small_bytes(pl: SamplePlan, store: np.dtype, channels: int, positions: int)
     their intp index)."""
     combos, r = int(pl.taps ** pl.rank), pl.rank
     spread = sum(pl.taps ** (r - j) for j in range(r)) if pl.mode != "nearest" else 0
+    weight = max(store.itemsize, pl.coordinates.itemsize)   # at most
     return (_chunk_bytes(pl, store, channels, positions)
-            + positions * channels * (16 * combos + (store.itemsize + 8) * spread))
+            + positions * channels * (16 * combos + (weight + 8) * spread))
 
 
 def _chunks(pl: SamplePlan, store: np.dtype, channels: int) -> tuple[int, int]:
