@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -164,3 +165,27 @@ def test_small_call_outputs_vary_with_the_grid():
     y3 = sample(c, x, g)[0]
     assert not np.array_equal(y1, y2, equal_nan=True)
     assert_same(y1, y3)
+
+
+def test_small_calls_in_threads():
+    """Threads running one prepared small call at once each use a scratch of their own."""
+    c = Config("linear", "zeros", 0, (2, 3, 8, 8), (8, 8), np.dtype(np.float32),
+               np.dtype(np.float32))
+    rng = np.random.default_rng(9)
+    cases = [inputs(c, rng) for _ in range(4)]
+    expected = [sample(c, x, g)[0] for x, g in cases]
+    start, got = threading.Barrier(len(cases)), {}
+
+    def work(i: int) -> None:
+        start.wait()
+        got[i] = [sample(c, *cases[i])[0] for _ in range(200)]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, ys in got.items():
+        for y in ys:
+            assert_same(y, expected[i])
+    assert len(got) == len(cases)
