@@ -28,8 +28,14 @@ items, or part of one):
                type: the kernels' terms in the kernels' order, so that the emulated kernels
                give the same bits.
 
-A call of one small chunk keeps its per-axis constants at the chunk's full shape: at a few
-hundred elements an operation between arrays of one shape costs about half a broadcasting one."""
+A call of one small chunk keeps its scratch and its per-axis constants at the chunk's full
+shape: at a few hundred elements an operation between arrays of one shape costs about half a
+broadcasting one, or one on a transposed view. For the same reason it gathers every channel's
+taps at once through offsets into the whole layout (the offset matrix has a row per tap
+combination and channel), combination first, so that each tap's values are a contiguous block,
+and spreads the weights over the values they weigh with one gather: each weighed sum is then
+an operation between contiguous arrays of one shape. Copies are assignments (a[...] = b casts
+as np.copyto(..., casting="unsafe") does, at about half its call's cost)."""
 from __future__ import annotations
 
 import math
@@ -49,9 +55,9 @@ if TYPE_CHECKING:
 # bytes of a chunk's temporaries (coordinates, taps, offsets, the gathered values): about a
 # quarter of a core's L2 cache
 CHUNK_BYTES = 1 << 19
-# a call of one chunk whose scratch takes at most this many bytes keeps it (per thread) and its
-# constants at the chunk's full shape
-SMALL_BYTES = 1 << 16
+# a call of one chunk whose scratch (`_small_bytes`) takes at most this many bytes keeps it
+# (per thread) and its constants at the chunk's full shape
+SMALL_BYTES = 1 << 18
 
 
 def accumulate_dtype(dtype: np.dtype) -> np.dtype:
@@ -154,14 +160,16 @@ def _cubic_weights(t: np.ndarray, w: np.ndarray, u: np.ndarray) -> None:
 
 
 def _offset_matrix(taps: int, strides: tuple[int, ...], per_tap: bool, item: int | None,
-                   dtype: Any) -> np.ndarray:
+                   dtype: Any, channels: int = 1, channel: int = 0) -> np.ndarray:
     """The matrix whose product with a chunk's position rows gives the flat offsets of its tap
     combinations: row i for the combination (t[0], ..., t[r-1]) of index i (t[j] the tap of
     grid component j: the innermost axis' first, the most significant); `strides` in that
     order. The position rows: per tap (taps, r) (`per_tap`: column t[j] * r + j holds
     component j's stride), or the first tap's (r) (column j; the ones row's column adds
     sum_j t[j] stride[j]); then a row of ones; then, where `item` (the batch item's size in
-    the layout) is given, the positions' batch items."""
+    the layout) is given, the positions' batch items. With `channels` > 1, each combination's
+    row repeated per channel c (row i * channels + c), its ones column adding c * `channel`
+    (the channel's size in the layout): the offsets of every channel's taps."""
     r = len(strides)
     ones = (taps if per_tap else 1) * r
     m = np.zeros((taps ** r, ones + 1 + (item is not None)), dtype)
@@ -171,6 +179,8 @@ def _offset_matrix(taps: int, strides: tuple[int, ...], per_tap: bool, item: int
             m[i, ones] += 0 if per_tap else t * strides[j]
     if item is not None:
         m[:, ones + 1] = item
+    m = np.repeat(m, channels, axis=0)
+    m[:, ones] += np.tile(np.arange(channels) * channel, taps ** r)
     return m
 
 
@@ -182,6 +192,17 @@ def _chunk_bytes(pl: SamplePlan, store: np.dtype, channels: int, positions: int)
     per_position = (pl.rank * pl.taps * (4 * pl.coordinates.itemsize + 8) + 16 * combos
                     + 2 * channels * combos * store.itemsize)
     return positions * per_position
+
+
+def _small_bytes(pl: SamplePlan, store: np.dtype, channels: int, positions: int) -> int:
+    """Bytes of the scratch of a small call (`_Scratch`): a chunk's, with the offsets of every
+    channel's taps (float and intp) and the weights spread over the values they weigh (and
+    their intp index)."""
+    combos, r = int(pl.taps ** pl.rank), pl.rank
+    spread = sum(pl.taps ** (r - j) for j in range(r)) if pl.mode != "nearest" else 0
+    weight = max(store.itemsize, pl.coordinates.itemsize)   # at most
+    return (_chunk_bytes(pl, store, channels, positions)
+            + positions * channels * (16 * combos + (weight + 8) * spread))
 
 
 def _chunks(pl: SamplePlan, store: np.dtype, channels: int) -> tuple[int, int]:
@@ -202,11 +223,18 @@ class _Scratch:
     positions)); weights (taps, r, positions) in the coordinate type and, where that differs,
     the accumulate type; the offsets (taps^r, positions) in float and in intp; the gathered
     values (split, taps^r, positions) and, per grid component j, the values it weighs (split,
-    taps, taps^(r-1-j), positions), by tap, and their sums; where the call is small, X's
-    zero-slabbed layout (its slabs stay zero)."""
+    taps, taps^(r-1-j), positions), by tap, its weights (taps, 1, positions) and the sums.
+
+    Where the call is small, every channel's taps are gathered at once, combination first:
+    offsets (taps^r * C, positions) and gathered values (taps^r, C, positions), so that per
+    grid component j the values it weighs are (taps, taps^(r-1-j) * C, positions), each tap's
+    a contiguous block, and its weights are spread to that shape by one gather of all
+    components' weights (`spread`, from the weights at `spread_index`); X's zero-slabbed
+    layout is kept (its slabs stay zero)."""
 
     def __init__(self, sp: _Sampler, split: int, items: int, span: int) -> None:
         f, r, taps, q = sp.f, sp.r, sp.taps, items * span
+        combos = taps ** r
         self.shape = (split, items, span)
         rows = (taps if sp.per_tap else 1) * r
         self.rows = np.ones((rows + 1 + (sp.n_items > 1), q), f)
@@ -215,26 +243,52 @@ class _Scratch:
         self.items = self.rows[-1].reshape(items, span)   # (where N > 1) from batch item n0
         self.n0 = -1
         self.w = np.empty((taps, r, q), f)
+        self.w0, self.w1 = self.w[0], self.w[-1]   # linear's
         self.weights = self.w if sp.acc in (None, f) else np.empty_like(self.w, sp.acc)
         self.u = np.empty_like(self.w) if sp.mode == "cubic" else self.w
         self.under, self.over = (np.empty(self.pos.shape if sp.per_tap else (r, q), bool)
                                  for _ in range(2))
-        self.offsets = np.empty((taps ** r, q), sp.matrix.dtype)
-        self.index = np.empty((taps ** r, q), np.intp)
-        self.v = np.empty((split, taps ** r, q), sp.store)
+        self.offsets = np.empty((combos * (split if sp.small else 1), q),
+                                np.result_type(sp.matrix, f))   # the product's type
+        self.index = np.empty(self.offsets.shape, np.intp)
+        self.v = np.empty((combos, split, q) if sp.small else (split, combos, q), sp.store)
+        self.taps_index = self.index.reshape(self.v.shape) if sp.small else self.index
         # per grid component j (none for nearest): its weights, the values they weigh, those
-        # by tap (the last component's shaped as the chunk, (split, items, span)) and their sum
-        self.levels: list[tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]] = []
-        values = self.v
-        for j in range(r if sp.acc is not None else 0):
-            a = values.reshape(split, taps, -1, q)
-            terms = [a[:, t] if j < r - 1 else a[:, t].reshape(self.shape) for t in range(taps)]
+        # by tap (the first, the second, the others; the last component's shaped as the chunk,
+        # (split, items, span)) and their sum (None for the last where it is made in Y)
+        self.levels: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                list[np.ndarray], np.ndarray | None]] = []
+        levels = r if sp.acc is not None else 0
+        # small: the weights spread over the values they weigh, component after component
+        spread = sum(taps ** (r - j) for j in range(levels)) * split * q if sp.small else 0
+        self.spread = np.empty(spread, self.weights.dtype) if spread else None
+        self.spread_index = np.empty(spread, np.intp)
+        self.weights_flat = self.weights.reshape(-1)
+        values, at = self.v, 0
+        a: np.ndarray
+        w: np.ndarray
+        for j in range(levels):
+            if self.spread is not None:   # (taps, taps^(r-1-j) * C, positions)
+                a = values.reshape(taps, -1, q)
+                terms = [a[t] for t in range(taps)]
+                w = self.spread[at:at + a.size].reshape(a.shape)
+                # the weights of component j's tap t at every value it weighs
+                self.spread_index[at:at + a.size].reshape(a.shape)[...] = \
+                    (np.arange(taps)[:, None, None] * r + j) * q + np.arange(q)
+                at += a.size
+            else:
+                a = values.reshape(split, taps, -1, q)
+                terms = [a[:, t] for t in range(taps)]
+                w = self.weights[:, j].reshape(taps, 1, q)
+            if j == r - 1:
+                terms = [term.reshape(self.shape) for term in terms]
             values = np.empty(terms[0].shape, sp.acc)
-            self.levels.append((self.weights[:, j].reshape(taps, 1, q), a, terms, values))
+            last = j == r - 1 and sp.direct
+            self.levels.append((w, a, terms[0], terms[1], terms[2:], None if last else values))
         self.layout: np.ndarray | None = None
         if sp.small and sp.slab:
             xs = sp.new_layout()
-            self.inside, self.layout = xs[sp.inside], xs.reshape(sp.channels, -1)
+            self.inside, self.layout = xs[sp.inside], xs.reshape(-1)
 
 
 class _Sampler:
@@ -259,11 +313,6 @@ class _Sampler:
         self.lengths = tuple(n + self.slab for n in pl.x_shape[2:])
         self.inside = (slice(None), slice(None), *(slice(0, n) for n in pl.x_shape[2:]))
         self.axes_first = (1, 0, *range(2, self.r + 2))   # X (N, C, ...) as (C, N, ...)
-        item = math.prod(self.lengths)
-        self.matrix = _offset_matrix(
-            self.taps, arrays.c_strides(self.lengths)[::-1], self.per_tap,
-            item if self.n_items > 1 else None,
-            np.float32 if 2 * self.n_items * item < FLOAT32_EXACT else np.float64)
         self.rounded = self.dtype.name in dtypes.INT_TYPES
         self.direct = self.acc == self.dtype   # the last sums made in Y
         self.convert = np.dtype(grid_dtype) != self.f
@@ -272,8 +321,16 @@ class _Sampler:
                                  if step >= points else (1, step))
         self.small = (self.items >= self.n_items and self.span >= points and
                       self.split >= self.channels and
-                      _chunk_bytes(pl, self.store, self.channels, self.n_items * points)
+                      _small_bytes(pl, self.store, self.channels, self.n_items * points)
                       <= SMALL_BYTES)
+        # a small call's offsets reach every channel of the layout: (C, N, D1', ..., Dr')
+        item = math.prod(self.lengths)
+        channels = self.channels if self.small else 1
+        self.matrix = _offset_matrix(
+            self.taps, arrays.c_strides(self.lengths)[::-1], self.per_tap,
+            item if self.n_items > 1 else None,
+            np.float32 if 2 * channels * self.n_items * item < FLOAT32_EXACT else np.float64,
+            channels, self.n_items * item)
         q = self.n_items * points if self.small else 1
         lowest = -1 if self.per_tap else -self.taps
         self.k = _Axes(pl, (self.r, q), self.small, lowest)   # for (r, positions)
@@ -281,6 +338,11 @@ class _Sampler:
         self.kp = _Axes(pl, (self.taps, self.r, q), self.small, lowest) if self.per_tap \
             else self.k
         self.kept = threading.local()   # a small call's scratch, per thread
+        self.out_shape, self.size = pl.out_shape, math.prod(pl.out_shape)
+        self.grid_rows = (self.n_items * points, self.r)   # the grid as (positions, r)
+        self.items_first = (self.n_items, self.channels, points)   # Y as (N, C, positions)
+        self.channels_first = (self.channels, self.n_items, points)   # that where N = 1
+        self.axis = None if self.small else 1   # the gather's: small, xs flat
         self.call = np.errstate(invalid="ignore", over="ignore")(self.run)
 
     def new_layout(self) -> np.ndarray:
@@ -291,24 +353,25 @@ class _Sampler:
         return xs
 
     def layout(self, x: np.ndarray, s: _Scratch) -> np.ndarray:
-        """X as (C, N * D1' * ... * Dr') in the storage type, with the zero slabs (in the
-        scratch's where the call is small)."""
+        """X as (C, N * D1' * ... * Dr') in the storage type, with the zero slabs (where the
+        call is small: flat, C * N * D1' * ... * Dr', the scratch's where it has slabs)."""
+        shape = -1 if self.small else (self.channels, -1)
         if not self.slab:
             return np.ascontiguousarray(x.transpose(self.axes_first),
-                                        dtype=self.store).reshape(self.channels, -1)
+                                        dtype=self.store).reshape(shape)
         if s.layout is not None:
-            np.copyto(s.inside, x.transpose(self.axes_first), casting="unsafe")
+            s.inside[...] = x.transpose(self.axes_first)
             return s.layout
         xs = self.new_layout()
         xs[self.inside] = x.transpose(self.axes_first)
-        return xs.reshape(self.channels, -1)
+        return xs.reshape(shape)
 
     def __call__(self, x: np.ndarray, grid: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-        y: np.ndarray = (np.empty(self.pl.out_shape, x.dtype) if out is None else
-                         arrays.output(out, x, self.pl.out_shape, x.dtype, "numpy", SAMPLE))
-        if y.size:
-            self.call(x, grid.reshape(self.n_items * self.points, self.r),
-                      y.reshape(self.n_items, self.channels, self.points).transpose(1, 0, 2))
+        y: np.ndarray = (np.empty(self.out_shape, x.dtype) if out is None else
+                         arrays.output(out, x, self.out_shape, x.dtype, "numpy", SAMPLE))
+        if self.size:
+            self.call(x, grid.reshape(self.grid_rows), y.reshape(self.channels_first)
+                      if self.n_items == 1 else y.reshape(self.items_first).transpose(1, 0, 2))
         return y
 
     def run(self, x: np.ndarray, g: np.ndarray, y3: np.ndarray) -> None:
@@ -342,11 +405,13 @@ class _Sampler:
         """The offsets of the tap combinations (s.index) and the weights (s.weights) of the
         grid values g (positions, r) of batch items n0, ...: see the module docstring."""
         k, c, pos, w = self.k, s.c, s.pos, s.w
-        if self.convert:
-            np.copyto(c, g.T, casting="unsafe")
+        # the grid lists x (the innermost axis) first; a small call copies it first (a copy
+        # and an operation between contiguous arrays cost less than one on g.T)
+        if self.convert or self.small:
+            c[...] = g.T
             np.add(c, k.one, out=c)
         else:
-            np.add(g.T, k.one, out=c)   # the grid lists x (the innermost axis) first
+            np.add(g.T, k.one, out=c)
         np.multiply(c, k.scale, out=c)
         np.subtract(c, k.shift, out=c)
         np.multiply(c, k.half, out=c)
@@ -358,10 +423,11 @@ class _Sampler:
                 np.rint(c, out=c)
                 self.pad(c, k, s)
         elif self.mode == "linear":
-            self.pad(c, k, s)
+            if not self.clip:   # (zeros padding clips the positions below)
+                self.pad(c, k, s)
             np.floor(c, out=pos)
-            np.subtract(c, pos, out=w[1])
-            np.subtract(k.one, w[1], out=w[0])
+            np.subtract(c, pos, out=s.w1)
+            np.subtract(k.one, s.w1, out=s.w0)
         else:
             low = np.floor(c, out=pos[1])
             np.subtract(c, low, out=c)
@@ -371,15 +437,15 @@ class _Sampler:
             np.add(low, k.two, out=pos[3])
             self.pad(pos, self.kp, s)
         if s.weights is not w:
-            np.copyto(s.weights, w)
+            s.weights[...] = w
         if self.clip:   # into [lowest, n]: outside X (NaN included) reads a zero slab
             np.fmax(pos, self.kp.lowest, out=pos)
             np.fmin(pos, self.kp.n, out=pos)
         if s.n0 != n0 and self.n_items > 1:
             s.items[...] = np.arange(n0, n0 + s.shape[1])[:, None]
             s.n0 = n0
-        np.matmul(self.matrix, s.rows, out=s.offsets)
-        np.copyto(s.index, s.offsets, casting="unsafe")
+        self.matrix.dot(s.rows, out=s.offsets)   # (exact: integers; dot costs less to call)
+        s.index[...] = s.offsets
 
     def pad(self, x: np.ndarray, k: _Axes, s: _Scratch) -> None:
         """x padded in place: clipped (border), reflected (reflection) or left (zeros)."""
@@ -393,25 +459,27 @@ class _Sampler:
         at the scratch's offsets (wrapped: -i counts from the end), weighed and summed over the
         taps (nearest: its one tap), innermost axis first, in the accumulate type; integers:
         NaN is 0, then rounded half to even and saturated."""
-        if not s.levels and dst.flags.c_contiguous and dst.dtype == s.v.dtype:
-            xs.take(s.index, axis=1, out=dst.reshape(s.v.shape), mode="wrap")   # nearest
+        if not s.levels:   # nearest
+            if dst.flags.c_contiguous and dst.dtype == s.v.dtype:
+                xs.take(s.taps_index, self.axis, out=dst.reshape(s.v.shape), mode="wrap")
+            else:
+                xs.take(s.taps_index, self.axis, out=s.v, mode="wrap")
+                dst[...] = s.v.reshape(dst.shape)
             return
-        xs.take(s.index, axis=1, out=s.v, mode="wrap")
-        if not s.levels:
-            np.copyto(dst, s.v.reshape(dst.shape), casting="unsafe")
-            return
+        xs.take(s.taps_index, self.axis, out=s.v, mode="wrap")
+        if s.spread is not None:
+            s.weights_flat.take(s.spread_index, out=s.spread, mode="wrap")
         total = dst
-        for j, (w, values, terms, total) in enumerate(s.levels, 1 - len(s.levels)):
+        for w, values, first, second, more, sums in s.levels:
             np.multiply(w, values, out=values)   # weight * value, as the kernels order it
-            if j == 0 and self.direct:   # the last component's sums: Y's values
-                total = dst
-            np.add(terms[0], terms[1], out=total)
-            for term in terms[2:]:
+            total = dst if sums is None else sums   # None: the last component's, in Y
+            np.add(first, second, out=total)
+            for term in more:
                 np.add(total, term, out=total)
         if self.rounded:
             dst[...] = round_saturate(np.where(np.isnan(total), 0.0, total), dst.dtype)
         elif not self.direct:
-            np.copyto(dst, total, casting="unsafe")
+            dst[...] = total
 
 
 def prepare_sample(pl: SamplePlan, dtype: np.dtype, grid_dtype: np.dtype) -> Call:
