@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 CHUNK_BYTES = 1 << 21  # largest temporary of one chunk
 DENSE_ENTRIES = 1 << 15   # most weights of a small call's matrix (input block x output block)
-PLAIN_BYTES = 1 << 13     # a nearest pass reading fewer bytes: a plain gather (fewest calls)
+PLAIN_BYTES = 1 << 13     # a nearest pass on fewer bytes in and out: a plain gather (fewest calls)
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ def _nearest(column: np.ndarray, axis: int, shape: tuple[int, ...], dtype: np.dt
     """The pass a.take(column, axis=axis) on arrays of `shape` and `dtype`, and the same pass
     writing into a C-contiguous array of its result's shape (see the module's docstring; a
     small pass: a plain gather, and None)."""
-    if math.prod(shape) * dtype.itemsize < PLAIN_BYTES:
+    outer = math.prod(shape[:axis]) * math.prod(shape[axis + 1:])
+    if max(shape[axis], len(column)) * outer * dtype.itemsize < PLAIN_BYTES:
         return (lambda a: a.take(column, axis=axis)), None
     start, k = _repeat(column)
     n = len(column) // k if k else 0
@@ -230,16 +231,26 @@ def _work_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64)
 
 
-def _chunks(pl: ResizePlan, itemsize: int) -> tuple[int, int]:
+def _chunks(pl: ResizePlan, itemsize: int, nearest: bool) -> tuple[int, int]:
     """(lead, rows): a chunk is `rows` output rows of axis `lead` at one index of the axes before
     it (never resized ones): lead is the first axis whose rows fit CHUNK_BYTES, at most the first
-    resized axis. A row's bytes count every tap of the widest filter (one gather holds them)."""
+    resized axis. A row's bytes count every tap of the widest filter (one gather holds them);
+    nearest's last pass writes into Y (or is small), so there they count X's row and the results
+    of the passes before the last."""
     first = min(t.axis for t in pl.tables)
     taps = max(t.taps for t in pl.tables)
 
     def row(lead: int) -> int:
-        return max(math.prod(pl.in_shape[lead + 1:]),
-                   math.prod(pl.out_shape[lead + 1:])) * itemsize * taps
+        if not nearest:
+            return max(math.prod(pl.in_shape[lead + 1:]),
+                       math.prod(pl.out_shape[lead + 1:])) * itemsize * taps
+        shape, widest = list(pl.in_shape), math.prod(pl.in_shape[lead + 1:])
+        inner = sorted((t for t in pl.tables if t.axis > lead),
+                       key=lambda t: _order(t, pl.in_shape[t.axis]))
+        for t in inner[:-1]:
+            shape[t.axis] = t.index.shape[0]
+            widest = max(widest, math.prod(shape[lead + 1:]))
+        return widest * itemsize
 
     lead = next((d for d in range(first) if row(d) <= CHUNK_BYTES), first)
     return lead, max(1, CHUNK_BYTES // row(lead))
@@ -273,7 +284,7 @@ def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
     chunks: list[_Chunk] = []
     work = None if pl.mode == "nearest" else _work_dtype(dtype)
     if pl.tables:
-        lead, rows = _chunks(pl, dtype.itemsize if work is None else work.itemsize)
+        lead, rows = _chunks(pl, dtype.itemsize if work is None else work.itemsize, work is None)
         tables = {t.axis: _taps(t.axis, t.index, None if work is None else
                                 t.weight.astype(work), t.outside) for t in pl.tables}
         first = tables.pop(lead, None)
