@@ -1,9 +1,9 @@
-"""Resize and Upsample nearest on the NumPy path: the repeat passes (an index column
-start + o // k repeats a run of the input k times; along the last axis, the integer multiply that
-copies each element's bits k times) and the last pass written into the output give the general
-gather's bits, on seeded random configurations: every dtype, ranks 1-5, integer scales 2, 3, 4
-(8 for bytes) along one or several axes, the last included, strided inputs, NaN payloads, -0.0
-and infinities, every coordinate and nearest mode (most of which do not repeat at these scales:
+"""Resize and Upsample nearest on the NumPy path: the last-axis repeat pass (an index column
+start + o // k repeats a run of the input k times: the integer multiply that copies each
+element's bits k times) and the last pass written into the output give the plain gathers' bits,
+on seeded random configurations: every dtype, ranks 1-5, integer scales 2, 3, 4 (8 for bytes)
+along one or several axes, the last included, strided inputs, NaN payloads, -0.0 and
+infinities, every coordinate and nearest mode (most of which do not repeat at these scales:
 those gather), shrinking axes, extrapolated coordinates, small chunks that cut the first axis's
 runs, and out=. Upsample at integer scales is also np.repeat along each axis.
 
@@ -201,7 +201,7 @@ def test_configuration(c, monkeypatch):
 
 def test_configurations_reach_both_kinds_of_pass(monkeypatch):
     """The seeded configurations repeat along the last axis by the multiply (several widths),
-    repeat otherwise, and gather columns that are no repeat."""
+    gather repeat columns elsewhere, and gather columns that are no repeat."""
     seen = {"multiply": set(), "repeat": 0, "gather": 0}
     nearest = numpy_path._nearest
 

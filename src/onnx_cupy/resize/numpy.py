@@ -12,12 +12,13 @@ an ulp. A weight of 0 would turn an infinity of X into a NaN: where the product 
 the call runs the passes instead.
 
 Nearest is a gather per axis (a.take(index)), the chunk's last one written straight into the
-output. Where an axis's index column repeats each element of a run of the input k times
-(index[o] = start + o // k: nearest at an integer scale, as Upsample and the usual Resize modes
-give), the pass repeats instead of gathering; along the last axis, where k elements fit one
-unsigned integer (itemsize * k <= 8), one integer multiply copies each element's bits k times:
+output. Along the last axis, where the index column repeats each element of a run of the input
+k times (index[o] = start + o // k: nearest at an integer scale, as Upsample and the usual Resize
+modes give; the column decides, not the attributes) and k elements fit one unsigned integer
+(itemsize * k = 2, 4 or 8), one integer multiply copies each element's bits k times instead:
 v * (1 + 2^b + ... + 2^(b(k-1))), b = 8 * itemsize, holds v in each of its k slots (no carry,
-bits and byte order kept: NaN payloads, -0.0 and every dtype without objects alike)."""
+bits and byte order kept: NaN payloads, -0.0 and every dtype without objects alike). Along the
+other axes a gather copies whole rows already (np.repeat and broadcast copies were no faster)."""
 from __future__ import annotations
 
 import math
@@ -91,14 +92,13 @@ def _nearest(column: np.ndarray, axis: int, shape: tuple[int, ...], dtype: np.dt
     """The pass a.take(column, axis=axis) on arrays of `shape` and `dtype`, and the same pass
     writing into a C-contiguous array of its result's shape (see the module's docstring; a
     small pass: a plain gather, and None)."""
-    outer = math.prod(shape[:axis]) * math.prod(shape[axis + 1:])
-    if max(shape[axis], len(column)) * outer * dtype.itemsize < PLAIN_BYTES:
+    lanes = math.prod(shape[:axis]) * math.prod(shape[axis + 1:])
+    if max(shape[axis], len(column)) * lanes * dtype.itemsize < PLAIN_BYTES:
         return (lambda a: a.take(column, axis=axis)), None
     start, k = _repeat(column)
     n = len(column) // k if k else 0
-    last = axis == len(shape) - 1
     width = dtype.itemsize * k
-    if last and k > 1 and width in (2, 4, 8) and not dtype.hasobject:
+    if axis == len(shape) - 1 and k > 1 and width in (2, 4, 8) and not dtype.hasobject:
         narrow, wide = np.dtype(f"u{dtype.itemsize}"), np.dtype(f"u{width}")
         magic = wide.type(sum(1 << (8 * dtype.itemsize * j) for j in range(k)))
 
@@ -115,8 +115,6 @@ def _nearest(column: np.ndarray, axis: int, shape: tuple[int, ...], dtype: np.dt
 
     def gather_into(a: np.ndarray, out: np.ndarray) -> None:
         np.take(a, column, axis=axis, out=out, mode="clip")   # valid indices: no buffer
-    if last and k:
-        return (lambda a: np.repeat(a[..., start:start + n], k, axis=axis)), gather_into
     return (lambda a: a.take(column, axis=axis)), gather_into
 
 
