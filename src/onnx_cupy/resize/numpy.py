@@ -9,7 +9,16 @@ the axes from the first resized one on) is one matrix product instead: Y = X @ W
 tensor product of the axes' weights scattered onto their input indices (the products of the
 weights rounded once to the work dtype), so that its rounding differs from the passes' by about
 an ulp. A weight of 0 would turn an infinity of X into a NaN: where the product is not finite,
-the call runs the passes instead."""
+the call runs the passes instead.
+
+Nearest is a gather per axis (a.take(index)), the chunk's last one written straight into the
+output. Along the last axis, where the index column repeats each element of a run of the input
+k times (index[o] = start + o // k: nearest at an integer scale, as Upsample and the usual Resize
+modes give; the column decides, not the attributes) and k elements fit one unsigned integer
+(itemsize * k = 2, 4 or 8), one integer multiply copies each element's bits k times instead:
+v * (1 + 2^b + ... + 2^(b(k-1))), b = 8 * itemsize, holds v in each of its k slots (no carry,
+bits and byte order kept: NaN payloads, -0.0 and every dtype without objects alike). Along the
+other axes a gather copies whole rows already (np.repeat and broadcast copies were no faster)."""
 from __future__ import annotations
 
 import math
@@ -28,6 +37,7 @@ if TYPE_CHECKING:
 
 CHUNK_BYTES = 1 << 21  # largest temporary of one chunk
 DENSE_ENTRIES = 1 << 15   # most weights of a small call's matrix (input block x output block)
+PLAIN_BYTES = 1 << 13     # a nearest pass on fewer bytes in and out: a plain gather (fewest calls)
 
 
 @dataclass(frozen=True)
@@ -61,18 +71,64 @@ def _taps(axis: int, index: np.ndarray, weight: np.ndarray | None,
 
 
 Pass = Callable[[np.ndarray], np.ndarray]
+Into = Callable[[np.ndarray, np.ndarray], object]   # a pass writing its result into a given array
+
+
+def _repeat(column: np.ndarray) -> tuple[int, int]:
+    """(start, k) where column[o] = start + o // k for every o (k >= 1, dividing the column's
+    length), else (0, 0)."""
+    m = len(column)
+    if not m:
+        return 0, 0
+    start = int(column[0])
+    k = int(np.argmax(column != start)) or m
+    if m % k or not np.array_equal(column, start + np.arange(m) // k):
+        return 0, 0
+    return start, k
+
+
+def _nearest(column: np.ndarray, axis: int, shape: tuple[int, ...], dtype: np.dtype
+             ) -> tuple[Pass, Into | None]:
+    """The pass a.take(column, axis=axis) on arrays of `shape` and `dtype`, and the same pass
+    writing into a C-contiguous array of its result's shape (see the module's docstring; a
+    small pass: a plain gather, and None)."""
+    lanes = math.prod(shape[:axis]) * math.prod(shape[axis + 1:])
+    if max(shape[axis], len(column)) * lanes * dtype.itemsize < PLAIN_BYTES:
+        return (lambda a: a.take(column, axis=axis)), None
+    start, k = _repeat(column)
+    n = len(column) // k if k else 0
+    width = dtype.itemsize * k
+    if axis == len(shape) - 1 and k > 1 and width in (2, 4, 8) and not dtype.hasobject:
+        narrow, wide = np.dtype(f"u{dtype.itemsize}"), np.dtype(f"u{width}")
+        magic = wide.type(sum(1 << (8 * dtype.itemsize * j) for j in range(k)))
+
+        def bits(a: np.ndarray) -> np.ndarray:
+            w = a[..., start:start + n].view(narrow).astype(wide)
+            w *= magic
+            return w.view(dtype)
+
+        def bits_into(a: np.ndarray, out: np.ndarray) -> None:
+            w = out.view(wide)
+            w[...] = a[..., start:start + n].view(narrow)
+            w *= magic
+        return bits, bits_into
+
+    def gather_into(a: np.ndarray, out: np.ndarray) -> None:
+        np.take(a, column, axis=axis, out=out, mode="clip")   # valid indices: no buffer
+    return (lambda a: a.take(column, axis=axis)), gather_into
 
 
 def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: np.dtype | None
-           ) -> tuple[Pass, tuple[int, ...], np.dtype]:
+           ) -> tuple[Pass, Into | None, tuple[int, ...], np.dtype]:
     """The pass that resizes an array of `shape` and `dtype` along `axis` (sum over taps k of
     weight[:, k] * a.take(index[:, k]) in the dtype `work`; None: nearest, a plain gather),
-    with its result's shape and dtype: everything the shapes decide chosen here, once."""
+    the same pass writing into a given array (None: none), its result's shape and dtype:
+    everything the shapes decide chosen here, once."""
     m, taps = t.index.shape
     out_shape = shape[:axis] + (m,) + shape[axis + 1:]
     if work is None or t.weight is None:
-        column = t.columns[0]
-        return (lambda a: a.take(column, axis=axis)), out_shape, dtype
+        step, into = _nearest(t.columns[0], axis, shape, dtype)
+        return step, into, out_shape, dtype
     size = math.prod(shape)
     # convert the smaller of the input and what the taps gather
     first = dtype != work and size <= m * taps * (size // shape[axis])
@@ -89,7 +145,7 @@ def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: n
                 g = g.astype(work)
             out: np.ndarray = np.matmul(weight, g)
             return out.reshape(out_shape)
-        return matmul, out_shape, work
+        return matmul, None, out_shape, work
     columns, scales = t.columns, t.scales
 
     def by_tap(a: np.ndarray) -> np.ndarray:
@@ -107,7 +163,7 @@ def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: n
                 acc += term
         assert acc is not None
         return acc
-    return by_tap, out_shape, work
+    return by_tap, None, out_shape, work
 
 
 def _order(t: AxisTable, n: int) -> tuple[float, int]:
@@ -119,11 +175,13 @@ def _order(t: AxisTable, n: int) -> tuple[float, int]:
 
 @dataclass(frozen=True)
 class _Chunk:
-    """One chunk of the output (see `_chunks`): X's part it reads, the passes in order, the
-    output's part, and the tables whose tf_crop_and_resize coordinates get the fill."""
+    """One chunk of the output (see `_chunks`): X's part it reads, the passes in order (the
+    last one writing into the output's part where it can: `into`), the output's part, and the
+    tables whose tf_crop_and_resize coordinates get the fill."""
 
     source: tuple[int | slice, ...]
     passes: tuple[Pass, ...]
+    into: Into | None
     target: tuple[int | slice, ...]
     rounded: bool                         # an integer output: rounded and saturated
     fills: tuple[tuple[slice | np.ndarray, ...], ...]
@@ -132,8 +190,11 @@ class _Chunk:
         a = x[self.source]
         for step in self.passes:
             a = step(a)
-        out = y[self.target]
-        out[...] = round_saturate(a, y.dtype) if self.rounded else a
+        out = y[self.target]   # C-contiguous: y is, and the target fixes leading axes only
+        if self.into is not None:
+            self.into(a, out)
+        else:
+            out[...] = round_saturate(a, y.dtype) if self.rounded else a
         for at in self.fills:
             out[at] = fill
 
@@ -145,14 +206,17 @@ def _chunk(pl: ResizePlan, dtype: np.dtype, outer: tuple[int, ...], rows: slice,
     not resized), then the `others`, shrinking ones first."""
     lead = len(outer)
     shape, kind = pl.in_shape[lead:], dtype
-    passes = []
+    passes, into = [], None
     if first is None:
         shape = (rows.stop - rows.start,) + shape[1:]
     for t, axis in ([] if first is None else [(first, 0)]) + [(t, t.axis - lead) for t in others]:
-        step, shape, kind = _along(t, axis, shape, kind, work)
+        step, into, shape, kind = _along(t, axis, shape, kind, work)
         passes.append(step)
+    if into is not None:
+        passes.pop()
     tables = ([] if first is None else [first]) + others
-    return _Chunk(outer + (rows,) if first is None else outer, tuple(passes), outer + (rows,),
+    return _Chunk(outer + (rows,) if first is None else outer, tuple(passes), into,
+                  outer + (rows,),
                   kind != dtype and dtype.name in dtypes.INT_TYPES,
                   tuple((slice(None),) * (t.axis - lead) + (t.outside,) for t in tables
                         if t.outside is not None))
@@ -165,16 +229,26 @@ def _work_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64)
 
 
-def _chunks(pl: ResizePlan, itemsize: int) -> tuple[int, int]:
+def _chunks(pl: ResizePlan, itemsize: int, nearest: bool) -> tuple[int, int]:
     """(lead, rows): a chunk is `rows` output rows of axis `lead` at one index of the axes before
     it (never resized ones): lead is the first axis whose rows fit CHUNK_BYTES, at most the first
-    resized axis. A row's bytes count every tap of the widest filter (one gather holds them)."""
+    resized axis. A row's bytes count every tap of the widest filter (one gather holds them);
+    nearest's last pass writes into Y (or is small), so there they count X's row and the results
+    of the passes before the last."""
     first = min(t.axis for t in pl.tables)
     taps = max(t.taps for t in pl.tables)
 
     def row(lead: int) -> int:
-        return max(math.prod(pl.in_shape[lead + 1:]),
-                   math.prod(pl.out_shape[lead + 1:])) * itemsize * taps
+        if not nearest:
+            return max(math.prod(pl.in_shape[lead + 1:]),
+                       math.prod(pl.out_shape[lead + 1:])) * itemsize * taps
+        shape, widest = list(pl.in_shape), math.prod(pl.in_shape[lead + 1:])
+        inner = sorted((t for t in pl.tables if t.axis > lead),
+                       key=lambda t: _order(t, pl.in_shape[t.axis]))
+        for t in inner[:-1]:
+            shape[t.axis] = t.index.shape[0]
+            widest = max(widest, math.prod(shape[lead + 1:]))
+        return widest * itemsize
 
     lead = next((d for d in range(first) if row(d) <= CHUNK_BYTES), first)
     return lead, max(1, CHUNK_BYTES // row(lead))
@@ -208,7 +282,7 @@ def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
     chunks: list[_Chunk] = []
     work = None if pl.mode == "nearest" else _work_dtype(dtype)
     if pl.tables:
-        lead, rows = _chunks(pl, dtype.itemsize if work is None else work.itemsize)
+        lead, rows = _chunks(pl, dtype.itemsize if work is None else work.itemsize, work is None)
         tables = {t.axis: _taps(t.axis, t.index, None if work is None else
                                 t.weight.astype(work), t.outside) for t in pl.tables}
         first = tables.pop(lead, None)
