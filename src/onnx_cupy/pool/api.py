@@ -58,7 +58,7 @@ def _prepare(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],
     prepare it for the input's layout and path."""
     if op in plan.GLOBAL_OPS:
         gl = plan.global_plan(op, opset, tuple(x.shape), np.dtype(x.dtype), attrs.get("p"))
-        return numpy_path.prepare_global(gl) if backend == "numpy" else \
+        return numpy_path.prepare_global(gl, np.dtype(x.dtype)) if backend == "numpy" else \
             kernel.prepare_global(gl, x, backend)
     check_return_indices(op, opset, return_indices)
     pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)

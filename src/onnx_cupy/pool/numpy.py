@@ -439,12 +439,15 @@ def _lp_power(v: np.ndarray, p: float, acc_t: np.dtype, fresh: bool) -> np.ndarr
     return v
 
 
-def _lp_root(v: np.ndarray, p: float, acc_t: np.dtype) -> None:
-    """v^(1/p) in place: sqrt for p = 2."""
+def _lp_root(v: np.ndarray, p: float, acc_t: np.dtype, out: np.ndarray | None = None) -> None:
+    """v^(1/p) into `out` (in place without one): sqrt for p = 2."""
+    into = v if out is None else out
     if p == 2:
-        np.sqrt(v, out=v)
+        np.sqrt(v, out=into)
     elif p != 1:
-        np.power(v, acc_t.type(1.0 / p), out=v)
+        np.power(v, acc_t.type(1.0 / p), out=into)
+    elif out is not None:
+        np.copyto(out, v)
 
 
 def _sequences(ax: Axis) -> np.ndarray:
@@ -513,12 +516,15 @@ def _gathered_pool(pl: PoolPlan, table: np.ndarray, acc_t: np.dtype, div: np.nda
             for j in range(2, slots):
                 total += s[j]
             s = total
+        # the last step straight into Y where Y holds the accumulation type
+        into = y.reshape(-1) if y.dtype == acc_t and y.flags.c_contiguous else s
         if pl.lp:
-            _lp_root(s, pl.p, acc_t)
+            _lp_root(s, pl.p, acc_t, into)
         else:
             assert div is not None
-            s /= div
-    y.reshape(-1)[...] = s
+            np.divide(s, div, out=into)
+    if into is s:
+        y.reshape(-1)[...] = s
 
 
 _SIGNED_ZEROS = np.array([0.0, -0.0])
@@ -740,40 +746,42 @@ def _indices(at: np.ndarray, first_row: int, plane: int, in_sp: tuple[int, ...],
 
 # ---------------------------------------------------------------- global pools
 
-def prepare_global(pl: GlobalPlan) -> Call:
-    """The call of a global pooling `pl` (a reduction over the spatial axes, in the
-    accumulation type; an empty plane gives NaN, 0 or -inf as an empty window does): call(x,
-    out) -> y, into `out` when given."""
+def prepare_global(pl: GlobalPlan, dtype: np.dtype) -> Call:
+    """The call of a global pooling `pl` on inputs of `dtype` (a reduction over the spatial
+    axes, in the accumulation type; an empty plane gives NaN, 0 or -inf as an empty window
+    does): call(x, out) -> y, into `out` when given. The reduction runs over chunks of planes
+    (_chunk_rows: a widened chunk takes no more memory than X); each plane is summed whole, so
+    the chunks do not change a bit."""
+    acc_t = dtypes.accumulate_dtype(dtype)
+    rows, length = pl.in_shape[0] * pl.in_shape[1], pl.length
+    chunk = _chunk_rows(rows, length * acc_t.itemsize)
+    count = acc_t.type(length)
+    copy = dtype != acc_t or pl.op == "GlobalLpPool"   # a widened or powered copy of X
+
     def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
-        if y.size:
-            _global(pl, x, y)
+        if not y.size:
+            return y
+        planes, r = x.reshape(rows, length), y.reshape(rows)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if pl.op == "GlobalMaxPool":
+                r[...] = planes.max(axis=1) if length else max_identity(x.dtype)
+                return y
+            for at in range(0, rows, chunk):
+                v = planes[at:at + chunk]
+                # the sum of a contiguous row is the same whether or not it is a copy
+                if copy or not v.flags.c_contiguous:
+                    v = widen(v, acc_t)
+                if pl.op == "GlobalLpPool":
+                    v = _lp_power(v, pl.p, acc_t, fresh=True)   # v: widen's copy
+                total = v.sum(axis=1, dtype=acc_t)
+                if pl.op == "GlobalLpPool":
+                    _lp_root(total, pl.p, acc_t)
+                else:
+                    total /= count
+                r[at:at + chunk] = total
         return y
     return call
-
-
-def _global(pl: GlobalPlan, x: np.ndarray, y: np.ndarray) -> None:
-    """The reduction, over chunks of planes (_chunk_rows: a widened chunk takes no more memory
-    than X): each plane is summed whole, so the chunks do not change a bit."""
-    acc_t = dtypes.accumulate_dtype(x.dtype)
-    rows = pl.in_shape[0] * pl.in_shape[1]
-    planes = x.reshape(rows, pl.length)
-    r = y.reshape(rows)
-    chunk = _chunk_rows(rows, pl.length * acc_t.itemsize)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if pl.op == "GlobalMaxPool":
-            r[...] = planes.max(axis=1) if pl.length else max_identity(x.dtype)
-            return
-        for at in range(0, rows, chunk):
-            v = widen(planes[at:at + chunk], acc_t)
-            if pl.op == "GlobalLpPool":
-                v = _lp_power(v, pl.p, acc_t, fresh=True)   # v: widen's copy
-            total = v.sum(axis=1, dtype=acc_t)
-            if pl.op == "GlobalLpPool":
-                _lp_root(total, pl.p, acc_t)
-            else:
-                total = total / acc_t.type(pl.length)
-            r[at:at + chunk] = total
 
 
 def _window_taps(pl: AdaptivePlan, axis: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
