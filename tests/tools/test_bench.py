@@ -306,16 +306,28 @@ def test_sizes_and_their_targets():
 
 
 def test_a_tiny_call_is_held_to_its_time():
-    """A tiny float32 row's time is judged against TINY_TARGET_US, on the median of the runs."""
-    row = {"case": "Hardmax axis=-1", "dtype": "float32", "size": "tiny", "ms": 0.03,
-           "ms_target": bench.TINY_TARGET_US / 1e3, "ms_met": False, "melem_s": 1.0,
-           "peers": {}}
-    merged = bench.merge([dict(row, ms=0.02), dict(row, ms=0.03), dict(row, ms=0.01)],
-                         bench._Run("numpy", False, []))
-    assert merged["ms"] == 0.02 and merged["ms_met"] is True
+    """A tiny float32 row's time alone is judged against TINY_TARGET_US, on the median of the
+    runs; its time in turns with the peers is shown beside it."""
+    row = {"case": "Hardmax axis=-1", "dtype": "float32", "size": "tiny", "ms": 0.05,
+           "ms_alone": 0.03, "ms_target": bench.TINY_TARGET_US / 1e3, "ms_met": False,
+           "melem_s": 1.0, "peers": {}}
+    merged = bench.merge([dict(row, ms_alone=0.02), dict(row, ms_alone=0.03),
+                          dict(row, ms_alone=0.01, ms=0.04)], bench._Run("numpy", False, []))
+    assert merged["ms_alone"] == 0.02 and merged["ms_met"] is True and merged["ms"] == 0.05
     assert bench._targets([row]) == {"checked": 1, "met": 0, "missed": [
-        "Hardmax axis=-1 tiny float32: 30.0 us > 25 us"]}
-    assert bench._ms_cell(merged) == "0.02 (0.01-0.03) <=0.025 ok"
+        "Hardmax axis=-1 tiny float32: 30.0 us alone > 25 us"]}
+    assert bench._ms_cell(merged) == "0.05 (0.04-0.05), alone 0.02 (0.01-0.03) <=0.025 ok"
+
+
+def test_a_tiny_row_times_ours_alone_too(monkeypatch):
+    """A judged tiny row makes one more contender of ours, timed with no peer in between."""
+    turns = []
+    monkeypatch.setattr(bench, "_in_turns", lambda timed: turns.append(len(timed)) or [
+        t.times.extend([1e-5, 2e-5, 3e-5]) for t in timed])
+    case = next(c for c in bench.CASES if c.op == "Hardmax")
+    row = bench.measure(case, "float32", bench._Run("numpy", False, []), "tiny")
+    assert turns == [1, 1]   # ours (no peers here), then ours alone
+    assert row["ms_alone"] == 0.02 and row["ms_met"] is True
 
 
 def test_repeated_runs_merge_to_median_and_range():
