@@ -126,6 +126,21 @@ def test_strided_and_out(op, cpu_backend, rng):
 
 
 @pytest.mark.parametrize("op", FUNCTIONS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_unaligned_input_keeps_the_bits(op, dtype, rng):
+    """X whose rows are not aligned to their type (a buffer read at an odd offset) gives the
+    bits of its aligned copy: NumPy sums unaligned data in buffered blocks that round
+    differently, so such rows are copied first."""
+    x = (rng.standard_normal((2, 4, 150, 150)) * 100).astype(dtype)   # sums that round
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    raw[1:] = x.view(np.uint8).reshape(-1)
+    unaligned = np.frombuffer(raw, dtype, offset=1).reshape(x.shape)
+    assert not unaligned.flags.aligned
+    got = run(op, unaligned, "numpy")
+    np.testing.assert_array_equal(got.view(np.uint8), run(op, x, "numpy").view(np.uint8))
+
+
+@pytest.mark.parametrize("op", FUNCTIONS)
 @pytest.mark.parametrize("shape", [(0, 3, 4), (2, 0, 3, 3), (2, 3, 0), (1, 2, 3, 0)], ids=str)
 def test_empty(op, shape, cpu_backend):
     """Empty N or C: an empty output; an empty plane: NaN, -inf or 0 as an empty window."""

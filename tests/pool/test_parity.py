@@ -270,22 +270,40 @@ FLAT_WINDOWS = {"random": None, "k3s2p1": (3, 2, 1), "k2s2": (2, 2, 0), "k3s1p1"
 EVEN = {1: (36,), 2: (12, 10), 3: (6, 4, 8)}
 
 
-@pytest.mark.parametrize("op", [*OPS, "MaxPool"])
+VALUES = ("plain", "specials", "signed zeros")
+POOLS = (*OPS, "MaxPool")
+
+
+# (op, dtype, values): every pool on floats; MaxPool on integers too, of plain values
+WHOLE_ROW_CASES = [(op, dtype, values) for op in POOLS for dtype in FLOAT_DTYPES
+                   for values in VALUES] + [("MaxPool", np.dtype(t), "plain")
+                                            for t in (np.int8, np.uint8)]
+
+
+@pytest.mark.parametrize(("op", "dtype", "values"), WHOLE_ROW_CASES, ids=str)
 @pytest.mark.parametrize("nd", [1, 2, 3])
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
-@pytest.mark.parametrize("values", ["specials", "signed zeros"])
 @pytest.mark.parametrize("window", FLAT_WINDOWS)
 def test_numpy_whole_row_passes_keep_the_row_passes_bits(op, nd, dtype, values, window,
                                                          monkeypatch):
     """Passes over whole rows (adjacent pairs of the whole axis, the last axis as one flat
-    sequence with its borders redone) give the bits of the passes row by row: values, and
-    MaxPool's Indices. A NaN's sign aside: where a sum meets two NaNs (one made by inf - inf),
-    which one it keeps depends on the operand order of NumPy's loop for the layout."""
-    rng = np.random.default_rng([nd, FLOAT_DTYPES.index(dtype), len(values), len(op),
-                                 len(window)])
+    sequence with its borders redone, a strided maximum run densely) give the bits of the
+    passes row by row: values, and MaxPool's Indices (asked for where X holds specials or
+    signed zeros; plain values take the maxima as the passes leave them). A NaN's sign aside:
+    where a sum meets two NaNs (one made by inf - inf), which one it keeps depends on the
+    operand order of NumPy's loop for the layout."""
+    integer = np.dtype(dtype).kind in "iu"
+    rng = np.random.default_rng([nd, WHOLE_ROW_CASES.index((op, dtype, values)),
+                                 list(FLAT_WINDOWS).index(window)])
     spatial = SPATIAL[nd] if FLAT_WINDOWS[window] is None else EVEN[nd]
-    x = random(rng, (2, 3, *spatial), dtype)
-    x = with_specials(rng, x) if values == "specials" else np.where(x < 0, -0.0, 0.0).astype(dtype)
+    if integer:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, (2, 3, *spatial), endpoint=True).astype(dtype)
+    else:
+        x = random(rng, (2, 3, *spatial), dtype)
+    if values == "specials":
+        x = with_specials(rng, x)
+    elif values == "signed zeros":
+        x = np.where(x < 0, -0.0, 0.0).astype(dtype)
     attrs = random_attrs(rng, "AveragePool" if op == "MaxPool" else op, spatial)
     if FLAT_WINDOWS[window] is not None:
         k, s, p = FLAT_WINDOWS[window]
@@ -297,6 +315,8 @@ def test_numpy_whole_row_passes_keep_the_row_passes_bits(op, nd, dtype, values, 
 
     def pooled():
         calls.clear()
+        if op == "MaxPool" and values == "plain":
+            return (onnx_cupy.max_pool(x, **attrs),)
         if op == "MaxPool":
             return onnx_cupy.max_pool(x, **attrs, return_indices=True)
         return (OPS[op](x, **attrs),)
@@ -312,3 +332,28 @@ def test_numpy_whole_row_passes_keep_the_row_passes_bits(op, nd, dtype, values, 
         nan = np.isnan(a.astype(np.float64))   # bfloat16 included; Indices have none
         np.testing.assert_array_equal(nan, np.isnan(b.astype(np.float64)))
         np.testing.assert_array_equal(a[~nan].view(np.uint8), b[~nan].view(np.uint8))
+
+
+@pytest.mark.parametrize("op", POOLS)
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [1, 2], "pads": [1, 0, 1, 0]},
+    {"kernel_shape": [2, 3], "pads": [2, 1, 2, 1], "strides": [1, 2]},
+], ids=["k1x2-p1", "k2x3-p2"])
+def test_numpy_empty_axis_padded_to_outputs(op, attrs, monkeypatch):
+    """An input axis of length 0 that the padding gives outputs: every window empty (MaxPool
+    -inf, AveragePool NaN or 0, LpPool 0), the large calls' passes as the small calls' gather."""
+    x = np.zeros((4, 8, 0, 300), np.float32)
+
+    def pooled(entries):
+        monkeypatch.setattr(numpy_pool, "GATHER_ENTRIES", entries)
+        calls.clear()
+        fn = onnx_cupy.max_pool if op == "MaxPool" else OPS[op]
+        return fn(x, **attrs)
+
+    passes, gathered = pooled(0), pooled(1 << 40)
+    calls.clear()
+    assert passes.shape[2] > 0 and passes.size > 0
+    np.testing.assert_array_equal(passes.view(np.uint8), gathered.view(np.uint8))
+    expected = {"MaxPool": -np.inf, "AveragePool": np.nan, "LpPool": 0.0}[op]
+    np.testing.assert_array_equal(passes, np.full(passes.shape, expected, np.float32))
+

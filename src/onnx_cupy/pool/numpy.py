@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,14 +98,6 @@ class Axis:
     b: int
     taps: tuple[Tap, ...]
     start: str
-    indexed: dict[int, Indexed] = field(default_factory=dict, compare=False)   # by axis
-
-    def at(self, axis: int) -> Indexed:
-        """The taps as (output index, input index) along `axis`, made once per axis."""
-        found = self.indexed.get(axis)
-        if found is None:
-            found = self.indexed[axis] = _indexed(self.taps, axis)
-        return found
 
     @property
     def fused(self) -> bool:
@@ -144,13 +136,6 @@ class Axis:
         return ranges
 
 
-Indexed = tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...]
-
-
-def _indexed(taps: tuple[Tap, ...], axis: int) -> Indexed:
-    return tuple((_at(axis, o), _at(axis, i)) for _, o, i in taps)
-
-
 def _axis(n: int, out: int, k: int, s: int, d: int, b: int) -> Axis:
     taps = _taps(n, out, k, s, d, b)
     full = [t for t in taps if (t[1].start, t[1].stop) == (0, out)]
@@ -169,6 +154,7 @@ def _at(axis: int, s: slice) -> tuple[slice, ...]:
 
 # ---------------------------------------------------------------- window passes along one axis
 
+DENSE_STRIDE = 4   # largest stride of a dense maximum (it computes stride times the outputs)
 SRC, DST, PAIRS = 0, 1, 2   # the buffers a pass's steps read and write (PAIRS: see Axis.fused)
 Ref = tuple[int, tuple[slice, ...]]                  # (buffer, index)
 Step = tuple["Ref | None", "Ref | None", Ref]        # out = op(a, b); b None: a copy, a None: a fill
@@ -180,7 +166,7 @@ def _within(outer: slice, inner: slice, n: int) -> slice:
     return slice(r.start, r.start + len(r) * r.step, r.step)
 
 
-def _dense(s: slice) -> slice:
+def _span(s: slice) -> slice:
     """Every position from the first of the slice `s` (step > 0) to its last."""
     if s.stop <= s.start:
         return slice(s.start, s.start)
@@ -214,8 +200,8 @@ def _steps(taps: tuple[Tap, ...], start: str, axis: int, n: int, out: int, fused
         steps.append(pairs)
         at = _within(i0, o, n - 1)
         if dense:
-            here = (PAIRS, _at(axis, _dense(at)))
-            steps += [(here, (SRC, _at(axis, _dense(i))), here),
+            here = (PAIRS, _at(axis, _span(at)))
+            steps += [(here, (SRC, _at(axis, _span(i))), here),
                       ((PAIRS, _at(axis, at)), None, dst(o))]
         else:
             steps.append(((PAIRS, _at(axis, at)), (SRC, _at(axis, i)), dst(o)))
@@ -295,7 +281,7 @@ def prepare_pass(op: np.ufunc, ax: Axis, axis: int, src: tuple[int, ...], dtype:
     flat sequence where its rows allow it (an input row ax.s output rows long)."""
     identity = 0 if op is np.add else max_identity(dtype)
     n = src[axis]
-    size = math.prod(src) // n * ax.out
+    size = math.prod(src[:axis]) * ax.out * math.prod(src[axis + 1:])   # the pass's outputs
     fused = ax.fused and size >= WHOLE_ROWS
     pairs = (*src[:axis], n - 1, *src[axis + 1:]) if fused else None
     nd = WindowPass(op, identity, tuple(_steps(ax.taps, ax.start, axis, n, ax.out, fused)), pairs)
@@ -308,7 +294,8 @@ def prepare_pass(op: np.ufunc, ax: Axis, axis: int, src: tuple[int, ...], dtype:
                                  slice(c0, c1))]
     # floating maxima over strided operands: densely (see _steps), where the first two taps
     # are adjacent and cover every output
-    dense = (op is np.maximum and dtype.kind not in "iub" and ax.s > 1 and ax.d == 1
+    dense = (op is np.maximum and dtype.kind not in "iub" and 1 < ax.s <= DENSE_STRIDE
+             and ax.d == 1
              and ax.start == "pair" and ax.taps[1][0] == ax.taps[0][0] + 1)
     return WindowPass(op, identity, tuple(_steps(flat, ax.start, 0, total, size, ax.fused,
                                            dense=dense)),
@@ -411,10 +398,10 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
                 if pl.lp:
                     src = _lp_power(src, pl.p, acc_t, fresh=convert)
                 chain = chains(src.shape[0])
-                for i, (window, shape) in enumerate(chain):
+                for i, (axis_pass, shape) in enumerate(chain):
                     last = i == len(chain) - 1
                     dst = ys[r:r + chunk] if last and not convert else np.empty(shape, acc_t)
-                    window(src, dst)
+                    axis_pass(src, dst)
                     src = dst
                 if by is None:
                     _lp_root(src, pl.p, acc_t)
@@ -553,12 +540,12 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
     chunk = _chunk_rows(rows, plane * dtype.itemsize)
     axes = _axes(pl)
     floating = dtype.kind not in "iu"
-    steps = pl.index_strides   # the Indices' step per spatial axis (storage_order)
+    index_steps = pl.index_strides   # the Indices' step per spatial axis (storage_order)
     covered = all(ax.covered for ax in axes)
     windows = _window_table(pl, rows)
     if windows is not None:
         return functools.partial(_gathered_max, windows, np.array([max_identity(dtype)], dtype),
-                                 floating, plane, in_sp, steps)
+                                 floating, plane, in_sp, index_steps)
 
     chains = functools.cache(functools.partial(
         _chain, np.maximum, axes, tuple(reversed(range(len(axes)))), in_sp, dtype))
@@ -567,9 +554,9 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
         """Window maxima axis by axis, innermost first: one array per axis, the last y."""
         found = []
         chain = chains(src.shape[0])
-        for i, (window, shape) in enumerate(chain):
+        for i, (axis_pass, shape) in enumerate(chain):
             dst = y if i == len(chain) - 1 else np.empty(shape, dtype)
-            window(src, dst)
+            axis_pass(src, dst)
             found.append(dst)
             src = dst
         return found
@@ -598,7 +585,7 @@ def _max_pool(pl: PoolPlan, dtype: np.dtype, indices: bool) -> Run:
                     got[at.reshape(got.shape) < 0] = max_identity(dtype)
                 ys[r:r + chunk] = got.reshape(m.shape)
                 if ids is not None:
-                    ids[r:r + chunk] = _indices(at, r, plane, in_sp, steps)
+                    ids[r:r + chunk] = _indices(at, r, plane, in_sp, index_steps)
     return run
 
 
@@ -769,8 +756,9 @@ def prepare_global(pl: GlobalPlan, dtype: np.dtype) -> Call:
                 return y
             for at in range(0, rows, chunk):
                 v = planes[at:at + chunk]
-                # the sum of a contiguous row is the same whether or not it is a copy
-                if copy or not v.flags.c_contiguous:
+                # a row summed where it lies, contiguous and aligned, sums as its copy does
+                # (NumPy sums unaligned data in buffered blocks, which round differently)
+                if copy or not (v.flags.c_contiguous and v.flags.aligned):
                     v = widen(v, acc_t)
                 if pl.op == "GlobalLpPool":
                     v = _lp_power(v, pl.p, acc_t, fresh=True)   # v: widen's copy
