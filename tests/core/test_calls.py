@@ -140,6 +140,25 @@ def test_key_of_equal_vectors_and_layouts():
     assert calls.key(X, "numpy", [object()]) is None
 
 
+@pytest.mark.parametrize("a, b", [
+    pytest.param({"mode": "linear"}, {"mode": "nearest"}, id="values"),
+    pytest.param({"mode": "linear"}, {"kind": "linear"}, id="names"),
+    pytest.param({"a": 1, "b": 2}, {"b": 2, "a": 1}, id="order"),   # misses, never a wrong hit
+    pytest.param({"a": 1}, {"a": True}, id="int-bool"),
+    pytest.param({"a": 1}, {"a": 1.0}, id="int-float"),
+    pytest.param({"a": 1}, {"a": [1]}, id="int-list"),
+    pytest.param({"a": 1}, {"a": 1, "b": None}, id="sizes"),
+])
+def test_key_tells_attribute_dicts_apart(a, b):
+    """Dicts of ints, strings and None key as their size, names and values, without a pickle;
+    any other value pickles the parts: equal keys only for equal dicts, in the same order."""
+    ka, kb = (calls.key(X, "numpy", "Op", 1, d) for d in (a, b))
+    assert ka is not None and kb is not None and ka != kb
+    assert ka == calls.key(X, "numpy", "Op", 1, dict(a))
+    plain = calls.key(X, "numpy", "Op", 1, {"m": "x", "n": 2})
+    assert plain is not None and plain[-1] == ("Op", 1, 2, "m", "n", "x", 2)
+
+
 def test_key_of_further_arrays():
     grid = np.zeros((2, 4, 2), np.float32)
     key = calls.key(X, "numpy", "Op", arrays=(grid,))

@@ -181,7 +181,7 @@ def key(x: Any, backend: str, *parts: Any, arrays: tuple[Any, ...] = (),
     and the further `arrays` (the type, shape, strides and dtype of each) on `backend` with
     `parts` (the operator, opset, attributes) and the host `vectors` (such as Resize's scales),
     or None where a part cannot key a cache. Parts and vectors that are all ints, strings or
-    None key as they are, others `frozen` together; where NumPy arrays are among the vectors,
+    None, or dicts of them, key as they are (`_plain`), others `frozen` together; where NumPy arrays are among the vectors,
     each vector's place holds its dtype, shape and bytes, or None for a vector of another type
     (which then goes with the parts)."""
     layout: tuple[Hashable, ...] = (backend, x.device.id if backend == "cupy" else None,
@@ -194,13 +194,29 @@ def key(x: Any, backend: str, *parts: Any, arrays: tuple[Any, ...] = (),
             layout += places
             break
     parts += vectors
+    plain = _plain(parts)
+    if plain is not None:
+        return (*layout, plain)
+    try:
+        return (*layout, frozen(parts))
+    except Unkeyed:
+        return None
+
+
+def _plain(parts: tuple[Any, ...]) -> tuple[Hashable, ...] | None:
+    """`parts` as they are where all are ints, strings or None, a dict of such values (an
+    operator's attributes) spelled as its size, names and values; else None (the parts are
+    pickled). Such a tuple never equals a pickle, so the two kinds of key never meet."""
+    flat: list[Hashable] = []
     for p in parts:
+        if type(p) is dict:
+            flat += (len(p), *p, *p.values())
+        else:
+            flat.append(p)
+    for p in flat:
         if type(p) not in _EXACT:
-            try:
-                return (*layout, frozen(parts))
-            except Unkeyed:
-                return None
-    return (*layout, parts)
+            return None
+    return tuple(flat)
 
 
 def _apart(vectors: tuple[Any, ...]) -> tuple[tuple[Hashable, ...], tuple[Any, ...]]:

@@ -149,9 +149,8 @@ def prepared_sample(x: Any, g: Any, backend: str, opset: int, attrs: dict[str, A
     """The call of GridSample with these attributes on inputs laid out as `x` and `g` (of X's
     array type) on `backend`: prepared on the first occurrence of its key, then kept.
     call(X, grid, out) -> Y."""
-    # the attributes' names, then their values: ints and strings key without a pickle
-    key = calls.key(x, backend, plan.SAMPLE, opset, 1 if pad_before_rounding else 0,
-                    *attrs, *attrs.values(), arrays=(g,))
+    key = calls.key(x, backend, plan.SAMPLE, opset, 1 if pad_before_rounding else 0, attrs,
+                    arrays=(g,))
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,

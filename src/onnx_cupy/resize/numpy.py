@@ -98,24 +98,25 @@ def _nearest(column: np.ndarray, axis: int, shape: tuple[int, ...], dtype: np.dt
     start, k = _repeat(column)
     n = len(column) // k if k else 0
     width = dtype.itemsize * k
+    into: Into
     if axis == len(shape) - 1 and k > 1 and width in (2, 4, 8) and not dtype.hasobject:
         narrow, wide = np.dtype(f"u{dtype.itemsize}"), np.dtype(f"u{width}")
         magic = wide.type(sum(1 << (8 * dtype.itemsize * j) for j in range(k)))
 
-        def bits(a: np.ndarray) -> np.ndarray:
-            w = a[..., start:start + n].view(narrow).astype(wide)
-            w *= magic
-            return w.view(dtype)
-
-        def bits_into(a: np.ndarray, out: np.ndarray) -> None:
+        def into(a: np.ndarray, out: np.ndarray) -> None:   # out: C-contiguous
             w = out.view(wide)
             w[...] = a[..., start:start + n].view(narrow)
             w *= magic
-        return bits, bits_into
+    else:
+        def into(a: np.ndarray, out: np.ndarray) -> None:
+            np.take(a, column, axis=axis, out=out, mode="clip")   # valid indices: no buffer
+    out_shape = shape[:axis] + (len(column),) + shape[axis + 1:]
 
-    def gather_into(a: np.ndarray, out: np.ndarray) -> None:
-        np.take(a, column, axis=axis, out=out, mode="clip")   # valid indices: no buffer
-    return (lambda a: a.take(column, axis=axis)), gather_into
+    def fresh(a: np.ndarray) -> np.ndarray:
+        out = np.empty(out_shape, dtype)
+        into(a, out)
+        return out
+    return fresh, into
 
 
 def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: np.dtype | None

@@ -689,8 +689,8 @@ def measure(case: Case, dtype: str, run: _Run, size: str = "canonical") -> dict[
     }
     if run.judged and size == "tiny" and dtype == "float32":
         # a call of a few microseconds runs from caches that the peers' calls in between
-        # evict (theirs too take two to three times longer in turns): its own time is taken
-        # alone, with as many calls
+        # evict (theirs too take longer in turns): its own time is taken alone, with as many
+        # calls
         alone = run.timed(ours, xs, True, took)
         _in_turns([alone])
         row["ms_alone"] = alone.seconds * 1e3
@@ -965,8 +965,8 @@ def summary(report: dict[str, Any]) -> str:
                "PyTorch's (CPU, 1 thread) at batch 1 and canonical where PyTorch is installed, "
                "onnx.reference's at canonical, a tiny call's time (ours called alone, as many "
                "times: in turns, the peers' calls evict the caches a call of a few "
-               "microseconds runs from, and every contender's tiny call takes two to three "
-               "times longer), and the peak memory "
+               "microseconds runs from, and every contender's tiny call takes longer; the cell "
+               "shows both times), and the peak memory "
                f"(tracemalloc, the output included) of every row whose X and Y hold at least "
                f"{MEMORY_JUDGED_BYTES // 1024} KiB: tracemalloc also counts a call's Python "
                "objects (its key, views: a few KiB), which the tiny rows' data cannot hold twice "
