@@ -209,12 +209,16 @@ def _plain(parts: tuple[Any, ...]) -> tuple[Hashable, ...] | None:
     pickled). Such a tuple never equals a pickle, so the two kinds of key never meet."""
     flat: list[Hashable] = []
     for p in parts:
-        if type(p) is dict:
-            flat += (len(p), *p, *p.values())
-        else:
+        kind = type(p)
+        if kind is dict:
+            values = p.values()
+            for v in values:   # the first other value ends the look (a list: pickled)
+                if type(v) not in _EXACT:
+                    return None
+            flat += (len(p), *p, *values)
+        elif kind in _EXACT:
             flat.append(p)
-    for p in flat:
-        if type(p) not in _EXACT:
+        else:
             return None
     return tuple(flat)
 
