@@ -5,26 +5,18 @@ import numpy as np
 import pytest
 
 from onnx_cupy.core import calls, execution, launcher
+from onnx_cupy.core.standin import StandIn
 
 BACKENDS = ["numpy", "emulated", "cupy"]
-
-
-CUPY_SKIP = "cupy backend: no GPU visible"
+GPU = execution.gpu_available()   # a real GPU, seen before any stand-in is installed
 
 
 def pytest_report_header(config):
     header = [f"onnx-cupy default backend: {execution.default_backend()}"]
-    if not execution.gpu_available():
-        header.append("every test's cupy-backend case is skipped: no GPU is visible "
-                      "(numpy and emulated run everywhere)")
+    if not GPU:
+        header.append("no GPU is visible: every test's cupy case runs on the executing stand-in "
+                      "cupy (onnx_cupy.core.standin: the kernels on the emulator)")
     return header
-
-
-def pytest_terminal_summary(terminalreporter):
-    skipped = terminalreporter.stats.get("skipped", [])
-    cupy = sum(1 for r in skipped if "GPU" in str(r.longrepr) or "device CUDA" in str(r.longrepr))
-    if cupy:
-        terminalreporter.write_line(f"{cupy} cases skipped: they need a GPU and none is visible")
 
 
 @pytest.fixture(autouse=True)
@@ -36,10 +28,14 @@ def fresh_calls():
 
 @pytest.fixture(params=BACKENDS)
 def backend(request):
-    """Each execution path; 'cupy' is skipped, with the reason, where no GPU is visible."""
-    if request.param == "cupy" and not execution.gpu_available():
-        pytest.skip(CUPY_SKIP)
-    return request.param
+    """Each execution path; 'cupy' on the GPU where one is visible, else on a fresh executing
+    stand-in cupy installed for the test (its arrays, streams and launches: the CuPy path's own
+    host code, its kernels run on the emulator)."""
+    if request.param == "cupy" and not GPU:
+        with StandIn().installed():
+            yield request.param
+        return
+    yield request.param
 
 
 @pytest.fixture(params=["numpy", "emulated"])
@@ -57,14 +53,14 @@ def rng(request):
 
 @pytest.fixture
 def launches(monkeypatch):
-    """(instantiation record, shape) of every kernel launch during the test (the launches still
-    run)."""
+    """(instantiation record, shape) of every kernel launch of a prepared call during the test
+    (shape: (grid, block), None for a grid-stride grid; the launches still run)."""
     seen: list[tuple[object, object]] = []
-    real = launcher.launch
+    real = launcher.Launch.__call__
 
-    def spy(backend, kernel, work_items, args, shape=None):
-        seen.append((kernel, shape))
-        return real(backend, kernel, work_items, args, shape)
+    def spy(self, *arrays):
+        seen.append((self.kernel, self.shape))
+        return real(self, *arrays)
 
-    monkeypatch.setattr(launcher, "launch", spy)
+    monkeypatch.setattr(launcher.Launch, "__call__", spy)
     return seen

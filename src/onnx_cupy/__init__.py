@@ -4,6 +4,7 @@ NumPy path of the same
 semantics."""
 from __future__ import annotations
 
+from .core.calls import release_workspaces
 from .core.execution import backend, default_backend
 from .core.warmup import warmup
 from .grid.api import affine_grid, grid_sample
@@ -23,4 +24,5 @@ from .unpool.api import max_unpool
 __version__ = "0.1.0"
 __all__ = ["__version__", "affine_grid", "average_pool", "backend", "default_backend",
            "global_average_pool", "global_lp_pool", "global_max_pool", "grid_sample", "hardmax",
-           "lp_pool", "max_pool", "max_unpool", "resize", "run_node", "upsample", "warmup"]
+           "lp_pool", "max_pool", "max_unpool", "release_workspaces", "resize", "run_node",
+           "upsample", "warmup"]

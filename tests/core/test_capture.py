@@ -1,4 +1,4 @@
-"""Capture-safe repeat calls, on the stand-in cupy (onnx_cupy.tools.standin), which records every
+"""Capture-safe repeat calls, on the stand-in cupy (onnx_cupy.core.standin), which records every
 allocation, host-device copy, synchronization and event wait: after the first call of a
 configuration, a call of every operator, of the PyTorch-style functions (max_unpool2d with its
 per-plane indices among them) and of run_node allocates its outputs and launches, nothing else; a sequence of such calls captured into a CUDA

@@ -340,14 +340,20 @@ def test_checked_libraries_are_cached_apart():
 
 @pytest.mark.parametrize("signature,expected", [
     ("__global__ void k(const float* __restrict__ x, float* y, const G g) {}",
-     [("x", True), ("y", False), ("g", False)]),
+     [("x", True, True, ("const", "float", "__restrict__")), ("y", False, True, ("float",)),
+      ("g", False, False, ("const", "G"))]),
     (("template <typename T, int V>\n__global__ void __launch_bounds__(256, f<T, V>())\n"
       "k(const typename oc::bits<T>::K* /* keys */ part, T* const out, // output\n"
       " const rsz::record<W, 4, I>* __restrict__ table, int n = 3, float w[2]) {}"),
-     [("part", True), ("out", False), ("table", True), ("n", False), ("w", False)]),
+     [("part", True, True, ("const", "typename", "oc", "bits", "T", "K")),
+      ("out", False, True, ("T", "const")),
+      ("table", True, True, ("const", "rsz", "record", "W", "I", "__restrict__")),
+      ("n", False, False, ("int",)), ("w", False, False, ("float",))]),
     ("void k(int* a);  // a host function of the same name\n__global__ void k(void) {}", []),
 ])
 def test_kernel_parameters_from_the_source(signature, expected):
+    """Each parameter's name, whether it points to const, whether it is a pointer, and the words
+    of its type (where the stand-in finds a by-value struct's type)."""
     assert [tuple(p) for p in loader.kernel_parameters(signature, "k")] == expected
 
 

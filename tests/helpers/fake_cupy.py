@@ -1,11 +1,13 @@
-"""The stand-in cupy (onnx_cupy.tools.standin, the one the benchmark's host section uses) for
+"""The stand-in cupy (onnx_cupy.core.standin, the one the benchmark's host section uses) for
 the tests: `install` makes a fresh one the library's cupy for the rest of a test."""
 from __future__ import annotations
+
+import collections
 
 import pytest
 
 from onnx_cupy.core import calls, execution, loader
-from onnx_cupy.tools.standin import CaptureError, StandIn
+from onnx_cupy.core.standin import CaptureError, StandIn
 
 __all__ = ["CaptureError", "StandIn", "install"]
 
@@ -16,8 +18,7 @@ def install(monkeypatch: pytest.MonkeyPatch, compile_seconds: float = 0.0) -> St
     end of the test; the prepared calls are cleared at the next test's start)."""
     fake = StandIn(compile_seconds)
     monkeypatch.setattr(execution, "_substitutes", [fake])
-    monkeypatch.setattr(calls, "_workspaces", {})
-    monkeypatch.setattr(calls, "_carved", {})
+    monkeypatch.setattr(calls, "_workspaces", collections.OrderedDict())
     monkeypatch.setattr(loader, "_functions", {})
     monkeypatch.setattr(loader, "_compiling", {})
     calls.clear()   # and conftest's fresh_calls clears them before the next test

@@ -39,7 +39,7 @@ def to_backend(x: Any, backend: str) -> Any:
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    return x if isinstance(x, np.ndarray) else execution.cupy_module().asnumpy(x)
+    return execution.cupy_module().asnumpy(x) if execution.is_cupy_array(x) else np.asarray(x)
 
 
 def assert_close(got: Any, expected: np.ndarray, dtype: Any = None, scale: float = 1.0) -> None:
@@ -48,7 +48,7 @@ def assert_close(got: Any, expected: np.ndarray, dtype: Any = None, scale: float
     assert got.shape == expected.shape, (got.shape, expected.shape)
     assert got.dtype == dtype, (got.dtype, dtype)
     rtol, atol = TOL.get(dtype.name, (0, 0))
-    np.testing.assert_allclose(got.astype(np.float64), np.asarray(expected).astype(np.float64),
+    np.testing.assert_allclose(got.astype(np.float64), to_numpy(expected).astype(np.float64),
                                rtol=rtol * scale, atol=atol * scale, equal_nan=True)
 
 

@@ -129,16 +129,6 @@ def host_vector(op: str, name: str, value: Any, integers: bool = False) -> np.nd
     return a
 
 
-def aligned(op: str, out: Any, *inputs: Any) -> list[Any]:
-    """The kernel path's arrays with their first element at the storage type's alignment
-    (min(itemsize, 8) bytes): `inputs`, each copied where it is not; a ValueError for an `out`
-    that is not (the kernels cannot store to it)."""
-    align = min(out.dtype.itemsize, 8)
-    if address(out) % align:
-        raise ValueError(f"{op}: out must be aligned to {align} bytes for the kernel path")
-    return [a if address(a) % min(a.dtype.itemsize, 8) == 0 else a.copy() for a in inputs]
-
-
 def zero(a: Any, backend: str) -> None:
     """Set the C-contiguous array `a` to zero bits in place: on the GPU a memset of its bytes
     on the current stream (no kernel), else `fill`."""
@@ -164,12 +154,12 @@ def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: s
         raise ValueError(f"{op}: out must be C-contiguous")
     if backend == "cupy" and out.device.id != x.device.id:
         raise ValueError(f"{op}: out is on device {out.device.id}, X on device {x.device.id}")
-    if (_overlap(out, x) if backend == "cupy" else np.may_share_memory(out, x)):
+    if (overlap(out, x) if backend == "cupy" else np.may_share_memory(out, x)):
         raise ValueError(f"{op}: out overlaps the input X")
     return out
 
 
-def _overlap(a: Any, b: Any) -> bool:
+def overlap(a: Any, b: Any) -> bool:
     """Byte-range overlap test for device arrays (conservative)."""
     if a.size == 0 or b.size == 0:
         return False

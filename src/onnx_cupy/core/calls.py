@@ -27,6 +27,7 @@ The pattern, in a family's api.py (`_CALLS = calls.Cache("<family>")` at module 
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -40,7 +41,7 @@ import numpy as np
 
 from . import arrays, execution, loader
 
-MAX_CALLS = 512   # prepared calls kept per family (the oldest goes first)
+MAX_CALLS = 512   # prepared calls kept per family (the least recently used goes first)
 
 Call = Callable[..., Any]   # call(x, out, ...) -> the outputs
 
@@ -51,9 +52,12 @@ class Unkeyed(Exception):
     """A value that cannot key a cache (raised by `frozen`, caught by `key`)."""
 
 
-class Cache(dict[Hashable, Call]):
-    """The prepared calls of one family, by key: at most `size` of them, the oldest evicted
-    first. `get` is the dict's own (a None key, an unkeyed call, finds nothing)."""
+class Cache(collections.OrderedDict[Hashable, Call]):
+    """The prepared calls of one family, by key: at most `size` of them, the least recently
+    used evicted first. The one cache of the family's calls: what a kept call's launches read
+    (parameter structs, uploaded tables, scratch) is owned by the call, never by a cache below
+    it. `get` finds a call (None for a None key, an unkeyed call) and makes it the most
+    recently used."""
 
     def __init__(self, name: str, size: int = MAX_CALLS) -> None:
         super().__init__()
@@ -61,12 +65,22 @@ class Cache(dict[Hashable, Call]):
         self._lock = threading.Lock()
         _caches.append(self)
 
+    def get(self, key: Hashable | None, default: Any = None) -> Any:
+        call = super().get(key)
+        if call is None:
+            return default
+        try:
+            self.move_to_end(key)
+        except KeyError:   # evicted by another thread meanwhile: still a valid call
+            pass
+        return call
+
     def put(self, key: Hashable | None, call: Call) -> Call:
         """Keep `call` for `key` (unless the call is unkeyed); returns `call`."""
         if key is not None:
             with self._lock:
                 while len(self) >= self.size:
-                    self.pop(next(iter(self)))
+                    self.popitem(last=False)
                 self[key] = call
         return call
 
@@ -86,7 +100,6 @@ def isolated() -> Iterator[None]:
     for cache in _caches:
         cache.clear()
     _workspaces.clear()
-    _carved.clear()
     try:
         yield
     finally:
@@ -95,7 +108,6 @@ def isolated() -> Iterator[None]:
             cache.update(entries)
         _workspaces.clear()
         _workspaces.update(kept[1])
-        _carved.clear()
         loader.swap_functions(kept[2])
 
 
@@ -281,67 +293,43 @@ def upload(backend: str, *host: np.ndarray) -> tuple[Any, ...]:
 
 
 SCRATCH_ALIGN = 256   # bytes: each array `scratch` carves starts at a multiple of this
+MAX_STREAMS = 8       # workspaces kept per host thread and device: its most recently used streams
 
 
 def scratch(backend: str, *layouts: tuple[tuple[int, ...], np.dtype]) -> list[Any]:
     """C-contiguous arrays of these (shape, dtype) for one call's launches, carved from the
     `workspace` (each at a multiple of SCRATCH_ALIGN bytes): a call's copies of inputs that its
     kernels cannot walk, and partial results between its launches, allocate nothing. On the
-    'cupy' path the arrays carved from a workspace buffer are kept with it, for the next call
-    of the same layouts."""
-    spans, end = _spans(layouts)
-    space = workspace(backend, end)
-    if backend == "cupy":
-        carved = _carved.get((id(space), layouts))
-        if carved is not None and carved[0] is space:
-            return list(carved[1])
-    views = [space[at:at + nbytes].view(dtype).reshape(shape)
-             for (at, nbytes), (shape, dtype) in zip(spans, layouts)]
-    if backend == "cupy":
-        if len(_carved) >= MAX_CALLS:   # bounded as the prepared calls are
-            _carved.clear()
-        _carved[id(space), layouts] = (space, tuple(views))
-    return views
-
-
-PLACES = 16   # (stream, host thread) pairs a Scratch keeps its carved arrays for
+    'cupy' path the arrays carved from a workspace are kept with it, for the next call of the
+    same layouts on its stream and thread."""
+    if backend != "cupy":
+        return _carve(np.empty(_spans(layouts)[1], np.uint8), layouts)
+    return list(_place(execution.cupy_module()).carved(layouts)[0])
 
 
 class Scratch:
     """The scratch arrays of one prepared call's launches: C-contiguous arrays of `layouts`
     ((shape, dtype) each) as `scratch` carves them from the workspace, those whose positions
     are in `zeroed` set to zero bits at every call (the partial results a launch accumulates
-    into). On the 'cupy' path a prepared call runs on the one device its key names, so the
-    arrays carved for the current stream and host thread, and their memsets, are kept for the
-    call's next run there (for at most PLACES pairs): a repeated call finds them with one
-    look-up."""
+    into), by memsets on the current stream. A repeated call finds its arrays, carved for the
+    current stream and host thread, with one look-up in the workspace of that place (which
+    owns them: they go with it)."""
 
     def __init__(self, backend: str, *layouts: tuple[tuple[int, ...], np.dtype],
                  zeroed: tuple[int, ...] = ()) -> None:
         self.backend, self.layouts, self.zeroed = backend, layouts, zeroed
-        self._stream = execution.cupy_module().cuda.get_current_stream if backend == "cupy" \
-            else None
-        # (stream, thread) -> (the carved arrays, the memsets of those zeroed)
-        self._kept: dict[tuple[int, int], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+        self._cupy = execution.cupy_module() if backend == "cupy" else None
 
     def __call__(self) -> tuple[Any, ...]:
-        if self._stream is None:
+        if self._cupy is None:
             views = tuple(scratch(self.backend, *self.layouts))
             for i in self.zeroed:
                 arrays.zero(views[i], self.backend)
             return views
-        at = (self._stream().ptr, threading.get_ident())
-        kept = self._kept.get(at)
-        if kept is None:
-            if len(self._kept) >= PLACES:
-                self._kept.clear()
-            views = tuple(scratch(self.backend, *self.layouts))
-            kept = self._kept[at] = (views, tuple(
-                functools.partial(views[i].data.memset_async, 0, views[i].nbytes)
-                for i in self.zeroed))
-        for memset in kept[1]:   # on the current stream, as arrays.zero
+        views, memsets = _place(self._cupy).carved(self.layouts, self.zeroed)
+        for memset in memsets:   # on the current stream, as arrays.zero
             memset()
-        return kept[0]
+        return views
 
 
 @functools.lru_cache(maxsize=256)
@@ -356,6 +344,11 @@ def _spans(layouts: tuple[tuple[tuple[int, ...], np.dtype], ...]
     return spans, end
 
 
+def _carve(buffer: Any, layouts: tuple[tuple[tuple[int, ...], np.dtype], ...]) -> list[Any]:
+    return [buffer[at:at + nbytes].view(dtype).reshape(shape)
+            for (at, nbytes), (shape, dtype) in zip(_spans(layouts)[0], layouts)]
+
+
 def contiguous(backend: str, x: Any) -> Any:
     """`x` copied into a C-contiguous `scratch` array (the copy a kernel reads where it cannot
     walk `x`'s strides)."""
@@ -364,26 +357,133 @@ def contiguous(backend: str, x: Any) -> Any:
     return copy
 
 
-_workspaces: dict[tuple[int, int, int], list[Any]] = {}
-# (id of a workspace buffer, layouts) -> (that buffer, the arrays `scratch` carved from it)
-_carved: dict[tuple[int, Any], tuple[Any, tuple[Any, ...]]] = {}
-_workspace_lock = threading.Lock()
+class Workspace:
+    """The scratch memory of one place (cupy module, device, host thread, stream): a device
+    buffer grown to the largest request, and the arrays carved from it per layouts, with their
+    memsets. `pinned` once a call ran on it while its stream was being captured into a CUDA
+    graph: the graph reads it, so only `release_workspaces` frees it."""
+
+    __slots__ = ("buffer", "cupy", "kept", "pinned", "stream")
+
+    def __init__(self, cupy: Any, stream: Any) -> None:
+        self.cupy, self.stream, self.buffer, self.pinned = cupy, stream, None, False
+        self.kept: dict[Any, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+
+    def carved(self, layouts: tuple[tuple[tuple[int, ...], np.dtype], ...],
+               zeroed: tuple[int, ...] = ()) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """(the arrays of `layouts`, the memsets of those at `zeroed`), carved on first need."""
+        if not self.pinned and self.stream.is_capturing():
+            self.pinned = True
+        kept = self.kept.get((layouts, zeroed))
+        if kept is not None:
+            return kept
+        end = _spans(layouts)[1]
+        with _workspace_lock:
+            if self.buffer is None or self.buffer.nbytes < end:
+                size = max(end, 2 * self.buffer.nbytes if self.buffer is not None else 0)
+                self.buffer = self.cupy.empty(size, np.uint8)
+                self.kept.clear()   # carved from the old buffer: carved again
+            views = tuple(_carve(self.buffer, layouts))
+            kept = self.kept[layouts, zeroed] = (views, tuple(
+                functools.partial(views[i].data.memset_async, 0, views[i].nbytes)
+                for i in zeroed))
+        return kept
+
+
+# (cupy module's id, device, host thread, stream) -> its workspace, least recently used first
+_workspaces: collections.OrderedDict[tuple[int, int, int, int], Workspace] = \
+    collections.OrderedDict()
+_workspace_lock = threading.RLock()
+_threads = threading.local()   # `ending`: this thread's _ThreadEnd
+
+
+class _ThreadEnd:
+    """Held by one host thread (threading.local): when the thread ends, its workspaces go."""
+
+    def __init__(self, ident: int) -> None:
+        self.ident = ident
+
+    def __del__(self) -> None:
+        lock = _workspace_lock
+        if lock is None:   # at interpreter exit
+            return
+        with lock:
+            for place in [p for p, w in _workspaces.items()
+                          if p[2] == self.ident and not w.pinned]:
+                del _workspaces[place]
+
+
+def _place(cp: Any) -> Workspace:
+    """The workspace of the current place: `cp`'s current device, this host thread, its
+    current stream (as cuBLAS keeps a workspace per stream; per thread too, since threads share
+    the null stream and their launches interleave on it). Made on first use; at most MAX_STREAMS
+    of one thread and device are kept, the least recently used unpinned one freed first."""
+    stream = cp.cuda.get_current_stream()
+    place = (id(cp), cp.cuda.runtime.getDevice(), threading.get_ident(), stream.ptr)
+    space = _workspaces.get(place)
+    if space is not None and space.cupy is cp:
+        try:
+            _workspaces.move_to_end(place)
+        except KeyError:   # freed by another thread meanwhile: this call still holds it
+            pass
+        return space
+    with _workspace_lock:
+        if getattr(_threads, "ending", None) is None:
+            _threads.ending = _ThreadEnd(place[2])
+        space = _workspaces[place] = Workspace(cp, stream)
+        same = [p for p, w in _workspaces.items() if p[:3] == place[:3] and not w.pinned]
+        for p in same[:max(0, len(same) - MAX_STREAMS)]:
+            del _workspaces[p]
+        for p in [p for p, w in _workspaces.items() if w.cupy is not cp and p[0] == id(cp)]:
+            del _workspaces[p]   # a module gone whose id was reused
+    return space
 
 
 def workspace(backend: str, nbytes: int) -> Any:
-    """A buffer of at least `nbytes` bytes for the scratch data of one call's launches. On the
-    'cupy' path the current device's, stream's and host thread's (as cuBLAS workspaces are kept
-    per stream; per thread too, since threads share the null stream and their launches
-    interleave on it): allocated once and grown to the largest request, never freed, so that a
-    CUDA graph captured on a stream keeps a valid buffer (calls of one thread on one stream run
-    in order; a captured graph replayed on another stream must not run beside calls on the
-    stream it was captured on). On the emulated path a new host buffer."""
+    """A buffer of at least `nbytes` bytes for the scratch data of one call's launches: on the
+    'cupy' path the current place's (`_place`), kept and grown to the largest request, freed
+    with its thread, when its stream is among the least recently used past MAX_STREAMS, or by
+    `release_workspaces`; elsewhere a new host buffer."""
     if backend != "cupy":
         return np.empty(nbytes, np.uint8)
-    cp = execution.cupy_module()
-    at = (cp.cuda.runtime.getDevice(), cp.cuda.get_current_stream().ptr, threading.get_ident())
+    space = _place(execution.cupy_module())
     with _workspace_lock:
-        kept = _workspaces.setdefault(at, [])
-        if not kept or kept[-1].nbytes < nbytes:
-            kept.append(cp.empty(max(nbytes, 2 * kept[-1].nbytes if kept else 0), np.uint8))
-        return kept[-1]
+        if space.buffer is None or space.buffer.nbytes < nbytes:
+            size = max(nbytes, 2 * space.buffer.nbytes if space.buffer is not None else 0)
+            space.buffer = space.cupy.empty(size, np.uint8)
+            space.kept.clear()
+    return space.buffer
+
+
+def release_workspaces() -> int:
+    """Free the GPU scratch memory that calls keep between runs.
+
+    A call whose kernels need scratch memory (copies of inputs they cannot walk, partial
+    results between launches) carves it from a workspace kept per device, host thread and
+    stream: allocated once, grown to the largest request, freed when its thread ends or when it
+    is among the least recently used past the MAX_STREAMS streams of one thread and device.
+    This frees every workspace now (those of CUDA graphs captured through onnx-cupy calls
+    included); the next call allocates anew.
+
+    Returns
+    -------
+    int
+        How many workspaces were freed.
+
+    Notes
+    -----
+    A CUDA graph captured through onnx-cupy calls must not be launched after this: its scratch
+    memory is gone. Kernels still running on the GPU keep theirs (CuPy's memory pool frees in
+    stream order).
+
+    Examples
+    --------
+    >>> import onnx_cupy as oc
+    >>> freed = oc.release_workspaces()
+    >>> oc.release_workspaces()
+    0
+    """
+    with _workspace_lock:
+        count = len(_workspaces)
+        _workspaces.clear()
+    return count

@@ -45,12 +45,30 @@ _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_
 
 
 _substitutes: list[Any] = []   # modules standing in for cupy (`cupy_substitute`), innermost last
+# the emulated device (onnx_cupy.core.standin) while an emulated call runs in this context
+_device_module: contextvars.ContextVar[Any] = contextvars.ContextVar("onnx_cupy_device",
+                                                                     default=None)
 
 
 def cupy_module() -> Any:   # the module, or None
     """The cupy module if importable, else None (typed Any: cupy has no type information); the
-    innermost `cupy_substitute` where one is active."""
+    emulated device inside `device_module`, else the innermost `cupy_substitute` where one is
+    active."""
+    device = _device_module.get()
+    if device is not None:
+        return device
     return _substitutes[-1] if _substitutes else _imported_cupy()
+
+
+@contextlib.contextmanager
+def device_module(module: Any) -> Iterator[Any]:
+    """Inside the block, in this context only, `module` is the library's cupy: the emulated
+    device, while the CuPy path's call of an emulated call is prepared or runs."""
+    token = _device_module.set(module)
+    try:
+        yield module
+    finally:
+        _device_module.reset(token)
 
 
 @functools.cache
@@ -65,7 +83,7 @@ def _imported_cupy() -> Any:
 @contextlib.contextmanager
 def cupy_substitute(module: Any) -> Iterator[Any]:
     """Inside the block, `module` is the library's cupy (the stand-in that measures host cost
-    without a GPU: onnx_cupy.tools.standin)."""
+    without a GPU: onnx_cupy.core.standin)."""
     _substitutes.append(module)
     try:
         yield module

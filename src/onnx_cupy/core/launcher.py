@@ -101,14 +101,18 @@ class Launch:
     """One launch of a prepared call (onnx_cupy.core.calls) on the path `backend`: the
     instantiation, its (grid, block) (None: a grid-stride grid over `work_items`), and the
     arguments after the call's own arrays (parameter structs, uploaded tables), all fixed by
-    the call's key. On the 'cupy' path the compiled function is looked up at the first launch
+    the call's key. It owns those constants: a parameter struct that the 'cupy' path passes by
+    its address lives as long as the launch (and so as the prepared call that holds it), whatever
+    cache made it. On the 'cupy' path the compiled function is looked up at the first launch
     and kept: a prepared call runs on the one device its key names (calls.on_device)."""
 
-    __slots__ = ("_function", "_grid", "arguments", "backend", "kernel", "shape", "work_items")
+    __slots__ = ("_function", "_grid", "arguments", "backend", "constants", "kernel", "shape",
+                 "work_items")
 
     def __init__(self, backend: str, kernel: Instantiation, shape: Shape | None,
                  work_items: int, constants: tuple[Any, ...] = ()) -> None:
         self.backend, self.kernel, self.shape, self.work_items = backend, kernel, shape, work_items
+        self.constants = constants   # owned: `arguments` may point into them
         self.arguments = tuple(by_value(backend, c) for c in constants)
         self._grid: Shape = shape if shape is not None else grid_for(work_items)
         self._function: Any = None
@@ -131,7 +135,8 @@ class Launch:
 
 def by_value(backend: str, value: Any) -> Any:
     """A constant argument as a launch passes it: on the 'cupy' path a parameter struct (a
-    size-one NumPy array, kept alive by the caller) as a pointer to its bytes, which CuPy
+    size-one NumPy array, which the caller keeps: a Launch owns its constants) as a pointer to
+    its bytes, which CuPy
     passes as it is (a NumPy array it would read through __array_interface__ at every launch:
     tens of microseconds for a struct of many fields); anything else as it is."""
     if backend == "cupy" and isinstance(value, np.ndarray) and value.dtype.names:

@@ -60,11 +60,13 @@ def register(family: str, instantiations: Iterable[Instantiation],
 
 
 class Parameter(NamedTuple):
-    """A kernel parameter: its name, and whether it is a pointer to const (the kernel reads
-    what it points to, never writes it)."""
+    """A kernel parameter: its name, whether it is a pointer to const (the kernel reads what it
+    points to, never writes it), whether it is a pointer, and the words of its type."""
 
     name: str
     read_only: bool
+    pointer: bool = False
+    words: tuple[str, ...] = ()
 
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
@@ -106,7 +108,8 @@ def _parameter(declaration: str) -> Parameter:
     if not names:
         raise ValueError(f"a kernel parameter without a name: {declaration.strip()!r}")
     pointer = text.rfind("*")
-    return Parameter(names[-1], pointer >= 0 and "const" in re.findall(r"\w+", text[:pointer]))
+    return Parameter(names[-1], pointer >= 0 and "const" in re.findall(r"\w+", text[:pointer]),
+                     pointer >= 0, tuple(names[:-1]))
 
 
 def families() -> list[str]:
@@ -126,6 +129,24 @@ def registered(k: Instantiation) -> Instantiation:
     if family is None or family.instantiations.get(k.expression) is not k:
         raise ValueError(f"{k.family}: {k.expression!r} is not a registered instantiation")
     return k
+
+
+def instantiation(expression: str) -> Instantiation:
+    """The registered instantiation of a name expression (KeyError if none is)."""
+    for family in _FAMILIES.values():
+        k = family.instantiations.get(expression)
+        if k is not None:
+            return k
+    raise KeyError(f"{expression!r} is not a registered instantiation")
+
+
+@functools.cache
+def struct_parameters(k: Instantiation) -> tuple[Any, ...]:
+    """Per parameter of `k`'s kernel, the NumPy dtype of the parameter struct it takes by value
+    (one its family registered), or None: what a launch's driver copies for a by-value struct."""
+    structs = _FAMILIES[k.family].structs
+    return tuple(None if p.pointer else next((structs[w] for w in p.words if w in structs), None)
+                 for p in kernel_parameters(source(k.family), k.template))
 
 
 def parameter_structs(family: str) -> dict[str, Any]:
@@ -171,13 +192,14 @@ def _expand(path: Path, seen: set[Path]) -> str:
     return "\n".join(out) + "\n"
 
 
-_functions: dict[tuple[Instantiation, int], Any] = {}
-_compiling: dict[tuple[Instantiation, int], threading.Lock] = {}
+_functions: dict[tuple[Instantiation, int, int], Any] = {}
+_compiling: dict[tuple[Instantiation, int, int], threading.Lock] = {}
 
 
-def swap_functions(functions: dict[tuple[Instantiation, int], Any]
-                   ) -> dict[tuple[Instantiation, int], Any]:
-    """Replace the compiled functions (per instantiation and device) by `functions`; returns
+def swap_functions(functions: dict[tuple[Instantiation, int, int], Any]
+                   ) -> dict[tuple[Instantiation, int, int], Any]:
+    """Replace the compiled functions (per instantiation, cupy module and device) by
+    `functions`; returns
     the ones replaced (onnx_cupy.core.calls.isolated: a substitute cupy module's own)."""
     global _functions, _compiling
     with _lock:
@@ -190,7 +212,7 @@ def cuda_function(k: Instantiation) -> Any:
     first use (concurrent first calls compile it once); CuPy's on-disk cache serves it to later
     processes."""
     cupy = execution.cupy_module()
-    key = (k, cupy.cuda.runtime.getDevice())
+    key = (k, id(cupy), cupy.cuda.runtime.getDevice())   # the emulated device's apart
     fn = _functions.get(key)
     if fn is None:
         registered(k)

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, launcher, loader, numerics, records
+from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, numerics, records
 from .plan import AFFINE, CUBIC_A, MAX_SPATIAL, SAMPLE, AffinePlan, SamplePlan
 
 FAMILY = "grid"
@@ -167,12 +166,10 @@ def sample_args(pl: SamplePlan, dtype: np.dtype, x_strides: tuple[int, ...],
     return Launch(WEIGHTED[dtype.name, coordinates, bits], geom, (grid, block))
 
 
+@kernel_call.prepares
 def prepare_sample(pl: SamplePlan, x: Any, grid: Any, backend: str) -> calls.Call:
     """The call of a GridSample plan on inputs laid out as `x` and `grid` on the kernel path
     `backend` ('cupy' or 'emulated'): call(X, grid, out) -> grid_sample(X, grid)."""
-    if x.dtype.kind in "OUS":
-        raise TypeError(f"{SAMPLE}: string tensors run on the NumPy backend only "
-                        f"(got dtype {x.dtype} on backend {backend!r})")
     return _prepare(SAMPLE, pl.out_shape, (x, grid), backend, functools.partial(sample_args, pl))
 
 
@@ -181,8 +178,7 @@ def _prepare(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], backend: 
     """call(*inputs, out): the output of `shape` (the first input's dtype, on its device)
     allocated (or `out` checked), then the launch `launch(dtype, element strides, ...)` gives
     for the inputs' layouts. An input whose byte strides are not whole elements is read from a
-    C-contiguous copy in the workspace; inputs not aligned to their element size, from new
-    copies (a call of their own)."""
+    C-contiguous copy in the workspace (alignment: onnx_cupy.core.kernel_call)."""
     given = [arrays.whole_element_strides(a) for a in inputs]
     copied = [s is None for s in given]
     copying = any(copied)
@@ -192,25 +188,13 @@ def _prepare(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], backend: 
     if size:
         step = launch(*(v for layout in layouts for v in layout))
         run = launcher.Launch(backend, step.kernel, step.shape, step.work, (step.geom,))
-    aligns = [min(a.dtype.itemsize, 8) for a in inputs]   # the storage types' alignments
-    address, empty = arrays.address_of(backend), arrays.module_of(backend).empty
+    empty = arrays.module_of(backend).empty
     dtype = inputs[0].dtype   # the output's: the first input's, which the call's key holds
-    aligned: list[calls.Call] = []    # the call of aligned copies, made on first need
 
     def call(*args: Any) -> Any:
         *xs, out = args
-        if size and any(map(operator.mod, map(address, xs), aligns)):
-            if out is not None:   # checked against the inputs, not their copies
-                arrays.output(out, xs[0], shape, dtype, backend, op)
-            xs = [a.copy() for a in xs]
-            if not aligned:
-                aligned.append(_prepare(op, shape, tuple(xs), backend, launch))
-            return aligned[0](*xs, out)
-        if out is None:   # a new array starts at the allocator's alignment
-            Y = empty(shape, dtype)
-        else:
-            Y = arrays.output(out, xs[0], shape, dtype, backend, op)
-            arrays.aligned(op, Y)
+        Y = empty(shape, dtype) if out is None else arrays.output(out, xs[0], shape, dtype,
+                                                                   backend, op)
         if not size:
             return Y
         if copying:
@@ -237,6 +221,7 @@ def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...])
     return Launch(AFFINE_GRID[dtype.name, pl.rank, bits], geom, None, total)
 
 
+@kernel_call.prepares
 def prepare_affine(pl: AffinePlan, theta: Any, backend: str) -> calls.Call:
     """The call of an AffineGrid plan on a theta laid out as `theta` on the kernel path
     `backend`: call(theta, out) -> affine_grid(theta)."""

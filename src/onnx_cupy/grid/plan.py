@@ -133,6 +133,7 @@ class SamplePlan:
     grid_shape: tuple[int, ...]
     out_shape: tuple[int, ...]
     axes: tuple[Axis, ...]     # the spatial axes of X, outermost first
+    op = SAMPLE                # the operator served (not a field)
     coordinates: np.dtype      # float32 or float64
 
     @property
@@ -230,6 +231,7 @@ class AffinePlan:
     align_corners: bool
     theta_shape: tuple[int, ...]
     out_shape: tuple[int, ...]    # (N, [D,] H, W, rank)
+    op = AFFINE                   # the operator served (not a field)
 
     @property
     def rank(self) -> int:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, launcher, loader, numerics, records
+from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, numerics, records
 from .plan import OP, HardmaxPlan
 
 FAMILY = "hardmax"
@@ -160,6 +160,7 @@ def launches(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...], align
     return steps, dtypes.INDEX_DTYPES[bits], geometry(pl, view)
 
 
+@kernel_call.prepares
 def prepare(pl: HardmaxPlan, x: Any, backend: str) -> calls.Call:
     """The call of plan `pl` on inputs laid out as `x` on the kernel path `backend` ('cupy' or
     'emulated'): call(X, out) -> hardmax(X). Inputs whose strides do not form the [outer, n,

@@ -43,6 +43,11 @@ class HardmaxPlan:
     n: int
     inner: int
 
+    @property
+    def op(self) -> str:
+        """The operator the plan serves."""
+        return OP
+
 
 def _axis_value(axis: Any) -> int | None:
     if axis is None:

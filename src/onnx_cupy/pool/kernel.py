@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, launcher, loader, numerics, records
+from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, numerics, records
 from . import plan
 from .plan import GLOBAL_OPS, MAX_SPATIAL, OPS, GlobalPlan, PoolPlan
 
@@ -266,6 +266,7 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     return FAST[np.dtype(dtype).name, bits, mode, rank, fast_window(pl, x_strides)], shape, g
 
 
+@kernel_call.prepares
 def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.Call:
     """The call of plan `pl` on inputs laid out as `x` (dtype, strides) on the kernel path
     `backend` ('cupy' or 'emulated'): call(X, out) -> Y, or (Y, Indices) with `indices` (int64,
@@ -300,6 +301,7 @@ def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.
     return calls.on_device(x, backend, call)
 
 
+@kernel_call.prepares
 def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
     """The call of a global pooling `pl` on inputs laid out as `x` on the kernel path `backend`:
     call(X, out) -> Y, by pool_global, a block per (n, c) plane. A plane whose spatial axes no
@@ -353,6 +355,7 @@ def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, 
     return ADAPTIVE[np.dtype(dtype).name, bits, pl.nd], g
 
 
+@kernel_call.prepares
 def prepare_adaptive(pl: plan.AdaptivePlan, x: Any, backend: str, indices: bool = False
                      ) -> calls.Call:
     """The call of the adaptive plan `pl` on inputs laid out as `x` on the kernel path

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, launcher, loader, numerics, records
+from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, numerics, records
 from ..core.arrays import readonly
 from .plan import MAX_DIMS, OP, UPSAMPLE, UPSAMPLE_DTYPES, ResizePlan
 
@@ -237,18 +237,14 @@ def _fill(pl: ResizePlan) -> np.ndarray:
     return np.frombuffer(b"" if pl.fill is None else pl.fill.tobytes(), dtype=np.uint8)
 
 
+@kernel_call.prepares
 def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
     """The call of plan `pl` on inputs laid out as `x` (dtype, strides) on the kernel path
     `backend` ('cupy' or 'emulated'): call(X, out) -> resize(X). The fast kernels where they
     apply, else the generic ones, their tables uploaded here, once; a plan that maps every axis
     onto itself copies X. An input whose strides the kernels cannot walk (byte strides that are
     not whole elements, more than MAX_DIMS dims after merging) is read from a C-contiguous copy
-    in the workspace, and one not aligned to its element size from a new copy, with a call of
-    its own."""
-    if x.dtype.kind in "OUS":
-        raise TypeError(f"{pl.op}: string tensors run on the NumPy backend only "
-                        f"(got dtype {x.dtype} on backend {backend!r})")
-    align = min(x.dtype.itemsize, 8)  # the storage type's alignment
+    in the workspace (alignment: onnx_cupy.core.kernel_call)."""
     strides = arrays.whole_element_strides(x)
     copy = bool(pl.tables) and (strides is None or (
         fast_args(pl, x.dtype, strides) is None and kernel_args(pl, x.dtype, strides) is None))
@@ -256,18 +252,10 @@ def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
     with arrays.on_device(x, backend):   # the tables go to the input's device
         step = _step(pl, x.dtype, strides, backend) if pl.tables else None
     size = math.prod(pl.out_shape)
-    address, empty = arrays.address_of(backend), arrays.module_of(backend).empty
+    empty = arrays.module_of(backend).empty
     dtype = x.dtype   # X's dtype: the call's key holds it
-    aligned: list[calls.Call] = []    # the call of an aligned copy, made on first need
 
     def call(X: Any, out: Any) -> Any:
-        if step is not None and address(X) % align:
-            if out is not None:   # checked against X, not its copy
-                arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
-            moved = X.copy()
-            if not aligned:
-                aligned.append(prepare(pl, moved, backend))
-            return aligned[0](moved, out)
         Y = empty(pl.out_shape, dtype) if out is None else \
             arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
         if not size:
@@ -275,8 +263,6 @@ def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
         if step is None:
             Y[...] = X
             return Y
-        if out is not None and address(Y) % align:   # a new array is aligned
-            raise ValueError(f"{pl.op}: out must be aligned to {align} bytes for the kernel path")
         step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
     return calls.on_device(x, backend, call)

@@ -974,7 +974,7 @@ def summary(report: dict[str, Any]) -> str:
     if "host" in report:
         hs = report["host"]
         lines += ["", ("Host time per call of the CuPy path, on the stand-in for CuPy "
-                       "(onnx_cupy.tools.standin: the library's work per call in full; CuPy's "
+                       "(onnx_cupy.core.standin: the library's work per call in full; CuPy's "
                        "allocation and argument packing as a Python model of them, without the "
                        "stand-in's records; no driver launch): median and range over "
                        f"{hs['samples']} samples of "

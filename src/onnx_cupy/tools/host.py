@@ -1,5 +1,5 @@
 """`onnx-cupy bench`'s host section: microseconds of host time per repeated call on the CuPy
-path, measured on the stand-in for CuPy (onnx_cupy.tools.standin), so without a GPU: each call
+path, measured on the stand-in for CuPy (onnx_cupy.core.standin), so without a GPU: each call
 builds its key, finds its prepared call, allocates its outputs from the stand-in's pool and packs
 its launches' arguments as CuPy does (the stand-in runs no kernel, keeps no records here and
 leaves out the driver's own launch time; see its docstring). The operators' rows are held to targets (the median over them,
@@ -132,7 +132,7 @@ def measure(samples: int = 15, calls: int = CALLS_PER_SAMPLE) -> dict[str, Any]:
     import onnx_cupy as oc
 
     from ..nn import functional as F
-    from .standin import StandIn
+    from ..core.standin import StandIn
 
     fake = StandIn(recording=False)
     with fake.installed():

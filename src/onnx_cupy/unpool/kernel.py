@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, launcher, loader, records
+from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, records
 from ..pool.plan import MAX_SPATIAL
 from .plan import OP, UnpoolPlan
 
@@ -98,6 +98,7 @@ def kernel_args(pl: UnpoolPlan, dtype: np.dtype
     return scatter, GATHER[dtype.name, bits], WINNER_DTYPES[bits], g
 
 
+@kernel_call.prepares
 def prepare(pl: UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:
     """The call of plan `pl` on inputs laid out as `x` and `indices` on the kernel path
     `backend` ('cupy' or 'emulated'): call(X, indices, out) -> max_unpool(X, indices), indices

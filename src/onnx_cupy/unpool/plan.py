@@ -58,6 +58,7 @@ class UnpoolPlan:
     index_shape: tuple[int, ...]   # the shape I's flat indices address (per plane: spatial)
     remap: tuple[tuple[int, int], ...]
     index_space: str = "unpooled"  # one of INDEX_SPACES
+    op = OP                        # the operator served (not a field)
 
     @property
     def per_plane(self) -> bool:

@@ -1,28 +1,40 @@
-"""A stand-in for the `cupy` module: the CuPy path run without a GPU, to measure its host cost
-per call (`onnx-cupy bench`'s host section) and to check what a call does on the device side
-(the test suite).
+"""A stand-in for the `cupy` module that runs the CuPy path without a GPU: the emulated backend's
+device (`emulated_device`), the `cupy` case of every test where no GPU is visible, and the host
+cost per call (`onnx-cupy bench`'s host section, with `executing` False).
 
-Its arrays are NumPy arrays that say they live on a numbered device; `RawModule` records what
-the loader asks NVRTC to compile; a launch packs its arguments as CuPy's does (each argument
-checked and turned into a pointer: a device array's address, a size-one NumPy array's data by
-value, a scalar converted) and is recorded, but no kernel runs: outputs stay as `empty` made
-them. Every operation a CUDA graph capture cares about is recorded as an `Operation`: device
+Its device memory is host memory in allocations of its own, aligned as CUDA's (ALIGN bytes),
+never a view of a caller's host array; its arrays are NumPy views of that memory that say they
+live on a numbered device. `RawModule` records what the loader asks NVRTC to compile. A launch
+packs its arguments as CuPy's does (each checked: a device array of the current device, a
+`CPointer`, a size-one NumPy array, a scalar) and runs the instantiation on the emulator
+(onnx_cupy.core.emulator: the same .cu source compiled by the host compiler), reading each
+argument as the driver does at launch time: a device array's address, a by-value struct's bytes
+copied then (their size from the kernel's declared parameter type), a scalar converted. The
+kernel checker (onnx_cupy.core.checker) checks such launches as any other. CuPy's own
+elementwise kernels, copies and memsets compute as NumPy on the device memory.
+
+Every operation a CUDA graph capture cares about is recorded as an `Operation`: device
 allocations, copies between host and device, synchronizations, waits on events, compiles and
 CuPy's own elementwise kernels; and inside `Stream.begin_capture() ... end_capture()` the ones
 CUDA refuses during a capture raise `CaptureError` (a copy from host memory, a synchronization, a
 wait on an event recorded outside the capture, an allocation the memory pool cannot serve from
-memory it already holds), while launches are kept in the `Graph` that `end_capture` returns.
+memory it already holds), while launches are kept, with their arguments as the capture read
+them, in the `Graph` that `end_capture` returns, and run when it is launched.
 
-What a launch costs here against CuPy: CuPy packs arguments in compiled Cython, this module in
-Python (more host time per argument), and neither the driver's launch (cuLaunchKernel's own host
-time) nor a context switch is modelled; `empty` takes a NumPy allocation and a free list per
-device and stream in place of CuPy's memory pool. So per-call figures on the stand-in count the
-library's own host work fully and the launch and allocation roughly.
+What only a GPU shows: real concurrency between threads, blocks and streams (a launch runs to
+its end before the host goes on), the order of atomics, the device's own limits and speed. What
+a launch costs here against CuPy: CuPy packs arguments in compiled Cython, this module in
+Python, and neither the driver's launch nor a context switch is modelled; `empty` takes a NumPy
+allocation and a free list per device and stream in place of CuPy's memory pool. So per-call
+figures on the stand-in (not executing) count the library's own host work fully and the launch
+and allocation roughly.
 """
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
+import functools
 import itertools
 import math
 import threading
@@ -34,9 +46,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core import calls, execution
+from . import calls, execution
 
 ROUND = 512   # bytes: allocations are rounded up to this, as CuPy's memory pool does
+ALIGN = 256   # bytes: every allocation starts at a multiple of this, as cudaMalloc's
 
 
 class CaptureError(RuntimeError):
@@ -95,15 +108,18 @@ class StandIn:
     """The stand-in `cupy` module. `modules`, `launches` and `operations` record the CuPy path's
     work (with `recording` False, only what a capture takes: the host-time benchmark, whose
     figures should not include the stand-in's own bookkeeping); `compile_seconds` is how long a
-    module's first `get_function` takes (NVRTC's stand-in); `installed()` makes it the
-    library's cupy."""
+    module's first `get_function` takes (NVRTC's stand-in); `executing`: launches run on the
+    emulator and CuPy's own kernels compute (False: host timing only, outputs stay as `empty`
+    made them); `installed()` makes it the library's cupy."""
 
-    def __init__(self, compile_seconds: float = 0.0, recording: bool = True) -> None:
+    def __init__(self, compile_seconds: float = 0.0, recording: bool = True,
+                 executing: bool = True) -> None:
         self.modules: list[Module] = []
         self.launches: list[Launch] = []
         self.operations: list[Operation] = []
         self.compile_seconds = compile_seconds
         self.recording = recording   # False: keep no records outside a capture (host timing)
+        self.executing = executing   # False: launches and CuPy's kernels compute nothing
         self._local = _Thread()
         self._record = threading.Lock()
         # (device, stream, bytes) -> (memory, address) of the free blocks of that size
@@ -182,7 +198,9 @@ class StandIn:
                   refused="" if memory is not None else
                   "cudaMalloc of a block the pool does not hold")
         if memory is None:
-            memory = np.empty(size, np.uint8)
+            raw = np.empty(size + ALIGN, np.uint8)
+            skip = -raw.ctypes.data % ALIGN
+            memory = raw[skip:skip + size]
             address = int(memory.ctypes.data)
         return _Block(self, at, memory, address)
 
@@ -207,11 +225,35 @@ class StandIn:
         y.host[...] = 0
         return y
 
+    def mirror(self, a: np.ndarray, copy: bool = True) -> Any:
+        """A device copy of the host array `a` with its layout: the same shape and strides, its
+        first element at the same address modulo ALIGN (a view at a byte offset stays one), the
+        bytes it spans copied (`copy`; a broadcast axis stays one element); in native byte
+        order, as CuPy's arrays are."""
+        if not a.dtype.isnative:
+            a = a.astype(a.dtype.newbyteorder("="))
+        start = a.ctypes.data
+        low = sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st < 0 and n)
+        high = sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st > 0 and n)
+        span = (high - low + a.itemsize) if a.size else 0
+        skew = (start + low) % ALIGN
+        block = self.allocate(skew + span)
+        host = np.ndarray(a.shape, a.dtype, block.memory, skew - low if a.size else 0, a.strides)
+        if span and copy:   # by elements: of a sparse view only the pages it uses, of a
+            once = tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)
+            host[once] = a[once]   # broadcast axis only its one element
+        if copy:
+            self.note("to device", span, "mirror", refused="a copy from host memory (it is "
+                      "not in the graph)")
+        return self.ndarray(host, self._local.device, block, None)
+
     def asarray(self, a: Any, dtype: Any = None) -> Any:
         """A device array: `a` itself if it is one (of `dtype`), else a copy to the device."""
         if isinstance(a, self.ndarray):
             return a if dtype is None or a.dtype == dtype else a.astype(dtype)
-        host = np.array(a, dtype=dtype)
+        host = np.asarray(a, dtype=dtype)
+        if not host.dtype.isnative:   # CuPy's arrays are native
+            host = host.astype(host.dtype.newbyteorder("="))
         self.note("to device", host.nbytes, "cupy.asarray",
                   refused="a copy from host memory (it is not in the graph)")
         y = self.empty(host.shape, host.dtype)
@@ -233,8 +275,8 @@ class StandIn:
     def elementwise(self, name: str, fn: Callable[..., Any], *args: Any, out: Any = None) -> Any:
         """One of CuPy's elementwise kernels, `fn` (a NumPy function) over `args` (device arrays
         or scalars) into `out` or a new device array of the broadcast shape and the dtype `fn`
-        gives; recorded as a launch and an operation. Like a kernel of the stand-in, it
-        computes nothing."""
+        gives; recorded as a launch and an operation; computed on the device memory where the
+        stand-in is `executing`."""
         if any(isinstance(a, np.ndarray) for a in args):
             raise TypeError(f"stand-in cupy: {name} takes device arrays, not numpy.ndarray")
         arrays = [a for a in args if isinstance(a, self.ndarray)]
@@ -249,15 +291,90 @@ class StandIn:
         if out is None:
             out = self.empty(shape, dtype)
         self.note("elementwise", out.nbytes, name)
-        self._launched(f"elementwise {name}", (), (), ())
+        target = out
+
+        def run() -> None:
+            with np.errstate(all="ignore"):
+                target.host[...] = fn(*[a.host if isinstance(a, self.ndarray) else a
+                                        for a in args])
+        self.deferred(f"elementwise {name}", run)
         return out
 
+    def deferred(self, name: str, run: Callable[[], None], launch: bool = True) -> None:
+        """Record one of CuPy's own kernels (`launch`: as a launch too, not only as an
+        operation) and run it where the stand-in executes: at once, or when the graph being
+        captured is launched."""
+        if launch:
+            self._launched(name, (), (), ())
+        if not self.executing:
+            return
+        capture = self._local.capture
+        if capture is None:
+            run()
+        else:
+            capture.graph_steps.append(run)
+
     def _standard_normal(self, size: Any = None, dtype: Any = float) -> Any:
-        """cupy.random.standard_normal: a new array from a generator kernel (values: none)."""
+        """cupy.random.standard_normal: a new array from a generator kernel."""
         y = self.empty(() if size is None else size, dtype)
         self.note("elementwise", y.nbytes, "random")
-        self._launched("random standard_normal", (), (), ())
+
+        def run() -> None:
+            y.host[...] = np.random.default_rng().standard_normal(y.shape)
+        self.deferred("random standard_normal", run)
         return y
+
+    def __getattr__(self, name: str) -> Any:
+        """Any other function of CuPy's as NumPy's of that name, on the device arrays' memory:
+        device arrays in, device arrays out (one of CuPy's kernels, recorded as elementwise)."""
+        fn = getattr(np, name, None)
+        if name.startswith("_") or not callable(fn):
+            raise AttributeError(f"stand-in cupy has no attribute {name!r}")
+        return functools.partial(self.numpy_function, name, fn)
+
+    def numpy_function(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any
+                       ) -> Any:
+        """`fn` (NumPy's) on the host memory of device arrays among `args` and `kwargs` (also
+        inside lists and tuples), its array results as device arrays: views of an input's
+        memory stay views of it (as CuPy's broadcast_to, reshape, ...), others are new (an
+        `out=` device array is written in place)."""
+        out = kwargs.get("out")
+        inputs: list[Any] = []
+
+        def unwrap(a: Any) -> Any:
+            if isinstance(a, self.ndarray):
+                inputs.append(a)
+                return a.host
+            if type(a) in (list, tuple):
+                return type(a)(unwrap(v) for v in a)
+            return a
+        hosts = [unwrap(a) for a in args]
+        named = {k: unwrap(v) for k, v in kwargs.items()}
+        self.note("elementwise", 0, name)
+        self._launched(f"elementwise {name}", (), (), ())   # computed at once, even in a capture
+        with np.errstate(all="ignore"):
+            result = fn(*hosts, **named)
+        if out is not None and isinstance(out, self.ndarray):
+            return out
+        return self.device_result(result, inputs)
+
+    def device_result(self, result: Any, inputs: list[Any] = ()) -> Any:  # type: ignore[assignment]
+        """A NumPy function's result as CuPy gives it: an array in the memory of one of the
+        device arrays `inputs` as a view of it, other arrays (and NumPy scalars: CuPy's
+        reductions give 0-d arrays) as new device arrays, tuples of them as tuples."""
+        if isinstance(result, (tuple, list)):
+            return type(result)(self.device_result(r, inputs) for r in result)
+        if isinstance(result, np.ndarray):
+            for a in inputs:
+                base = a._block.memory if a._block is not None else a.host
+                if np.shares_memory(result, base):
+                    return self.ndarray(result, a._device, a._block)
+        if isinstance(result, (np.ndarray, np.generic)):
+            host = np.asarray(result)
+            y = self.empty(host.shape, host.dtype)
+            y.host[...] = host
+            return y
+        return result
 
     def power(self, a: Any, b: Any, out: Any = None) -> Any:
         return self.elementwise("power", np.power, a, b, out=out)
@@ -329,12 +446,24 @@ def _build(fake: StandIn) -> None:
         nbytes = property(lambda self: self.host.nbytes)
         itemsize = property(lambda self: self.host.itemsize)
         flags = property(lambda self: self.host.flags)
-        data = property(lambda self: _Pointer(self.address(), fake))
+        data = property(lambda self: _Pointer(self.address(), fake, self))
         device = property(lambda self: fake.cuda.Device(self._device))
         T = property(lambda self: self._view(self.host.T))
 
         def _view(self, host: np.ndarray) -> ndarray:
             return ndarray(host, self._device, self._block)
+
+        def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+            """NumPy's functions on device arrays as CuPy's (NEP 18)."""
+            return fake.numpy_function(func.__name__, func, *args, **kwargs)
+
+        def __array_ufunc__(self, ufunc: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+            """NumPy's ufuncs on device arrays as CuPy's (NEP 13)."""
+            if "out" in kwargs:
+                kwargs["out"] = tuple(o for o in kwargs["out"])
+                if len(kwargs["out"]) == 1:
+                    kwargs["out"] = kwargs["out"][0]
+            return fake.numpy_function(ufunc.__name__, getattr(ufunc, method), *args, **kwargs)
 
         def __array__(self, *args: Any, **kwargs: Any) -> Any:
             raise TypeError("stand-in cupy: implicit conversion to a NumPy array is not "
@@ -350,12 +479,41 @@ def _build(fake: StandIn) -> None:
             return fake.elementwise("copy", np.copy, self)
 
         def fill(self, value: Any) -> None:
-            fake.elementwise("fill", lambda a: a, self, out=self)
+            fake.elementwise("fill", lambda a: np.asarray(value, a.dtype), self, out=self)
 
         def astype(self, dtype: Any, copy: bool = True) -> Any:
             if not copy and self.dtype == np.dtype(dtype):
                 return self
             return fake.elementwise("astype", lambda a: a.astype(dtype), self)
+
+        def __getattr__(self, name: str) -> Any:
+            """Any other method of CuPy's arrays as NumPy's, its array results on the device."""
+            method = getattr(self.host, name, None) if not name.startswith("_") else None
+            if method is None or not callable(method):
+                raise AttributeError(f"stand-in cupy array has no attribute {name!r}")
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return fake.numpy_function(name, lambda *a, **k: method(*a, **k), *args,
+                                           **kwargs)
+            return call
+
+        def __bool__(self) -> bool:
+            return bool(self.host)
+
+        def __int__(self) -> int:
+            return int(self.host)
+
+        def __float__(self) -> float:
+            return float(self.host)
+
+        def __neg__(self) -> Any:
+            return fake.elementwise("negative", np.negative, self)
+
+        def __abs__(self) -> Any:
+            return fake.elementwise("absolute", np.absolute, self)
+
+        def __invert__(self) -> Any:
+            return fake.elementwise("invert", np.invert, self)
 
         def view(self, dtype: Any) -> ndarray:
             return self._view(self.host.view(dtype))
@@ -434,13 +592,16 @@ def _build(fake: StandIn) -> None:
     class Graph:
         """A captured sequence of launches; `launch` replays them."""
 
-        def __init__(self, launches: list[Launch]) -> None:
+        def __init__(self, launches: list[Launch], steps: list[Callable[[], None]]) -> None:
+            self.steps = steps   # what runs, in capture order: kernels, copies, memsets
             self.captured = launches
 
         def launch(self, stream: Any = None) -> None:
             with fake._record:
                 fake.launches.extend(dataclasses.replace(r, captured=False)
                                      for r in self.captured)
+            for run in self.steps:   # each as its capture read it
+                run()
 
         def upload(self, stream: Any = None) -> None:
             pass
@@ -452,6 +613,7 @@ def _build(fake: StandIn) -> None:
                      ptr: int | None = None) -> None:
             self.ptr = 0 if null else next(self._ptrs)
             self.graph_launches: list[Launch] = []
+            self.graph_steps: list[Callable[[], None]] = []
 
         def __enter__(self) -> Stream:  # noqa: PYI034 (a class made per stand-in)
             fake._local.streams = (*fake._local.streams, self)
@@ -482,14 +644,14 @@ def _build(fake: StandIn) -> None:
                 raise CaptureError("stand-in cupy: capture on the null stream is not allowed")
             if fake.capturing() is not None:
                 raise CaptureError("stand-in cupy: a capture is already running")
-            self.graph_launches = []
+            self.graph_launches, self.graph_steps = [], []
             fake._local.capture = self
 
         def end_capture(self) -> Graph:
             if fake.capturing() is not self:
                 raise CaptureError("stand-in cupy: end_capture on a stream not capturing")
             fake._local.capture = None
-            return Graph(self.graph_launches)
+            return Graph(self.graph_launches, self.graph_steps)
 
         def is_capturing(self) -> bool:
             return fake.capturing() is self
@@ -512,11 +674,47 @@ def _build(fake: StandIn) -> None:
             return Function(name, self.record.device)
 
     class Function:
-        """A kernel loaded on one device; calling it launches (packs the arguments as CuPy's
-        `_launch` does, then records)."""
+        """A kernel loaded on one device; calling it launches: packs the arguments as CuPy's
+        `_launch` does, records, and runs the instantiation on the emulator (at once, or when
+        the captured graph is launched), each argument read as the driver reads it then."""
 
         def __init__(self, name: str, device: int) -> None:
             self.name, self.device = name, device
+            self._kernel: Any = None   # its registered instantiation, looked up once
+            self._structs: tuple[Any, ...] = ()
+
+        def _read(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]
+                  ) -> Callable[[], None]:
+            """The launch with its arguments read now: a device array as its memory (the view
+            at its address), a CPointer as a copy of the bytes of the struct the kernel declares
+            at its place, a size-one NumPy array as a copy, a Python scalar as CuPy converts it
+            (int64, float64, bool)."""
+            from . import launcher, loader
+
+            if self._kernel is None:
+                self._kernel = loader.instantiation(self.name)
+                self._structs = loader.struct_parameters(self._kernel)
+            read: list[Any] = []
+            for at, a in enumerate(args):
+                kind = type(a)
+                if kind is ndarray:
+                    read.append(a.host)
+                elif kind is CPointer:
+                    struct = self._structs[at] if at < len(self._structs) else None
+                    if struct is None:
+                        raise TypeError(f"stand-in cupy: {self.name}: a CPointer at argument "
+                                        f"{at}, where the kernel declares no parameter struct")
+                    read.append(np.frombuffer(ctypes.string_at(a.ptr, struct.itemsize),
+                                              struct).copy())
+                elif a is None or isinstance(a, np.generic):
+                    read.append(a)
+                elif isinstance(a, np.ndarray):
+                    read.append(a.copy())
+                else:   # a Python scalar (_pointer checked its type)
+                    read.append(np.bool_(a) if kind is bool else np.int64(a) if kind is int
+                                else np.float64(a))
+            kernel, taken, shape = self._kernel, tuple(read), (grid, block)
+            return lambda: launcher.launch("emulated", kernel, 0, taken, shape)
 
         def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...],
                      shared_mem: int = 0, stream: Any = None,
@@ -540,6 +738,8 @@ def _build(fake: StandIn) -> None:
                 else:
                     packed.append(_pointer(a, fake))
             fake._launched(self.name, grid, block, tuple(packed))
+            if fake.executing:
+                fake.deferred(self.name, self._read(grid, block, args), launch=False)
 
     class runtime:
         getDevice = staticmethod(lambda: fake.device)
@@ -567,14 +767,18 @@ def _build(fake: StandIn) -> None:
 @dataclass
 class _Pointer:
     """An array's `data`: its address, and the memset CuPy's MemoryPointer gives (recorded as
-    one operation of the array's stand-in; it writes nothing, as a launch computes nothing)."""
+    one operation of the array's stand-in; it sets the bytes where the stand-in executes)."""
 
     ptr: int
     owner: StandIn | None = None
+    array: Any = None   # the device array whose data this is
 
     def memset_async(self, value: int, size: int, stream: Any = None) -> None:
         if self.owner is not None:
             self.owner.note("memset", size, "MemoryPointer.memset_async")
+            if size:
+                at = self.ptr
+                self.owner.deferred("memset", lambda: ctypes.memset(at, value, size))
 
 
 def _pointer(arg: Any, fake: StandIn) -> int:
@@ -598,3 +802,16 @@ def _pointer(arg: Any, fake: StandIn) -> int:
     if isinstance(arg, (np.generic, int, float, bool, complex)):
         return int(np.asarray(arg).ctypes.data)
     raise TypeError(f"stand-in cupy: unsupported kernel argument {type(arg).__name__}")
+
+
+_emulated: list[StandIn] = []
+_emulated_lock = threading.Lock()
+
+
+def emulated_device() -> StandIn:
+    """The emulated backend's device: one executing stand-in per process, keeping no records."""
+    if not _emulated:
+        with _emulated_lock:
+            if not _emulated:
+                _emulated.append(StandIn(recording=False))
+    return _emulated[0]

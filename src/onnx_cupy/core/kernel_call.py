@@ -1,0 +1,136 @@
+"""The kernel path's calls: one GPU code path for both kernel backends, one alignment policy.
+
+A family's kernel preparation (`prepare(pl, *inputs, backend, ...)` in its kernel.py, marked
+`prepares`) builds the CuPy path's call: device arrays, by-value structs passed as pointers,
+uploaded tables, workspaces, the current stream. On the 'emulated' path the same preparation
+runs over the emulated device (onnx_cupy.core.standin: a stand-in cupy that executes each launch
+on the emulator, reading its arguments as the driver does, on device memory of its own), and
+the call takes and returns NumPy arrays, copying them to the device and back as a user of CuPy
+would.
+
+The alignment policy, the same for every family: a kernel reads and writes each array as
+elements of its storage type, which need their address at a multiple of `alignment(dtype)`
+(min(itemsize, 8) bytes). A call whose inputs are not all so aligned runs on aligned copies
+of them (C-contiguous, by a call prepared for that layout once and kept by this one); an `out`
+that is not is a ValueError. Element strides that are not whole elements, and layouts a family's
+kernels cannot walk, are copied by the family's preparation (onnx_cupy.core.calls.contiguous);
+faster instantiations for wider alignment (Hardmax's 16-byte loads) are the family's choice."""
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from . import arrays, calls, execution
+
+_F = TypeVar("_F", bound=Callable[..., calls.Call])
+
+
+def alignment(dtype: np.dtype) -> int:
+    """Bytes an element of `dtype` needs its address to be a multiple of, as the kernels' storage
+    types read it (16-byte elements as two 8-byte words)."""
+    return min(dtype.itemsize, 8)
+
+
+def prepares(prepare: _F) -> _F:
+    """A family's kernel preparation `prepare(pl, *inputs, backend, ...)` (the input arrays
+    between the plan and the path) as the kernel path's one builder of calls: on the 'cupy'
+    path its call under the alignment policy (`aligning`), on the 'emulated' path that call
+    prepared and run on the emulated device (`emulated`)."""
+    at = list(inspect.signature(prepare).parameters).index("backend")
+
+    @functools.wraps(prepare)
+    def prepared(*args: Any, **kwargs: Any) -> calls.Call:
+        head, inputs, backend, tail = args[:1], args[1:at], args[at], args[at + 1:]
+        op = args[0].op
+        for a in inputs:
+            if a.dtype.kind in "OUS":
+                raise TypeError(f"{op}: string tensors run on the NumPy backend only (got dtype "
+                                f"{a.dtype} on backend {backend!r})")
+
+        def build(*layouts: Any) -> calls.Call:
+            return aligning(op, prepare(*head, *layouts, "cupy", *tail, **kwargs), layouts,
+                            lambda *copies: build(*copies))
+        if backend == "emulated":
+            return emulated(build, *inputs, op=op)
+        return build(*inputs)
+    return prepared  # type: ignore[return-value]
+
+
+def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
+             again: Callable[..., calls.Call]) -> calls.Call:
+    """`call` (of inputs laid out as `layouts`) under the alignment policy: call(*inputs, out)
+    runs it where every input and `out` is aligned to its elements; inputs that are not are
+    copied (all of them, C-contiguous) and run by the call `again(*copies)` prepares, once; an
+    `out` that is not is a ValueError."""
+    aligns = tuple(alignment(a.dtype) for a in layouts)
+    address = arrays.address_of("cupy")
+    held: list[calls.Call] = []   # the call of the aligned copies, made on first need
+
+    def run(*args: Any) -> Any:
+        *xs, out = args
+        for x, align in zip(xs, aligns):
+            if address(x) % align:
+                break
+        else:
+            if out is not None and address(out) % aligns[0]:
+                raise ValueError(f"{op}: out must be aligned to {aligns[0]} bytes for the kernel "
+                                 f"path (its address is {address(out)})")
+            return call(*args)
+        if out is not None and any(arrays.overlap(out, x) for x in xs):
+            raise ValueError(f"{op}: out overlaps the input X")
+        with xs[0].device:   # on the inputs' device, whichever is current
+            copies = [x.copy() for x in xs]   # C-contiguous, aligned: a new array is
+        if not held:
+            held.append(again(*copies))
+        return held[0](*copies, out)
+    return run
+
+
+def emulated(build: Callable[..., calls.Call], *inputs: np.ndarray, op: str) -> calls.Call:
+    """The emulated call of NumPy `inputs`: `build(*device arrays)`, the CuPy path's call for
+    inputs laid out as `inputs` (same shapes, strides and alignment), prepared on the emulated
+    device; call(*inputs, out) copies the inputs to the device, runs it there and returns its
+    outputs copied back (written into `out`, a NumPy array, where given)."""
+    from . import standin
+
+    device = standin.emulated_device()
+    with execution.device_module(device):
+        body = build(*(device.mirror(a, copy=False) for a in inputs))
+
+    def call(*args: Any) -> Any:
+        *xs, out = args
+        if out is not None:
+            _check_host_out(op, out, xs)
+        with execution.device_module(device):
+            ys = body(*(device.mirror(a) for a in xs),
+                      None if out is None else device.mirror(out, copy=False))
+        if isinstance(ys, tuple):
+            return tuple(_host(y, out if i == 0 else None) for i, y in enumerate(ys))
+        return _host(ys, out)
+    return call
+
+
+def _check_host_out(op: str, out: Any, inputs: list[Any]) -> None:
+    """What the device copy of a NumPy `out` cannot show: its type, that it can be written in
+    native byte order, that it shares no memory with an input."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{op}: out must be a ndarray like X, got {type(out).__name__}")
+    if not out.flags.writeable:
+        raise ValueError(f"{op}: out is read-only (the output is written into it)")
+    if not out.dtype.isnative:
+        raise ValueError(f"{op}: out has dtype {out.dtype.str}, not in native byte order")
+    for i, x in enumerate(inputs):
+        if isinstance(x, np.ndarray) and np.may_share_memory(out, x):
+            raise ValueError(f"{op}: out overlaps the input {'X' if i == 0 else i}")
+
+
+def _host(y: Any, out: np.ndarray | None) -> Any:
+    """A device output as a NumPy array: copied into `out`, or a new copy."""
+    if out is None:
+        return y.host.copy()
+    out[...] = y.host
+    return out

@@ -1,0 +1,227 @@
+"""The CuPy path run for real on the executing stand-in (onnx_cupy.core.standin): what a launch
+reads is owned by the prepared call that launches it, every input address is read as the
+kernels can, workspaces are bounded and released. The emulated backend is the same path (the
+CuPy path's host code over the emulated device), so each test runs on 'emulated' and 'cupy'."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from helpers.util import to_numpy
+
+import onnx_cupy as oc
+from onnx_cupy.core import calls, checker, execution
+from onnx_cupy.core.standin import ALIGN, StandIn
+from onnx_cupy.nn import functional as F
+
+KERNEL_PATHS = ["emulated", "cupy"]
+
+
+@pytest.fixture(params=KERNEL_PATHS)
+def kernel_path(request):
+    """'emulated', or 'cupy' on a fresh executing stand-in (the GPU where one is visible)."""
+    if request.param == "cupy" and not execution.gpu_available():
+        with StandIn().installed():
+            yield "cupy"
+        return
+    yield request.param
+
+
+def moved(a: np.ndarray, path: str):
+    """`a` on the kernel path: on the GPU in a C-contiguous view whose first element has the
+    same address modulo ALIGN (a byte offset stays one)."""
+    if path != "cupy":
+        return a
+    cp = execution.cupy_module()
+    skew = a.ctypes.data % ALIGN
+    raw = cp.empty(a.nbytes + skew, np.uint8)
+    view = raw[skew:].view(a.dtype).reshape(a.shape)
+    view[...] = cp.asarray(np.ascontiguousarray(a))
+    return view
+
+
+def run(path: str, fn, *inputs):
+    """`fn` on the kernel path: inputs moved to it, outputs back to NumPy."""
+    with execution.backend(path):
+        got = fn(*(moved(a, path) for a in inputs))
+    return tuple(map(to_numpy, got)) if isinstance(got, tuple) else to_numpy(got)
+
+
+def on_numpy(fn, *inputs):
+    with execution.backend("numpy"):
+        return fn(*inputs)
+
+
+def test_global_pool_reuse_reads_its_own_struct(kernel_path, rng):
+    """A repeated global pooling call launches with its own parameter struct: another shape's
+    call in between (whose struct a freed one's memory would hold) changes nothing."""
+    a = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    b = rng.standard_normal((5, 7, 4, 4)).astype(np.float32)
+    for op in (oc.global_average_pool, oc.global_max_pool):
+        first = run(kernel_path, op, a)
+        run(kernel_path, op, b)
+        np.testing.assert_array_equal(run(kernel_path, op, a), first)
+        np.testing.assert_allclose(first, on_numpy(op, a), rtol=1e-6, atol=1e-7)
+
+
+# family -> (the input shapes of shape i, the call): 600 shapes of each family's own
+FAMILIES = {
+    "average_pool": (lambda i: [(1, 1, 3 + i % 40, 2 + i // 40)],
+                     lambda x: oc.average_pool(x, kernel_shape=[2, 2], pads=[1, 0, 1, 1])),
+    "max_pool-indices": (lambda i: [(1, 1, 3 + i % 40, 2 + i // 40)],
+                         lambda x: oc.max_pool(x, kernel_shape=[2, 2], return_indices=True)),
+    "global_average_pool": (lambda i: [(1 + i % 7, 1 + i // 7, 3)], oc.global_average_pool),
+    "adaptive_avg_pool2d": (lambda i: [(1, 1, 3 + i % 40, 2 + i // 40)],
+                            lambda x: F.adaptive_avg_pool2d(x, 2)),
+    "hardmax": (lambda i: [(1 + i % 30, 2 + i // 30)], oc.hardmax),
+    "resize": (lambda i: [(1, 1, 2 + i % 40, 2 + i // 40)],
+               lambda x: oc.resize(x, scales=[1, 1, 1.5, 2], mode="linear")),
+    "grid_sample": (lambda i: [(1, 1, 3, 4), (1, 1 + i % 30, 1 + i // 30, 2)], oc.grid_sample),
+    "affine_grid": (lambda i: [(1 + i, 2, 3)],
+                    lambda t: oc.affine_grid(t, np.array([len(t), 1, 3, 4]))),
+    "max_unpool": (lambda i: [(1, 1, 1 + i % 30, 1 + i // 30)],
+                   lambda x: oc.max_unpool(x, np.zeros(x.shape, np.int64), kernel_shape=[2, 2],
+                                           strides=[2, 2])),
+}
+SHAPES = 600
+
+
+def _inputs(rng, shapes):
+    return [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_prepared_call_survives_other_shapes(family, rng):
+    """The first shape's prepared call, used now and then among SHAPES others (so that the
+    family's least-recently-used cache keeps it, while every cache below it turns over), still
+    reads its own structs and tables: its results never change."""
+    shapes, fn = FAMILIES[family]
+    first = _inputs(rng, shapes(0))
+    expected = on_numpy(fn, *first)
+    with StandIn().installed():
+        for i in range(1, SHAPES + 1):
+            run("cupy", fn, *_inputs(rng, shapes(i)))
+            if i % 100 == 0:
+                got = run("cupy", fn, *first)
+                for g, e in zip(*((got, expected) if isinstance(got, tuple)
+                                  else ((got,), (expected,)))):
+                    np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-7)
+
+
+def _view_at(a: np.ndarray, offset: int) -> np.ndarray:
+    """`a`'s values in a view whose first element lies `offset` bytes past an aligned address."""
+    raw = np.empty(a.nbytes + ALIGN + offset, np.uint8)
+    start = -raw.ctypes.data % ALIGN + offset
+    view = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    view[...] = a
+    return view
+
+
+def _unpool_inputs(rng):
+    x = rng.uniform(-1, 1, (2, 3, 4, 4)).astype(np.float32)
+    y, i = oc.max_pool(np.repeat(np.repeat(x, 2, 2), 2, 3), kernel_shape=[2, 2], strides=[2, 2],
+                       return_indices=True)
+    return [y, i]
+
+
+# operator -> (its inputs, the call, which inputs are moved to a byte offset)
+UNALIGNED = {
+    "average_pool-fast": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9))],
+                          lambda x: oc.average_pool(x, kernel_shape=[3, 3], strides=[2, 2])),
+    "average_pool-generic": (lambda r: [r.uniform(-1, 1, (1, 2, 3, 4, 5, 6))],
+                             lambda x: oc.average_pool(x, kernel_shape=[2, 2, 2, 2])),
+    "lp_pool": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9))],
+                lambda x: oc.lp_pool(x, kernel_shape=[2, 2], p=3)),
+    "max_pool": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9))],
+                 lambda x: oc.max_pool(x, kernel_shape=[3, 3], strides=[2, 2])),
+    "max_pool-indices": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9))],
+                         lambda x: oc.max_pool(x, kernel_shape=[3, 3], return_indices=True)),
+    "global_average_pool": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9))], oc.global_average_pool),
+    "global_max_pool": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9))], oc.global_max_pool),
+    "global_lp_pool": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9))], oc.global_lp_pool),
+    "adaptive_max_pool2d": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9))],
+                            lambda x: F.adaptive_max_pool2d(x, 4)),
+    "hardmax": (lambda r: [r.uniform(-1, 1, (4, 64))], oc.hardmax),
+    "resize": (lambda r: [r.uniform(-1, 1, (1, 3, 8, 8))],
+               lambda x: oc.resize(x, scales=[1, 1, 2, 2], mode="linear")),
+    "upsample": (lambda r: [r.uniform(-1, 1, (1, 3, 8, 8))],
+                 lambda x: oc.upsample(x, [1.0, 1.0, 2.0, 3.0])),
+    "grid_sample": (lambda r: [r.uniform(-1, 1, (2, 3, 5, 7)), r.uniform(-1, 1, (2, 4, 6, 2))],
+                    oc.grid_sample),
+    "affine_grid": (lambda r: [r.uniform(-1, 1, (2, 2, 3))],
+                    lambda t: oc.affine_grid(t, np.array([2, 1, 5, 7]))),
+    "max_unpool": (_unpool_inputs,
+                   lambda x, i: oc.max_unpool(x, i, kernel_shape=[2, 2], strides=[2, 2])),
+}
+
+
+@pytest.mark.parametrize("offset", [1, 2, 4, 8])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("op", list(UNALIGNED))
+def test_unaligned_inputs_are_read_as_the_kernels_can(op, dtype, offset, kernel_path, rng):
+    """Inputs at a byte offset of 1, 2, 4 or 8 from an aligned address (every offset a view of
+    the dtype allows) give the aligned inputs' results, and the kernel checker finds no
+    misaligned (or any other) access."""
+    make, fn = UNALIGNED[op]
+    inputs = [a if a.dtype.kind in "iu" else a.astype(dtype) for a in make(rng)]
+    expected = on_numpy(fn, *inputs)
+    moved = [_view_at(a, offset) for a in inputs]
+    with checker.checking() as session:
+        got = run(kernel_path, fn, *moved)
+    assert session.launches > 0
+    pairs = zip(got, expected) if isinstance(got, tuple) else [(got, expected)]
+    for g, e in pairs:
+        np.testing.assert_allclose(g.astype(np.float64), np.asarray(e).astype(np.float64),
+                                   rtol=2e-3 if dtype == np.float16 else 1e-5, atol=1e-6)
+    for a, b in zip(moved, inputs):
+        np.testing.assert_array_equal(a, b)   # inputs unchanged
+
+
+def test_unaligned_out_is_refused_by_name(kernel_path, rng):
+    x = rng.uniform(-1, 1, (2, 3, 9, 9)).astype(np.float32)
+    out = _view_at(np.zeros((2, 3, 4, 4), np.float32), 2)
+    with pytest.raises(ValueError, match="AveragePool: out must be aligned to 4 bytes"):
+        run(kernel_path, lambda v, o: oc.average_pool(v, kernel_shape=[3, 3], strides=[2, 2],
+                                                      out=o), x, out)
+
+
+def test_short_lived_streams_leave_a_bounded_workspace(rng):
+    """Calls on 200 short-lived streams keep at most MAX_STREAMS workspaces (the least
+    recently used go); release_workspaces frees them all; a thread's go when it ends."""
+    x = rng.uniform(-1, 1, (2, 4000, 3)).astype(np.float32)   # Hardmax's scan: scratch
+    fake = StandIn()
+    with fake.installed():
+        xd = fake.asarray(x)
+        expected = on_numpy(lambda v: oc.hardmax(v, axis=1), x)
+        for _ in range(200):
+            with fake.cuda.Stream():
+                np.testing.assert_array_equal(to_numpy(oc.hardmax(xd, axis=1)), expected)
+        assert 1 <= len(calls._workspaces) <= calls.MAX_STREAMS
+        kept = len(calls._workspaces)
+        assert oc.release_workspaces() == kept and len(calls._workspaces) == 0
+        np.testing.assert_array_equal(to_numpy(oc.hardmax(xd, axis=1)), expected)
+        assert len(calls._workspaces) == 1
+
+        def in_a_thread() -> None:
+            with fake.cuda.Stream():
+                oc.hardmax(xd, axis=1)
+        worker = threading.Thread(target=in_a_thread)
+        worker.start()
+        worker.join()
+        assert len(calls._workspaces) == 1   # the ended thread's workspace is gone
+
+
+def test_device_memory_is_its_own_at_the_callers_alignment(rng):
+    """The stand-in copies a host array into an allocation of its own (never a view of the
+    caller's memory), with its strides and its address modulo ALIGN."""
+    fake = StandIn()
+    base = rng.uniform(-1, 1, (6, 10)).astype(np.float32)
+    for view in (base, base[:, 1:], base[::2, ::-3], np.broadcast_to(base[:1], (4, 6, 10)),
+                 _view_at(base, 2)):
+        d = fake.mirror(view)
+        assert d.strides == view.strides and d.address() % ALIGN == view.ctypes.data % ALIGN
+        assert not np.shares_memory(d.host, view)
+        np.testing.assert_array_equal(d.get(), view)
+    assert fake.empty((3,), np.float32).address() % ALIGN == 0
