@@ -225,3 +225,38 @@ def test_device_memory_is_its_own_at_the_callers_alignment(rng):
         assert not np.shares_memory(d.host, view)
         np.testing.assert_array_equal(d.get(), view)
     assert fake.empty((3,), np.float32).address() % ALIGN == 0
+
+
+# operator -> a call on a broadcast view of more than 2**31 elements spanning a few bytes
+BROADCAST = {
+    "global_average_pool": (lambda: np.broadcast_to(np.float32(1), (1, 1, 2**31 + 7)),
+                            oc.global_average_pool),
+    "global_max_pool": (lambda: np.broadcast_to(np.float32(1), (1, 1, 46341, 46341)),
+                        oc.global_max_pool),
+    "average_pool": (lambda: np.broadcast_to(np.float32(1), (1, 1, 3, 2**31 + 7)),
+                     lambda x: oc.average_pool(x, kernel_shape=[3, 1 << 20],
+                                               strides=[1, 1 << 30])),
+    "resize": (lambda: np.broadcast_to(np.float32(1), (2**31 + 7, 2)),
+               lambda x: oc.resize(x, sizes=np.array([2, 2]), mode="nearest")),
+}
+
+
+@pytest.mark.parametrize("op", list(BROADCAST))
+def test_broadcast_views_past_int32_take_64_bit_offsets(op):
+    """A stride-0 view addressing more than 2**31 elements in a few bytes is read with 64-bit
+    offsets (its element count, not the bytes it spans, decides): every instantiation its call
+    launches has 64-bit indices (recorded, not run: they would loop over 2**31 elements)."""
+    make, fn = BROADCAST[op]
+    with execution.backend("emulated"), checker.checking(record_only=True) as session:
+        fn(make())
+    assert session.instantiations
+    assert all(k.index_bits == 64 for k in session.instantiations)
+
+
+@pytest.mark.slow
+def test_broadcast_global_pools_past_int32():
+    """Run for real: the mean and the maximum of 2**31 + 7 broadcast ones are one."""
+    x = BROADCAST["global_average_pool"][0]()
+    with execution.backend("emulated"):
+        assert oc.global_average_pool(x).item() == 1.0
+        assert oc.global_max_pool(x).item() == 1.0

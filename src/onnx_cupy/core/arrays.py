@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -78,6 +79,13 @@ def readonly(a: np.ndarray) -> np.ndarray:
 def max_offset(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
     """Largest |element offset| reachable from the first element of a strided view."""
     return sum(abs(s) * (n - 1) for n, s in zip(shape, strides) if n > 0)
+
+
+def index_reach(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Largest index a kernel forms over a strided view: its largest |element offset| or its
+    element count, whichever is larger (a view with stride-0 axes addresses more elements than
+    its offsets reach: a loop over them counts past both)."""
+    return max(max_offset(shape, strides), math.prod(shape))
 
 
 def merge_axes(shape: tuple[int, ...], strides: tuple[int, ...], keep: frozenset[int] = frozenset()

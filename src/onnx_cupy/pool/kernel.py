@@ -168,10 +168,11 @@ def coordinate_reach(pl: PoolPlan) -> int:
 
 
 def offset_reach(pl: PoolPlan, strides: tuple[int, ...]) -> int:
-    """Largest |offset| the kernels form in an input with element `strides`, including the
-    one-dilation step past a window's last tap."""
+    """Largest index the kernels form in an input with element `strides` (|offset|, or the
+    element count where stride-0 axes make that larger), with the one-dilation step past a
+    window's last tap."""
     past = sum(d * abs(st) for d, st in zip(pl.dilations, strides[2:]))
-    return arrays.max_offset(pl.in_shape, strides) + past
+    return arrays.index_reach(pl.in_shape, strides) + past
 
 
 def reach(pl: PoolPlan, strides: tuple[int, ...]) -> int:
@@ -314,7 +315,7 @@ def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
     planes = pl.in_shape[0] * pl.in_shape[1]
     if not planes:
         return calls.allocating(pl.out_shape, backend, pl.op)
-    bits = dtypes.index_bits(arrays.max_offset(pl.in_shape, strides) + loader.BLOCK
+    bits = dtypes.index_bits(arrays.index_reach(pl.in_shape, strides) + loader.BLOCK
                              * max(1, abs(walk[1])), planes + launcher.MAX_BLOCKS)
     g = launcher.parameter_struct(
         _GLOBAL_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=strides[0],
@@ -341,7 +342,7 @@ def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, 
     with these element strides; 32-bit indices where every offset, output index and window bound
     numerator ((o + 1) * n + m - 1) fits an int."""
     total, ins, outs = math.prod(pl.out_shape), pl.in_shape[2:], pl.out_shape[2:]
-    bits = launcher.index_bits(total, arrays.max_offset(pl.in_shape, x_strides),
+    bits = launcher.index_bits(total, arrays.index_reach(pl.in_shape, x_strides),
                                *((m + 1) * n + m for n, m in zip(ins, outs)))
     dividers = {}
     if bits == 32:

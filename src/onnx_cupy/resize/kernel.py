@@ -323,7 +323,7 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
     entries = sum(t.index.shape[0] for t in pl.tables)
     v = _outputs(dtype, ranks, taps, 32)
     grid, block = _fast_grid(n, batch[0] * rows, v)
-    bits = dtypes.index_bits(math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
+    bits = dtypes.index_bits(math.prod(pl.out_shape), arrays.index_reach(pl.in_shape, x_strides),
                              n + grid[0] * block[0] * v, grid[1] * grid[2] * block[1], entries)
     if bits == 64 and _outputs(dtype, ranks, taps, 64) != v:
         v = _outputs(dtype, ranks, taps, 64)
@@ -358,7 +358,7 @@ def kernel_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
     if dims is None:
         return None
     rank, g = dims
-    bits = launcher.index_bits(math.prod(pl.out_shape), arrays.max_offset(pl.in_shape, x_strides),
+    bits = launcher.index_bits(math.prod(pl.out_shape), arrays.index_reach(pl.in_shape, x_strides),
                              kernel_tables(pl)[0].size)
     if pl.mode == "nearest":
         return NEAREST[dtype.itemsize, rank, bits], g
