@@ -70,16 +70,11 @@ def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
     address = arrays.address_of("cupy")
     held: list[calls.Call] = []   # the call of the aligned copies, made on first need
 
-    def run(*args: Any) -> Any:
+    def elsewhere(*args: Any) -> Any:   # some input or `out` is not aligned
         *xs, out = args
-        for x, align in zip(xs, aligns):
-            if address(x) % align:
-                break
-        else:
-            if out is not None and address(out) % aligns[0]:
-                raise ValueError(f"{op}: out must be aligned to {aligns[0]} bytes for the kernel "
-                                 f"path (its address is {address(out)})")
-            return call(*args)
+        if all(address(x) % align == 0 for x, align in zip(xs, aligns)):
+            raise ValueError(f"{op}: out must be aligned to {aligns[0]} bytes for the kernel "
+                             f"path (its address is {address(out)})")
         if out is not None and any(arrays.overlap(out, x) for x in xs):
             raise ValueError(f"{op}: out overlaps the input X")
         with xs[0].device:   # on the inputs' device, whichever is current
@@ -87,6 +82,24 @@ def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
         if not held:
             held.append(again(*copies))
         return held[0](*copies, out)
+
+    if len(aligns) == 1:   # the common case, without a loop
+        (first,) = aligns
+
+        def one(x: Any, out: Any) -> Any:
+            if address(x) % first or (out is not None and address(out) % first):
+                return elsewhere(x, out)
+            return call(x, out)
+        return one
+
+    def run(*args: Any) -> Any:
+        *xs, out = args
+        for x, align in zip(xs, aligns):
+            if address(x) % align:
+                return elsewhere(*args)
+        if out is not None and address(out) % aligns[0]:
+            return elsewhere(*args)
+        return call(*args)
     return run
 
 
