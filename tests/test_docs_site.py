@@ -28,7 +28,8 @@ API_MODULES = ["onnx_cupy", "onnx_cupy.nn.functional", "onnx_cupy.dask", "onnx_c
 
 
 def _exports_extension():
-    spec = importlib.util.spec_from_file_location("exports", DOCS / "_ext" / "exports.py")
+    spec = importlib.util.spec_from_file_location("public_names",
+                                                  DOCS / "_ext" / "public_names.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -4,35 +4,20 @@
 ```
 documents every name of the module's `__all__` (or, without one, every public function and
 class the module defines) with autodoc, in that order, so that a new export appears on the page
-without an edit. `public_names(module)` is the list, shared with the test that checks the built
-site.
+without an edit. `public_names(module)` (public_names.py, free of Sphinx) is the list, shared
+with the tests.
 """
 from __future__ import annotations
 
 import importlib
 import inspect
-import types
 from typing import Any
 
 from docutils import nodes
 from docutils.statemachine import StringList
+from public_names import public_names  # docs/_ext, on the path (conf.py)
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
-
-SKIPPED = {"__version__"}   # data, given by the page's title instead
-
-
-def public_names(module_name: str) -> list[str]:
-    """The names a user imports from `module_name`: its `__all__`, else the public functions
-    (bound class methods too) and classes defined in it (submodules and data left out)."""
-    module = importlib.import_module(module_name)
-    listed = getattr(module, "__all__", None)
-    if listed is None:
-        listed = [n for n, v in vars(module).items() if not n.startswith("_")
-                  and (inspect.isroutine(v) or inspect.isclass(v))
-                  and getattr(v, "__module__", None) == module.__name__]
-    return [n for n in listed if n not in SKIPPED
-            and not isinstance(getattr(module, n), types.ModuleType)]
 
 
 def directive(module_name: str, name: str) -> list[str]:

