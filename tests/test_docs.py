@@ -126,27 +126,55 @@ def test_readme_is_a_front_page():
     assert all(t.startswith(("https://", "http://")) for t in targets), targets
 
 
-def test_readme_test_command_is_what_ci_runs():
-    (command,) = [line for line in README.splitlines() if '".[test]"' in line]
-    ci = (ROOT / ".ci" / "run").read_text().replace(" --quiet", "")
-    steps = [step.strip() for step in command.split("&&")]
+def test_readme_commands_are_what_ci_runs_first():
+    """.ci/run starts with the README's two commands as written, each in a fresh virtual
+    environment (so with only the extras it names); every other step comes after them."""
+    commands = [line for line in README.splitlines() if line.startswith("python3 -m venv")]
+    assert len(commands) == 2 and '".[test]"' in commands[1], commands
+    steps = [step.strip() for step in commands[1].split("&&")]
     assert steps == ["python3 -m venv .venv", '.venv/bin/pip install ".[test]"',
                      ".venv/bin/python -m pytest -q"]
-    at = [ci.index(step + "\n") for step in steps]
-    assert at == sorted(at), "CI runs the README's test command, in its order"
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line and not line.startswith(("#", "step ", "step()", "set ", "cd ", "echo"))]
+    assert ci[:4] == ["rm -rf .venv", commands[0], "rm -rf .venv", commands[1]], ci[:4]
+    assert any(line.startswith(".venv/bin/ruff check") for line in ci[4:]), ci
+    assert "-W" in next(line for line in ci if "sphinx" in line)
 
 
-def test_readme_test_command_says_how_long():
-    """The comment above the test command gives the suite's duration and the quick subset with
-    its own; docs/testing.md gives the same figures."""
+def _suite_script():
+    spec = importlib.util.spec_from_file_location("suite", DOCS / "_tools" / "suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_test_command_gives_the_measured_durations():
+    """The comment above the README's test command is what docs/_tools/suite.py wrote from its
+    measurements (docs/_generated/suite.md, which the testing page includes)."""
+    suite = _suite_script()
+    page = suite.PAGE.read_text(encoding="utf-8")
     lines = README.splitlines()
     at = next(i for i, line in enumerate(lines) if '".[test]"' in line)
-    comment = " ".join(line for line in lines[at - 3:at] if line.startswith("#"))
-    assert '-m "not slow"' in comment, comment
-    figures = re.findall(r"about (\d+ (?:minutes|seconds))", comment)
-    assert len(figures) == 2, comment
-    testing = " ".join((DOCS / "testing.md").read_text(encoding="utf-8").split())
-    assert all(f"about {f}" in testing for f in figures), figures
+    start = max(i for i in range(at) if lines[i].startswith("# tests:"))
+    assert lines[start:at] == suite.readme_comment(suite.read(page), suite.cpus_of(page)), (
+        f"regenerate with {suite.COMMAND}")
+    assert "```{include} _generated/suite.md\n```" in (DOCS / "testing.md").read_text(
+        encoding="utf-8")
+
+
+def test_suite_page_reads_back_what_it_writes():
+    suite = _suite_script()
+    runs = [suite.Run(name, "10 passed", seconds)
+            for name, seconds in zip(suite.RUNS, (622.4, 59.6, 3.0))]
+    page = suite.page(runs)
+    assert suite.read(page) == {"cold": 622, "warm": 60, "slow": 3}
+    assert suite.cpus_of(page) and "| 10 min 22 s |" in page and "| 3 s |" in page
+    comment = suite.readme_comment(suite.read(page), 2)
+    assert all(len(line) <= 100 and line.startswith("# ") for line in comment)
+    assert "about 10 minutes on 2 cores" in " ".join(comment)
+    assert suite.rewrite_readme("a\n# tests: x\n# y\n" + '.venv/bin/pip install ".[test]"',
+                                ["# tests: z"]).split("\n") == ["a", "# tests: z",
+                                                                '.venv/bin/pip install ".[test]"']
 
 
 OPERATORS = sorted(opsets.ATTRIBUTES)
