@@ -165,6 +165,7 @@ def test_newer_operators_have_their_tables(site):
     pytorch = _page(site, "pytorch.html")
     first_cells = [row.find("td").get_text() for table in pytorch.select("article table")
                    for row in table.select("tbody tr")]
-    for call in ("grid_sample(", "affine_grid(", "max_unpool{1,2,3}d(", "adaptive_avg_pool{1,2,3}d(",
-                 "adaptive_max_pool{1,2,3}d(", 'interpolate(mode="area")'):
+    for call in ("grid_sample(", "affine_grid(", "max_unpool{1,2,3}d(",
+                 "adaptive_avg_pool{1,2,3}d(", "adaptive_max_pool{1,2,3}d(",
+                 'interpolate(mode="area")'):
         assert any(call in cell for cell in first_cells), call

@@ -57,7 +57,8 @@ document.getElementById("page").addEventListener("load", event => {{
     if (r.width === 0) continue;
     if (b === null ? r.right > edge : b.getBoundingClientRect().right > edge ||
         win.getComputedStyle(b).overflowX === "hidden" && b.scrollWidth > b.clientWidth + 1)
-      cut.push(`${{where}}: reaches ${{Math.round(r.right)}} px, the column ends at ${{Math.round(edge)}}`);
+      cut.push(`${{where}}: reaches ${{Math.round(r.right)}} px, ` +
+               `the column ends at ${{Math.round(edge)}}`);
     else if (b !== null && b.scrollWidth > b.clientWidth + 1)
       scrolls.push(`${{where}}: ${{b.scrollWidth}} px in ${{b.clientWidth}} px`);
   }}

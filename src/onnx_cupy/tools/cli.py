@@ -176,11 +176,10 @@ def _gallery(args: argparse.Namespace) -> int:
 
 
 def _check_kernels(args: argparse.Namespace) -> int:
-    try:
-        from . import (  # the configurations draw bfloat16: ml_dtypes
-            cases,
-            check_kernels,
-        )
+    from . import check_kernels
+
+    try:   # the test suite's configurations (they draw bfloat16: ml_dtypes too)
+        cases = check_kernels.catalogue()
     except ModuleNotFoundError as exc:
         print(f"check-kernels: {exc}", file=sys.stderr)
         return 2
@@ -280,7 +279,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="version, default backend, CuPy/CUDA/device, kernel location")
-    conf = sub.add_parser("conformance", help="run ONNX's node test cases for the supported operators")
+    conf = sub.add_parser("conformance",
+                          help="run ONNX's node test cases for the supported operators")
     conf.add_argument("--backend", choices=["auto", *execution.BACKENDS], default="auto",
                       help="auto = cupy if a GPU is visible, numpy otherwise")
     conf.add_argument("--op", action="append", choices=sorted(RUNNERS),
@@ -378,14 +378,16 @@ def main(argv: list[str] | None = None) -> int:
             "check-kernels": _check_kernels}[args.command](args)
 
 
-def _case_operators() -> list[str]:
-    """The operators check-kernels has configurations of (those nodes can run, without
-    ml_dtypes)."""
+def _case_operators() -> list[str] | None:
+    """The operators check-kernels has configurations of, where the test suite's catalogue is
+    found (None: any name; the command then says where the catalogue lives)."""
+    from .check_kernels import catalogue
+
     try:
-        from .cases import operators
+        operators: list[str] = catalogue().operators()
     except ModuleNotFoundError:
-        return sorted(RUNNERS)
-    return operators()
+        return None
+    return operators
 
 
 if __name__ == "__main__":

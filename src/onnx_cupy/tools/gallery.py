@@ -167,8 +167,8 @@ RESIZE_PHOTO = "Resize on a photograph"
 RESIZE_ZONE = "Resize on a zone plate: aliasing"
 
 
-@picture(RESIZE_PHOTO, """A 40 x 40 crop around an eye and the glasses enlarged 8 times. Nearest repeats each
-pixel as a block; linear is smooth but softens edges; cubic (cubic_coeff_a = -0.75, the
+@picture(RESIZE_PHOTO, """A 40 x 40 crop around an eye and the glasses enlarged 8 times. Nearest
+repeats each pixel as a block; linear is smooth but softens edges; cubic (cubic_coeff_a = -0.75, the
 default) keeps edges sharper, with a faint light or dark fringe beside strong edges: the
 overshoot of its negative weights.""", height=3.6)
 def resize_modes(fig: Any) -> None:
@@ -277,7 +277,8 @@ most closely. Upscaling needs no antialias: antialias only changes a downscale."
 def zone_plate_upscale(fig: Any) -> None:
     scales = np.array([1, 1, 8, 8], np.float32)
     small = zone_plate(32)
-    _row(fig, [(oc.resize(small, scales=scales, mode=m), m) for m in ("nearest", "linear", "cubic")])
+    _row(fig, [(oc.resize(small, scales=scales, mode=m), m)
+               for m in ("nearest", "linear", "cubic")])
 
 
 # ------------------------------------------------------------------------------ pooling
@@ -289,7 +290,9 @@ POOLING = "Pooling on an image"
 is a plain box-filtered downscale; max keeps each window's brightest pixel, so light areas grow
 and thin dark lines (the eyebrows, the glasses' frame) vanish. LpPool gives the window's p-norm,
 shown divided by the window size to the power 1/p (the power mean): it lies between the average
-(p = 1) and the maximum (p growing), so p = 8 already looks much like max.""", height=3.3)
+(p = 1) and the maximum (p growing without bound), and moves toward the maximum slowly: on this
+photograph p = 2 is hardly told from the average, and p = 8 is still nearer the average than
+the maximum.""", height=3.3)
 def pool_modes(fig: Any) -> None:
     x = gray()
     window: dict[str, Any] = {"kernel_shape": [8, 8], "strides": [8, 8]}
@@ -299,9 +302,10 @@ def pool_modes(fig: Any) -> None:
 
 
 @picture(POOLING, """AveragePool over 41 x 41 windows, stride 1, padded by 20 on every side so
-that the output keeps the input's size (the input: the photograph in gray, brightened). count_include_pad=0 divides each sum by the pixels
-inside the image: the borders stay as bright as the picture; count_include_pad=1 divides by
-the whole window, counting the padding as zeros: the borders darken.""", height=4.2)
+that the output keeps the input's size (the input: the photograph in gray, brightened).
+count_include_pad=0 divides each sum by the pixels inside the image: the borders stay as bright
+as the picture; count_include_pad=1 divides by the whole window, counting the padding as zeros:
+the borders darken.""", height=4.2)
 def pool_padding(fig: Any) -> None:
     x = 0.4 + 0.6 * gray()
     window: dict[str, Any] = {"kernel_shape": [41, 41], "pads": [20, 20, 20, 20]}
@@ -412,10 +416,11 @@ def grid_sample_padding(fig: Any) -> None:
 
 
 @picture(WARPS, f"""A {CROP} x {CROP} pixel crop around an eye and the glasses' frame, turned by
-{CROP_TURN} degrees and enlarged to {ZOOMED} x {ZOOMED} by one GridSample call (the grid from AffineGrid), for each mode. Nearest
-takes the closest pixel: turned square blocks with jagged edges; linear blends the 2 x 2 pixels
-around each position, smooth but soft; cubic reads 4 x 4 pixels (Keys weights, a = -0.75):
-sharper edges, with a faint fringe beside strong ones.""", height=3.6)
+{CROP_TURN} degrees and enlarged to {ZOOMED} x {ZOOMED} by one GridSample call (the grid from
+AffineGrid), for each mode. Nearest takes the closest pixel: turned square blocks with jagged
+edges; linear blends the 2 x 2 pixels around each position, smooth but soft; cubic reads 4 x 4
+pixels (Keys weights, a = -0.75): sharper edges, with a faint fringe beside strong ones.""",
+         height=3.6)
 def grid_sample_modes(fig: Any) -> None:
     x = photo()
     height, width = x.shape[2:]
