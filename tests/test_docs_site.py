@@ -49,12 +49,19 @@ def _page(site: Path, name: str):
     return bs4.BeautifulSoup((site / name).read_text(encoding="utf-8"), "html.parser")
 
 
+def _api(site: Path):
+    """The API reference's pages (api.html lists the per-family ones), as one document."""
+    pages = sorted(site.glob("api*.html"))
+    assert len(pages) > 1, pages
+    return bs4.BeautifulSoup("".join(p.read_text(encoding="utf-8") for p in pages), "html.parser")
+
+
 def _pages(site: Path) -> list[Path]:
     return sorted(p for p in site.glob("*.html") if p.stem not in ("genindex", "search"))
 
 
 def test_every_export_is_documented(site):
-    api = _page(site, "api.html")
+    api = _api(site)
     documented = {dt["id"] for dt in api.select("dt.sig[id]")}
     exports = _exports_extension()
     wanted = {f"{m}.{n}" for m in API_MODULES for n in exports.public_names(m)}
@@ -67,7 +74,7 @@ def test_every_export_is_documented(site):
 
 def test_return_types_are_readable(site):
     """No bare type variable as a return type: the Returns section's words stand."""
-    api = _page(site, "api.html")
+    api = _api(site)
     for field in api.select("dl.field-list > dt"):
         if field.get_text(strip=True).startswith("Return"):
             text = field.find_next_sibling("dd").get_text(" ", strip=True)
@@ -169,3 +176,20 @@ def test_newer_operators_have_their_tables(site):
                  "adaptive_avg_pool{1,2,3}d(", "adaptive_max_pool{1,2,3}d(",
                  'interpolate(mode="area")'):
         assert any(call in cell for cell in first_cells), call
+
+
+def test_api_reference_is_split_with_its_contents_in_view(site):
+    """api.html lists the per-family pages in its text; each page opens with a list of links to
+    the functions it documents, and none is a page of more than 25 of them."""
+    index = _page(site, "api.html")
+    listed = [a["href"] for a in index.select("article .toctree-wrapper a[href]")]
+    pages = sorted(p.name for p in site.glob("api-*.html"))
+    assert sorted(h.split("#")[0] for h in listed) == pages and len(pages) >= 6, (listed, pages)
+    for name in pages:
+        page = _page(site, name)
+        documented = [dt["id"] for dt in page.select("article dl.py > dt.sig[id]")
+                      if not dt.find_parent("dd")]   # not a class's members
+        first = page.select_one("article ul")
+        links = [a["href"].split("#")[-1] for a in first.select("a[href]")]
+        assert documented and len(documented) <= 25, (name, len(documented))
+        assert set(links) == set(documented), (name, links, documented)

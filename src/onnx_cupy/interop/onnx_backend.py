@@ -247,10 +247,10 @@ class OnnxCupyBackend(Backend):
         ----------
         model : onnx.ModelProto, str, os.PathLike or bytes
             The model, the path of its .onnx file or its serialized bytes (as onnxruntime's
-            InferenceSession takes them): a graph of the supported operators (`SUPPORTED`: AveragePool, LpPool, MaxPool,
-            the global pools, MaxUnpool, Hardmax, Resize, Upsample, GridSample, AffineGrid,
-            Identity, Constant) in
-            topological order; initializers become constants on the device.
+            InferenceSession takes them): a graph of the supported operators (`SUPPORTED`:
+            AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize,
+            Upsample, GridSample, AffineGrid, Identity, Constant) in topological order;
+            initializers become constants on the device.
         device : {"CPU", "CUDA", "CUDA:i"}, optional
             "CPU" runs on NumPy (or the emulated kernels when forced with
             `onnx_cupy.backend`), "CUDA[:i]" on GPU i; None: the forced or default backend.
@@ -294,7 +294,8 @@ class OnnxCupyBackend(Backend):
                            {i.name: _declared(i) for i in graph.input})
 
     @classmethod
-    def is_compatible(cls, model: onnx.ModelProto | str | os.PathLike[str] | bytes, device: str = "CPU", **kwargs: Any) -> bool:
+    def is_compatible(cls, model: onnx.ModelProto | str | os.PathLike[str] | bytes,
+                      device: str = "CPU", **kwargs: Any) -> bool:
         """Whether `prepare(model, device)` accepts `model` (operators, domains, attributes,
         opset, the device)."""
         try:
@@ -304,8 +305,8 @@ class OnnxCupyBackend(Backend):
         return True
 
     @classmethod
-    def run_model(cls, model: onnx.ModelProto | str | os.PathLike[str] | bytes, inputs: Any, device: str | None = None,
-                  **kwargs: Any) -> tuple[NumPyArray[Any], ...]:
+    def run_model(cls, model: onnx.ModelProto | str | os.PathLike[str] | bytes, inputs: Any,
+                  device: str | None = None, **kwargs: Any) -> tuple[NumPyArray[Any], ...]:
         """Run `model` once: `prepare(model, device).run(inputs)`; see `prepare`."""
         return cls.prepare(model, device, **kwargs).run(inputs)
 
