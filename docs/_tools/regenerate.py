@@ -35,6 +35,10 @@ PAGES: dict[str, tuple[str, dict[str, str], bool]] = {
                       False),
     "differential": ("python -m helpers.differential_report", {"PYTHONPATH": "src:tests"},
                      False),
+    # the benchmark's tables and chart from its committed figures (the measurement: below)
+    "bench-numpy-text": (f"{CLI} bench --backend numpy --from-json benchmarks/results/numpy.json "
+                         "--out benchmarks/results --markdown docs/_generated/bench-numpy.md",
+                         {}, False),
     "bench-numpy": (f"{CLI} bench --backend numpy --repeat 3 --out benchmarks/results "
                     "--markdown docs/_generated/bench-numpy.md", {}, True),
     "suite": ("python docs/_tools/suite.py", {}, True),

@@ -54,10 +54,12 @@ def _expected_rows():
 def test_terminal_table(quick):
     rc, stdout, _ = quick
     assert rc == 0
-    header, body = _table(stdout)
-    assert header[:len(COLUMNS) - 4] == COLUMNS[:len(COLUMNS) - 4]
-    assert set(COLUMNS) <= set(header)
-    assert "GB/s" not in header
+    (speed, body), (checks, checked) = _table(stdout), _table(stdout, 1)
+    assert speed[:5] == ["case", "dtype", "size", "ms", "Melem/s"]
+    assert checks[:4] == ["case", "dtype", "size", "shape"] and len(checked) == len(body)
+    assert set(COLUMNS) <= set(speed) | set(checks)
+    assert len(speed) <= 8 and len(checks) <= 6   # each fits a page's width
+    assert "GB/s" not in speed + checks
     rows = {tuple(c.strip() for c in line.strip("|").split("|")[:2]) for line in body}
     assert len(body) == len(rows) and rows == _expected_rows()
 
@@ -79,7 +81,7 @@ def test_host_section(quick):
     t = host["targets"]
     assert t["median_us"] <= t["slowest_us"] == max(r["us"] for r in judged)
     assert t["median_met"] == (t["median_us"] <= bench.host.MEDIAN_TARGET_US)
-    header, body = _table(stdout, 1)
+    header, body = _table(stdout, 2)
     assert header == ["call (float32, repeated)", "us per call", "range", "held to the targets"]
     assert len(body) == len(host["rows"])
     assert "Targets (operators' rows): median " in stdout
@@ -121,7 +123,8 @@ def test_markdown_and_plot(quick):
     _, stdout, out = quick
     md = (out / "numpy-quick.md").read_text()
     assert md.startswith("# onnx-cupy benchmark")
-    assert _table(md) == _table(stdout) and _table(md, 1)[0] == _table(stdout, 1)[0]
+    assert _table(md) == _table(stdout) and _table(md, 1) == _table(stdout, 1)
+    assert _table(md, 2)[0] == _table(stdout, 2)[0]
     assert "Targets: none checked in this run." in md
     assert "- 1-minute load average at start / end: " in md
     assert "- onnxruntime: version: " in md and "graph_optimization_level: ORT_ENABLE_ALL" in md
@@ -163,6 +166,10 @@ def test_table_cells(backend, cells):
     assert all(c in row for c in cells), row
     assert ("GB/s" in header) == (backend == "cupy")
     assert ("peak mem / (X+Y)" in header) == (backend == "numpy")
+    speed, checks = (_table(bench.table(_synthetic(backend), part))[0]
+                     for part in ("speed", "checks"))
+    assert speed[:3] == checks[:3] == ["case", "dtype", "size"]
+    assert sorted({*speed, *checks}) == sorted(header)
 
 
 def _run_cli(argv):
@@ -373,7 +380,8 @@ def test_repeat_writes_the_markdown_summary(one_case, tmp_path):
     text = page.read_text()
     assert not text.startswith("#") and "- note: a shared machine" in text
     assert "- 3 runs of every row in one invocation" in text and "- date: " in text
-    assert _table(text) == _table(bench.table(report))
+    assert _table(text) == _table(bench.table(report, "speed"))
+    assert _table(text, 1) == _table(bench.table(report, "checks"))
 
 
 def test_repeat_must_be_positive(capsys):

@@ -22,6 +22,7 @@ import numpy as np
 import onnx_cupy as oc
 
 from ..core import extras
+from .bench import cases as bench_cases
 
 PHOTO_CREDIT = ("The photograph: Grace Hopper, a U.S. Navy photograph in the public domain "
                 "(`grace_hopper.jpg`, shipped with matplotlib's sample data)")
@@ -481,9 +482,11 @@ def max_unpool_line(fig: Any) -> None:
 BENCH = "The benchmark (NumPy path, committed results)"
 
 
-def _bench_rows(dtype: str) -> list[dict[str, Any]]:
+def _bench_rows(dtype: str, size: str | None = None) -> list[dict[str, Any]]:
+    """The committed rows of `dtype` (at `size`, one of the benchmark's size classes)."""
     with open(BENCHMARK, encoding="utf-8") as f:
-        return [r for r in json.load(f)["rows"] if r["dtype"] == dtype]
+        return [r for r in json.load(f)["rows"] if r["dtype"] == dtype
+                and (size is None or r.get("size", "canonical") == size)]
 
 
 def _timed(row: dict[str, Any], peer: str) -> bool:
@@ -491,46 +494,71 @@ def _timed(row: dict[str, Any], peer: str) -> bool:
     return "ratio" in row["peers"].get(peer, {})
 
 
-def _throughput(fig: Any, dtype: str) -> None:
-    rows = [r for r in _bench_rows(dtype) if _timed(r, "onnxruntime")]
+def _throughput(fig: Any, dtype: str, size: str) -> None:
+    """One size class: each case's throughput, ours and onnxruntime's, labelled with its case
+    and input shape."""
+    rows = [r for r in _bench_rows(dtype, size) if _timed(r, "onnxruntime")]
     ax = fig.subplots()
     y = np.arange(len(rows))
     for offset, (label, runs) in enumerate((
             ("onnx-cupy (NumPy path)", rows),
-            ("onnxruntime (CPU)", [r["peers"]["onnxruntime"] for r in rows]))):
+            ("onnxruntime (CPU, 1 thread)", [r["peers"]["onnxruntime"] for r in rows]))):
         mid = np.array([r["melem_s"] for r in runs])
         low, high = np.array([r.get("melem_s_range", [r["melem_s"]] * 2) for r in runs]).T
         ax.barh(y + (offset - 0.5) * 0.4, mid, 0.4, xerr=[mid - low, high - mid], label=label,
                 capsize=2)
-    ax.set_yticks(y, [r["case"] for r in rows], fontsize=8)
+    ax.set_yticks(y, [f"{r['case']}  ({'x'.join(map(str, r['shape']))})" for r in rows],
+                  fontsize=10)
     ax.invert_yaxis()
-    ax.set_xlabel("million output elements per second (median, range over the runs)")
-    ax.legend(fontsize=9, loc="lower right")
+    ax.set_title(f"{dtype}, {SIZE_TITLES[size]}", fontsize=11, loc="left")
+    ax.set_xlabel("million elements of X and Y per second (median, range over the runs)")
+    ax.legend(fontsize=10, loc="lower right")
 
 
-@picture(BENCH, """Throughput of each float32 benchmark case on the NumPy path and in onnxruntime
-(1 thread), from benchmarks/results/numpy.json: bars are medians over the runs, whiskers their
-range. Longer is faster.""", height=5.0, reads=BENCHMARK)
+# the benchmark's size classes, as the charts' titles name them
+SIZE_TITLES = {"canonical": "canonical shapes (a batch of 8 for the pools and Resize)",
+               "batch 1": "batch 1", "tiny": "tiny inputs (1 x 3 x 8 x 8 for the pools)"}
+CHART_HEIGHT = 0.32   # inches per case: 10-point labels one under the other
+CHART_CASES = len(bench_cases.CASES)   # rows of a size class, at most: for the height
+
+
+@picture(BENCH, """Throughput of each float32 case at its canonical shape (the input shape in
+parentheses) on the NumPy path and in onnxruntime (1 thread), from
+benchmarks/results/numpy.json: bars are medians over the runs, whiskers their range. Longer is
+faster.""", height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_float32(fig: Any) -> None:
-    _throughput(fig, "float32")
+    _throughput(fig, "float32", "canonical")
 
 
-@picture(BENCH, """The same for float16: onnxruntime runs its float32 kernels between two casts,
-and NumPy's float16 conversions cost about as much, so the two are closer.""", height=5.0,
-         reads=BENCHMARK)
+@picture(BENCH, """The same at batch 1: less data per call, so a call's fixed costs weigh
+more.""", height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
+def bench_float32_batch1(fig: Any) -> None:
+    _throughput(fig, "float32", "batch 1")
+
+
+@picture(BENCH, """The same on tiny inputs, where a call's fixed costs (checks, looking up the
+prepared call, allocating the output) are most of its time.""",
+         height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
+def bench_float32_tiny(fig: Any) -> None:
+    _throughput(fig, "float32", "tiny")
+
+
+@picture(BENCH, """float16 at the canonical shapes: onnxruntime runs its float32 kernels between
+two casts, and NumPy's float16 conversions cost about as much, so the two are closer.""",
+         height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_float16(fig: Any) -> None:
-    _throughput(fig, "float16")
+    _throughput(fig, "float16", "canonical")
 
 
 @picture(BENCH, """The NumPy path's throughput over onnx.reference's (the executable
 specification, timed on a reduced shape) for each float32 case, on a log scale: right of the
 line at 1 the NumPy path is faster. The pools gain most: onnx.reference loops over the output
-elements in Python.""", height=5.0, reads=BENCHMARK)
+elements in Python.""", height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_reference(fig: Any) -> None:
     rows = [r for r in _bench_rows("float32") if _timed(r, "onnx.reference")]
     ax = fig.subplots()
     ax.barh(np.arange(len(rows)), [r["peers"]["onnx.reference"]["ratio"] for r in rows])
-    ax.set_yticks(np.arange(len(rows)), [r["case"] for r in rows], fontsize=8)
+    ax.set_yticks(np.arange(len(rows)), [r["case"] for r in rows], fontsize=10)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.axvline(1, color="black", linewidth=0.8)

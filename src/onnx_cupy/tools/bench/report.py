@@ -190,9 +190,23 @@ def _columns(report: dict[str, Any]) -> list[tuple[str, Callable[[dict[str, Any]
     return cols
 
 
-def table(report: dict[str, Any]) -> str:
-    """The rows as a Markdown table, padded to line up in a terminal."""
+# the columns of each of the two tables a page shows (the terminal's one table has them all)
+SPEED = ("case", "dtype", "size", "ms", "Melem/s")   # and the peers' ratios
+CHECKS = ("case", "dtype", "size", "shape")          # and what is not speed
+
+
+def table(report: dict[str, Any], part: str | None = None) -> str:
+    """The rows as a Markdown table, padded to line up in a terminal: every column, or `part`
+    of them, "speed" (times, throughput, the peers' ratios) or "checks" (shapes, agreement with
+    onnxruntime, memory, bandwidth), so that each of the two fits a page's width."""
     cols = _columns(report)
+    peers = {f"x {name}" for name in report["peers"]}
+    if part == "speed":
+        cols = [c for c in cols if c[0] in SPEED or c[0] in peers]
+    elif part == "checks":
+        cols = [c for c in cols if c[0] in CHECKS or c[0] not in (*SPEED, *peers)]
+    elif part is not None:
+        raise ValueError(f"table: part must be 'speed' or 'checks', got {part!r}")
     cells = [[name for name, _ in cols]] + [[fmt(r) for _, fmt in cols] for r in report["rows"]]
     widths = [max(len(line[i]) for line in cells) for i in range(len(cols))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths)) + " |" for line in cells]
@@ -235,7 +249,8 @@ def summary(report: dict[str, Any]) -> str:
     more = "" if h["quick"] else (
         f" (more where calls are short: as many as fill {WARM_SECONDS * 1e3:g} ms and "
         f"{TIMED_SECONDS * 1e3:g} ms of ours, at most {MOST_CALLS:,} each)")
-    lines += ["", table(report), "", _target_line(report["targets"]), "",
+    lines += ["", table(report, "speed"), "", "Shapes, agreement and memory of the same rows:", "",
+              table(report, "checks"), "", _target_line(report["targets"]), "",
               ("Throughput: elements of X and Y per second. Ours and the peers are called in turns "
                f"(ours, peer, ..., ours, peer, ...), {warmup} warm-up and {repeats} timed calls "
                f"each on the CPU{more}, and each one's median time is taken (on the GPU: CUDA "
