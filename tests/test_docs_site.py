@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -193,3 +194,52 @@ def test_api_reference_is_split_with_its_contents_in_view(site):
         links = [a["href"].split("#")[-1] for a in first.select("a[href]")]
         assert documented and len(documented) <= 25, (name, len(documented))
         assert set(links) == set(documented), (name, links, documented)
+
+
+def _layout_tool():
+    spec = importlib.util.spec_from_file_location("check_layout",
+                                                  DOCS / "_tools" / "check_layout.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LAID_OUT = ["index.html", "benchmarks.html", "gallery.html", "api.html", "api-pooling.html",
+            "usage.html"]
+
+
+@pytest.fixture(scope="module")
+def layout(site, tmp_path_factory):
+    """What headless Chromium measures on the pages of LAID_OUT at a desktop's and a phone's
+    width (docs/_tools/check_layout.py): (page, width) -> its report."""
+    tool = _layout_tool()
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with tool.serve(site) as root:
+        return {(page, width): tool.measure(site, root, page, width, str(profile))
+                for page in LAID_OUT for width in tool.WIDTHS}
+
+
+def test_nothing_is_cut_in_a_browser(layout):
+    cut = [f"{page} at {width} px: {c}" for (page, width), r in layout.items() for c in r["cut"]]
+    assert not cut, "\n".join(cut)
+
+
+def test_results_tables_fit_a_desktop_window(layout):
+    """At 1280 px every table of the benchmarks page fits the content column as it is, without
+    scrolling sideways."""
+    tables = layout["benchmarks.html", 1280]["tables"]
+    assert len(tables) >= 2, tables
+    wide = [t for t in tables if t["width"] > t["column"] + 1]
+    assert not wide, wide
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_gallery_pictures_keep_their_native_size(layout, width):
+    """A phone does not shrink the gallery's pictures (their labels, the zone plate's rings):
+    each is shown at its own width, in a figure that scrolls sideways where it is wider."""
+    images = layout["gallery.html", width]["images"]
+    assert len(images) >= 12, images
+    resized = [i for i in images if i["natural"] and i["shown"] != i["natural"]]
+    assert not resized, resized
