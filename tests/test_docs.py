@@ -378,3 +378,17 @@ def test_api_pages_document_every_export_once():
             documented += [f"{module}.{n}" for n in chosen]
     wanted = [f"{m}.{n}" for m in modules for n in names.public_names(m)]
     assert sorted(documented) == sorted(wanted)
+
+
+def test_every_generated_page_has_its_command():
+    """docs/_tools/regenerate.py regenerates every committed page of docs/_generated/, each with
+    the command its header names where it names one."""
+    spec = importlib.util.spec_from_file_location("regenerate", DOCS / "_tools" / "regenerate.py")
+    regenerate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(regenerate)
+    commands = " ".join(command for command, _, _ in regenerate.PAGES.values())
+    for page in sorted((DOCS / "_generated").glob("*.md")):
+        assert f"docs/_generated/{page.name}" in commands or page.stem in regenerate.PAGES, page
+        named = re.search(r"(?:written by|- command:) `([^`]*)`", page.read_text(encoding="utf-8"))
+        if named and named.group(1).startswith("onnx-cupy "):
+            assert named.group(1) in commands, (page.name, named.group(1))

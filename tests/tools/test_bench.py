@@ -407,3 +407,16 @@ def test_progress_only_on_a_terminal():
     text = shown.getvalue()
     assert "\r[1/2] Hardmax float32 (" in text and "\r[2/2] Resize float16 (" in text
     assert text.endswith("\r")                 # the line is cleared at the end
+
+
+def test_from_json_writes_the_reports_again_without_measuring(quick, tmp_path, monkeypatch):
+    """--from-json: the same report and Markdown from an earlier run's JSON, nothing timed."""
+    _, _, out = quick
+    monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("measured again"))
+    page = tmp_path / "page.md"
+    rc, _ = _run_cli(["--from-json", str(out / "numpy-quick.json"), "--out", str(tmp_path / "r"),
+                      "--markdown", str(page)])
+    report = json.loads((out / "numpy-quick.json").read_text())
+    assert rc == 0 and json.loads((tmp_path / "r" / "numpy-quick.json").read_text()) == report
+    assert page.read_text() == bench.summary(report)
+    assert (tmp_path / "r" / "numpy-quick.md").read_text() == (out / "numpy-quick.md").read_text()
