@@ -30,7 +30,7 @@ class Peer:
     name: str
     setup: Setup
     settings: dict[str, Any]
-    on_device: bool = False   # takes the backend's (CuPy) arrays; else host NumPy arrays
+    device_arrays: bool = False   # takes the backend's (CuPy) arrays; else host NumPy arrays
     slow: bool = False        # timed once on the reduced shape, compared by throughput
 
 
@@ -163,7 +163,7 @@ def available(backend: str) -> tuple[list[Peer], list[str]]:
         if backend == "cupy":
             if "CUDAExecutionProvider" in ort.get_available_providers():
                 found.append(Peer("onnxruntime-cuda", _onnxruntime_cuda,
-                                  _ort_settings("CUDAExecutionProvider"), on_device=True))
+                                  _ort_settings("CUDAExecutionProvider"), device_arrays=True))
             else:
                 notes.append("onnxruntime-cuda: the CUDA execution provider is not available")
     if torch is None:
@@ -171,7 +171,7 @@ def available(backend: str) -> tuple[list[Peer], list[str]]:
     elif backend == "cupy":
         if torch.cuda.is_available():
             found.append(Peer("torch-cuda", _torch("cuda"),
-                              {"version": torch.__version__, "device": "cuda"}, on_device=True))
+                              {"version": torch.__version__, "device": "cuda"}, device_arrays=True))
         else:
             notes.append("torch-cuda: this PyTorch build sees no GPU")
     else:

@@ -166,12 +166,12 @@ class Run:
         """Targets apply to the NumPy fallback at the canonical shapes."""
         return self.backend == "numpy" and not self.quick
 
-    def timed(self, fn: Runner, xs: Sequence[Any], on_device: bool,
+    def timed(self, fn: Runner, xs: Sequence[Any], device_arrays: bool,
               call_seconds: float = 0.0) -> _Timed:
         """`fn` as a contender: CUDA events for device calls on the GPU, else perf_counter; on
         the CPU, as many calls as REPEATS and WARM_SECONDS/TIMED_SECONDS of ours (a call of
         ours taking `call_seconds`) ask for."""
-        kind = "gpu" if self.gpu and on_device else "cpu"
+        kind = "gpu" if self.gpu and device_arrays else "cpu"
         warmup, repeats = REPEATS[kind, self.quick]
         if kind == "cpu" and not self.quick and call_seconds > 0:
             warmup = max(warmup, min(MOST_CALLS, math.ceil(WARM_SECONDS / call_seconds)))
@@ -253,7 +253,8 @@ def _contender(peer: Peer, case: Case, dtype: str, x: np.ndarray, xs: Sequence[A
         return None, _na(e)
     if peer.slow:
         return _Timed(fn, [x], _CpuClock(), 0, 1), details
-    return run.timed(fn, xs if peer.on_device else [x], peer.on_device, call_seconds), details
+    inputs = xs if peer.device_arrays else [x]
+    return run.timed(fn, inputs, peer.device_arrays, call_seconds), details
 
 
 def measure(case: Case, dtype: str, run: Run, size: str = "canonical") -> dict[str, Any]:
