@@ -50,7 +50,8 @@ def test_examples_run(module):
 
 def _exported(module: str) -> list:
     """The functions `module` exports (as the API page lists them: docs/_ext/exports.py)."""
-    spec = importlib.util.spec_from_file_location("exports", DOCS / "_ext" / "exports.py")
+    spec = importlib.util.spec_from_file_location("public_names",
+                                                  DOCS / "_ext" / "public_names.py")
     exports = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exports)
     return [getattr(importlib.import_module(module), n) for n in exports.public_names(module)]
@@ -95,11 +96,18 @@ def test_design_page_includes_the_kernel_summary():
 def test_generated_kernel_report_is_current():
     """docs/_generated/kernels.md, its summary included, is what `onnx-cupy kernels --markdown`
     writes now (the families compiled once per process: the kernel report tests' compilations
-    are reused)."""
+    are reused), when NVRTC and the disassembler are the versions its header names."""
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings is not installed")
     if kernel_report.nvdisasm() is None:
         pytest.skip(f"{kernel_report.NVDISASM_WHEEL} is not installed: no SASS counts")
     committed = (DOCS / "_generated" / "kernels.md").read_text(encoding="utf-8")
+    compilers = re.compile(r"(?:NVRTC|nvdisasm) [\d.?]+")   # what decides registers and SASS
+    written = compilers.findall(committed.split("\n- versions: ", 1)[-1].split("\n", 1)[0])
+    installed = compilers.findall(kernel_report._versions())
+    if written != installed:   # a compiler release changes the figures, not onnx-cupy
+        pytest.skip(f"docs/_generated/kernels.md was written with {', '.join(written)}, this "
+                    f"run has {', '.join(installed)}: regenerate it with onnx-cupy kernels "
+                    "--markdown docs/_generated/kernels.md")
     fresh = kernel_report.markdown(kernel_report.report())
     assert "| kernel | regs |" in fresh and fresh.count("\n|") > 100
     assert fresh.index(kernel_report.SUMMARY_START) < fresh.index(kernel_report.SUMMARY_END)
@@ -118,27 +126,55 @@ def test_readme_is_a_front_page():
     assert all(t.startswith(("https://", "http://")) for t in targets), targets
 
 
-def test_readme_test_command_is_what_ci_runs():
-    (command,) = [line for line in README.splitlines() if '".[test]"' in line]
-    ci = (ROOT / ".ci" / "run").read_text().replace(" --quiet", "")
-    steps = [step.strip() for step in command.split("&&")]
+def test_readme_commands_are_what_ci_runs_first():
+    """.ci/run starts with the README's two commands as written, each in a fresh virtual
+    environment (so with only the extras it names); every other step comes after them."""
+    commands = [line for line in README.splitlines() if line.startswith("python3 -m venv")]
+    assert len(commands) == 2 and '".[test]"' in commands[1], commands
+    steps = [step.strip() for step in commands[1].split("&&")]
     assert steps == ["python3 -m venv .venv", '.venv/bin/pip install ".[test]"',
                      ".venv/bin/python -m pytest -q"]
-    at = [ci.index(step + "\n") for step in steps]
-    assert at == sorted(at), "CI runs the README's test command, in its order"
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line and not line.startswith(("#", "step ", "step()", "set ", "cd ", "echo"))]
+    assert ci[:4] == ["rm -rf .venv", commands[0], "rm -rf .venv", commands[1]], ci[:4]
+    assert any(line.startswith(".venv/bin/ruff check") for line in ci[4:]), ci
+    assert "-W" in next(line for line in ci if "sphinx" in line)
 
 
-def test_readme_test_command_says_how_long():
-    """The comment above the test command gives the suite's duration and the quick subset with
-    its own; docs/testing.md gives the same figures."""
+def _suite_script():
+    spec = importlib.util.spec_from_file_location("suite", DOCS / "_tools" / "suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_test_command_gives_the_measured_durations():
+    """The comment above the README's test command is what docs/_tools/suite.py wrote from its
+    measurements (docs/_generated/suite.md, which the testing page includes)."""
+    suite = _suite_script()
+    page = suite.PAGE.read_text(encoding="utf-8")
     lines = README.splitlines()
     at = next(i for i, line in enumerate(lines) if '".[test]"' in line)
-    comment = " ".join(line for line in lines[at - 3:at] if line.startswith("#"))
-    assert '-m "not slow"' in comment, comment
-    figures = re.findall(r"about (\d+ (?:minutes|seconds))", comment)
-    assert len(figures) == 2, comment
-    testing = " ".join((DOCS / "testing.md").read_text(encoding="utf-8").split())
-    assert all(f"about {f}" in testing for f in figures), figures
+    start = max(i for i in range(at) if lines[i].startswith("# tests:"))
+    assert lines[start:at] == suite.readme_comment(suite.read(page), suite.cpus_of(page)), (
+        f"regenerate with {suite.COMMAND}")
+    assert "```{include} _generated/suite.md\n```" in (DOCS / "testing.md").read_text(
+        encoding="utf-8")
+
+
+def test_suite_page_reads_back_what_it_writes():
+    suite = _suite_script()
+    runs = [suite.Run(name, "10 passed", seconds)
+            for name, seconds in zip(suite.RUNS, (622.4, 59.6, 3.0))]
+    page = suite.page(runs)
+    assert suite.read(page) == {"cold": 622, "warm": 60, "slow": 3}
+    assert suite.cpus_of(page) and "| 10 min 22 s |" in page and "| 3 s |" in page
+    comment = suite.readme_comment(suite.read(page), 2)
+    assert all(len(line) <= 100 and line.startswith("# ") for line in comment)
+    assert "about 10 minutes on 2 cores" in " ".join(comment)
+    assert suite.rewrite_readme("a\n# tests: x\n# y\n" + '.venv/bin/pip install ".[test]"',
+                                ["# tests: z"]).split("\n") == ["a", "# tests: z",
+                                                                '.venv/bin/pip install ".[test]"']
 
 
 OPERATORS = sorted(opsets.ATTRIBUTES)
@@ -310,3 +346,49 @@ def test_readme_support_matrix(op, cpu_backend):
         for mode in modes:
             took = {n: _accepts(op, v, n, cpu_backend, mode or "nearest") for n in names}
             assert took == {n: _takes(op, v, n, mode) for n in names}, (op, v, mode)
+
+
+# pages that still name one as code, with the names: remove an entry once linked
+NAMED_AS_CODE = {"semantics.md": ["pytorch.md"]}
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+def test_pages_link_to_pages(page):
+    """A page names another page by a link, which the site resolves, not as code text."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    pages = {p.name for p in DOCS.glob("*.md")}
+    named = [m for m in re.findall(r"`(?:docs/)?([a-z_]+\.md)(?:#[^`]*)?`", text) if m in pages]
+    assert named == NAMED_AS_CODE.get(page, []), f"{page} names {named} as code: link it"
+
+
+def test_api_pages_document_every_export_once():
+    """The per-family API pages (docs/api-*.md, their `exports` directives) between them cover
+    every public name of the modules the README shows, each once."""
+    spec = importlib.util.spec_from_file_location("public_names",
+                                                  DOCS / "_ext" / "public_names.py")
+    names = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(names)
+    modules = ["onnx_cupy", "onnx_cupy.nn.functional", "onnx_cupy.dask", "onnx_cupy.onnx_backend"]
+    documented = []
+    for page in sorted(DOCS.glob("api-*.md")):
+        for module, options in re.findall(r"```\{exports\} (\S+)\n((?::[^\n]*\n)*)```",
+                                          page.read_text(encoding="utf-8")):
+            prefixes = re.search(r":defined-in: (.*)", options)
+            chosen = names.defined_in(module, prefixes.group(1).split() if prefixes else [])
+            documented += [f"{module}.{n}" for n in chosen]
+    wanted = [f"{m}.{n}" for m in modules for n in names.public_names(m)]
+    assert sorted(documented) == sorted(wanted)
+
+
+def test_every_generated_page_has_its_command():
+    """docs/_tools/regenerate.py regenerates every committed page of docs/_generated/, each with
+    the command its header names where it names one."""
+    spec = importlib.util.spec_from_file_location("regenerate", DOCS / "_tools" / "regenerate.py")
+    regenerate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(regenerate)
+    commands = " ".join(command for command, _, _ in regenerate.PAGES.values())
+    for page in sorted((DOCS / "_generated").glob("*.md")):
+        assert f"docs/_generated/{page.name}" in commands or page.stem in regenerate.PAGES, page
+        named = re.search(r"(?:written by|- command:) `([^`]*)`", page.read_text(encoding="utf-8"))
+        if named and named.group(1).startswith("onnx-cupy "):
+            assert named.group(1) in commands, (page.name, named.group(1))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +29,8 @@ API_MODULES = ["onnx_cupy", "onnx_cupy.nn.functional", "onnx_cupy.dask", "onnx_c
 
 
 def _exports_extension():
-    spec = importlib.util.spec_from_file_location("exports", DOCS / "_ext" / "exports.py")
+    spec = importlib.util.spec_from_file_location("public_names",
+                                                  DOCS / "_ext" / "public_names.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -48,12 +50,19 @@ def _page(site: Path, name: str):
     return bs4.BeautifulSoup((site / name).read_text(encoding="utf-8"), "html.parser")
 
 
+def _api(site: Path):
+    """The API reference's pages (api.html lists the per-family ones), as one document."""
+    pages = sorted(site.glob("api*.html"))
+    assert len(pages) > 1, pages
+    return bs4.BeautifulSoup("".join(p.read_text(encoding="utf-8") for p in pages), "html.parser")
+
+
 def _pages(site: Path) -> list[Path]:
     return sorted(p for p in site.glob("*.html") if p.stem not in ("genindex", "search"))
 
 
 def test_every_export_is_documented(site):
-    api = _page(site, "api.html")
+    api = _api(site)
     documented = {dt["id"] for dt in api.select("dt.sig[id]")}
     exports = _exports_extension()
     wanted = {f"{m}.{n}" for m in API_MODULES for n in exports.public_names(m)}
@@ -66,7 +75,7 @@ def test_every_export_is_documented(site):
 
 def test_return_types_are_readable(site):
     """No bare type variable as a return type: the Returns section's words stand."""
-    api = _page(site, "api.html")
+    api = _api(site)
     for field in api.select("dl.field-list > dt"):
         if field.get_text(strip=True).startswith("Return"):
             text = field.find_next_sibling("dd").get_text(" ", strip=True)
@@ -164,6 +173,73 @@ def test_newer_operators_have_their_tables(site):
     pytorch = _page(site, "pytorch.html")
     first_cells = [row.find("td").get_text() for table in pytorch.select("article table")
                    for row in table.select("tbody tr")]
-    for call in ("grid_sample(", "affine_grid(", "max_unpool{1,2,3}d(", "adaptive_avg_pool{1,2,3}d(",
-                 "adaptive_max_pool{1,2,3}d(", 'interpolate(mode="area")'):
+    for call in ("grid_sample(", "affine_grid(", "max_unpool{1,2,3}d(",
+                 "adaptive_avg_pool{1,2,3}d(", "adaptive_max_pool{1,2,3}d(",
+                 'interpolate(mode="area")'):
         assert any(call in cell for cell in first_cells), call
+
+
+def test_api_reference_is_split_with_its_contents_in_view(site):
+    """api.html lists the per-family pages in its text; each page opens with a list of links to
+    the functions it documents, and none is a page of more than 25 of them."""
+    index = _page(site, "api.html")
+    listed = [a["href"] for a in index.select("article .toctree-wrapper a[href]")]
+    pages = sorted(p.name for p in site.glob("api-*.html"))
+    assert sorted(h.split("#")[0] for h in listed) == pages and len(pages) >= 6, (listed, pages)
+    for name in pages:
+        page = _page(site, name)
+        documented = [dt["id"] for dt in page.select("article dl.py > dt.sig[id]")
+                      if not dt.find_parent("dd")]   # not a class's members
+        first = page.select_one("article ul")
+        links = [a["href"].split("#")[-1] for a in first.select("a[href]")]
+        assert documented and len(documented) <= 25, (name, len(documented))
+        assert set(links) == set(documented), (name, links, documented)
+
+
+def _layout_tool():
+    spec = importlib.util.spec_from_file_location("check_layout",
+                                                  DOCS / "_tools" / "check_layout.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LAID_OUT = ["index.html", "benchmarks.html", "gallery.html", "api.html", "api-pooling.html",
+            "usage.html"]
+
+
+@pytest.fixture(scope="module")
+def layout(site, tmp_path_factory):
+    """What headless Chromium measures on the pages of LAID_OUT at a desktop's and a phone's
+    width (docs/_tools/check_layout.py): (page, width) -> its report."""
+    tool = _layout_tool()
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with tool.serve(site) as root:
+        return {(page, width): tool.measure(site, root, page, width, str(profile))
+                for page in LAID_OUT for width in tool.WIDTHS}
+
+
+def test_nothing_is_cut_in_a_browser(layout):
+    cut = [f"{page} at {width} px: {c}" for (page, width), r in layout.items() for c in r["cut"]]
+    assert not cut, "\n".join(cut)
+
+
+def test_results_tables_fit_a_desktop_window(layout):
+    """At 1280 px every table of the benchmarks page fits the content column as it is, without
+    scrolling sideways."""
+    tables = layout["benchmarks.html", 1280]["tables"]
+    assert len(tables) >= 2, tables
+    wide = [t for t in tables if t["width"] > t["column"] + 1]
+    assert not wide, wide
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_gallery_pictures_keep_their_native_size(layout, width):
+    """A phone does not shrink the gallery's pictures (their labels, the zone plate's rings):
+    each is shown at its own width, in a figure that scrolls sideways where it is wider."""
+    images = layout["gallery.html", width]["images"]
+    assert len(images) >= 12, images
+    resized = [i for i in images if i["natural"] and i["shown"] != i["natural"]]
+    assert not resized, resized

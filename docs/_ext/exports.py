@@ -4,35 +4,23 @@
 ```
 documents every name of the module's `__all__` (or, without one, every public function and
 class the module defines) with autodoc, in that order, so that a new export appears on the page
-without an edit. `public_names(module)` is the list, shared with the test that checks the built
-site.
+without an edit, after a list of links to them. With `:defined-in: onnx_cupy.pool
+onnx_cupy.unpool`, only the names whose objects those modules (or their submodules) define: one
+family's page. `public_names(module)` (public_names.py, free of Sphinx) is the list, shared
+with the tests.
 """
 from __future__ import annotations
 
 import importlib
 import inspect
-import types
 from typing import Any
 
 from docutils import nodes
+from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
+from public_names import defined_in  # docs/_ext, on the path (conf.py)
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
-
-SKIPPED = {"__version__"}   # data, given by the page's title instead
-
-
-def public_names(module_name: str) -> list[str]:
-    """The names a user imports from `module_name`: its `__all__`, else the public functions
-    (bound class methods too) and classes defined in it (submodules and data left out)."""
-    module = importlib.import_module(module_name)
-    listed = getattr(module, "__all__", None)
-    if listed is None:
-        listed = [n for n, v in vars(module).items() if not n.startswith("_")
-                  and (inspect.isroutine(v) or inspect.isclass(v))
-                  and getattr(v, "__module__", None) == module.__name__]
-    return [n for n in listed if n not in SKIPPED
-            and not isinstance(getattr(module, n), types.ModuleType)]
 
 
 def directive(module_name: str, name: str) -> list[str]:
@@ -45,13 +33,21 @@ def directive(module_name: str, name: str) -> list[str]:
     return [f".. autofunction:: {module_name}.{name}", ""]
 
 
+def contents(module_name: str, names: list[str]) -> list[str]:
+    """A list of links to the documented names (reStructuredText), by their short names."""
+    return [*(f"- :py:obj:`~{module_name}.{name}`" for name in names), ""]
+
+
 class Exports(SphinxDirective):
     required_arguments = 1
     has_content = False
+    option_spec = {"defined-in": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
         module_name = self.arguments[0]
-        rst = [line for name in public_names(module_name) for line in directive(module_name, name)]
+        names = defined_in(module_name, self.options.get("defined-in", "").split())
+        rst = contents(module_name, names)
+        rst += [line for name in names for line in directive(module_name, name)]
         # autodoc writes reStructuredText: on a Markdown page it goes through MyST's eval-rst
         lines = ["```{eval-rst}", *rst, "```"] if self.env.doc2path(self.env.docname).suffix \
             == ".md" else rst

@@ -35,7 +35,8 @@ MAX_HEIGHT = 16000   # px: screenshots of longer pages stop there
 # window is at least 500 px wide) and measures there, for each table, pre and img of the
 # article, whether it reaches past the article's right edge outside any box that scrolls
 # sideways ("cut"), or sits in such a box that does scroll ("scrolls": reachable, but not at a
-# glance); and whether the page itself scrolls sideways.
+# glance); and whether the page itself scrolls sideways. It also gives each table's width against
+# the column's, and each image's width as shown against its own (natural) width.
 PROBE = """<!DOCTYPE html><html><body style="margin:0">
 <iframe id="page" src="{page}" style="width:{width}px;height:900px;border:0"></iframe>
 <script>
@@ -57,16 +58,25 @@ document.getElementById("page").addEventListener("load", event => {{
     if (r.width === 0) continue;
     if (b === null ? r.right > edge : b.getBoundingClientRect().right > edge ||
         win.getComputedStyle(b).overflowX === "hidden" && b.scrollWidth > b.clientWidth + 1)
-      cut.push(`${{where}}: reaches ${{Math.round(r.right)}} px, the column ends at ${{Math.round(edge)}}`);
+      cut.push(`${{where}}: reaches ${{Math.round(r.right)}} px, ` +
+               `the column ends at ${{Math.round(edge)}}`);
     else if (b !== null && b.scrollWidth > b.clientWidth + 1)
       scrolls.push(`${{where}}: ${{b.scrollWidth}} px in ${{b.clientWidth}} px`);
   }}
+  const column = Math.round(article.getBoundingClientRect().width);
+  const tables = [...article.querySelectorAll("table")].map(t => ({{
+    y: Math.round(t.getBoundingClientRect().top + win.scrollY),
+    width: Math.round(t.getBoundingClientRect().width), column: column}}));
+  const images = [...article.querySelectorAll("img")].map(i => ({{
+    src: i.getAttribute("src"), natural: i.naturalWidth,
+    shown: Math.round(i.getBoundingClientRect().width)}}));
   const wide = doc.documentElement.scrollWidth;
   if (wide > win.innerWidth + 1) cut.push(`the page scrolls sideways: ${{wide}} px wide`);
   const out = document.createElement("pre");
   out.id = "layout-report";
   out.textContent = JSON.stringify({{cut: cut, scrolls: scrolls, width: win.innerWidth,
-                                     height: doc.documentElement.scrollHeight}});
+                                     height: doc.documentElement.scrollHeight,
+                                     tables: tables, images: images}});
   document.body.appendChild(out);
 }});
 </script></body></html>

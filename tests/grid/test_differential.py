@@ -2,7 +2,7 @@
 configurations: every mode x padding mode x align_corners x dtype (float16, bfloat16, float32,
 float64, int8, uint8, int32) x 2-D and 3-D, three times each, with random opsets, shapes, grid
 dtypes and positions (outside [-1, 1], on a 1/8 lattice of exact ties, NaN, infinite and far
-away); onnx_cupy.tools.cases.grid draws them (the kernel checker runs them too),
+away); tests/cases/grid.py draws them (the kernel checker runs them too),
 helpers/grid_differential.py runs and judges them. onnx-cupy equals the oracle on
 every one; where the runtimes agree, it equals them; every disagreement of the runtimes is a
 listed case (grid_differential.KNOWN) and onnx-cupy gives the side the case names; the emulated

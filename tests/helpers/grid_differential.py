@@ -1,7 +1,7 @@
 """Differential GridSample: configurations run on onnx-cupy, the loop oracle
 (helpers/grid_oracle.py), onnxruntime (CPU) and onnx.reference, compared per configuration.
 
-The configurations are drawn in the package, onnx_cupy.tools.cases.grid (the kernel checker
+The configurations are drawn in tests/cases/grid.py (the kernel checker
 runs them too): configuration `index` takes its mode, padding mode, align_corners, X dtype and
 spatial rank from the product BASES (so every combination of them comes up, COUNT // len(BASES)
 times), and draws the rest from its own seeded generator: the opset (16 for 2-D only, with its
@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from cases import grid as drawn
+from cases.grid import BF16, Config, configuration, inputs, name
 
 from helpers import grid_oracle
 from helpers.differential import Record
 from helpers.util import node_model, onnxruntime, reference
 from onnx_cupy.core import execution
-from onnx_cupy.tools.cases import grid as drawn
-from onnx_cupy.tools.cases.grid import BF16, Config, configuration, inputs, name
 
 # the configurations, drawn in the package (the kernel checker runs them too)
 BASES, COUNT = drawn.BASES, drawn.COUNT

@@ -15,12 +15,12 @@ import functools
 
 import numpy as np
 import onnx
+from cases import hardmax as drawn
 
 from helpers.differential import Record
 from helpers.util import inferred_shape, node_model, onnxruntime, reference
 from onnx_cupy import hardmax
 from onnx_cupy.core import execution
-from onnx_cupy.tools.cases import hardmax as drawn
 
 # the configurations, drawn in the package (the kernel checker runs them too)
 CONFIGS, configuration, input_values = drawn.CONFIGS, drawn.configuration, drawn.input_values

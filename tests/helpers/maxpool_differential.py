@@ -17,6 +17,8 @@ import warnings
 from typing import Any
 
 import numpy as np
+from cases import maxpool as drawn
+from cases.maxpool import Config
 from onnx import helper
 
 import onnx_cupy
@@ -24,8 +26,6 @@ from helpers.differential import Record
 from helpers.maxpool_oracle import max_pool as oracle
 from helpers.pool_oracle import geometry, output_shape
 from helpers.util import BF16, onnxruntime, reference, tensor_type
-from onnx_cupy.tools.cases import maxpool as drawn
-from onnx_cupy.tools.cases.maxpool import Config
 
 # the configurations, drawn in the package (the kernel checker runs them too)
 CONFIGS, configs, input_values, name, version_of = (drawn.CONFIGS, drawn.configs,

@@ -2,7 +2,7 @@
 configurations, against the installed onnxruntime and an oracle computed here independently of
 onnx-cupy.
 
-The configurations are drawn in the package (onnx_cupy.tools.cases.nearest, which the kernel
+The configurations are drawn in tests/cases/nearest.py, which the kernel
 checker runs too): opsets 10-19, every coordinate transformation mode (roi for
 tf_crop_and_resize) and nearest mode, scales (decimal ones such as 0.3 and 0.6 whose float32 form
 is not exact, and random ones) or sizes, up- and down-sampling, 1-3 resized axes of up to a few
@@ -25,13 +25,13 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from cases import nearest as drawn
+from cases.nearest import FILL, Config, configuration
 
 from helpers import nearest_rounding
 from helpers.differential import Record
 from helpers.util import node_model, onnxruntime, reference
 from onnx_cupy.core import execution
-from onnx_cupy.tools.cases import nearest as drawn
-from onnx_cupy.tools.cases.nearest import FILL, Config, configuration
 
 # the configurations, drawn in the package (the kernel checker runs them too)
 COUNT, name = drawn.COUNT, drawn.name

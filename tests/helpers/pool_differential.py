@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import onnx
+from cases import pool as drawn
 
 import onnx_cupy
 from helpers.differential import Record
@@ -33,7 +34,6 @@ from helpers.util import (
     onnxruntime,
     reference,
 )
-from onnx_cupy.tools.cases import pool as drawn
 
 # the configurations, drawn in the package (the kernel checker runs them too)
 CONFIGS, OPS, RUN, configuration, sample = (drawn.CONFIGS, drawn.OPS, drawn.RUN,

@@ -21,13 +21,8 @@ from typing import Any
 
 import numpy as np
 import onnx
-
-from helpers import nearest_rounding
-from helpers.differential import Record
-from helpers.util import inferred_shape, node_model, onnxruntime, reference
-from onnx_cupy.core import execution
-from onnx_cupy.tools.cases import resize as drawn
-from onnx_cupy.tools.cases.resize import (
+from cases import resize as drawn
+from cases.resize import (
     BF16,
     Axis,
     Config,
@@ -35,6 +30,11 @@ from onnx_cupy.tools.cases.resize import (
     configuration,
     sample,
 )
+
+from helpers import nearest_rounding
+from helpers.differential import Record
+from helpers.util import inferred_shape, node_model, onnxruntime, reference
+from onnx_cupy.core import execution
 
 # the configurations, drawn in the package (the kernel checker runs them too)
 COUNT, EXTRAS, generator = drawn.COUNT, drawn.EXTRAS, drawn.generator

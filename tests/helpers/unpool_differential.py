@@ -2,7 +2,7 @@
 with 4, every dtype, kernels, strides, pads beyond the kernel and negative ones, an output_shape
 larger and a few shorter than the unpooled shape, indices from MaxPool-like windows or anywhere,
 with repeats, values with NaN, infinities and -0.0), drawn in the package
-(onnx_cupy.tools.cases.unpool, which the kernel checker runs too), run on onnx-cupy and judged
+(tests/cases/unpool.py, which the kernel checker runs too), run on onnx-cupy and judged
 by a loop oracle written out here, onnxruntime, onnx.reference and ONNX shape inference.
 
 `evaluate(index)` runs configuration `index` once (cached) and records, per check: onnx-cupy
@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 import onnx
+from cases import unpool as drawn
+from cases.unpool import Config
 
 from helpers.differential import Listed, Record
 from helpers.util import inferred_shape, node_model, onnxruntime, reference
 from onnx_cupy.core import execution
-from onnx_cupy.tools.cases import unpool as drawn
-from onnx_cupy.tools.cases.unpool import Config
 
 # the configurations, drawn in the package (the kernel checker runs them too)
 CONFIGS, configuration, sample, unpooled = (drawn.CONFIGS, drawn.configuration, drawn.sample,

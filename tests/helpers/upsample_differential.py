@@ -1,6 +1,6 @@
 """Differential Upsample: seeded random configurations (opsets 7, 9 and 10, nearest and linear,
 ranks 1-5, scales of 1, whole and fractional, a few below 1, float, integer, bool and complex
-dtypes; drawn in the package, onnx_cupy.tools.cases.upsample, which the kernel checker runs too)
+dtypes; drawn in tests/cases/upsample.py, which the kernel checker runs too)
 run on onnx-cupy and judged by an oracle written out here (floor(n * s) outputs,
 x = y / s, nearest: element floor(x) with x in float32 as onnxruntime computes it; linear: the
 two elements around x weighted (1 - t, t), axis by axis in float64, integers rounded half to even
@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 import onnx
+from cases import upsample as drawn
+from cases.upsample import Config
 
 from helpers.differential import Listed, Record
 from helpers.util import inferred_shape, node_model, onnxruntime, reference
 from onnx_cupy.core import execution, numerics
-from onnx_cupy.tools.cases import upsample as drawn
-from onnx_cupy.tools.cases.upsample import Config
 
 # the configurations, drawn in the package (the kernel checker runs them too)
 CONFIGS, configuration, sample = drawn.CONFIGS, drawn.configuration, drawn.sample

@@ -374,3 +374,25 @@ def test_affine_grid_feeding_grid_sample(cpu_backend, rng):
     want = onnx_cupy.grid_sample(x, onnx_cupy.affine_grid(theta, size), mode="cubic",
                                  padding_mode="border")
     np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("form", ["path", "str", "bytes"])
+def test_prepare_takes_a_path_or_bytes(tmp_path, rng, form):
+    """As onnxruntime's InferenceSession: the model's file (a Path or a str) or its bytes."""
+    m = model([helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2])],
+              [value_info("X")], [value_info("Y")])
+    path = tmp_path / "model.onnx"
+    onnx.save(m, path)
+    given = {"path": path, "str": str(path), "bytes": path.read_bytes()}[form]
+    x = rng.standard_normal((1, 2, 4, 5)).astype(np.float32)
+    np.testing.assert_array_equal(onnx_backend.prepare(given, "CPU").run(x).Y,
+                                  onnx_backend.prepare(m, "CPU").run(x).Y)
+    np.testing.assert_array_equal(onnx_backend.run_model(given, x, "CPU")[0],
+                                  onnx.reference.ReferenceEvaluator(m).run(None, {"X": x})[0])
+
+
+@pytest.mark.parametrize("given", [None, 3, {"graph": None}])
+def test_prepare_names_what_it_takes(given):
+    with pytest.raises(TypeError, match=r"prepare: model must be an onnx.ModelProto, the path of "
+                       rf"a \.onnx file or its serialized bytes, got {type(given).__name__}"):
+        onnx_backend.prepare(given)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from cases import global_pool as global_cases
 from helpers import node_tests
 from helpers.util import (
     BF16,
@@ -21,7 +22,6 @@ from onnx import helper
 import onnx_cupy
 from onnx_cupy.core import arrays, launcher, opsets
 from onnx_cupy.pool import numpy as numpy_pool
-from onnx_cupy.tools.cases import global_pool as global_cases
 
 FUNCTIONS = {"GlobalAveragePool": onnx_cupy.global_average_pool,
              "GlobalMaxPool": onnx_cupy.global_max_pool,

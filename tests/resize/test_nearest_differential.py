@@ -1,5 +1,5 @@
 """Resize nearest against the installed onnxruntime on 2,400 seeded random configurations
-(onnx_cupy.tools.cases.nearest draws them, the kernel checker runs them too;
+(tests/cases/nearest.py draws them, the kernel checker runs them too;
 helpers/nearest_differential.py runs and judges them): every nearest mode and coordinate
 mode, scales and sizes, up- and down-sampling, 1-3 resized axes. onnx-cupy picks the element the
 oracle picks (onnxruntime's float32 formulas and tie band; half_pixel_symmetric exactly), and the

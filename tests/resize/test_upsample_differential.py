@@ -1,7 +1,7 @@
 """Upsample against an oracle, onnxruntime, onnx.reference and ONNX shape inference on 900
 seeded random configurations: opsets 7, 9 and 10, nearest and linear, ranks 1-5, whole and
 fractional scales and a few below 1, float, integer, bool and complex dtypes (drawn in
-onnx_cupy.tools.cases.upsample, which the kernel checker runs too, run and judged in
+tests/cases/upsample.py, which the kernel checker runs too, run and judged in
 helpers/upsample_differential.py, one test id each: `-k 0042-` reruns one). The slow coverage
 tests count what the cached evaluations reached, that every listed case occurs, and that
 docs/_generated/differential.md holds the counts; every 4th configuration, which also runs the

@@ -54,10 +54,12 @@ def _expected_rows():
 def test_terminal_table(quick):
     rc, stdout, _ = quick
     assert rc == 0
-    header, body = _table(stdout)
-    assert header[:len(COLUMNS) - 4] == COLUMNS[:len(COLUMNS) - 4]
-    assert set(COLUMNS) <= set(header)
-    assert "GB/s" not in header
+    (speed, body), (checks, checked) = _table(stdout), _table(stdout, 1)
+    assert speed[:5] == ["case", "dtype", "size", "ms", "Melem/s"]
+    assert checks[:4] == ["case", "dtype", "size", "shape"] and len(checked) == len(body)
+    assert set(COLUMNS) <= set(speed) | set(checks)
+    assert len(speed) <= 8 and len(checks) <= 6   # each fits a page's width
+    assert "GB/s" not in speed + checks
     rows = {tuple(c.strip() for c in line.strip("|").split("|")[:2]) for line in body}
     assert len(body) == len(rows) and rows == _expected_rows()
 
@@ -79,7 +81,7 @@ def test_host_section(quick):
     t = host["targets"]
     assert t["median_us"] <= t["slowest_us"] == max(r["us"] for r in judged)
     assert t["median_met"] == (t["median_us"] <= bench.host.MEDIAN_TARGET_US)
-    header, body = _table(stdout, 1)
+    header, body = _table(stdout, 2)
     assert header == ["call (float32, repeated)", "us per call", "range", "held to the targets"]
     assert len(body) == len(host["rows"])
     assert "Targets (operators' rows): median " in stdout
@@ -121,7 +123,8 @@ def test_markdown_and_plot(quick):
     _, stdout, out = quick
     md = (out / "numpy-quick.md").read_text()
     assert md.startswith("# onnx-cupy benchmark")
-    assert _table(md) == _table(stdout) and _table(md, 1)[0] == _table(stdout, 1)[0]
+    assert _table(md) == _table(stdout) and _table(md, 1) == _table(stdout, 1)
+    assert _table(md, 2)[0] == _table(stdout, 2)[0]
     assert "Targets: none checked in this run." in md
     assert "- 1-minute load average at start / end: " in md
     assert "- onnxruntime: version: " in md and "graph_optimization_level: ORT_ENABLE_ALL" in md
@@ -163,6 +166,10 @@ def test_table_cells(backend, cells):
     assert all(c in row for c in cells), row
     assert ("GB/s" in header) == (backend == "cupy")
     assert ("peak mem / (X+Y)" in header) == (backend == "numpy")
+    speed, checks = (_table(bench.table(_synthetic(backend), part))[0]
+                     for part in ("speed", "checks"))
+    assert speed[:3] == checks[:3] == ["case", "dtype", "size"]
+    assert sorted({*speed, *checks}) == sorted(header)
 
 
 def _run_cli(argv):
@@ -211,13 +218,13 @@ def test_out_writes_only_there(one_case, monkeypatch, tmp_path):
 def test_peer_model_as_exported():
     """Shapes declared on X and Y; Resize's scales an initializer, not a graph input."""
     case = next(c for c in bench.CASES if c.name == "Resize linear 2x half_pixel")
-    model = bench._model(case, "float16", (2, 3, 5, 7), (2, 3, 10, 14))
+    model = bench.peers._model(case, "float16", (2, 3, 5, 7), (2, 3, 10, 14))
     (x,), (y,) = model.graph.input, model.graph.output
     dims = [[d.dim_value for d in v.type.tensor_type.shape.dim] for v in (x, y)]
     assert (x.name, y.name, dims) == ("X", "Y", [[2, 3, 5, 7], [2, 3, 10, 14]])
     (scales,) = model.graph.initializer
     assert scales.name == "scales" and list(model.graph.node[0].input) == ["X", "", "scales"]
-    run, details = bench._onnxruntime(case, "float16", (2, 3, 5, 7), (2, 3, 10, 14))
+    run, details = bench.peers._onnxruntime(case, "float16", (2, 3, 5, 7), (2, 3, 10, 14))
     assert run(np.ones((2, 3, 5, 7), np.float16)).shape == (2, 3, 10, 14)
     assert "Resize" in details["graph"]
 
@@ -244,17 +251,17 @@ def test_contenders_timed_in_turns():
             raise RuntimeError("no kernel for this dtype")
         return x
 
-    timed = [bench._Timed(lambda x: x + 1, [10, 20], _Clock(log, "a"), 2, 5),
-             bench._Timed(lambda x: -x, [7], _Clock(log, "b"), 1, 3),
-             bench._Timed(failing, [0], _Clock(log, "c"), 1, 5)]
-    bench._in_turns(timed)
+    timed = [bench.timing._Timed(lambda x: x + 1, [10, 20], _Clock(log, "a"), 2, 5),
+             bench.timing._Timed(lambda x: -x, [7], _Clock(log, "b"), 1, 3),
+             bench.timing._Timed(failing, [0], _Clock(log, "c"), 1, 5)]
+    bench.timing._in_turns(timed)
     assert "".join(log) == "abcabcabcabaaa"   # c stops at its error, b after 1 + 3 calls
     a, b, c = timed
     assert a.times == [3.0, 4.0, 5.0, 6.0, 7.0] and a.seconds == 5.0   # warm-ups not counted
     assert a.spread() == {"ms_iqr": 3000.0} and c.spread() == {}
     assert a.y == 11 and b.y == -7 and b.times == [2.0, 3.0, 4.0]
     assert isinstance(c.error, RuntimeError) and c.times == [2.0]
-    assert bench._na(c.error) == {"na": "RuntimeError: no kernel for this dtype"}
+    assert bench.timing._na(c.error) == {"na": "RuntimeError: no kernel for this dtype"}
 
 
 @pytest.mark.parametrize(("quick", "call_seconds", "counts"), [
@@ -265,7 +272,7 @@ def test_contenders_timed_in_turns():
     (True, 1e-6, (1, 3)),         # --quick: always the fewest
 ])
 def test_short_calls_are_timed_more_often(quick, call_seconds, counts):
-    t = bench._Run("numpy", quick, []).timed(lambda x: x, [0], False, call_seconds)
+    t = bench.Run("numpy", quick, []).timed(lambda x: x, [0], False, call_seconds)
     assert (t.warmup, t.repeats) == counts
 
 
@@ -274,11 +281,11 @@ def test_target_summary_names_each_miss():
     met = dict(report["rows"][0], case="Hardmax axis=1 (middle)", peak_memory_met=True,
                peers={"onnxruntime": {"ratio": 1.25, "target": 1.0, "met": True}})
     over = dict(met, dtype="float16", peak_memory_ratio=2.5, peak_memory_met=False, peers={})
-    targets = bench._targets([*report["rows"], met, over])
+    targets = bench.report.target_summary([*report["rows"], met, over])
     assert targets == {"checked": 5, "met": 3, "missed": [
         "Hardmax axis=-1 float32: x onnxruntime 0.75 < 1",
         "Hardmax axis=1 (middle) float16: peak memory 2.50 > 2"]}
-    assert bench._target_line(targets).splitlines() == [
+    assert bench.report._target_line(targets).splitlines() == [
         "Targets: 3 of 5 met.", "- MISSED: Hardmax axis=-1 float32: x onnxruntime 0.75 < 1",
         "- MISSED: Hardmax axis=1 (middle) float16: peak memory 2.50 > 2"]
 
@@ -312,20 +319,20 @@ def test_a_tiny_call_is_held_to_its_time():
            "ms_alone": 0.03, "ms_target": bench.TINY_TARGET_US / 1e3, "ms_met": False,
            "melem_s": 1.0, "peers": {}}
     merged = bench.merge([dict(row, ms_alone=0.02), dict(row, ms_alone=0.03),
-                          dict(row, ms_alone=0.01, ms=0.04)], bench._Run("numpy", False, []))
+                          dict(row, ms_alone=0.01, ms=0.04)], bench.Run("numpy", False, []))
     assert merged["ms_alone"] == 0.02 and merged["ms_met"] is True and merged["ms"] == 0.05
-    assert bench._targets([row]) == {"checked": 1, "met": 0, "missed": [
+    assert bench.report.target_summary([row]) == {"checked": 1, "met": 0, "missed": [
         "Hardmax axis=-1 tiny float32: 30.0 us alone > 25 us"]}
-    assert bench._ms_cell(merged) == "0.05 (0.04-0.05), alone 0.02 (0.01-0.03) <=0.025 ok"
+    assert bench.report._ms_cell(merged) == "0.05 (0.04-0.05), alone 0.02 (0.01-0.03) <=0.025 ok"
 
 
 def test_a_tiny_row_times_ours_alone_too(monkeypatch):
     """A judged tiny row makes one more contender of ours, timed with no peer in between."""
     turns = []
-    monkeypatch.setattr(bench, "_in_turns", lambda timed: turns.append(len(timed)) or [
+    monkeypatch.setattr(bench.timing, "_in_turns", lambda timed: turns.append(len(timed)) or [
         t.times.extend([1e-5, 2e-5, 3e-5]) for t in timed])
     case = next(c for c in bench.CASES if c.op == "Hardmax")
-    row = bench.measure(case, "float32", bench._Run("numpy", False, []), "tiny")
+    row = bench.measure(case, "float32", bench.Run("numpy", False, []), "tiny")
     assert turns == [1, 1]   # ours (no peers here), then ours alone
     assert row["ms_alone"] == 0.02 and row["ms_met"] is True
 
@@ -345,15 +352,15 @@ def test_repeated_runs_merge_to_median_and_range():
             measured(1.7, 1.0, 0.75, {"na": "outputs differ from ours"}),
             measured(1.2, 3.0, 0.25, {"ratio": 1.0, "ms": 1.0, "melem_s": 1.0,
                                       "max_abs_diff": 0.0})]
-    row = bench.merge(runs, bench._Run("numpy", False, []))
+    row = bench.merge(runs, bench.Run("numpy", False, []))
     ort = row["peers"]["onnxruntime"]
     assert (ort["ratio"], ort["ratio_range"], ort["met"]) == (1.2, [0.9, 1.7], True)
     assert ort["max_abs_diff"] == pytest.approx(0.17) and row["correct"] is True
     assert (row["ms"], row["ms_range"], row["runs"]) == (2.0, [1.0, 3.0], 3)
     assert row["peak_memory_ratio"] == 0.75 and row["peak_memory_met"] is True
     assert row["peers"]["torch"] == {"na": "outputs differ from ours"}
-    assert bench._peer_cell(ort) == "1.2 (0.9-1.7) >=1 ok"
-    assert bench._peer_cell({"ratio": 2.0, "ratio_range": [2.0, 2.0]}) == "2"
+    assert bench.report._peer_cell(ort) == "1.2 (0.9-1.7) >=1 ok"
+    assert bench.report._peer_cell({"ratio": 2.0, "ratio_range": [2.0, 2.0]}) == "2"
 
 
 def test_repeat_writes_the_markdown_summary(one_case, tmp_path):
@@ -373,7 +380,8 @@ def test_repeat_writes_the_markdown_summary(one_case, tmp_path):
     text = page.read_text()
     assert not text.startswith("#") and "- note: a shared machine" in text
     assert "- 3 runs of every row in one invocation" in text and "- date: " in text
-    assert _table(text) == _table(bench.table(report))
+    assert _table(text) == _table(bench.table(report, "speed"))
+    assert _table(text, 1) == _table(bench.table(report, "checks"))
 
 
 def test_repeat_must_be_positive(capsys):
@@ -399,3 +407,16 @@ def test_progress_only_on_a_terminal():
     text = shown.getvalue()
     assert "\r[1/2] Hardmax float32 (" in text and "\r[2/2] Resize float16 (" in text
     assert text.endswith("\r")                 # the line is cleared at the end
+
+
+def test_from_json_writes_the_reports_again_without_measuring(quick, tmp_path, monkeypatch):
+    """--from-json: the same report and Markdown from an earlier run's JSON, nothing timed."""
+    _, _, out = quick
+    monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("measured again"))
+    page = tmp_path / "page.md"
+    rc, _ = _run_cli(["--from-json", str(out / "numpy-quick.json"), "--out", str(tmp_path / "r"),
+                      "--markdown", str(page)])
+    report = json.loads((out / "numpy-quick.json").read_text())
+    assert rc == 0 and json.loads((tmp_path / "r" / "numpy-quick.json").read_text()) == report
+    assert page.read_text() == bench.summary(report)
+    assert (tmp_path / "r" / "numpy-quick.md").read_text() == (out / "numpy-quick.md").read_text()

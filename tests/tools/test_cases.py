@@ -1,4 +1,4 @@
-"""The configurations drawn for the kernel checker alone (onnx_cupy.tools.cases: AffineGrid's,
+"""The configurations drawn for the kernel checker alone (tests/cases/: AffineGrid's,
 the adaptive pools' and PyTorch's max_unpool calls; the other families' are the differential
 tests') compute the right values: AffineGrid's against the loop oracle on every path, the
 adaptive pools' emulated kernels against the NumPy path (which tests/pool/test_adaptive.py holds
@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cases import adaptive, grid, unpool
 from helpers import grid_oracle
 from helpers.unpool_differential import plane_oracle
 from helpers.util import TOL
 
 from onnx_cupy.core import execution
-from onnx_cupy.tools.cases import adaptive, grid, unpool
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -4,12 +4,15 @@ chosen path (a fake cupy here) and reports the seconds."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from helpers import fake_cupy
 
 from onnx_cupy.core import emulator, execution, records, warmup
 from onnx_cupy.tools import cli, first_call
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tables(text: str) -> list[list[list[str]]]:
@@ -142,7 +145,8 @@ def test_nvrtc_operator_table_judges_the_slowest_instantiation():
 
 
 def test_fresh_table_gives_the_fastest_and_slowest_and_judges_the_slowest():
-    runs = iter([(0.1, 1.0), (0.3, 2.5), (0.2, 2.0), (0.1, 3.5)] + [(0.1, 0.5)] * (2 * len(first_call.CALLS) - 4))
+    runs = iter([(0.1, 1.0), (0.3, 2.5), (0.2, 2.0), (0.1, 3.5)]
+                + [(0.1, 0.5)] * (2 * len(first_call.CALLS) - 4))
     fresh = first_call.measure_fresh(2, lambda call, shape: next(runs))
     assert list(fresh) == [label for label, _, _ in first_call.CALLS]
     rows = {r[0]: r for r in _tables(first_call.fresh_table(fresh))[0]}
@@ -173,3 +177,18 @@ def test_fresh_call_is_timed_in_a_new_process_with_an_empty_cache(monkeypatch, t
 def test_fresh_call_reports_a_failing_call(capsys):
     with pytest.raises(RuntimeError, match="fresh-process call oc.hardmax"):
         first_call.fresh_call("oc.hardmax(X, axis=7)", (2, 3))
+
+
+@pytest.mark.parametrize("page", ["first_call_nvrtc.md", "first_call_emulated.md"])
+def test_generated_page_lists_every_operator_and_its_instantiations(page):
+    """The committed warm-up page (docs/_generated/, included by the warm-up page) lists exactly
+    the operators that run kernels, each with as many instantiations as its command's selection
+    holds now (the seconds are what that run measured: not compared). Regenerate with
+    python docs/_tools/regenerate.py first_call_nvrtc first_call_emulated."""
+    text = (ROOT / "docs" / "_generated" / page).read_text(encoding="utf-8")
+    (command,) = re.findall(r"^- command: `onnx-cupy warmup ([^`]*)`", text, re.MULTILINE)
+    chosen = re.search(r"--dtype (\S+)", command)
+    kernels = warmup.instantiations(None, chosen.group(1).split(",") if chosen else None)
+    wanted = {op: sum(op in k.ops for k in kernels) for op in warmup.operators()}
+    listed = {row[0]: int(row[1]) for row in _tables(text)[0]}
+    assert listed == wanted, f"docs/_generated/{page} is stale: regenerate it"

@@ -1,7 +1,7 @@
 """MaxUnpool on 900 seeded random configurations (opsets 9-22, 1-4 spatial axes, every dtype,
 pads beyond the kernel and negative ones, output_shape larger or shorter than the unpooled
 shape, windowed or scattered indices with repeats, NaN, infinities, -0.0) against a loop oracle,
-onnxruntime, onnx.reference and ONNX shape inference (onnx_cupy.tools.cases.unpool draws them,
+onnxruntime, onnx.reference and ONNX shape inference (tests/cases/unpool.py draws them,
 the kernel checker runs them too; helpers/unpool_differential.py runs and judges them).
 
 Each configuration is a test of its own (`-k 0042-` reruns one): it must pass every check it

@@ -17,6 +17,7 @@ read them back from the device each time.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -114,6 +115,18 @@ def _constant(node: onnx.NodeProto) -> np.ndarray:
     if attr.name == "value_strings":
         return np.array([v.decode() for v in value], dtype=object)
     raise ValueError(f"Constant: attribute {attr.name!r} is not supported")
+
+
+def _model_proto(model: Any) -> onnx.ModelProto:
+    """`model` as a ModelProto: as given, loaded from its path, or parsed from its bytes."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        return onnx.load(model)
+    if isinstance(model, (bytes, bytearray)):
+        return onnx.load_from_string(bytes(model))
+    raise TypeError("prepare: model must be an onnx.ModelProto, the path of a .onnx file or its "
+                    f"serialized bytes, got {type(model).__name__}")
 
 
 def _path(device: str | None) -> tuple[str, int]:
@@ -226,17 +239,18 @@ class OnnxCupyBackend(Backend):
     """onnx.backend interface to onnx-cupy."""
 
     @classmethod
-    def prepare(cls, model: onnx.ModelProto, device: str | None = None,
-                **kwargs: Any) -> OnnxCupyRep:
+    def prepare(cls, model: onnx.ModelProto | str | os.PathLike[str] | bytes,
+                device: str | None = None, **kwargs: Any) -> OnnxCupyRep:
         """Validate `model` and prepare it to run on one execution path.
 
         Parameters
         ----------
-        model : onnx.ModelProto
-            A graph of the supported operators (`SUPPORTED`: AveragePool, LpPool, MaxPool,
-            the global pools, MaxUnpool, Hardmax, Resize, Upsample, GridSample, AffineGrid,
-            Identity, Constant) in
-            topological order; initializers become constants on the device.
+        model : onnx.ModelProto, str, os.PathLike or bytes
+            The model, the path of its .onnx file or its serialized bytes (as onnxruntime's
+            InferenceSession takes them): a graph of the supported operators (`SUPPORTED`:
+            AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize,
+            Upsample, GridSample, AffineGrid, Identity, Constant) in topological order;
+            initializers become constants on the device.
         device : {"CPU", "CUDA", "CUDA:i"}, optional
             "CPU" runs on NumPy (or the emulated kernels when forced with
             `onnx_cupy.backend`), "CUDA[:i]" on GPU i; None: the forced or default backend.
@@ -249,6 +263,8 @@ class OnnxCupyBackend(Backend):
 
         Raises
         ------
+        TypeError
+            `model` is none of the types above.
         ValueError
             An unsupported operator, domain, attribute or opset, named in the message.
             `rep.run` raises ValueError for an unknown or missing input name or a shape that
@@ -268,6 +284,7 @@ class OnnxCupyBackend(Backend):
         >>> backend.prepare(model, "CPU").run([np.array([[[1, 2, 4]]], np.float32)])[0]
         array([[[1.5, 3. ]]], dtype=float32)
         """
+        model = _model_proto(model)
         graph = model.graph
         constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
         inputs = [i for i in graph.input if i.name not in constants]
@@ -277,7 +294,8 @@ class OnnxCupyBackend(Backend):
                            {i.name: _declared(i) for i in graph.input})
 
     @classmethod
-    def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:
+    def is_compatible(cls, model: onnx.ModelProto | str | os.PathLike[str] | bytes,
+                      device: str = "CPU", **kwargs: Any) -> bool:
         """Whether `prepare(model, device)` accepts `model` (operators, domains, attributes,
         opset, the device)."""
         try:
@@ -287,8 +305,8 @@ class OnnxCupyBackend(Backend):
         return True
 
     @classmethod
-    def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str | None = None,
-                  **kwargs: Any) -> tuple[NumPyArray[Any], ...]:
+    def run_model(cls, model: onnx.ModelProto | str | os.PathLike[str] | bytes, inputs: Any,
+                  device: str | None = None, **kwargs: Any) -> tuple[NumPyArray[Any], ...]:
         """Run `model` once: `prepare(model, device).run(inputs)`; see `prepare`."""
         return cls.prepare(model, device, **kwargs).run(inputs)
 

@@ -1,6 +1,7 @@
-"""`onnx-cupy check-kernels`: every family's randomized configurations (onnx_cupy.tools.cases)
-run on the emulated path under the checker (onnx_cupy.core.checker), which checks each global
-and shared access and each barrier of the kernels the package loads.
+"""`onnx-cupy check-kernels`: every family's randomized configurations (the test suite's,
+tests/cases/ of a clone: they are not installed with the package) run on the emulated path
+under the checker (onnx_cupy.core.checker), which checks each global and shared access and
+each barrier of the kernels the package loads.
 
 Each configuration runs twice: on the grid the host computes, and with every grid-stride axis
 narrowed to STRIDE_BLOCKS block(s), so that one block serves several planes, rows or outputs and
@@ -12,18 +13,55 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import importlib
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Iterable
 from datetime import date
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
 
 from .. import __version__
 from ..core import checker, emulator, execution
 from ..core.records import Instantiation
-from . import cases as case_sets
 
 STRIDE_BLOCKS = 1   # blocks along each grid-stride axis in the narrowed runs
+MISSING = ("check-kernels runs the test suite's configurations, tests/cases/ in a clone of "
+           "onnx-cupy (the package does not install them): run it from the clone's root")
+
+
+class Case(Protocol):
+    """One configuration of the catalogue (tests/cases/common.py's Case)."""
+
+    op: str
+    name: str
+    quick: bool
+
+    def run(self) -> Any: ...
+
+
+def catalogue(root: Path | None = None) -> ModuleType:
+    """The configurations' package, `cases` of the test suite: importable as it is where the
+    tests run, else found in `root`/tests (default: the current directory, a clone's root).
+    A ModuleNotFoundError says where it looked."""
+    found = sys.modules.get("cases")
+    if found is None:
+        tests = (root or Path.cwd()) / "tests"
+        if (tests / "cases" / "__init__.py").is_file() and str(tests) not in sys.path:
+            sys.path.insert(0, str(tests))
+        try:
+            found = importlib.import_module("cases")
+        except ModuleNotFoundError as exc:
+            if exc.name != "cases":   # the catalogue's own dependency (ml_dtypes)
+                raise
+            raise ModuleNotFoundError(MISSING, name="cases") from None
+    if not callable(getattr(found, "operators", None)):
+        raise ModuleNotFoundError(f"{MISSING} (another module named cases was found: "
+                                  f"{found.__file__})", name="cases")
+    return found
 
 
 @dataclasses.dataclass
@@ -61,7 +99,7 @@ class Result:
         return f"checked: {t.launches} launches, {t.accesses} accesses, {t.errors} errors"
 
 
-def compile_checked(selected: list[case_sets.Case], jobs: int | None = None
+def compile_checked(selected: list[Case], jobs: int | None = None
                     ) -> set[Instantiation]:
     """Build (or load from the cache) the checked library of every instantiation the cases
     launch, `jobs` at a time (default: the CPU count): found by running their host code with
@@ -85,7 +123,7 @@ def run(ops: Iterable[str] | None = None, quick: bool = False,
     """Run the cases of `ops` (every operator's by default; the representative subset if
     `quick`) under the checker, their checked libraries built first, `jobs` at a time;
     `step(name)` before each case, `report(line)` for each error."""
-    selected = case_sets.cases(ops, quick)
+    selected: list[Case] = catalogue().cases(ops, quick)
     tallies: dict[str, Tally] = {}
     errors: list[tuple[str, str]] = []
     start = time.perf_counter()

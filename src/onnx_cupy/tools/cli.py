@@ -73,7 +73,7 @@ def _nvrtc() -> str:
 
 def _conformance(args: argparse.Namespace) -> int:
     backend = execution.default_backend() if args.backend == "auto" else args.backend
-    if backend == "cupy" and not execution.gpu_available():
+    if backend == "cupy" and not execution.gpu_available() and not args.from_json:
         print("conformance: backend 'cupy' needs a visible GPU", file=sys.stderr)
         return 2
     try:
@@ -118,15 +118,18 @@ def _write(path: str, text: str) -> None:
 
 def _bench(args: argparse.Namespace) -> int:
     backend = execution.default_backend() if args.backend == "auto" else args.backend
-    if backend == "cupy" and not execution.gpu_available():
+    if backend == "cupy" and not execution.gpu_available() and not args.from_json:
         print("bench: backend 'cupy' needs a visible GPU (none is visible; use --backend numpy)",
               file=sys.stderr)
         return 2
-    if backend == "emulated" and not args.quick:
+    if backend == "emulated" and not args.quick and not args.from_json:
         print("bench: backend 'emulated' runs the CUDA kernels serially on the CPU; "
               "use it with --quick", file=sys.stderr)
         return 2
-    report = bench.run(backend, args.op, args.quick, args.repeat, not args.no_host)
+    if args.from_json:   # the figures of an earlier run, written again
+        report = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+    else:
+        report = bench.run(backend, args.op, args.quick, args.repeat, not args.no_host)
     if args.note:
         report["header"]["note"] = args.note
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="onnx-cupy-bench-"))
@@ -176,11 +179,10 @@ def _gallery(args: argparse.Namespace) -> int:
 
 
 def _check_kernels(args: argparse.Namespace) -> int:
-    try:
-        from . import (  # the configurations draw bfloat16: ml_dtypes
-            cases,
-            check_kernels,
-        )
+    from . import check_kernels
+
+    try:   # the test suite's configurations (they draw bfloat16: ml_dtypes too)
+        cases = check_kernels.catalogue()
     except ModuleNotFoundError as exc:
         print(f"check-kernels: {exc}", file=sys.stderr)
         return 2
@@ -280,7 +282,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="version, default backend, CuPy/CUDA/device, kernel location")
-    conf = sub.add_parser("conformance", help="run ONNX's node test cases for the supported operators")
+    conf = sub.add_parser("conformance",
+                          help="run ONNX's node test cases for the supported operators")
     conf.add_argument("--backend", choices=["auto", *execution.BACKENDS], default="auto",
                       help="auto = cupy if a GPU is visible, numpy otherwise")
     conf.add_argument("--op", action="append", choices=sorted(RUNNERS),
@@ -301,6 +304,9 @@ def parser() -> argparse.ArgumentParser:
                      help="also write the summary and table as Markdown for the docs to include")
     ben.add_argument("--note", help="a line for the report's header (e.g. how the machine was "
                                     "shared)")
+    ben.add_argument("--from-json", metavar="FILE",
+                     help="measure nothing: write the reports (and --markdown) again from the "
+                          "JSON report of an earlier run, e.g. after a change to their layout")
     ben.add_argument("--no-host", action="store_true",
                      help="leave out the host section (host time per call of the CuPy path, "
                           "measured on the stand-in for CuPy)")
@@ -378,14 +384,16 @@ def main(argv: list[str] | None = None) -> int:
             "check-kernels": _check_kernels}[args.command](args)
 
 
-def _case_operators() -> list[str]:
-    """The operators check-kernels has configurations of (those nodes can run, without
-    ml_dtypes)."""
+def _case_operators() -> list[str] | None:
+    """The operators check-kernels has configurations of, where the test suite's catalogue is
+    found (None: any name; the command then says where the catalogue lives)."""
+    from .check_kernels import catalogue
+
     try:
-        from .cases import operators
+        operators: list[str] = catalogue().operators()
     except ModuleNotFoundError:
-        return sorted(RUNNERS)
-    return operators()
+        return None
+    return operators
 
 
 if __name__ == "__main__":

@@ -41,7 +41,8 @@ def node_cases(ops: list[str] | None = None) -> list[Any]:
 
 
 def run_case(case: Any, backend: str) -> CaseResult:
-    """Run one node test case on `backend`; compare as onnx's runner does (rtol, atol, shape, dtype)."""
+    """Run one node test case on `backend`; compare as onnx's runner does (rtol, atol, shape,
+    dtype)."""
     node = case.model.graph.node[0]
     names = [i.name for i in case.model.graph.input]
     result = CaseResult(node.op_type, case.name, True)
@@ -60,7 +61,8 @@ def run_case(case: Any, backend: str) -> CaseResult:
                                            rtol=case.rtol, atol=case.atol)
     except Exception as exc:  # noqa: BLE001 (report, do not stop the table)
         result.passed = False
-        result.detail = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        result.detail = f"{type(exc).__name__}: {first}"
     return result
 
 

@@ -26,7 +26,7 @@ from .. import __version__
 from ..core import loader
 from ..core.warmup import Warmed, dtype_names
 from . import kernel_report
-from .bench import _cpu_name  # the benchmark's name for the machine's CPU
+from .bench.report import cpu_name  # the benchmark's name for the machine's CPU
 
 ARCH = kernel_report.ARCHS[-1]
 NVRTC_TARGET = 0.5      # seconds: NVRTC for a first call's slowest single instantiation
@@ -69,8 +69,8 @@ def measure_families(families: Sequence[str], arch: str = ARCH, repeat: int = 1
     """Family -> NVRTC seconds of each of `repeat` compiles of all its instantiations in one
     module (the first call's cost before per-instantiation compiles)."""
     start_nvrtc(arch)
-    return {f: _seconds(functools.partial(_nvrtc, f, kernel_report.family_expressions(f), arch), repeat)
-            for f in families}
+    return {f: _seconds(functools.partial(_nvrtc, f, kernel_report.family_expressions(f), arch),
+                        repeat) for f in families}
 
 
 def measure_libraries(families: Sequence[str], repeat: int = 1) -> dict[str, list[float]]:
@@ -251,8 +251,8 @@ def header(title: str, command: str, compiler: str, load_start: float | None) ->
     """The run's details as the project's generated pages give them ("- key: value" lines)."""
     cores = os.cpu_count()
     lines = [f"- what: {title}", f"- command: `{command}`",
-             f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
-             f"- host: {platform.node()}, CPU: {_cpu_name()} ({cores} logical cores)"]
+             f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat('T', 'seconds')}",
+             f"- host: {platform.node()}, CPU: {cpu_name()} ({cores} logical cores)"]
     if load_start is not None:
         lines.append(f"- 1-minute load average at start / end: {load_start:.2f} / {load():.2f} on "
                      f"{cores} logical cores (this run counts about 1; more means other "

@@ -22,6 +22,7 @@ import numpy as np
 import onnx_cupy as oc
 
 from ..core import extras
+from .bench import cases as bench_cases
 
 PHOTO_CREDIT = ("The photograph: Grace Hopper, a U.S. Navy photograph in the public domain "
                 "(`grace_hopper.jpg`, shipped with matplotlib's sample data)")
@@ -167,8 +168,8 @@ RESIZE_PHOTO = "Resize on a photograph"
 RESIZE_ZONE = "Resize on a zone plate: aliasing"
 
 
-@picture(RESIZE_PHOTO, """A 40 x 40 crop around an eye and the glasses enlarged 8 times. Nearest repeats each
-pixel as a block; linear is smooth but softens edges; cubic (cubic_coeff_a = -0.75, the
+@picture(RESIZE_PHOTO, """A 40 x 40 crop around an eye and the glasses enlarged 8 times. Nearest
+repeats each pixel as a block; linear is smooth but softens edges; cubic (cubic_coeff_a = -0.75, the
 default) keeps edges sharper, with a faint light or dark fringe beside strong edges: the
 overshoot of its negative weights.""", height=3.6)
 def resize_modes(fig: Any) -> None:
@@ -277,7 +278,8 @@ most closely. Upscaling needs no antialias: antialias only changes a downscale."
 def zone_plate_upscale(fig: Any) -> None:
     scales = np.array([1, 1, 8, 8], np.float32)
     small = zone_plate(32)
-    _row(fig, [(oc.resize(small, scales=scales, mode=m), m) for m in ("nearest", "linear", "cubic")])
+    _row(fig, [(oc.resize(small, scales=scales, mode=m), m)
+               for m in ("nearest", "linear", "cubic")])
 
 
 # ------------------------------------------------------------------------------ pooling
@@ -289,7 +291,9 @@ POOLING = "Pooling on an image"
 is a plain box-filtered downscale; max keeps each window's brightest pixel, so light areas grow
 and thin dark lines (the eyebrows, the glasses' frame) vanish. LpPool gives the window's p-norm,
 shown divided by the window size to the power 1/p (the power mean): it lies between the average
-(p = 1) and the maximum (p growing), so p = 8 already looks much like max.""", height=3.3)
+(p = 1) and the maximum (p growing without bound), and moves toward the maximum slowly: on this
+photograph p = 2 is hardly told from the average, and p = 8 is still nearer the average than
+the maximum.""", height=3.3)
 def pool_modes(fig: Any) -> None:
     x = gray()
     window: dict[str, Any] = {"kernel_shape": [8, 8], "strides": [8, 8]}
@@ -299,9 +303,10 @@ def pool_modes(fig: Any) -> None:
 
 
 @picture(POOLING, """AveragePool over 41 x 41 windows, stride 1, padded by 20 on every side so
-that the output keeps the input's size (the input: the photograph in gray, brightened). count_include_pad=0 divides each sum by the pixels
-inside the image: the borders stay as bright as the picture; count_include_pad=1 divides by
-the whole window, counting the padding as zeros: the borders darken.""", height=4.2)
+that the output keeps the input's size (the input: the photograph in gray, brightened).
+count_include_pad=0 divides each sum by the pixels inside the image: the borders stay as bright
+as the picture; count_include_pad=1 divides by the whole window, counting the padding as zeros:
+the borders darken.""", height=4.2)
 def pool_padding(fig: Any) -> None:
     x = 0.4 + 0.6 * gray()
     window: dict[str, Any] = {"kernel_shape": [41, 41], "pads": [20, 20, 20, 20]}
@@ -412,10 +417,11 @@ def grid_sample_padding(fig: Any) -> None:
 
 
 @picture(WARPS, f"""A {CROP} x {CROP} pixel crop around an eye and the glasses' frame, turned by
-{CROP_TURN} degrees and enlarged to {ZOOMED} x {ZOOMED} by one GridSample call (the grid from AffineGrid), for each mode. Nearest
-takes the closest pixel: turned square blocks with jagged edges; linear blends the 2 x 2 pixels
-around each position, smooth but soft; cubic reads 4 x 4 pixels (Keys weights, a = -0.75):
-sharper edges, with a faint fringe beside strong ones.""", height=3.6)
+{CROP_TURN} degrees and enlarged to {ZOOMED} x {ZOOMED} by one GridSample call (the grid from
+AffineGrid), for each mode. Nearest takes the closest pixel: turned square blocks with jagged
+edges; linear blends the 2 x 2 pixels around each position, smooth but soft; cubic reads 4 x 4
+pixels (Keys weights, a = -0.75): sharper edges, with a faint fringe beside strong ones.""",
+         height=3.6)
 def grid_sample_modes(fig: Any) -> None:
     x = photo()
     height, width = x.shape[2:]
@@ -476,9 +482,11 @@ def max_unpool_line(fig: Any) -> None:
 BENCH = "The benchmark (NumPy path, committed results)"
 
 
-def _bench_rows(dtype: str) -> list[dict[str, Any]]:
+def _bench_rows(dtype: str, size: str | None = None) -> list[dict[str, Any]]:
+    """The committed rows of `dtype` (at `size`, one of the benchmark's size classes)."""
     with open(BENCHMARK, encoding="utf-8") as f:
-        return [r for r in json.load(f)["rows"] if r["dtype"] == dtype]
+        return [r for r in json.load(f)["rows"] if r["dtype"] == dtype
+                and (size is None or r.get("size", "canonical") == size)]
 
 
 def _timed(row: dict[str, Any], peer: str) -> bool:
@@ -486,46 +494,71 @@ def _timed(row: dict[str, Any], peer: str) -> bool:
     return "ratio" in row["peers"].get(peer, {})
 
 
-def _throughput(fig: Any, dtype: str) -> None:
-    rows = [r for r in _bench_rows(dtype) if _timed(r, "onnxruntime")]
+def _throughput(fig: Any, dtype: str, size: str) -> None:
+    """One size class: each case's throughput, ours and onnxruntime's, labelled with its case
+    and input shape."""
+    rows = [r for r in _bench_rows(dtype, size) if _timed(r, "onnxruntime")]
     ax = fig.subplots()
     y = np.arange(len(rows))
     for offset, (label, runs) in enumerate((
             ("onnx-cupy (NumPy path)", rows),
-            ("onnxruntime (CPU)", [r["peers"]["onnxruntime"] for r in rows]))):
+            ("onnxruntime (CPU, 1 thread)", [r["peers"]["onnxruntime"] for r in rows]))):
         mid = np.array([r["melem_s"] for r in runs])
         low, high = np.array([r.get("melem_s_range", [r["melem_s"]] * 2) for r in runs]).T
         ax.barh(y + (offset - 0.5) * 0.4, mid, 0.4, xerr=[mid - low, high - mid], label=label,
                 capsize=2)
-    ax.set_yticks(y, [r["case"] for r in rows], fontsize=8)
+    ax.set_yticks(y, [f"{r['case']}  ({'x'.join(map(str, r['shape']))})" for r in rows],
+                  fontsize=10)
     ax.invert_yaxis()
-    ax.set_xlabel("million output elements per second (median, range over the runs)")
-    ax.legend(fontsize=9, loc="lower right")
+    ax.set_title(f"{dtype}, {SIZE_TITLES[size]}", fontsize=11, loc="left")
+    ax.set_xlabel("million elements of X and Y per second (median, range over the runs)")
+    ax.legend(fontsize=10, loc="lower right")
 
 
-@picture(BENCH, """Throughput of each float32 benchmark case on the NumPy path and in onnxruntime
-(1 thread), from benchmarks/results/numpy.json: bars are medians over the runs, whiskers their
-range. Longer is faster.""", height=5.0, reads=BENCHMARK)
+# the benchmark's size classes, as the charts' titles name them
+SIZE_TITLES = {"canonical": "canonical shapes (a batch of 8 for the pools and Resize)",
+               "batch 1": "batch 1", "tiny": "tiny inputs (1 x 3 x 8 x 8 for the pools)"}
+CHART_HEIGHT = 0.32   # inches per case: 10-point labels one under the other
+CHART_CASES = len(bench_cases.CASES)   # rows of a size class, at most: for the height
+
+
+@picture(BENCH, """Throughput of each float32 case at its canonical shape (the input shape in
+parentheses) on the NumPy path and in onnxruntime (1 thread), from
+benchmarks/results/numpy.json: bars are medians over the runs, whiskers their range. Longer is
+faster.""", height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_float32(fig: Any) -> None:
-    _throughput(fig, "float32")
+    _throughput(fig, "float32", "canonical")
 
 
-@picture(BENCH, """The same for float16: onnxruntime runs its float32 kernels between two casts,
-and NumPy's float16 conversions cost about as much, so the two are closer.""", height=5.0,
-         reads=BENCHMARK)
+@picture(BENCH, """The same at batch 1: less data per call, so a call's fixed costs weigh
+more.""", height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
+def bench_float32_batch1(fig: Any) -> None:
+    _throughput(fig, "float32", "batch 1")
+
+
+@picture(BENCH, """The same on tiny inputs, where a call's fixed costs (checks, looking up the
+prepared call, allocating the output) are most of its time.""",
+         height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
+def bench_float32_tiny(fig: Any) -> None:
+    _throughput(fig, "float32", "tiny")
+
+
+@picture(BENCH, """float16 at the canonical shapes: onnxruntime runs its float32 kernels between
+two casts, and NumPy's float16 conversions cost about as much, so the two are closer.""",
+         height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_float16(fig: Any) -> None:
-    _throughput(fig, "float16")
+    _throughput(fig, "float16", "canonical")
 
 
 @picture(BENCH, """The NumPy path's throughput over onnx.reference's (the executable
 specification, timed on a reduced shape) for each float32 case, on a log scale: right of the
 line at 1 the NumPy path is faster. The pools gain most: onnx.reference loops over the output
-elements in Python.""", height=5.0, reads=BENCHMARK)
+elements in Python.""", height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_reference(fig: Any) -> None:
     rows = [r for r in _bench_rows("float32") if _timed(r, "onnx.reference")]
     ax = fig.subplots()
     ax.barh(np.arange(len(rows)), [r["peers"]["onnx.reference"]["ratio"] for r in rows])
-    ax.set_yticks(np.arange(len(rows)), [r["case"] for r in rows], fontsize=8)
+    ax.set_yticks(np.arange(len(rows)), [r["case"] for r in rows], fontsize=10)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.axvline(1, color="black", linewidth=0.8)

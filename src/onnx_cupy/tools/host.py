@@ -2,9 +2,9 @@
 path, measured on the stand-in for CuPy (onnx_cupy.core.standin), so without a GPU: each call
 builds its key, finds its prepared call, allocates its outputs from the stand-in's pool and packs
 its launches' arguments as CuPy does (the stand-in runs no kernel, keeps no records here and
-leaves out the driver's own launch time; see its docstring). The operators' rows are held to targets (the median over them,
-and the slowest); the PyTorch-style functions, run_node and the ONNX backend's run, and the
-stand-in's own allocation and launch, are reported beside them.
+leaves out the driver's own launch time; see its docstring). The operators' rows are held to
+targets (the median over them, and the slowest); the PyTorch-style functions, run_node and the
+ONNX backend's run, and the stand-in's own allocation and launch, are reported beside them.
 """
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 import onnx_cupy as oc
+from onnx_cupy.nn import functional
 
-from ...nn import functional
 from .common import FLOAT_DTYPES, Case, wanted_ops
 
 SEED = 20261127
@@ -119,7 +119,8 @@ def _pools() -> list[tuple[str, str, Call]]:
                 found.append(("AveragePool", f"fast-{dtype}-k{kernel}-s{strides}-w{width}-x+{a}",
                               functools.partial(_fast_pool, dtype=dtype, kernel=kernel,
                                                 strides=strides, width=width, a=a)))
-    pooled: list[tuple[str, Callable[..., Any]]] = [("LpPool", oc.lp_pool), ("MaxPool", oc.max_pool)]
+    pooled: list[tuple[str, Callable[..., Any]]] = [("LpPool", oc.lp_pool),
+                                                    ("MaxPool", oc.max_pool)]
     for (op, run), view in itertools.product(pooled, [(slice(None), slice(None, None, -1)),
                                                       (Ellipsis, slice(1, None, 2))]):
         found.append((op, f"strided-{op}-{view}", functools.partial(_strided_pool, run=run,

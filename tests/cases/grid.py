@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import affine_grid, grid_sample
+from onnx_cupy import affine_grid, grid_sample
+
 from .common import BF16, FLOAT_DTYPES, Case, seeded, wanted_ops
 
 OPS = ("GridSample", "AffineGrid")

@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ... import max_pool
+from onnx_cupy import max_pool
+
 from .common import BF16, Case, wanted_ops
 
 CONFIGS = 300

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import hardmax
+from onnx_cupy import hardmax
+
 from .common import BF16, FLOAT_DTYPES, Case, wanted_ops
 
 CONFIGS = 1200
@@ -24,7 +25,8 @@ MAX_ELEMENTS = 1 << 20  # of an input: the tests' oracle loops over rows in Pyth
 
 def sample(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, nan: bool
            ) -> np.ndarray:
-    """Small integers (frequent ties), fractions, +/-inf, and NaN when `nan`; exact in every dtype."""
+    """Small integers (frequent ties), fractions, +/-inf, and NaN when `nan`; exact in every
+    dtype."""
     x = rng.integers(-4, 5, size=shape).astype(np.float64)
     mask = rng.random(shape)
     x = np.where(mask < 0.4, rng.uniform(-3, 3, size=shape), x)

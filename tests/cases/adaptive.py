@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ...nn import functional
-from ...pool.api import adaptive_pool
+from onnx_cupy.nn import functional
+from onnx_cupy.pool.api import adaptive_pool
+
 from .common import FLOAT_DTYPES, Case, wanted_ops
 
 OPS = ("AdaptiveAveragePool", "AdaptiveMaxPool")

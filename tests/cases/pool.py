@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import average_pool, lp_pool
+from onnx_cupy import average_pool, lp_pool
+
 from .common import BF16, FLOAT_DTYPES, Case, wanted_ops
 
 CONFIGS = 1000

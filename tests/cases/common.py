@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core import dtypes
+from onnx_cupy.core import dtypes
 
 if dtypes.BFLOAT16 is None:  # pragma: no cover - exercised only without ml_dtypes
     raise ModuleNotFoundError("the configurations draw bfloat16 inputs: they need ml_dtypes "

@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ... import global_average_pool, global_lp_pool, global_max_pool
+from onnx_cupy import global_average_pool, global_lp_pool, global_max_pool
+
 from .common import BF16, FLOAT_DTYPES, Case, wanted_ops
 
 SEED = 20261126

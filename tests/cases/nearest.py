@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import resize as run_resize
+from onnx_cupy import resize as run_resize
+
 from . import resize
 from .common import Case, wanted_ops
 from .resize import COORDINATE_MODES, NEAREST_MODES, POLICIES, VERSIONS

@@ -14,7 +14,8 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ... import resize
+from onnx_cupy import resize
+
 from .common import BF16, Case, wanted_ops
 
 COUNT = 2400

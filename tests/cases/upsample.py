@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import upsample
+from onnx_cupy import upsample
+
 from .common import Case, seeded, wanted_ops
 
 CONFIGS = 900

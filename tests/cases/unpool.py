@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ... import max_unpool
-from ...core import execution
-from ...nn import functional as F
-from ...unpool import api as unpool_api
+from onnx_cupy import max_unpool
+from onnx_cupy.core import execution
+from onnx_cupy.nn import functional as F
+from onnx_cupy.unpool import api as unpool_api
+
 from .common import BF16, Case, seeded, wanted_ops
 
 CONFIGS = 900
