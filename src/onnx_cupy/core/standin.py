@@ -1,33 +1,25 @@
 """A stand-in for the `cupy` module that runs the CuPy path without a GPU: the emulated backend's
 device (`emulated_device`), the `cupy` case of every test where no GPU is visible, and the host
-cost per call (`onnx-cupy bench`'s host section, with `executing` False).
+cost per call (`onnx-cupy bench`'s host section, not `executing`).
 
-Its device memory is host memory in allocations of its own, aligned as CUDA's (ALIGN bytes),
-never a view of a caller's host array; its arrays are NumPy views of that memory that say they
-live on a numbered device. `RawModule` records what the loader asks NVRTC to compile. A launch
-packs its arguments as CuPy's does (each checked: a device array of the current device, a
-`CPointer`, a size-one NumPy array, a scalar) and runs the instantiation on the emulator
-(onnx_cupy.core.emulator: the same .cu source compiled by the host compiler), reading each
-argument as the driver does at launch time: a device array's address, a by-value struct's bytes
-copied then (their size from the kernel's declared parameter type), a scalar converted. The
-kernel checker (onnx_cupy.core.checker) checks such launches as any other. CuPy's own
-elementwise kernels, copies and memsets compute as NumPy on the device memory.
+Device memory is host memory in allocations of its own, aligned as CUDA's (ALIGN bytes), never a
+view of a caller's array; device arrays are NumPy views of it that say which device they live
+on. A launch packs its arguments as CuPy's does and runs the instantiation on the emulator
+(onnx_cupy.core.emulator), reading each argument as the driver does at launch time: a device
+array's address, a by-value struct's bytes copied then (their size from the kernel's declared
+parameter type), a scalar converted; the kernel checker checks it as any emulated launch.
+CuPy's own kernels (copies, casts, memsets, NumPy functions through NEP 13/18) compute with
+NumPy on the device memory.
 
-Every operation a CUDA graph capture cares about is recorded as an `Operation`: device
-allocations, copies between host and device, synchronizations, waits on events, compiles and
-CuPy's own elementwise kernels; and inside `Stream.begin_capture() ... end_capture()` the ones
-CUDA refuses during a capture raise `CaptureError` (a copy from host memory, a synchronization, a
-wait on an event recorded outside the capture, an allocation the memory pool cannot serve from
-memory it already holds), while launches are kept, with their arguments as the capture read
-them, in the `Graph` that `end_capture` returns, and run when it is launched.
-
-What only a GPU shows: real concurrency between threads, blocks and streams (a launch runs to
-its end before the host goes on), the order of atomics, the device's own limits and speed. What
-a launch costs here against CuPy: CuPy packs arguments in compiled Cython, this module in
-Python, and neither the driver's launch nor a context switch is modelled; `empty` takes a NumPy
-allocation and a free list per device and stream in place of CuPy's memory pool. So per-call
-figures on the stand-in (not executing) count the library's own host work fully and the launch
-and allocation roughly.
+Every operation a CUDA graph capture cares about is recorded as an `Operation` (allocations,
+host-device copies, synchronizations, event waits, compiles, CuPy's own kernels); inside
+`Stream.begin_capture() ... end_capture()` those CUDA refuses during a capture raise
+`CaptureError`, and launches are kept, as the capture read them, in the `Graph` that runs them
+when launched. What only a GPU shows: concurrency (a launch runs to its end before the host goes
+on), the order of atomics, the device's limits and speed. Host cost against CuPy: argument
+packing in Python rather than Cython, no driver launch or context switch, `empty` as a NumPy
+allocation and a free list per device and stream: per-call figures count the library's own
+host work fully and the launch and allocation roughly.
 """
 from __future__ import annotations
 
@@ -497,23 +489,12 @@ def _build(fake: StandIn) -> None:
                                            **kwargs)
             return call
 
-        def __bool__(self) -> bool:
-            return bool(self.host)
-
-        def __int__(self) -> int:
-            return int(self.host)
-
-        def __float__(self) -> float:
-            return float(self.host)
-
-        def __neg__(self) -> Any:
-            return fake.elementwise("negative", np.negative, self)
-
-        def __abs__(self) -> Any:
-            return fake.elementwise("absolute", np.absolute, self)
-
-        def __invert__(self) -> Any:
-            return fake.elementwise("invert", np.invert, self)
+        __bool__ = lambda self: bool(self.host)   # noqa: E731 (scalar conversions, as CuPy)
+        __int__ = lambda self: int(self.host)   # noqa: E731
+        __float__ = lambda self: float(self.host)   # noqa: E731
+        __neg__ = lambda self: fake.elementwise("negative", np.negative, self)   # noqa: E731
+        __abs__ = lambda self: fake.elementwise("absolute", np.absolute, self)   # noqa: E731
+        __invert__ = lambda self: fake.elementwise("invert", np.invert, self)   # noqa: E731
 
         def view(self, dtype: Any) -> ndarray:
             return self._view(self.host.view(dtype))
