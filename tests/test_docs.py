@@ -60,7 +60,8 @@ def _exported(module: str) -> list:
 # every operator a user calls, wherever it is exported (the execution-path helpers and the
 # onnx.backend plumbing aside)
 DOCUMENTED = [f for f in _exported("onnx_cupy")
-              if f not in (onnx_cupy.backend, onnx_cupy.default_backend)] + \
+              if f not in (onnx_cupy.backend, onnx_cupy.default_backend,
+                           onnx_cupy.release_workspaces)] + \
     _exported("onnx_cupy.nn.functional") + _exported("onnx_cupy.dask") + \
     [onnx_backend.prepare, onnx_backend.run_node]
 

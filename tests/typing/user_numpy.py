@@ -58,6 +58,7 @@ reveal_type(oc.backend("emulated"))  # reveals: contextlib._GeneratorContextMana
 with oc.backend("numpy"):
     reveal_type(oc.average_pool(x, kernel_shape=[3, 3], opset=11))  # reveals: ndarray[float32]
 reveal_type(oc.default_backend())  # reveals: str
+reveal_type(oc.release_workspaces())  # reveals: int
 reveal_type(oc.warmup("MaxPool", "float32", "emulated", dry_run=True))  # reveals: list[Warmed]
 
 # onnx_cupy.nn.functional: PyTorch's arguments, the array type kept (int64 indices)

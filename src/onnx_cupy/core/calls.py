@@ -65,7 +65,8 @@ class Cache(collections.OrderedDict[Hashable, Call]):
         self._lock = threading.Lock()
         _caches.append(self)
 
-    def get(self, key: Hashable | None, default: Any = None) -> Any:
+    def get(self, key: Hashable | None,  # type: ignore[override]
+            default: Call | None = None) -> Call | None:
         call = super().get(key)
         if call is None:
             return default

@@ -86,8 +86,8 @@ def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
     if len(aligns) == 1:   # the common case, without a loop
         (first,) = aligns
 
-        def one(x: Any, out: Any) -> Any:
-            if address(x) % first or (out is not None and address(out) % first):
+        def one(x: Any, out: Any) -> Any:   # (an `out` of another type: the call says so)
+            if address(x) % first or (type(out) is type(x) and address(out) % first):
                 return elsewhere(x, out)
             return call(x, out)
         return one
@@ -97,7 +97,7 @@ def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
         for x, align in zip(xs, aligns):
             if address(x) % align:
                 return elsewhere(*args)
-        if out is not None and address(out) % aligns[0]:
+        if type(out) is type(xs[0]) and address(out) % aligns[0]:
             return elsewhere(*args)
         return call(*args)
     return run

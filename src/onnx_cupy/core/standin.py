@@ -34,7 +34,7 @@ import time
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -694,7 +694,8 @@ def _build(fake: StandIn) -> None:
                 else:   # a Python scalar (_pointer checked its type)
                     read.append(np.bool_(a) if kind is bool else np.int64(a) if kind is int
                                 else np.float64(a))
-            kernel, taken, shape = self._kernel, tuple(read), (grid, block)
+            kernel, taken = self._kernel, tuple(read)
+            shape = cast(launcher.Shape, (grid, block))   # 3-tuples: __call__ padded them
             return lambda: launcher.launch("emulated", kernel, 0, taken, shape)
 
         def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...],
@@ -759,7 +760,10 @@ class _Pointer:
             self.owner.note("memset", size, "MemoryPointer.memset_async")
             if size:
                 at = self.ptr
-                self.owner.deferred("memset", lambda: ctypes.memset(at, value, size))
+
+                def run() -> None:
+                    ctypes.memset(at, value, size)
+                self.owner.deferred("memset", run)
 
 
 def _pointer(arg: Any, fake: StandIn) -> int:
