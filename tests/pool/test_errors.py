@@ -192,7 +192,7 @@ def test_unknown_backend_name():
     (helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2]), [X], 7,
      r"MaxPool: the Indices output \(return_indices=True\) is not defined at opset 7"),
     (helper.make_node("MaxPool", ["x"], ["y", "i", "z"], kernel_shape=[2, 2]), [X], 22,
-     r"run_node: MaxPool has at most 2 outputs \(Y, Indices\), got 3"),
+     r"run_node: MaxPool-22 \(in force at opset 22\) has 1 to 2 outputs, the node names 3"),
 ], ids=["op", "domain", "inputs", "kernel_shape", "attribute_opset", "opset", "max_indices_opset",
         "max_outputs"])
 def test_run_node_errors(node, inputs, opset, pattern, no_work):

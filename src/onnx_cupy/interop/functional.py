@@ -318,6 +318,9 @@ def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
                      kernel_size: Any, stride: Any, ceil_mode: bool) -> Prepared:
     if not is_real(norm_type):
         raise TypeError(f"{name}: norm_type must be a number, got {norm_type!r}")
+    if norm_type == 0:   # PyTorch raises Python's ZeroDivisionError from 1.0 / norm_type
+        raise ValueError(f"{name}: norm_type must not be 0 (the result is raised to the power "
+                         f"1 / norm_type), got {norm_type!r}")
     _check_bools(name, ceil_mode=ceil_mode)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     # every check before x ** p is computed (avg_pool repeats them on the power)
@@ -1070,7 +1073,11 @@ def _unpool_size(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
 
 def _max_unpool(name: str, k: int, input: Any, indices: Any, kernel_size: Any, stride: Any,
                 padding: Any, output_size: Any) -> Any:
-    i = _array(tensors.intake(indices, name)[0], name)   # a tensor's indices too
+    try:
+        i = _array(tensors.intake(indices, name)[0], name)   # a tensor's indices too
+    except TypeError as exc:   # as PyTorch: argument 'indices' must be a tensor
+        raise TypeError(f"{name}: argument 'indices' must be an array like input, got "
+                        f"{type(indices).__module__}.{type(indices).__name__}") from exc
     return _cached(_prepare_max_unpool, input, name, k, kernel_size, stride, padding,
                    output_size, others=(i,))
 
@@ -1090,6 +1097,9 @@ def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: An
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     strides = _strides(name, stride, kernel)
     pads = _tuple(name, "padding", padding, k)
+    if any(n <= 0 for n in kernel):
+        raise ValueError(f"{name}: kernel_size must be greater than zero, but got kernel_size: "
+                         f"{list(kernel)}")
     if any(s <= 0 for s in strides):
         raise ValueError(f"{name}: strides should be greater than zero, but got stride: "
                          f"{list(strides)}")

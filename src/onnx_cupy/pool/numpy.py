@@ -70,11 +70,26 @@ GATHER_ENTRIES = 1 << 12   # most slots (taps x outputs) of a call made from one
 Tap = tuple[int, slice, slice]
 
 
+def _landing(n: int, out: int, k: int, s: int, d: int, b: int) -> np.ndarray:
+    """The taps j (ascending) that land inside [0, n) for some output o: the union over o of
+    [ceil((b - o*s) / d), floor((n - 1 + b - o*s) / d)] within [0, k), at most
+    min(k, out * ceil(n / d)) of them whatever k and the pads are (int64 holds every value:
+    the plan keeps the window positions within 2**62)."""
+    o = np.arange(out, dtype=np.int64)[::-1]   # both ends of the intervals ascend with this
+    lo = np.maximum(-((o * s - b) // d), 0)
+    hi = np.minimum((n - 1 + b - o * s) // d, k - 1)
+    # each interval from past the previous ones' end: the union without overlaps
+    start = np.maximum(lo, np.concatenate(([0], np.maximum.accumulate(hi)[:-1] + 1)))
+    length = np.maximum(hi - start + 1, 0)
+    first = np.repeat(start - np.concatenate(([0], np.cumsum(length)[:-1])), length)
+    return first + np.arange(first.size, dtype=np.int64)
+
+
 def _taps(n: int, out: int, k: int, s: int, d: int, b: int) -> list[Tap]:
     """(j, output slice, input slice) for each tap j whose positions o*s - b + j*d fall inside
-    [0, n), j ascending."""
+    [0, n), j ascending (only the taps `_landing` yields are looked at)."""
     taps = []
-    for j in range(k):
+    for j in _landing(n, out, k, s, d, b).tolist():
         shift = j * d - b
         lo = max(0, -(shift // s))           # first o with o*s + shift >= 0
         hi = min(out, -((shift - n) // s))   # first o with o*s + shift >= n
@@ -470,6 +485,8 @@ def _sum_table(axes: list[Axis], rows: int, in_sp: tuple[int, ...]) -> np.ndarra
     and output (r, o_1, ..., o_m), the position in X flattened (r * plane + sum over axes of
     position_i * stride_i), or rows * plane for +0 and rows * plane + 1 for -0 (-0 wherever an
     axis's slot is past its last tap, else +0 wherever one is a +0)."""
+    if rows * math.prod(ax.out for ax in axes) > GATHER_ENTRIES:   # a slot per output at least
+        return None
     seqs = [_sequences(ax) for ax in axes]
     m = len(seqs)
     shape = (*(q.shape[0] for q in seqs), rows, *(ax.out for ax in axes))
