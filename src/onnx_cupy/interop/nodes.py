@@ -58,10 +58,10 @@ def _check_schema(node: Any, op: str, opset: int) -> None:
     at = f"{op}-{schema.since_version} (in force at opset {opset})"
     for a in node.attribute:
         spec = schema.attributes.get(a.name)
-        if spec is not None and int(spec.type) != a.type:
+        given = AttributeProto.AttributeType.Name(a.type)
+        if spec is not None and spec.type != getattr(defs.OpSchema.AttrType, given, None):
             raise ValueError(f"run_node: attribute '{a.name}' of {at} is of type "
-                             f"{AttributeProto.AttributeType.Name(int(spec.type))}, got "
-                             f"{AttributeProto.AttributeType.Name(a.type)}")
+                             f"{str(spec.type).rpartition('.')[2]}, got {given}")
     # (inputs: each runner counts them; MaxPool's runner its Indices output too)
     low, high = schema.min_output, 2 if op == "MaxPool" else schema.max_output
     if not low <= len(node.output) <= high:

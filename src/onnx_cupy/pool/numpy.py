@@ -74,7 +74,11 @@ def _landing(n: int, out: int, k: int, s: int, d: int, b: int) -> np.ndarray:
     """The taps j (ascending) that land inside [0, n) for some output o: the union over o of
     [ceil((b - o*s) / d), floor((n - 1 + b - o*s) / d)] within [0, k), at most
     min(k, out * ceil(n / d)) of them whatever k and the pads are (int64 holds every value:
-    the plan keeps the window positions within 2**62)."""
+    the plan keeps the window positions within 2**62). Where s <= n each interval reaches the
+    next, and the union is found from the first and the last output alone."""
+    if s <= n and out:   # each interval reaches the next: their union is one interval
+        return np.arange(max(0, -(((out - 1) * s - b) // d)), min(k - 1, (n - 1 + b) // d) + 1,
+                         dtype=np.int64)
     o = np.arange(out, dtype=np.int64)[::-1]   # both ends of the intervals ascend with this
     lo = np.maximum(-((o * s - b) // d), 0)
     hi = np.minimum((n - 1 + b - o * s) // d, k - 1)
@@ -766,7 +770,12 @@ def prepare_global(pl: GlobalPlan, dtype: np.dtype) -> Call:
         y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
         if not y.size:
             return y
-        planes, r = x.reshape(rows, length), y.reshape(rows)
+        planes, r = _planes(x, rows, length), y.reshape(rows)
+        if length and (planes is None or (length * acc_t.itemsize > CHUNK_BYTES
+                                          and not planes.flags.c_contiguous)):
+            r[...] = _global_blocks(pl, x, acc_t, count)   # read where it lies, block by block
+            return y
+        assert planes is not None
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if pl.op == "GlobalMaxPool":
                 r[...] = planes.max(axis=1) if length else max_identity(x.dtype)
@@ -787,6 +796,59 @@ def prepare_global(pl: GlobalPlan, dtype: np.dtype) -> Call:
                 r[at:at + chunk] = total
         return y
     return call
+
+
+def _planes(x: np.ndarray, rows: int, length: int) -> np.ndarray | None:
+    """X as a (rows, length) view of its (n, c) planes, or None where no view has that shape
+    (a reshape would copy X: a broadcast or sliced layout whose axes do not merge)."""
+    strides = arrays.whole_element_strides(x)
+    if strides is None:
+        return None
+    outer = arrays.merged_stride(x.shape[:2], strides[:2])
+    inner = arrays.merged_stride(x.shape[2:], strides[2:])
+    if outer is None or inner is None:
+        return None
+    item = x.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(x, (rows, length), (outer[1] * item, inner[1] * item),
+                                           writeable=False)
+
+
+def _global_blocks(pl: GlobalPlan, x: np.ndarray, acc_t: np.dtype, count: np.generic
+                   ) -> np.ndarray:
+    """A global pooling of an X whose planes no view flattens, or whose long rows are not
+    contiguous (a broadcast view), read where it lies: blocks of X along its spatial axes of
+    at most CHUNK_BYTES (or one element of each plane) in the accumulation type, each reduced,
+    the partial results combined; no copy of X beyond one block."""
+    rows, spatial = pl.in_shape[0] * pl.in_shape[1], x.shape[2:]
+    # the outermost spatial axis a whose blocks (all planes, a step along a, axes after a
+    # whole) can hold CHUNK_BYTES
+    a = next((i for i in range(len(spatial))
+              if rows * math.prod(spatial[i + 1:]) * acc_t.itemsize <= CHUNK_BYTES),
+             len(spatial) - 1)
+    step = max(1, CHUNK_BYTES // max(1, rows * math.prod(spatial[a + 1:]) * acc_t.itemsize))
+    maximum = pl.op == "GlobalMaxPool"
+    total: np.ndarray | None = None
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for outer in np.ndindex(*spatial[:a]):
+            for j in range(0, spatial[a], step):
+                at = (slice(None), slice(None), *outer, slice(j, j + step))
+                v = x[at]
+                if maximum:
+                    part = v.reshape(rows, -1).max(axis=1) if v.flags.c_contiguous else \
+                        v.max(axis=tuple(range(2, v.ndim))).reshape(rows)
+                    total = part if total is None else np.maximum(total, part)
+                    continue
+                w = widen(v, acc_t).reshape(rows, -1)   # one block: CHUNK_BYTES at most
+                if pl.op == "GlobalLpPool":
+                    w = _lp_power(w, pl.p, acc_t, fresh=True)
+                part = w.sum(axis=1, dtype=acc_t)
+                total = part if total is None else np.add(total, part, out=total)
+        assert total is not None
+        if pl.op == "GlobalLpPool":
+            _lp_root(total, pl.p, acc_t)
+        elif not maximum:
+            total /= count
+    return total
 
 
 def _window_taps(pl: AdaptivePlan, axis: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
