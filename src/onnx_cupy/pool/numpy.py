@@ -688,11 +688,13 @@ def _winners(src: np.ndarray, found: list[np.ndarray], axes: list[Axis],
     (tap += (j - tap) * hit), where a masked copy would stall on every other element."""
     level = src
     carried: list[np.ndarray] = []   # the winning taps of the axes done, innermost first
+    # tap numbers in int16 (fast), or int64 where a kernel's landing taps reach past it
+    taps_t = np.int16 if all(j < 2**15 for ax in axes for j, _, _ in ax.taps) else np.int64
     for step, i in enumerate(reversed(range(len(axes)))):
         m, ax = found[step], axes[i]
         axis = i + 1
         by_tap = sorted(ax.taps, key=lambda t: t[0])
-        tap = np.full(m.shape, _NO_TAP, np.int16)
+        tap = np.full(m.shape, _NO_TAP, taps_t)
         nan = m.dtype.kind not in "iu" and bool(np.isnan(m).any())
         # the first equal tap is blended last; then, where the maximum is a NaN, the last NaN
         for (j, o, i_sl), last_nan in [*((t, False) for t in reversed(by_tap)),
@@ -703,7 +705,7 @@ def _winners(src: np.ndarray, found: list[np.ndarray], axes: list[Axis],
             into += (j - into) * hit
         moved = []
         for inner in carried:   # the inner axes' taps at the winning tap of this axis
-            out = np.zeros(m.shape, np.int16)
+            out = np.zeros(m.shape, taps_t)
             for j, o, i_sl in by_tap:
                 into = out[_at(axis, o)]
                 into += inner[_at(axis, i_sl)] * (tap[_at(axis, o)] == j)
