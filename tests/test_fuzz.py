@@ -17,8 +17,8 @@ import onnx_cupy.nn.functional as F
 
 SEED, SLOW_SEED = 35, 3535
 BATCH = 450            # calls per worker run (a test id)
-QUICK_BATCHES = 6      # 2,700 calls per path in the quick subset
-SLOW_BATCHES = 12      # 5,400 more per path, marked slow
+QUICK_BATCHES = 8      # 3,600 calls per path in the quick subset
+SLOW_BATCHES = 24      # 10,800 more per path, marked slow
 
 
 def _report(outcome: fuzz.Outcome, seed: int) -> str:
