@@ -142,3 +142,32 @@ def test_grid_on_another_path(monkeypatch):
     with pytest.raises(TypeError, match=r"grid must be a \w+\.ndarray like X \(on X's path\), "
                                         r"got numpy.ndarray"):
         grid_sample(fake.asarray(X4), G4)
+
+
+def test_affine_grid_size_past_memory(cpu_backend, no_work):
+    with execution.backend(cpu_backend), pytest.raises(
+            ValueError, match=r"AffineGrid: the output would have the shape \(1, 1000000, "
+                              r"1000000, 2\) \(from input 'size' = \[1, 1, 1000000, 1000000\]\): "
+                              r"2000000000000 elements, 8000000000000 bytes"):
+        affine_grid(np.zeros((1, 2, 3), np.float32), [1, 1, 10**6, 10**6])
+
+
+def test_grid_sample_output_past_memory(cpu_backend, no_work):
+    grid = np.broadcast_to(np.float32(0), (1, 10**6, 10**6, 2))   # a few bytes: a view
+    with execution.backend(cpu_backend), pytest.raises(
+            ValueError, match=r"GridSample: the output would have the shape \(1, 3, 1000000, "
+                              r"1000000\) \(from X of shape \(1, 3, 4, 5\) and grid of shape "
+                              r"\(1, 1000000, 1000000, 2\)\): 3000000000000 elements"):
+        grid_sample(X4[:1], grid)
+
+
+@pytest.mark.parametrize("bad", ["X", "grid"])
+def test_masked_arrays_refused_by_name(cpu_backend, bad):
+    """Masked X with a plain grid is refused as X (not "grid must be a numpy.MaskedArray like
+    X"), a masked grid as grid, on every path."""
+    x = np.ma.masked_array(X4) if bad == "X" else X4
+    grid = np.ma.masked_array(G4) if bad == "grid" else G4
+    with execution.backend(cpu_backend), pytest.raises(
+            TypeError, match=rf"GridSample: {bad} is a numpy.ma.MaskedArray; masked arrays are "
+                             r"not taken"):
+        grid_sample(x, grid)

@@ -9,6 +9,7 @@ from onnx import helper
 import onnx_cupy
 from onnx_cupy import average_pool, lp_pool, max_pool
 from onnx_cupy.core import arrays, launcher, opsets
+from onnx_cupy.core import calls as arrays_calls
 from onnx_cupy.pool import numpy as numpy_pool
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool}
@@ -192,7 +193,7 @@ def test_unknown_backend_name():
     (helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2]), [X], 7,
      r"MaxPool: the Indices output \(return_indices=True\) is not defined at opset 7"),
     (helper.make_node("MaxPool", ["x"], ["y", "i", "z"], kernel_shape=[2, 2]), [X], 22,
-     r"run_node: MaxPool has at most 2 outputs \(Y, Indices\), got 3"),
+     r"run_node: MaxPool-22 \(in force at opset 22\) has 1 to 2 outputs, the node names 3"),
 ], ids=["op", "domain", "inputs", "kernel_shape", "attribute_opset", "opset", "max_indices_opset",
         "max_outputs"])
 def test_run_node_errors(node, inputs, opset, pattern, no_work):
@@ -212,3 +213,105 @@ def test_no_work_guard_is_live(cpu_backend, no_work):
     with onnx_cupy.backend(cpu_backend), pytest.raises(AssertionError,
                                                        match=r"called before validation failed"):
         lp_pool(X, kernel_shape=[2, 2])
+
+
+# ------------------------------------------------- values past int64 offsets or the machine
+
+X1 = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 4)
+BIG = [
+    pytest.param("AveragePool", {"kernel_shape": [2**62]},
+                 r"'kernel_shape' = \[4611686018427387904\]", id="kernel_2_62"),
+    pytest.param("LpPool", {"kernel_shape": [2**64]}, r"'kernel_shape' values must fit in int64 "
+                 r"\(an ONNX INTS attribute\), got \[18446744073709551616\]", id="kernel_2_64"),
+    pytest.param("MaxPool", {"kernel_shape": [1], "pads": [2**62, 2**62]},
+                 r"'pads' = \[4611686018427387904, 4611686018427387904\]", id="pads_2_62"),
+    pytest.param("AveragePool", {"kernel_shape": [1], "pads": [0, 2**64]},
+                 r"'pads' values must fit in int64", id="pads_2_64"),
+    pytest.param("AveragePool", {"kernel_shape": [1], "strides": [2**62]},
+                 r"'strides' = \[4611686018427387904\]", id="strides_2_62"),
+    pytest.param("MaxPool", {"kernel_shape": [2], "dilations": [2**62]},
+                 r"'dilations' = \[4611686018427387904\]", id="dilations_2_62"),
+    pytest.param("AveragePool", {"kernel_shape": [2**63], "pads": [2**62, 2**62],
+                                 "count_include_pad": 0},
+                 r"'kernel_shape' values must fit in int64", id="kernel_2_63_pads_2_62"),
+    pytest.param("AveragePool", {"kernel_shape": [1], "pads": [2**40, 2**40]},
+                 r"AveragePool: the output would have the shape \(1, 1, 2199023255556\) \(from "
+                 r"input shape \(1, 1, 4\), kernel_shape \[1\], strides \[1\], dilations \[1\] "
+                 r"and pads \[1099511627776, 1099511627776\]\): 2199023255556 elements, "
+                 r"8796093022224 bytes, past 2\*\*62 elements or this machine's memory",
+                 id="output_too_big"),
+]
+
+
+@pytest.mark.parametrize("op, kwargs, pattern", BIG)
+def test_values_past_int64_offsets_or_memory(cpu_backend, no_work, op, kwargs, pattern):
+    """A ValueError naming the attribute and its values (and the output's shape, elements and
+    bytes where they are the reason), before anything is allocated; the same on every path (the
+    kernel path's parameter structs raised OverflowError, the NumPy path's allocator
+    MemoryError or grew without bound)."""
+    with onnx_cupy.backend(cpu_backend), pytest.raises(ValueError, match=pattern):
+        OPS[op](X1, **kwargs)
+
+
+def test_huge_kernel_covering_all_of_x(cpu_backend):
+    """A window of 2**31 taps padded to hold X whole: the mean of X (count_include_pad=0),
+    and the NumPy path looks only at the taps that land in X."""
+    kwargs = {"kernel_shape": [2**31], "pads": [2**31 - 4, 0]}
+    with onnx_cupy.backend(cpu_backend):
+        y = average_pool(X1, **kwargs)
+        m, i = max_pool(X1, **kwargs, return_indices=True)
+    np.testing.assert_array_equal(y, [[[2.5]]])
+    np.testing.assert_array_equal(m, [[[4.0]]])
+    np.testing.assert_array_equal(i, [[[3]]])
+
+
+@pytest.mark.parametrize("n, out, k, s, d, b", [
+    (4, 1, 2**31, 1, 1, 2**31 - 4), (4, 3, 2**31, 1, 1, 2**31 - 2), (7, 5, 2**40, 3, 2, 2**40),
+    (5, 4, 10**12, 8, 1, 10**12 - 2), (3, 2, 9, 11, 1, 5)])
+def test_taps_visits_only_the_taps_that_land(n, out, k, s, d, b):
+    """Pads and kernels of any size: _taps yields exactly the taps that land inside X for some
+    output (checked against a scan of every (output, position) pair), at most out * n."""
+    taps = numpy_pool._taps(n, out, k, s, d, b)
+    landing = sorted({(p + b - o * s) // d for o in range(out) for p in range(n)
+                      if (p + b - o * s) % d == 0 and 0 <= (p + b - o * s) // d < k})
+    assert [j for j, _, _ in taps] == landing
+    assert len(taps) <= out * n
+
+
+def test_lp_pool_p_zero_is_refused(cpu_backend, no_work):
+    with onnx_cupy.backend(cpu_backend), pytest.raises(ValueError, match=r"'p' must be > 0"):
+        lp_pool(X1, kernel_shape=[2], p=0)
+
+
+# ------------------------------------------------- broadcast and unflattenable global pools
+
+@pytest.mark.parametrize("op", ["global_average_pool", "global_max_pool", "global_lp_pool"])
+@pytest.mark.parametrize("view", ["broadcast_rows", "broadcast_scalar", "transposed"])
+def test_global_pool_reads_views_in_place(op, view, rng, monkeypatch):
+    """A broadcast view, or one whose planes no view flattens, is read block by block (no
+    block larger than CHUNK_BYTES is copied) and gives the contiguous copy's result."""
+    base = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    x = {"broadcast_rows": np.broadcast_to(base[:, :, :1], base.shape),
+         "broadcast_scalar": np.broadcast_to(base[0, 0, 0, 0], base.shape),
+         "transposed": base.transpose(0, 1, 3, 2)}[view]
+    fn = getattr(onnx_cupy, op)
+    with onnx_cupy.backend("numpy"):
+        want = fn(np.ascontiguousarray(x))
+    monkeypatch.setattr(numpy_pool, "CHUNK_BYTES", 32)
+    copied = []
+    real_widen = numpy_pool.widen
+    monkeypatch.setattr(numpy_pool, "widen", lambda v, acc: copied.append(v.size) or
+                        real_widen(v, acc))
+    arrays_calls.clear()
+    with onnx_cupy.backend("numpy"):
+        got = fn(x)
+    arrays_calls.clear()
+    np.testing.assert_allclose(got, want, rtol=1e-5)   # blocks sum in another order
+    assert max(copied, default=0) * 4 <= max(32, 6 * 4)   # a block: CHUNK_BYTES or one column
+
+
+def test_planes_view_without_copy():
+    x = np.broadcast_to(np.float32(1), (1, 1, 2**31 + 7))
+    planes = numpy_pool._planes(x, 1, 2**31 + 7)
+    assert planes is not None and planes.strides == (0, 0)
+    assert numpy_pool._planes(np.ones((2, 3, 4), np.float32).transpose(0, 2, 1), 2, 12) is None

@@ -244,3 +244,36 @@ def test_attribute_types_checked_on_every_version():
     for opset in resize_op.VERSIONS:
         with pytest.raises(TypeError, match="'mode' must be a string"):
             resize(X4, scales=S4, mode=1, opset=opset)
+
+
+XS = np.ones((1, 1, 4, 4), np.float32)
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    pytest.param({"sizes": np.array([1, 1, 10**6, 10**6])},
+                 r"Resize: the output would have the shape \(1, 1, 1000000, 1000000\) \(from X "
+                 r"of shape \(1, 1, 4, 4\) and input 'sizes' = \[1, 1, 1000000, 1000000\]\): "
+                 r"1000000000000 elements, 4000000000000 bytes", id="sizes_10_6"),
+    pytest.param({"scales": np.array([1, 1, 1e6, 1e6], np.float32)},
+                 r"\(from X of shape \(1, 1, 4, 4\) and input 'scales' = \[1.0, 1.0, 1000000.0, "
+                 r"1000000.0\]\): 16000000000000 elements", id="scales_10_6"),
+    pytest.param({"sizes": np.array([1, 1, 2**62, 1])},
+                 r"input 'sizes' = \[1, 1, 4611686018427387904, 1\]", id="sizes_2_62"),
+    pytest.param({"sizes": np.array([1, 1, 2**62, 2])},
+                 r"output shape \(1, 1, 4611686018427387904, 2\) has more than 2\^62 elements",
+                 id="sizes_past_2_62"),
+])
+def test_outputs_past_memory(cpu_backend, no_work, kwargs, pattern):
+    """Sizes or scales of 10**6 per axis (the NumPy path ran on and on) or 2**62: a ValueError
+    naming the input, the output's elements and bytes, before anything is allocated."""
+    with execution.backend(cpu_backend), pytest.raises(ValueError, match=pattern):
+        resize(XS, **kwargs)
+
+
+def test_upsample_scales_past_memory(cpu_backend, no_work):
+    from onnx_cupy import upsample
+
+    with execution.backend(cpu_backend), pytest.raises(
+            ValueError, match=r"Upsample: the output would have the shape \(1, 1, 4000000, "
+                              r"4000000\)"):
+        upsample(XS, np.array([1, 1, 1e6, 1e6], np.float32))

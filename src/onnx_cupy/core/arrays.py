@@ -146,20 +146,44 @@ def zero(a: Any, backend: str) -> None:
         a.fill(0)
 
 
+def plain(a: Any, op: str, name: str = "X") -> Any:
+    """`a` with NumPy subclasses taken as the arrays they are: a memmap, a matrix or a user's
+    subclass as a numpy.ndarray view of the same memory (its methods and ufunc overrides play
+    no part, on every path alike); a masked array refused with a TypeError naming `name`,
+    since no operator here has a meaning for a mask. Anything else unchanged."""
+    if type(a) is np.ndarray or not isinstance(a, np.ndarray):
+        return a
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(f"{op}: {name} is a numpy.ma.MaskedArray; masked arrays are not taken "
+                        f"(no operator here has a meaning for a mask): pass {name}.filled(value) "
+                        f"or {name}.data")
+    return a.view(np.ndarray)
+
+
 def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: str, op: str) -> Any:
-    """The output array on `x`'s device: a caller-supplied `out` checked (type, shape, dtype,
-    C-contiguous, device, no overlap with `x`) or a new C-contiguous array. Called after all
-    validation, before any launch, with `x`'s device current (inside `on_device`)."""
+    """The output array on `x`'s device: a caller-supplied `out` checked (an array of the
+    path's kind, not masked; shape, exact dtype in native byte order, C-contiguous, writeable,
+    device, no overlap with `x`) or a new C-contiguous array. Called after all validation,
+    before any launch, with `x`'s device current (inside `on_device`)."""
     if out is None:
         return module_of(backend).empty(shape, dtype=dtype)
-    if type(out) is not type(x):
-        raise TypeError(f"{op}: out must be a {type(x).__name__} like X, got {type(out).__name__}")
+    kind = module_of(backend).ndarray
+    if not isinstance(out, kind):
+        raise TypeError(f"{op}: out must be a {kind.__name__} like X, got {type(out).__name__}")
+    if isinstance(out, np.ma.MaskedArray):
+        raise TypeError(f"{op}: out is a numpy.ma.MaskedArray; masked arrays are not taken")
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"{op}: out has shape {tuple(out.shape)}, expected {tuple(shape)}")
     if out.dtype != dtype:
+        if not out.dtype.isnative and out.dtype.newbyteorder() == np.dtype(dtype):
+            raise ValueError(f"{op}: out has dtype {out.dtype.str} (non-native byte order), "
+                             f"expected {np.dtype(dtype)} in native byte order")
         raise TypeError(f"{op}: out has dtype {out.dtype}, expected {np.dtype(dtype)}")
     if not out.flags.c_contiguous:
         raise ValueError(f"{op}: out must be C-contiguous")
+    if backend != "cupy" and not out.flags.writeable:
+        raise ValueError(f"{op}: out is read-only (its writeable flag is off: a read-only "
+                         f"memory map or a view that cannot be written)")
     if backend == "cupy" and out.device.id != x.device.id:
         raise ValueError(f"{op}: out is on device {out.device.id}, X on device {x.device.id}")
     if (overlap(out, x) if backend == "cupy" else np.may_share_memory(out, x)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..core import calls, execution
+from ..core import arrays, calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -134,7 +134,8 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
     (onnx_cupy.core.calls; `pad_before_rounding`: nearest pads, then rounds, as PyTorch), then
     run on the path X picks, NumPy or the CUDA kernels
     (on the GPU or the CPU emulator); grid must be of X's array type."""
-    x, backend = execution.select(X, plan.SAMPLE)   # DLPack inputs become cupy.ndarray
+    x, backend = execution.select(arrays.plain(X, plan.SAMPLE), plan.SAMPLE)   # DLPack inputs become cupy.ndarray
+    grid = arrays.plain(grid, plan.SAMPLE, "grid")
     g = grid if type(grid) is type(x) else execution.select(grid, plan.SAMPLE)[0]
     if type(g) is not type(x):
         def kind(a: Any) -> str:
@@ -167,7 +168,7 @@ def run_affine(theta: Any, size: Any, opset: int, attrs: dict[str, Any], *, out:
                ) -> Any:
     """AffineGrid's one entry point (every caller comes here): validated and planned on the
     host on the first call of its key (`size` read there), then run on the path theta picks."""
-    t, backend = execution.select(theta, plan.AFFINE)
+    t, backend = execution.select(arrays.plain(theta, plan.AFFINE, "theta"), plan.AFFINE)
     key = calls.key(t, backend, plan.AFFINE, opset, attrs, vectors=(size,))
     call = _CALLS.get(key)
     if call is None:

@@ -204,6 +204,8 @@ def plan_sample(opset: int, x_shape: tuple[int, ...], x_dtype: np.dtype,
     out_shape = (*x_shape[:2], *grid_shape[1:-1])
     if math.prod(out_shape) > MAX_ELEMENTS:
         raise ValueError(f"{SAMPLE}: output shape {out_shape} has more than 2^62 elements")
+    attributes.fits(SAMPLE, out_shape, x_dtype, f"X of shape {x_shape} and grid of shape "
+                    f"{grid_shape}")
     if math.prod(out_shape) and 0 in x_shape[2:]:
         raise ValueError(f"{SAMPLE}: X has an empty spatial axis (shape {x_shape}): there is "
                          f"nothing to sample for the output of shape {out_shape}")
@@ -285,6 +287,7 @@ def plan_affine(opset: int, theta_shape: tuple[int, ...], theta_dtype: np.dtype,
     out_shape = (theta_shape[0], *size[2:], rank)
     if math.prod(out_shape) > MAX_ELEMENTS:
         raise ValueError(f"{AFFINE}: output shape {out_shape} has more than 2^62 elements")
+    attributes.fits(AFFINE, out_shape, theta_dtype, f"input 'size' = {list(size)}")
     return AffinePlan(version, ac, theta_shape, out_shape)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import calls, execution
+from ..core import arrays, calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -64,7 +64,7 @@ def run(X: Any, opset: int, axis: Any, *, out: Any = None) -> Any:
     layer and Dask all come here): validated and planned on the host on the first call of its
     key (onnx_cupy.core.calls), then run on the path the input picks, NumPy or the CUDA kernels
     (on the GPU or the CPU emulator)."""
-    x, backend = execution.select(X, plan.OP)   # DLPack inputs become cupy.ndarray
+    x, backend = execution.select(arrays.plain(X, plan.OP), plan.OP)   # DLPack inputs become cupy.ndarray
     return prepared(x, backend, opset, axis)(x, out)
 
 

@@ -20,8 +20,8 @@ INF_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80}  # |bits| of inf; larger magn
 
 def order_key(x: np.ndarray, inf_bits: int) -> np.ndarray:
     """int16 keys of 16-bit floats ordered as the floats, with -0 == +0 and every NaN equal to
-    the largest key."""
-    s = x.view(np.int16)
+    the largest key (read in x's byte order)."""
+    s = x.view(np.dtype(np.int16).newbyteorder(x.dtype.byteorder))
     mag = s & np.int16(0x7FFF)
     sign = s >> 15                 # 0 or -1
     key: np.ndarray = (mag ^ sign) - sign  # -mag for negative values

@@ -31,7 +31,7 @@ from typing import (
 import numpy as np
 
 from ..core import arrays, calls, execution
-from ..core.attributes import is_int, is_real
+from ..core.attributes import EXTENT_LIMIT, is_int, is_real
 from ..core.execution import ArrayT, Indices, NDArray, NumPyArray, ScalarT
 from ..grid import api as grid_api
 from ..grid import plan as grid_plan
@@ -81,7 +81,7 @@ def _xp(x: Any) -> Any:
 
 
 def _array(x: Any, name: str) -> Any:
-    return execution.select(x, name)[0]
+    return execution.select(arrays.plain(x, name), name)[0]
 
 
 def _tuple(name: str, what: str, value: Any, k: int, optional: bool = False) -> tuple[int, ...]:
@@ -158,7 +158,7 @@ def _cached(prepare: Callable[..., Callable[..., Any]], input: Any, name: str, *
     of its key (onnx_cupy.core.calls: the input's layout, path and device, the arguments, the
     array type and layout of each further array in `others`), then kept; it takes
     (x, *others)."""
-    x, backend = execution.select(input, name)
+    x, backend = execution.select(arrays.plain(input, name, "input"), name)
     key = calls.key(x, backend, name, *args, *(
         (type(a).__name__, a.shape + a.strides, a.dtype.str) for a in others))
     call = _CALLS.get(key) or _CALLS.put(key, prepare(x, backend, name, *args, *others))
@@ -318,6 +318,9 @@ def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
                      kernel_size: Any, stride: Any, ceil_mode: bool) -> Prepared:
     if not is_real(norm_type):
         raise TypeError(f"{name}: norm_type must be a number, got {norm_type!r}")
+    if norm_type == 0:   # PyTorch raises Python's ZeroDivisionError from 1.0 / norm_type
+        raise ValueError(f"{name}: norm_type must not be 0 (the result is raised to the power "
+                         f"1 / norm_type), got {norm_type!r}")
     _check_bools(name, ceil_mode=ceil_mode)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     # every check before x ** p is computed (avg_pool repeats them on the power)
@@ -1070,7 +1073,11 @@ def _unpool_size(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
 
 def _max_unpool(name: str, k: int, input: Any, indices: Any, kernel_size: Any, stride: Any,
                 padding: Any, output_size: Any) -> Any:
-    i = _array(tensors.intake(indices, name)[0], name)   # a tensor's indices too
+    try:
+        i = _array(tensors.intake(indices, name)[0], name)   # a tensor's indices too
+    except TypeError as exc:   # as PyTorch: argument 'indices' must be a tensor
+        raise TypeError(f"{name}: argument 'indices' must be an array like input, got "
+                        f"{type(indices).__module__}.{type(indices).__name__}") from exc
     return _cached(_prepare_max_unpool, input, name, k, kernel_size, stride, padding,
                    output_size, others=(i,))
 
@@ -1090,10 +1097,17 @@ def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: An
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     strides = _strides(name, stride, kernel)
     pads = _tuple(name, "padding", padding, k)
+    if any(n <= 0 for n in kernel):
+        raise ValueError(f"{name}: kernel_size must be greater than zero, but got kernel_size: "
+                         f"{list(kernel)}")
     if any(s <= 0 for s in strides):
         raise ValueError(f"{name}: strides should be greater than zero, but got stride: "
                          f"{list(strides)}")
     sizes = _unpool_size(name, tuple(x.shape), kernel, strides, pads, output_size)
+    if any(abs(m) > EXTENT_LIMIT for m in sizes):
+        raise ValueError(f"{name}: kernel_size {list(kernel)}, stride {list(strides)} and "
+                         f"padding {list(pads)} give the output lengths {list(sizes)}, past "
+                         f"2**62, the most the kernels' 64-bit offsets hold")
     unpool = unpool_api.prepared(
         x, i[None] if unbatched else i, backend, [*x.shape[:2], *sizes], _POOL_OPSET,
         {"kernel_shape": list(kernel), "strides": list(strides), "pads": list(pads) * 2},
@@ -1273,7 +1287,7 @@ def _prepare_grid_sample(x: Any, backend: str, name: str, mode: Any, padding_mod
     onnx_mode = _GRID_MODES[_choose(name, "mode", mode, tuple(_GRID_MODES))]
     _choose(name, "padding_mode", padding_mode, grid_plan.PADDING_MODES)
     _check_bools(name, ("align_corners",), align_corners=align_corners)
-    if x.dtype != g.dtype:
+    if x.dtype.newbyteorder("=") != g.dtype.newbyteorder("="):   # byte order aside
         raise TypeError(f"{name}(): expected input and grid to have same dtype, but input has "
                         f"{x.dtype} and grid has {g.dtype}")
     if x.dtype.name not in _FLOATS:

@@ -21,9 +21,53 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 def _attributes(node: Any) -> dict[str, Any]:
-    from onnx import helper
+    """The node's attributes by name, STRINGs decoded as UTF-8: a ValueError names an
+    attribute given twice, one of undefined type and a string that is not UTF-8."""
+    from onnx import AttributeProto, helper
 
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attrs: dict[str, Any] = {}
+    for a in node.attribute:
+        if a.name in attrs:
+            raise ValueError(f"run_node: {node.op_type} node has the attribute '{a.name}' more "
+                             f"than once")
+        if a.type == AttributeProto.UNDEFINED:
+            raise ValueError(f"run_node: {node.op_type} node's attribute '{a.name}' has an "
+                             f"undefined type (AttributeProto.type UNDEFINED)")
+        value = helper.get_attribute_value(a)
+        if isinstance(value, bytes):
+            try:
+                value = value.decode()
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"run_node: {node.op_type} node's STRING attribute "
+                                 f"'{a.name}' is not UTF-8 text: {value!r}") from exc
+        attrs[a.name] = value
+    return attrs
+
+
+def _check_schema(node: Any, op: str, opset: int) -> None:
+    """As onnx.checker checks a node against the operator version in force at `opset`: each
+    attribute of the type the version defines (where it defines it), the output count within
+    its bounds; a ValueError names what differs. Opsets that no version of the
+    operator covers are left to the operator's own check."""
+    from onnx import AttributeProto, defs
+
+    try:
+        schema = defs.get_schema(op, opset, "")
+    except defs.SchemaError:
+        return
+    at = f"{op}-{schema.since_version} (in force at opset {opset})"
+    for a in node.attribute:
+        spec = schema.attributes.get(a.name)
+        given = AttributeProto.AttributeType.Name(a.type)
+        if spec is not None and spec.type != getattr(defs.OpSchema.AttrType, given, None):
+            raise ValueError(f"run_node: attribute '{a.name}' of {at} is of type "
+                             f"{str(spec.type).rpartition('.')[2]}, got {given}")
+    # (inputs: each runner counts them; MaxPool's runner its Indices output too)
+    low, high = schema.min_output, 2 if op == "MaxPool" else schema.max_output
+    if not low <= len(node.output) <= high:
+        bounds = f"{low} output" if low == high == 1 else f"{low} to {high} outputs"
+        raise ValueError(f"run_node: {at} has {bounds}, the node names {len(node.output)}: "
+                         f"{list(node.output)}")
 
 
 def default_opset(model: ModelProto) -> int:
@@ -80,7 +124,7 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
                          f"(supported: {', '.join(sorted(RUNNERS))})")
     if node.domain not in DEFAULT_DOMAINS:
         raise ValueError(f"run_node: unsupported domain {node.domain!r}")
-    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in _attributes(node).items()}
+    attrs = _attributes(node)
     op = node.op_type
     if opset is None:
         opset = max(opsets.ATTRIBUTES[op])
@@ -90,6 +134,8 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
         if isinstance(opset, ModelProto):
             opset = default_opset(opset)
     opsets.check_given(op, opset, {k: True for k in attrs})
+    if is_int(opset):
+        _check_schema(node, op, int(opset))
     fn, names, outputs = RUNNERS[op], list(node.input), list(node.output)
     return lambda inputs: fn(_align(op, names, inputs), attrs, opset, outputs)
 

@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 
-from ..core import calls, execution, opsets
+from ..core import arrays, calls, execution, opsets
 from ..core.execution import ArrayT, Indices, NumPyArray, ScalarT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -37,7 +37,7 @@ def run(op: str, X: Any, opset: int, attrs: dict[str, Any], *, out: Any = None,
     its key (onnx_cupy.core.calls), then run on the path the input picks, NumPy or the CUDA
     kernels (on the GPU or the CPU emulator). Returns Y, or (Y, Indices) with
     `return_indices` (MaxPool)."""
-    x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
+    x, backend = execution.select(arrays.plain(X, op), op)   # DLPack inputs become cupy.ndarray
     return prepared(op, x, backend, opset, attrs, return_indices)(x, out)
 
 
@@ -328,7 +328,7 @@ def adaptive_pool(op: str, X: ArrayT, sizes: Any, return_indices: bool = False) 
     float64 (16-bit types accumulate in float32); sizes has one int >= 0 per spatial axis.
     ValueError for another rank, an empty spatial axis or bad sizes; TypeError for another dtype.
     """
-    x, backend = execution.select(X, op)
+    x, backend = execution.select(arrays.plain(X, op), op)
     key = calls.key(x, backend, op, sizes, return_indices)
     call = _CALLS.get(key) or _CALLS.put(key, _prepare_adaptive(op, x, backend, sizes,
                                                                 return_indices))

@@ -70,11 +70,30 @@ GATHER_ENTRIES = 1 << 12   # most slots (taps x outputs) of a call made from one
 Tap = tuple[int, slice, slice]
 
 
+def _landing(n: int, out: int, k: int, s: int, d: int, b: int) -> np.ndarray:
+    """The taps j (ascending) that land inside [0, n) for some output o: the union over o of
+    [ceil((b - o*s) / d), floor((n - 1 + b - o*s) / d)] within [0, k), at most
+    min(k, out * ceil(n / d)) of them whatever k and the pads are (int64 holds every value:
+    the plan keeps the window positions within 2**62). Where s <= n each interval reaches the
+    next, and the union is found from the first and the last output alone."""
+    if s <= n and out:   # each interval reaches the next: their union is one interval
+        return np.arange(max(0, -(((out - 1) * s - b) // d)), min(k - 1, (n - 1 + b) // d) + 1,
+                         dtype=np.int64)
+    o = np.arange(out, dtype=np.int64)[::-1]   # both ends of the intervals ascend with this
+    lo = np.maximum(-((o * s - b) // d), 0)
+    hi = np.minimum((n - 1 + b - o * s) // d, k - 1)
+    # each interval from past the previous ones' end: the union without overlaps
+    start = np.maximum(lo, np.concatenate(([0], np.maximum.accumulate(hi)[:-1] + 1)))
+    length = np.maximum(hi - start + 1, 0)
+    first = np.repeat(start - np.concatenate(([0], np.cumsum(length)[:-1])), length)
+    return first + np.arange(first.size, dtype=np.int64)
+
+
 def _taps(n: int, out: int, k: int, s: int, d: int, b: int) -> list[Tap]:
     """(j, output slice, input slice) for each tap j whose positions o*s - b + j*d fall inside
-    [0, n), j ascending."""
+    [0, n), j ascending (only the taps `_landing` yields are looked at)."""
     taps = []
-    for j in range(k):
+    for j in _landing(n, out, k, s, d, b).tolist():
         shift = j * d - b
         lo = max(0, -(shift // s))           # first o with o*s + shift >= 0
         hi = min(out, -((shift - n) // s))   # first o with o*s + shift >= n
@@ -470,6 +489,8 @@ def _sum_table(axes: list[Axis], rows: int, in_sp: tuple[int, ...]) -> np.ndarra
     and output (r, o_1, ..., o_m), the position in X flattened (r * plane + sum over axes of
     position_i * stride_i), or rows * plane for +0 and rows * plane + 1 for -0 (-0 wherever an
     axis's slot is past its last tap, else +0 wherever one is a +0)."""
+    if rows * math.prod(ax.out for ax in axes) > GATHER_ENTRIES:   # a slot per output at least
+        return None
     seqs = [_sequences(ax) for ax in axes]
     m = len(seqs)
     shape = (*(q.shape[0] for q in seqs), rows, *(ax.out for ax in axes))
@@ -667,11 +688,13 @@ def _winners(src: np.ndarray, found: list[np.ndarray], axes: list[Axis],
     (tap += (j - tap) * hit), where a masked copy would stall on every other element."""
     level = src
     carried: list[np.ndarray] = []   # the winning taps of the axes done, innermost first
+    # tap numbers in int16 (fast), or int64 where a kernel's landing taps reach past it
+    taps_t = np.int16 if all(j < 2**15 for ax in axes for j, _, _ in ax.taps) else np.int64
     for step, i in enumerate(reversed(range(len(axes)))):
         m, ax = found[step], axes[i]
         axis = i + 1
         by_tap = sorted(ax.taps, key=lambda t: t[0])
-        tap = np.full(m.shape, _NO_TAP, np.int16)
+        tap = np.full(m.shape, _NO_TAP, taps_t)
         nan = m.dtype.kind not in "iu" and bool(np.isnan(m).any())
         # the first equal tap is blended last; then, where the maximum is a NaN, the last NaN
         for (j, o, i_sl), last_nan in [*((t, False) for t in reversed(by_tap)),
@@ -682,7 +705,7 @@ def _winners(src: np.ndarray, found: list[np.ndarray], axes: list[Axis],
             into += (j - into) * hit
         moved = []
         for inner in carried:   # the inner axes' taps at the winning tap of this axis
-            out = np.zeros(m.shape, np.int16)
+            out = np.zeros(m.shape, taps_t)
             for j, o, i_sl in by_tap:
                 into = out[_at(axis, o)]
                 into += inner[_at(axis, i_sl)] * (tap[_at(axis, o)] == j)
@@ -749,7 +772,12 @@ def prepare_global(pl: GlobalPlan, dtype: np.dtype) -> Call:
         y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
         if not y.size:
             return y
-        planes, r = x.reshape(rows, length), y.reshape(rows)
+        planes, r = _planes(x, rows, length), y.reshape(rows)
+        if length and (planes is None or (length * acc_t.itemsize > CHUNK_BYTES
+                                          and not planes.flags.c_contiguous)):
+            r[...] = _global_blocks(pl, x, acc_t, count)   # read where it lies, block by block
+            return y
+        assert planes is not None
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if pl.op == "GlobalMaxPool":
                 r[...] = planes.max(axis=1) if length else max_identity(x.dtype)
@@ -770,6 +798,59 @@ def prepare_global(pl: GlobalPlan, dtype: np.dtype) -> Call:
                 r[at:at + chunk] = total
         return y
     return call
+
+
+def _planes(x: np.ndarray, rows: int, length: int) -> np.ndarray | None:
+    """X as a (rows, length) view of its (n, c) planes, or None where no view has that shape
+    (a reshape would copy X: a broadcast or sliced layout whose axes do not merge)."""
+    strides = arrays.whole_element_strides(x)
+    if strides is None:
+        return None
+    outer = arrays.merged_stride(x.shape[:2], strides[:2])
+    inner = arrays.merged_stride(x.shape[2:], strides[2:])
+    if outer is None or inner is None:
+        return None
+    item = x.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(x, (rows, length), (outer[1] * item, inner[1] * item),
+                                           writeable=False)
+
+
+def _global_blocks(pl: GlobalPlan, x: np.ndarray, acc_t: np.dtype, count: np.generic
+                   ) -> np.ndarray:
+    """A global pooling of an X whose planes no view flattens, or whose long rows are not
+    contiguous (a broadcast view), read where it lies: blocks of X along its spatial axes of
+    at most CHUNK_BYTES (or one element of each plane) in the accumulation type, each reduced,
+    the partial results combined; no copy of X beyond one block."""
+    rows, spatial = pl.in_shape[0] * pl.in_shape[1], x.shape[2:]
+    # the outermost spatial axis a whose blocks (all planes, a step along a, axes after a
+    # whole) can hold CHUNK_BYTES
+    a = next((i for i in range(len(spatial))
+              if rows * math.prod(spatial[i + 1:]) * acc_t.itemsize <= CHUNK_BYTES),
+             len(spatial) - 1)
+    step = max(1, CHUNK_BYTES // max(1, rows * math.prod(spatial[a + 1:]) * acc_t.itemsize))
+    maximum = pl.op == "GlobalMaxPool"
+    total: np.ndarray | None = None
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for outer in np.ndindex(*spatial[:a]):
+            for j in range(0, spatial[a], step):
+                at = (slice(None), slice(None), *outer, slice(j, j + step))
+                v = x[at]
+                if maximum:
+                    part = v.reshape(rows, -1).max(axis=1) if v.flags.c_contiguous else \
+                        v.max(axis=tuple(range(2, v.ndim))).reshape(rows)
+                    total = part if total is None else np.maximum(total, part)
+                    continue
+                w = widen(v, acc_t).reshape(rows, -1)   # one block: CHUNK_BYTES at most
+                if pl.op == "GlobalLpPool":
+                    w = _lp_power(w, pl.p, acc_t, fresh=True)
+                part = w.sum(axis=1, dtype=acc_t)
+                total = part if total is None else np.add(total, part, out=total)
+        assert total is not None
+        if pl.op == "GlobalLpPool":
+            _lp_root(total, pl.p, acc_t)
+        elif not maximum:
+            total /= count
+    return total
 
 
 def _window_taps(pl: AdaptivePlan, axis: int) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -103,6 +103,22 @@ def _p_value(op: str, opset: int, p: Any) -> float:
     return float(p)
 
 
+def _check_extent(op: str, axis: int, n: int, k: int, s: int, d: int, b: int, e: int,
+                  *given: tuple[int, ...]) -> None:
+    """ValueError where the positions a window reaches along `axis` (from -b to about
+    n + e + (k - 1) * d + s) pass attributes.EXTENT_LIMIT, naming the attribute that weighs
+    most and its values (`given`: kernel_shape, strides, dilations, pads)."""
+    span = n + b + e + (k - 1) * d + s
+    if abs(span) <= attributes.EXTENT_LIMIT:
+        return
+    weights = {"pads": b + e, "kernel_shape" if k >= d else "dilations": (k - 1) * d,
+               "strides": s}
+    name = max(weights, key=weights.__getitem__)
+    values = given[("kernel_shape", "strides", "dilations", "pads").index(name)]
+    attributes.extent(op, span, f"window positions along spatial axis {axis} up to",
+                      f"attribute '{name}' = {list(values)} (input length {n})")
+
+
 def spatial_axis(n: int, k: int, s: int, d: int, b: int, e: int, auto_pad: str, ceil: int
                  ) -> tuple[int, int, int]:
     """(output length, begin pad, end pad) of one spatial axis of length `n` with kernel `k`,
@@ -161,6 +177,7 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
 
     out, begin, end = [], [], []
     for i, (n, k, s, d) in enumerate(zip(shape[2:], kernel, steps, dil)):
+        _check_extent(op, i, n, k, s, d, pad[i], pad[nd + i], kernel, steps, dil, pad)
         length, b, e = spatial_axis(n, k, s, d, pad[i], pad[nd + i], auto_pad, ceil)
         if length < 0:
             raise ValueError(
@@ -170,6 +187,9 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
         out.append(length)
         begin.append(b)
         end.append(e)
+    attributes.fits(op, (*shape[:2], *out), dtype, f"input shape {shape}, kernel_shape "
+                    f"{list(kernel)}, strides {list(steps)}, dilations {list(dil)} and pads "
+                    f"{list(pad)}")
     cnt_lo = tuple(-b if include else 0 for b in begin)
     cnt_hi = tuple(n + e if include else n for n, e in zip(shape[2:], end))
     return PoolPlan(op, version, shape, (*shape[:2], *out), kernel, steps, dil, tuple(begin),
@@ -280,4 +300,5 @@ def _adaptive_plan(op: str, shape: tuple[int, ...], dtype: np.dtype, sizes: tupl
                          f"spatial axis): {list(sizes)}")
     if 0 in shape[2:]:
         raise ValueError(f"{op}: X must have non-empty spatial axes, got shape {shape}")
+    attributes.fits(op, (*shape[:2], *sizes), dtype, f"'sizes' = {list(sizes)}")
     return AdaptivePlan(op, shape, (*shape[:2], *sizes))

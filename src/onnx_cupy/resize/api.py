@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import calls, execution
+from ..core import arrays, calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -109,7 +109,7 @@ def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, 
     the host at every call (they decide the output's shape): give them as lists or NumPy
     arrays where a call must not synchronize. `op`: the operator served, named in errors
     (Upsample runs here as Resize-10, after its own checks)."""
-    x, backend = execution.select(X, op)   # DLPack inputs become cupy.ndarray
+    x, backend = execution.select(arrays.plain(X, op), op)   # DLPack inputs become cupy.ndarray
     return prepared(x, backend, roi, scales, sizes, opset, attrs, source, op)(x, out)
 
 
@@ -186,7 +186,7 @@ def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int
     >>> oc.upsample(x, [2.0], mode="linear")
     array([1. , 1.5, 2. , 3. , 4. , 4. ], dtype=float32)
     """
-    x, backend = execution.select(X, plan.UPSAMPLE)
+    x, backend = execution.select(arrays.plain(X, plan.UPSAMPLE), plan.UPSAMPLE)
     key = calls.key(x, backend, plan.UPSAMPLE, opset, mode, vectors=(scales,))
     call = _CALLS.get(key)
     if call is None:   # Upsample's own checks, then Resize-10's plan

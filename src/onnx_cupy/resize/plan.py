@@ -63,7 +63,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from ..core import arrays, dtypes, numerics, opsets
-from ..core.attributes import cached, differs, flag, float32, ints
+from ..core.attributes import cached, differs, fits, flag, float32, ints
 
 OP = "Resize"
 MAX_DIMS = 16              # most axes left after merging unresized neighbours (RESIZE_MAXD)
@@ -521,6 +521,9 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float
         out_shape[a.axis] = a.m
     if math.prod(out_shape) > MAX_ELEMENTS:
         raise ValueError(f"{op}: output shape {tuple(out_shape)} has more than 2^62 elements")
+    given = f"input 'sizes' = {list(sizes)}" if sizes is not None else \
+        f"input 'scales' = {list(scales or ())}"
+    fits(op, tuple(out_shape), dtype, f"X of shape {shape} and {given}")
     tables: tuple[AxisTable, ...] = ()
     if math.prod(out_shape):
         tables = tuple(t for t in (_table(a, at, source) for a in sorted(lengths))

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import calls, execution
+from ..core import arrays, calls, execution
 from ..core.execution import ArrayT, NDArray
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -87,7 +87,8 @@ def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
     key (onnx_cupy.core.calls), then run on the path the input picks, the indices of host
     arrays checked at every call. `index_space`: what I's flat indices address, "unpooled"
     (ONNX's U) or "plane" (PyTorch's: one (n, c) plane of Y; plan.py)."""
-    x, backend = execution.select(X, OP)   # DLPack inputs become cupy.ndarray
+    x, backend = execution.select(arrays.plain(X, OP), OP)   # DLPack inputs become cupy.ndarray
+    I = arrays.plain(I, OP, "I")
     indices = I if type(I) is type(x) else _indices(I, x)
     return prepared(x, indices, backend, output_shape, opset, attrs,
                     index_space=index_space)(x, indices, out)

@@ -120,6 +120,13 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, index_dtype: np.dt
     kernel = attributes.ints(OP, "kernel_shape", kernel_shape, k, 1, per)
     steps = (1,) * k if strides is None else attributes.ints(OP, "strides", strides, k, 1, per)
     pad = (0,) * (2 * k) if pads is None else attributes.ints(OP, "pads", pads, 2 * k, None, per)
+    for i, (n, kk, s) in enumerate(zip(shape[2:], kernel, steps)):
+        b, e = pad[i], pad[k + i]
+        name, values = max((kk, "kernel_shape", kernel), ((n - 1) * s, "strides", steps),
+                           (abs(b) + abs(e), "pads", pad))[1:]
+        attributes.extent(OP, (n - 1) * s + abs(b) + abs(e) + kk,
+                          f"positions along spatial axis {i} up to",
+                          f"attribute '{name}' = {list(values)} (input length {n})")
     unpooled = [unpooled_length(n, kk, s, pad[i], pad[k + i])
                 for i, (n, kk, s) in enumerate(zip(shape[2:], kernel, steps))]
     bad = next((i for i, u in enumerate(unpooled) if u < 0), None)
@@ -130,6 +137,11 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, index_dtype: np.dt
             f"{pad[bad]}+{pad[k + bad]}: (n - 1) * stride - pads + kernel)")
     u = (*shape[:2], *(max(n, 0) for n in unpooled))   # (negative only with indices elsewhere)
     out = u if output_shape is None else _checked_output(output_shape, u, shape, index_space)
+    # the output, and the kernel path's winners (up to 8 bytes per output element) beside it
+    attributes.fits(OP, out, np.dtype(f"V{dtype.itemsize + 8}"), f"input shape {shape}, "
+                    f"kernel_shape {list(kernel)}, strides {list(steps)}, pads {list(pad)}"
+                    f"{'' if output_shape is None else f' and output_shape {list(out)}'}",
+                    "the output and its workspace")
     if index_space == "plane":   # one plane of Y, offsets within it
         return UnpoolPlan(version, shape, out, out[2:], remap(out[2:], out[2:]), index_space)
     return UnpoolPlan(version, shape, out, u, remap(u, out), index_space)
