@@ -53,7 +53,8 @@ def test_fuzz_reaches_every_function_and_mistake(tmp_path):
     function, each valid and with several kinds of mistake; and out= on every function that
     takes it."""
     public = {n for n in onnx_cupy.__all__ if n not in ("__version__", "backend",
-                                                        "default_backend", "warmup")}
+                                                        "default_backend", "release_workspaces",
+                                                        "warmup")}
     assert set(fuzz.FUNCTIONS) == public | {f"F.{n}" for n in F.__all__}
     kinds: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for i in range(QUICK_BATCHES * BATCH):
@@ -118,15 +119,10 @@ _POLICY = {
     "hardmax": onnx_cupy.hardmax,
     "grid_sample": lambda x: onnx_cupy.grid_sample(x, np.full((1, 3, 3, 2), 0.3, x.dtype)),
 }
-_KERNEL_POLICY = pytest.mark.xfail(
-    strict=True, reason="the kernel path reads a big-endian input as native (the kernel-call "
-    "builder's input policy will copy it)")
-
-
 @pytest.mark.parametrize("op", list(_POLICY))
-def test_big_endian_input(cpu_backend, op, request):
-    if cpu_backend == "emulated":
-        request.applymarker(_KERNEL_POLICY)
+def test_big_endian_input(cpu_backend, op):
+    """A big-endian X is read by its values: on the kernel path it reaches the device in native
+    byte order (as CuPy's arrays are)."""
     with onnx_cupy.backend("numpy"):
         want = _POLICY[op](_X)
     with onnx_cupy.backend(cpu_backend):
@@ -134,8 +130,6 @@ def test_big_endian_input(cpu_backend, op, request):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="MaxUnpool's plan takes int64 I of native byte order "
-                   "only, until the kernel-call builder copies non-native inputs")
 def test_big_endian_unpool_indices(cpu_backend):
     x = np.ones((1, 1, 3), np.float32)
     i = np.array([[[0, 3, 5]]])
@@ -151,13 +145,9 @@ def test_big_endian_unpool_indices(cpu_backend):
     ("global_average_pool", lambda: np.broadcast_to(np.float32(1), (1, 1, 2**31 + 7)), 1.0),
     ("global_max_pool", lambda: np.broadcast_to(np.float32(1), (1, 1, 46341, 46341)), 1.0),
 ])
-def test_broadcast_past_2_31_elements(cpu_backend, op, view, want, request):
+def test_broadcast_past_2_31_elements(cpu_backend, op, view, want):
     """A few-byte broadcast view that addresses more than 2**31 elements: read in place on the
-    NumPy path (no copy of X), right on both paths."""
-    if cpu_backend == "emulated":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="the kernel path picks 32-bit offsets from the bytes a "
-            "broadcast view spans, not from the elements it addresses"))
+    NumPy path (no copy of X), with 64-bit offsets on the kernel path, right on both."""
     with onnx_cupy.backend(cpu_backend):
         got = getattr(onnx_cupy, op)(view())
     assert got.shape == (1, 1) + (1,) * (view().ndim - 2) and float(got.ravel()[0]) == want

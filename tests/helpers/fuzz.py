@@ -37,9 +37,8 @@ KINDS = ("valid", "layout", "type", "dtype", "rank", "value", "attr_type", "huge
 # layouts of a valid X: (name, whether the kernel path reads it as the NumPy path does today)
 LAYOUTS = ("contiguous", "sliced", "reversed", "fortran", "broadcast", "memmap", "subclass",
            "unaligned", "big_endian", "readonly")
-# big-endian inputs are read by the kernel path as native today: tests/test_fuzz.py lists
-# those calls apart (xfail on the emulated path); the random fuzz keeps them to the NumPy path
-KERNEL_POLICY_LAYOUTS = frozenset({"big_endian"})
+# layouts the random fuzz keeps to the NumPy path: none (the kernel path reads every layout)
+KERNEL_POLICY_LAYOUTS: frozenset[str] = frozenset()
 
 
 @dataclass

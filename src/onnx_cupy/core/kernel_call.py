@@ -132,6 +132,8 @@ def _check_host_out(op: str, out: Any, inputs: list[Any]) -> None:
     native byte order, that it shares no memory with an input."""
     if not isinstance(out, np.ndarray):
         raise TypeError(f"{op}: out must be a ndarray like X, got {type(out).__name__}")
+    if isinstance(out, np.ma.MaskedArray):
+        raise TypeError(f"{op}: out is a numpy.ma.MaskedArray; masked arrays are not taken")
     if not out.flags.writeable:
         raise ValueError(f"{op}: out is read-only (the output is written into it)")
     if not out.dtype.isnative:

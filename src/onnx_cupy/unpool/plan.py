@@ -108,7 +108,7 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, index_dtype: np.dt
     if k > MAX_SPATIAL:
         raise ValueError(f"{OP}: at most {MAX_SPATIAL} spatial dimensions are supported, got {k}")
     dtypes.check(OP, DTYPES, dtype, version, opset)
-    if index_dtype != INDEX_DTYPE:
+    if np.dtype(index_dtype).newbyteorder("=") != INDEX_DTYPE:   # either byte order
         raise TypeError(f"{OP}: input 'I' must be int64 (tensor(int64)), got dtype {index_dtype}")
     if index_shape != shape:
         raise ValueError(f"{OP}: input 'I' must have X's shape {shape}, got {index_shape}")
