@@ -37,9 +37,10 @@ def alignment(dtype: np.dtype) -> int:
 
 def prepares(prepare: _F) -> _F:
     """A family's kernel preparation `prepare(pl, *inputs, backend, ...)` (the input arrays
-    between the plan and the path) as the kernel path's one builder of calls: on the 'cupy'
-    path its call under the alignment policy (`aligning`), on the 'emulated' path that call
-    prepared and run on the emulated device (`emulated`)."""
+    between the plan and the path; its call runs with the first input's device current) as the
+    kernel path's one builder of calls: string tensors refused; on the 'cupy' path its call
+    under the alignment policy (`aligning`), run on the inputs' device (calls.on_device); on
+    the 'emulated' path that call prepared and run on the emulated device (`emulated`)."""
     at = list(inspect.signature(prepare).parameters).index("backend")
 
     @functools.wraps(prepare)
@@ -52,8 +53,8 @@ def prepares(prepare: _F) -> _F:
                                 f"{a.dtype} on backend {backend!r})")
 
         def build(*layouts: Any) -> calls.Call:
-            return aligning(op, prepare(*head, *layouts, "cupy", *tail, **kwargs), layouts,
-                            lambda *copies: build(*copies))
+            call = prepare(*head, *layouts, "cupy", *tail, **kwargs)
+            return calls.on_device(layouts[0], "cupy", aligning(op, call, layouts, build))
         if backend == "emulated":
             return emulated(build, *inputs, op=op)
         return build(*inputs)
@@ -77,8 +78,7 @@ def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
                              f"path (its address is {address(out)})")
         if out is not None and any(arrays.overlap(out, x) for x in xs):
             raise ValueError(f"{op}: out overlaps the input X")
-        with xs[0].device:   # on the inputs' device, whichever is current
-            copies = [x.copy() for x in xs]   # C-contiguous, aligned: a new array is
+        copies = [x.copy() for x in xs]   # C-contiguous, aligned: a new array is
         if not held:
             held.append(again(*copies))
         return held[0](*copies, out)

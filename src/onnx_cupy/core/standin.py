@@ -42,6 +42,7 @@ from . import calls, execution
 
 ROUND = 512   # bytes: allocations are rounded up to this, as CuPy's memory pool does
 ALIGN = 256   # bytes: every allocation starts at a multiple of this, as cudaMalloc's
+POOLED, POOLED_BYTES = 16, 1 << 26   # free blocks kept per (device, stream, size), their size
 
 
 class CaptureError(RuntimeError):
@@ -197,7 +198,11 @@ class StandIn:
         return _Block(self, at, memory, address)
 
     def release(self, block: _Block) -> None:
-        self._free.setdefault(block.at, []).append((block.memory, block.address))
+        """A block back to its stream's pool: kept for reuse up to POOLED of its size and
+        below POOLED_BYTES (larger blocks go back to the host at once)."""
+        free = self._free.setdefault(block.at, [])
+        if len(free) < POOLED and block.at[2] <= POOLED_BYTES:
+            free.append((block.memory, block.address))
 
     def wrap(self, host: np.ndarray, block: _Block | None = None) -> Any:
         """`host` as a device array of the current device (`block`: the allocation it owns and

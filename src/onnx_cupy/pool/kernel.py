@@ -299,7 +299,7 @@ def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.
             else:
                 step(X, Y, where)   # (x, y, indices, geom): None, no indices
         return Y if where is None else (Y, where)
-    return calls.on_device(x, backend, call)
+    return call
 
 
 @kernel_call.prepares
@@ -332,7 +332,7 @@ def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
             arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
         step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
-    return calls.on_device(x, backend, call)
+    return call
 
 
 @functools.lru_cache(maxsize=512)
@@ -381,4 +381,4 @@ def prepare_adaptive(pl: plan.AdaptivePlan, x: Any, backend: str, indices: bool 
         if size:
             step(calls.contiguous(backend, X) if copy else X, Y, where)
         return Y if where is None else (Y, where)
-    return calls.on_device(x, backend, call)
+    return call

@@ -265,7 +265,7 @@ def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
             return Y
         step(calls.contiguous(backend, X) if copy else X, Y)
         return Y
-    return calls.on_device(x, backend, call)
+    return call
 
 
 def _step(pl: ResizePlan, dtype: np.dtype, strides: tuple[int, ...], backend: str
