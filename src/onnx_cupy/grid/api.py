@@ -134,7 +134,8 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
     (onnx_cupy.core.calls; `pad_before_rounding`: nearest pads, then rounds, as PyTorch), then
     run on the path X picks, NumPy or the CUDA kernels
     (on the GPU or the CPU emulator); grid must be of X's array type."""
-    x, backend = execution.select(arrays.plain(X, plan.SAMPLE), plan.SAMPLE)   # DLPack inputs become cupy.ndarray
+    # DLPack inputs become cupy.ndarray
+    x, backend = execution.select(arrays.plain(X, plan.SAMPLE), plan.SAMPLE)
     grid = arrays.plain(grid, plan.SAMPLE, "grid")
     g = grid if type(grid) is type(x) else execution.select(grid, plan.SAMPLE)[0]
     if type(g) is not type(x):
