@@ -65,30 +65,36 @@ def test_global_pool_reuse_reads_its_own_struct(kernel_path, rng):
         np.testing.assert_allclose(first, on_numpy(op, a), rtol=1e-6, atol=1e-7)
 
 
-# family -> (the input shapes of shape i, the call): 600 shapes of each family's own
+# family -> (the inputs of shape i, the call): SHAPES + 1 shapes of each family's own
+def _floats(*shapes):
+    return lambda rng, i: [rng.uniform(-1, 1, s(i)).astype(np.float32) for s in shapes]
+
+
+def _unpooled(rng, i):
+    x = rng.uniform(-1, 1, (1, 1, 1 + i % 30, 1 + i // 30)).astype(np.float32)
+    return [x, np.arange(x.size, dtype=np.int64).reshape(x.shape) * 4 % (4 * x.size)]
+
+
 FAMILIES = {
-    "average_pool": (lambda i: [(1, 1, 3 + i % 40, 2 + i // 40)],
+    "average_pool": (_floats(lambda i: (1, 1, 3 + i % 40, 2 + i // 40)),
                      lambda x: oc.average_pool(x, kernel_shape=[2, 2], pads=[1, 0, 1, 1])),
-    "max_pool-indices": (lambda i: [(1, 1, 3 + i % 40, 2 + i // 40)],
+    "max_pool-indices": (_floats(lambda i: (1, 1, 3 + i % 40, 2 + i // 40)),
                          lambda x: oc.max_pool(x, kernel_shape=[2, 2], return_indices=True)),
-    "global_average_pool": (lambda i: [(1 + i % 7, 1 + i // 7, 3)], oc.global_average_pool),
-    "adaptive_avg_pool2d": (lambda i: [(1, 1, 3 + i % 40, 2 + i // 40)],
+    "global_average_pool": (_floats(lambda i: (1, 1, 1 + i % 40, 1 + i // 40)),
+                            oc.global_average_pool),
+    "adaptive_avg_pool2d": (_floats(lambda i: (1, 1, 3 + i % 40, 2 + i // 40)),
                             lambda x: F.adaptive_avg_pool2d(x, 2)),
-    "hardmax": (lambda i: [(1 + i % 30, 2 + i // 30)], oc.hardmax),
-    "resize": (lambda i: [(1, 1, 2 + i % 40, 2 + i // 40)],
+    "hardmax": (_floats(lambda i: (1 + i % 30, 2 + i // 30)), oc.hardmax),
+    "resize": (_floats(lambda i: (1, 1, 2 + i % 40, 2 + i // 40)),
                lambda x: oc.resize(x, scales=[1, 1, 1.5, 2], mode="linear")),
-    "grid_sample": (lambda i: [(1, 1, 3, 4), (1, 1 + i % 30, 1 + i // 30, 2)], oc.grid_sample),
-    "affine_grid": (lambda i: [(1 + i, 2, 3)],
+    "grid_sample": (_floats(lambda i: (1, 1, 3, 4), lambda i: (1, 1 + i % 30, 1 + i // 30, 2)),
+                    oc.grid_sample),
+    "affine_grid": (_floats(lambda i: (1 + i, 2, 3)),
                     lambda t: oc.affine_grid(t, np.array([len(t), 1, 3, 4]))),
-    "max_unpool": (lambda i: [(1, 1, 1 + i % 30, 1 + i // 30)],
-                   lambda x: oc.max_unpool(x, np.zeros(x.shape, np.int64), kernel_shape=[2, 2],
-                                           strides=[2, 2])),
+    "max_unpool": (_unpooled,
+                   lambda x, i: oc.max_unpool(x, i, kernel_shape=[2, 2], strides=[2, 2])),
 }
 SHAPES = 600
-
-
-def _inputs(rng, shapes):
-    return [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]
 
 
 @pytest.mark.slow
@@ -97,12 +103,12 @@ def test_prepared_call_survives_other_shapes(family, rng):
     """The first shape's prepared call, used now and then among SHAPES others (so that the
     family's least-recently-used cache keeps it, while every cache below it turns over), still
     reads its own structs and tables: its results never change."""
-    shapes, fn = FAMILIES[family]
-    first = _inputs(rng, shapes(0))
+    make, fn = FAMILIES[family]
+    first = make(rng, 0)
     expected = on_numpy(fn, *first)
     with StandIn().installed():
         for i in range(1, SHAPES + 1):
-            run("cupy", fn, *_inputs(rng, shapes(i)))
+            run("cupy", fn, *make(rng, i))
             if i % 100 == 0:
                 got = run("cupy", fn, *first)
                 for g, e in zip(*((got, expected) if isinstance(got, tuple)
