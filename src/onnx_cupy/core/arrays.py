@@ -181,14 +181,20 @@ def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: s
         raise TypeError(f"{op}: out has dtype {out.dtype}, expected {np.dtype(dtype)}")
     if not out.flags.c_contiguous:
         raise ValueError(f"{op}: out must be C-contiguous")
-    if backend != "cupy" and not out.flags.writeable:
-        raise ValueError(f"{op}: out is read-only (its writeable flag is off: a read-only "
-                         f"memory map or a view that cannot be written)")
+    if backend != "cupy":
+        writeable(op, out)
     if backend == "cupy" and out.device.id != x.device.id:
         raise ValueError(f"{op}: out is on device {out.device.id}, X on device {x.device.id}")
     if (overlap(out, x) if backend == "cupy" else np.may_share_memory(out, x)):
         raise ValueError(f"{op}: out overlaps the input X")
     return out
+
+
+def writeable(op: str, out: np.ndarray) -> None:
+    """ValueError for a NumPy `out` that cannot be written."""
+    if not out.flags.writeable:
+        raise ValueError(f"{op}: out is read-only (its writeable flag is off: a read-only "
+                         f"memory map or a view that cannot be written)")
 
 
 def overlap(a: Any, b: Any) -> bool:

@@ -120,7 +120,7 @@ def emulated(build: Callable[..., calls.Call], *inputs: np.ndarray, op: str) -> 
             _check_host_out(op, out, xs)
         with execution.device_module(device):
             ys = body(*(device.mirror(a) for a in xs),
-                      None if out is None else device.mirror(out, copy=False))
+                      None if out is None else device.mirror(out, copy=False, native=False))
         if isinstance(ys, tuple):
             return tuple(_host(y, out if i == 0 else None) for i, y in enumerate(ys))
         return _host(ys, out)
@@ -128,16 +128,13 @@ def emulated(build: Callable[..., calls.Call], *inputs: np.ndarray, op: str) -> 
 
 
 def _check_host_out(op: str, out: Any, inputs: list[Any]) -> None:
-    """What the device copy of a NumPy `out` cannot show: its type, that it can be written in
-    native byte order, that it shares no memory with an input."""
+    """What the device copy of a NumPy `out` cannot show: its type, that it can be written,
+    that it shares no memory with an input (the call checks the rest on the copy)."""
     if not isinstance(out, np.ndarray):
         raise TypeError(f"{op}: out must be a ndarray like X, got {type(out).__name__}")
     if isinstance(out, np.ma.MaskedArray):
         raise TypeError(f"{op}: out is a numpy.ma.MaskedArray; masked arrays are not taken")
-    if not out.flags.writeable:
-        raise ValueError(f"{op}: out is read-only (the output is written into it)")
-    if not out.dtype.isnative:
-        raise ValueError(f"{op}: out has dtype {out.dtype.str}, not in native byte order")
+    arrays.writeable(op, out)
     for i, x in enumerate(inputs):
         if isinstance(x, np.ndarray) and np.may_share_memory(out, x):
             raise ValueError(f"{op}: out overlaps the input {'X' if i == 0 else i}")
