@@ -99,9 +99,13 @@ def _tuple(name: str, what: str, value: Any, k: int, optional: bool = False) -> 
                      f"{_DIMS[k]}, got {value!r}")
 
 
-def _batched(x: Any, name: str, k: int) -> tuple[Any, bool]:
-    """`x` with a batch axis (added where PyTorch takes the unbatched (C, *spatial) form)."""
-    if x.ndim not in (k + 1, k + 2) or any(d == 0 for d in x.shape[1:]):
+def _batched(x: Any, name: str, k: int, channels_may_be_empty: bool = False
+             ) -> tuple[Any, bool]:
+    """`x` with a batch axis (added where PyTorch takes the unbatched (C, *spatial) form); only
+    a batched input's batch axis may be empty (and, where `channels_may_be_empty`, as for
+    PyTorch's max_unpool, an unbatched input's channel axis)."""
+    first = 1 if channels_may_be_empty or x.ndim == k + 2 else 0
+    if x.ndim not in (k + 1, k + 2) or 0 in x.shape[first:]:
         raise ValueError(f"{name}: expected a {k + 1}D (unbatched) or {k + 2}D (batched) input "
                          f"with non-zero sizes except the batch, got shape {tuple(x.shape)}")
     return (x[None], True) if x.ndim == k + 1 else (x, False)
@@ -201,17 +205,20 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     pool = pool_api.prepared("AveragePool", x, backend, _POOL_OPSET, attrs)
     if divisor_override is None:
         return _unbatched(lambda xb: pool(xb, None), unbatched)
-    # sum / divisor = mean over the real elements * their count: one table, uploaded once
-    pl = pool_plan.prepare("AveragePool", tuple(x.shape), x.dtype, _POOL_OPSET, **attrs)
-    counts = pool_plan.divisor(pl, np.dtype(np.float64))
+    # sum / divisor = mean over the real elements * (their count / divisor), in float64 and
+    # rounded once to x's dtype (as PyTorch divides its sum): one table, uploaded once
+    wide = np.dtype(np.float64)
+    pl = pool_plan.prepare("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
+    counts = pool_plan.divisor(pl, wide)
     with arrays.on_device(x, backend):
-        (factor,) = calls.upload(backend, (counts / divisor_override).astype(x.dtype))
+        (factor,) = calls.upload(backend, counts / divisor_override)
 
     def call(xb: Any) -> Any:
-        y = pool(xb, None)
         with arrays.on_device(xb, backend):
+            xw = xb.astype(wide)
+            y = pool_api.prepared("AveragePool", xw, backend, _POOL_OPSET, attrs)(xw, None)
             y *= factor
-        return y
+            return y if xb.dtype == wide else y.astype(xb.dtype)
     return _unbatched(call, unbatched)
 
 
@@ -1086,7 +1093,7 @@ def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: An
                          f"{list(i.shape)}")
     if i.dtype != np.int64:
         raise TypeError(f"{name}: elements in indices should be type int64, got {i.dtype}")
-    x, unbatched = _batched(x, name, k)
+    x, unbatched = _batched(x, name, k, channels_may_be_empty=True)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     strides = _strides(name, stride, kernel)
     pads = _tuple(name, "padding", padding, k)
