@@ -643,13 +643,19 @@ def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_facto
             1.0 if copies and m == n else 0.5 if halves and m == 2 * n else
             float(np.float32(1.0 / f)) if factors else float(np.float32(n) / np.float32(m))
             for n, m, f in zip(spatial, sizes, factors or sizes)))
-    elif antialias and align_corners:  # half-pixel centres at the align_corners step
-        source = _Coordinates(True, tuple((n - 1) / (m - 1) if m > 1 else 0.0
-                                          for n, m in zip(spatial, sizes)))
-    elif not align_corners:
+    elif align_corners:  # antialias: half-pixel centres at the align_corners step
+        source = _Coordinates(antialias, tuple((n - 1) / (m - 1) if m > 1 else 0.0
+                                               for n, m in zip(spatial, sizes)),
+                              single_steps=tuple(_F32(n - 1) / _F32(m - 1) if m > 1 else 0.0
+                                                 for n, m in zip(spatial, sizes)))
+    else:   # float32: PyTorch's float steps, float32(1 / scale_factor) or float32(n) / m
         source = _Coordinates(True, tuple(1.0 if copies and m == n else 1.0 / f if factors
                                           else n / m
-                                          for n, m, f in zip(spatial, sizes, factors or sizes)))
+                                          for n, m, f in zip(spatial, sizes, factors or sizes)),
+                              single_steps=tuple(
+                                  1.0 if copies and m == n else _F32(1.0 / f) if factors
+                                  else _F32(n) / _F32(m)
+                                  for n, m, f in zip(spatial, sizes, factors or sizes)))
     if source is not None and antialias and sizes[-1] == 1 and sizes[0] != spatial[0]:
         source = dataclasses.replace(source, first_row=True)
     resize = resize_api.prepared(x, backend, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
@@ -658,6 +664,12 @@ def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_facto
 
 
 _FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)
+_F32 = np.float32
+# The multiply-adds PyTorch's x86-64 CPU kernels (compiled for AVX2 and AVX-512, where the
+# compiler contracts a * b + c into one fused multiply-add) round once, in the Keys polynomials
+# of resize_plan.keys32: bicubic's weights, and the antialiased bicubic filter
+_CUBIC_FUSED = ("inner", "first", "second")
+_FILTER_FUSED = ("inner", "outer", "first", "second", "last")
 
 
 @dataclass(frozen=True)
@@ -675,6 +687,7 @@ class _Coordinates:
     half_pixel: bool
     steps: tuple[float, ...]   # per spatial axis
     first_row: bool = False    # every output row samples output row 0's coordinate
+    single_steps: tuple[float, ...] = ()   # PyTorch's float32 steps (linear and cubic modes)
 
     def coordinates(self, a: resize_plan.Axis, nearest: bool
                     ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -695,6 +708,75 @@ class _Coordinates:
 
     def tie(self, a: resize_plan.Axis) -> float:
         return 0.0   # PyTorch floors (y + 0.5) * step: an exact test
+
+    def single(self, a: resize_plan.Axis, at: resize_plan.Attributes, dtype: np.dtype
+               ) -> resize_plan.Table | None:
+        """PyTorch's float32 tables (its float kernels' arithmetic; on 16-bit floats the
+        weights are then rounded to the dtype, as PyTorch stores them), with s = the float32
+        step: x = fma(s, y + 0.5, -0.5) (`half_pixel`; linear: not below 0) or s * y,
+        i = min(floor(x), n - 1), t = x - i clamped into [0, 1], then
+          linear     taps i and min(i + 1, n - 1), weights (1 - t, t)
+          cubic      taps i - 1 ... i + 2 clamped into [0, n), the Keys weights of
+                     float32(t + 1), t, 1 - t, float32((1 - t) + 1) (_CUBIC_FUSED)
+          antialias  PyTorch's (Pillow's) windows: centre c = float32(s * (y + 0.5)), support
+                     1 or 2 (times s where s >= 1), taps from int(c - support + 0.5) (at least
+                     0) to int(c + support + 0.5) (at most n), filter of
+                     float32((k - c) + 0.5) / max(1, s)) (_FILTER_FUSED), each weight divided
+                     by their float32 sum."""
+        step = self.steps[a.axis - 2] if a.axis >= 2 else 1.0
+        if step == 1 and a.m == a.n:
+            return None
+        s = _F32(self.single_steps[a.axis - 2])
+        y = np.arange(a.m, dtype=_F32)
+        if at.antialias:
+            index, weight = _antialias32(at, s, a.n, a.m)
+        else:
+            x = resize_plan.fma32(s, y + _F32(0.5), _F32(-0.5)) if self.half_pixel else s * y
+            if at.mode == "linear":
+                x = np.maximum(x, _F32(0))
+            low = np.minimum(np.floor(x).astype(np.int64), a.n - 1)
+            t = np.clip(x - low.astype(_F32), _F32(0), _F32(1)).astype(_F32)
+            if at.mode == "linear":
+                index = np.stack([low, low + (low < a.n - 1)], axis=1)
+                weight = np.stack([_F32(1) - t, t], axis=1)
+            else:
+                far = (_F32(1) - t).astype(np.float64) + 1.0
+                index = np.clip(low[:, None] + np.arange(-1, 3), 0, a.n - 1)
+                weight = resize_plan.keys32(at.cubic_coeff_a, (
+                    t.astype(np.float64) + 1.0, t, _F32(1) - t, far), _CUBIC_FUSED)
+        if self.first_row and a.axis == 2:
+            index, weight = (np.repeat(v[:1], a.m, axis=0) for v in (index, weight))
+        if dtype != np.float32 and not at.antialias:
+            weight = weight.astype(dtype)
+        return index, weight.astype(np.float64), np.zeros(a.m, dtype=bool)
+
+
+def _antialias32(at: resize_plan.Attributes, s: np.float32, n: int, m: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's antialias windows in float32 (see `_Coordinates.single`)."""
+    half = 1.0 if at.mode == "linear" else 2.0
+    support = _F32(half * float(s)) if s >= 1 else _F32(half)
+    shrink = _F32(1.0 / float(s)) if s >= 1 else _F32(1)
+    centre = (float(s) * (np.arange(m) + 0.5)).astype(_F32)
+    low = np.maximum(np.trunc((centre - support).astype(np.float64) + 0.5), 0).astype(np.int64)
+    count = np.minimum(np.trunc((centre + support).astype(np.float64) + 0.5), n) - low
+    width = math.ceil(support) * 2 + 1
+    count = np.clip(count, 0, width).astype(np.int64)
+    taps = max(int(count.max(initial=1)), 1)
+    k = low[:, None] + np.arange(taps)
+    inside = np.arange(taps) < count[:, None]
+    u = (((k.astype(_F32) - centre[:, None]).astype(np.float64) + 0.5)
+         * float(shrink)).astype(_F32)
+    u = np.abs(u)
+    if at.mode == "linear":
+        w = np.where(u < 1, (1.0 - u.astype(np.float64)).astype(_F32), _F32(0))
+    else:
+        keys = resize_plan.keys32(at.cubic_coeff_a, (u, u, u, u), _FILTER_FUSED)
+        w = np.where(u < 1, keys[:, 1], np.where(u < 2, keys[:, 0], _F32(0)))
+    w = np.where(inside, w, _F32(0)).astype(_F32)
+    total = resize_plan.sum32(w)
+    w = np.where((total != 0)[:, None], w / np.where(total == 0, _F32(1), total)[:, None], w)
+    return np.clip(k, 0, n - 1), np.where(inside, w, _F32(0)).astype(_F32)
 
 
 def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
