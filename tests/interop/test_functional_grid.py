@@ -47,12 +47,17 @@ def test_recorded_cases_cover_both_functions():
 
 
 def test_grid_sample_defaults_and_onnx(cpu_backend, rng):
-    """bilinear, zeros, align_corners False by default: ONNX GridSample's defaults."""
+    """bilinear, zeros, align_corners False by default: ONNX GridSample's defaults (with
+    PyTorch's 2-D float32 coordinates, fma(g + 1, n / 2, -0.5): within float32's default
+    tolerance of onnxruntime's ((g + 1) * n - 1) / 2; align_corners=1 computes both alike)."""
     x = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
     g = rng.uniform(-1.3, 1.3, (2, 3, 6, 2)).astype(np.float32)
     with execution.backend(cpu_backend):
         got = F.grid_sample(x, g)
-        np.testing.assert_array_equal(got, onnx_grid_sample(x, g))
+        np.testing.assert_allclose(got, onnx_grid_sample(x, g), rtol=1.3e-6, atol=1e-5)
+        np.testing.assert_array_equal(F.grid_sample(x.astype(np.float64), g.astype(np.float64)),
+                                      onnx_grid_sample(x.astype(np.float64),
+                                                       g.astype(np.float64)))
         np.testing.assert_array_equal(F.grid_sample(x, g, "bicubic", "border", True),
                                       onnx_grid_sample(x, g, mode="cubic", padding_mode="border",
                                                        align_corners=1))

@@ -11,10 +11,12 @@ linear's second tap); nearest and cubic with border or reflection padding read X
 copied only where its layout does not fit. Then per chunk of output positions (several batch
 items, or part of one):
 
-  coordinates  x = ((g + 1) * scale - shift) * half of all r axes as one (r, positions) array,
-               each step rounded in the coordinate type, operation for operation as the kernels
-               compute it; padded (border: clipped; reflection: folded exactly, then clipped)
-               before or after rounding (nearest), or per tap (cubic)
+  coordinates  x = (fma(g + 1, scale, addend) - shift) * half of all r axes as one (r,
+               positions) array, each step rounded in the coordinate type, operation for
+               operation as the kernels compute it (the multiply-add rounded once: a plain
+               product where every addend is 0); padded (border: clipped; reflection:
+               folded exactly, then clipped) before or after rounding (nearest), or per tap
+               (cubic)
   taps         positions (taps, r, positions) and weights in the coordinate type (cubic: the
                Keys polynomials of t + 1, t, 1 - t, 2 - t); zeros padding clips the positions to
                [-1, n] (NaN to -1); one matrix product (exact: integers below 2^24 in float32,
@@ -44,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import arrays, dtypes
+from ..core import arrays, dtypes, numerics
 from ..core.calls import Call
 from ..core.numerics import round_saturate
 from .plan import AFFINE, CUBIC_A, FLOAT32_EXACT, SAMPLE, base
@@ -95,10 +97,12 @@ class _Axes:
         def stacked(values: list[Any]) -> np.ndarray:
             return _stacked(values, f, shape, full)
 
-        scale, shift, half, lo, hi, last = (list(v) for v in
-                                            zip(*(a.constants(f) for a in axes)))
+        scale, shift, half, lo, hi, last, addend = (list(v) for v in
+                                                    zip(*(a.constants(f) for a in axes)))
         span = [h - lo_ for lo_, h in zip(lo, hi)]
         self.scale, self.shift, self.half = stacked(scale), stacked(shift), stacked(half)
+        self.addend = stacked(addend)
+        self.fused = any(a.fused for a in axes)
         self.lo, self.hi, self.last = stacked(lo), stacked(hi), stacked(last)
         self.period = stacked([s + s for s in span])
         self.below = stacked([lo_ - s for lo_, s in zip(lo, span)])
@@ -412,7 +416,10 @@ class _Sampler:
             np.add(c, k.one, out=c)
         else:
             np.add(g.T, k.one, out=c)
-        np.multiply(c, k.scale, out=c)
+        if k.fused:   # the multiply-add rounded once (an addend of 0 keeps the product's)
+            c[...] = numerics.fma32(c, k.scale, k.addend)
+        else:
+            np.multiply(c, k.scale, out=c)
         np.subtract(c, k.shift, out=c)
         np.multiply(c, k.half, out=c)
         if self.mode == "nearest":

@@ -30,7 +30,7 @@ from typing import (
 
 import numpy as np
 
-from ..core import arrays, calls, execution
+from ..core import arrays, calls, execution, numerics
 from ..core.attributes import is_int, is_real
 from ..core.execution import ArrayT, Indices, NDArray, NumPyArray, ScalarT
 from ..grid import api as grid_api
@@ -731,7 +731,7 @@ class _Coordinates:
         if at.antialias:
             index, weight = _antialias32(at, s, a.n, a.m)
         else:
-            x = resize_plan.fma32(s, y + _F32(0.5), _F32(-0.5)) if self.half_pixel else s * y
+            x = numerics.fma32(s, y + _F32(0.5), _F32(-0.5)) if self.half_pixel else s * y
             if at.mode == "linear":
                 x = np.maximum(x, _F32(0))
             low = np.minimum(np.floor(x).astype(np.int64), a.n - 1)
@@ -1387,7 +1387,8 @@ def _prepare_grid_sample(x: Any, backend: str, name: str, mode: Any, padding_mod
         return lambda xb, gb: grid_api.run_sample(xb, gb, _GRID_OPSET, {})
     sample = grid_api.prepared_sample(x, g, backend, _GRID_OPSET, {
         "mode": onnx_mode, "padding_mode": padding_mode,
-        "align_corners": int(bool(align_corners))}, pad_before_rounding=True)
+        "align_corners": int(bool(align_corners))}, pad_before_rounding=True,
+        fused_unnormalize=True)
     return lambda xb, gb: sample(xb, gb, None)
 
 

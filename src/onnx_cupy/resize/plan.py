@@ -503,12 +503,6 @@ def sum32(w: np.ndarray) -> np.ndarray:
     return total
 
 
-def fma32(a: Any, b: Any, c: Any) -> np.ndarray:
-    """a * b + c rounded once to float32 (float32 operands: the product is exact in float64 and,
-    for coordinates and weights, so is the sum)."""
-    return np.asarray(np.float64(a) * np.float64(b) + np.float64(c)).astype(F32)
-
-
 def keys32(a: float, taps: tuple[np.ndarray, ...], fused: tuple[str, ...]) -> np.ndarray:
     """Keys cubic weights in float32 at the distances `taps` (the first and last in [1, 2], the
     others in [0, 1]), each polynomial evaluated as ((A + 2) u - (A + 3)) u u + 1 and
@@ -518,7 +512,7 @@ def keys32(a: float, taps: tuple[np.ndarray, ...], fused: tuple[str, ...]) -> np
     A = F32(a)
 
     def madd(x: Any, u: Any, c: Any, name: str) -> np.ndarray:
-        return fma32(x, u, c) if name in fused else np.asarray(x * u + c, dtype=F32)
+        return numerics.fma32(x, u, c) if name in fused else np.asarray(x * u + c, dtype=F32)
 
     def near(u: np.ndarray) -> np.ndarray:
         r = madd(A + F32(2), u, -(A + F32(3)), "inner")
