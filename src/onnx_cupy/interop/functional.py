@@ -711,7 +711,7 @@ class _Coordinates:
 
     def single(self, a: resize_plan.Axis, at: resize_plan.Attributes, dtype: np.dtype
                ) -> resize_plan.Table | None:
-        """PyTorch's float32 tables (its float kernels' arithmetic; on 16-bit floats the
+        """PyTorch's float32 tables (its float kernels' arithmetic; on 16-bit floats bicubic's
         weights are then rounded to the dtype, as PyTorch stores them), with s = the float32
         step: x = fma(s, y + 0.5, -0.5) (`half_pixel`; linear: not below 0) or s * y,
         i = min(floor(x), n - 1), t = x - i clamped into [0, 1], then
@@ -746,7 +746,7 @@ class _Coordinates:
                     t.astype(np.float64) + 1.0, t, _F32(1) - t, far), _CUBIC_FUSED)
         if self.first_row and a.axis == 2:
             index, weight = (np.repeat(v[:1], a.m, axis=0) for v in (index, weight))
-        if dtype != np.float32 and not at.antialias:
+        if dtype != np.float32 and at.mode == "cubic" and not at.antialias:
             weight = weight.astype(dtype)
         return index, weight.astype(np.float64), np.zeros(a.m, dtype=bool)
 
