@@ -157,3 +157,63 @@ def test_affine_grid_agrees_with_pytorch(rng, size, align_corners):
     with execution.backend("numpy"):
         got = F.affine_grid(theta, size, align_corners=align_corners)
     assert_mostly_close(got, expected)
+
+
+# ONNX attributes an exporter writes for each PyTorch call: (Resize attributes, interpolate's)
+_EXPORTED = {
+    "linear": ({"mode": "linear"}, {"mode": "bilinear"}),
+    "linear-align_corners": ({"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+                             {"mode": "bilinear", "align_corners": True}),
+    "cubic": ({"mode": "cubic"}, {"mode": "bicubic"}),
+    "cubic-align_corners": ({"mode": "cubic", "coordinate_transformation_mode": "align_corners"},
+                            {"mode": "bicubic", "align_corners": True}),
+    "cubic-antialias": ({"mode": "cubic", "antialias": 1, "exclude_outside": 1,
+                         "cubic_coeff_a": -0.5,
+                         "coordinate_transformation_mode": "pytorch_half_pixel"},
+                        {"mode": "bicubic", "antialias": True}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [(270, 270), (500, 700)], ids=["270x270", "500x700"])
+@pytest.mark.parametrize("pair", list(_EXPORTED))
+def test_peers_differ(rng, pair, size):
+    """docs/semantics.md's figures: on the 345 x 456 photograph, onnxruntime (with the
+    exported attributes) and PyTorch differ by up to about 2e-3, with about 2 % to 30 % of the
+    elements outside float32's default tolerance; onnx-cupy's two surfaces give each peer's."""
+    from helpers.photographs import within
+    from helpers.util import node_model, onnxruntime
+
+    import onnx_cupy
+
+    x = photograph(rng, SHAPES["345x456"], np.float32)
+    attrs, kw = _EXPORTED[pair]
+    sizes = np.array((*x.shape[:2], *size), np.int64)
+    model = node_model("Resize", [("X", x.dtype), ("", None), ("", None), ("sizes", np.int64)],
+                       attrs, 19)
+    ort = onnxruntime(model, {"X": x, "sizes": sizes})[0]
+    pt = torch.nn.functional.interpolate(torch.from_numpy(x), size=size, **kw).numpy()
+    share, largest = within(ort, pt)
+    assert 0.65 < share < 0.99 and largest < 2.5e-3, (share, largest)
+    with execution.backend("numpy"):
+        assert_mostly_close(onnx_cupy.resize(x, sizes=sizes, opset=19, **attrs), ort)
+        assert_mostly_close(F.interpolate(x, size=size, **kw), pt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_grid_sample_peers_differ(rng, mode):
+    """docs/semantics.md's figures: GridSample with align_corners=0 in onnxruntime and
+    PyTorch's grid_sample differ in under 1 % of the elements, by up to about 1e-2."""
+    from helpers.photographs import within
+    from helpers.util import node_model, onnxruntime
+
+    x = photograph(rng, SHAPES["345x456"], np.float32)
+    g = _grid(rng, x.shape, (200, 300))
+    model = node_model("GridSample", [("X", x.dtype), ("grid", g.dtype)],
+                       {"mode": {"bilinear": "linear", "bicubic": "cubic"}[mode]}, 22)
+    ort = onnxruntime(model, {"X": x, "grid": g})[0]
+    pt = torch.nn.functional.grid_sample(torch.from_numpy(x), torch.from_numpy(g), mode=mode,
+                                         align_corners=False).numpy()
+    share, largest = within(ort, pt)
+    assert 0.99 < share < 1 and largest < 1e-2, (share, largest)
