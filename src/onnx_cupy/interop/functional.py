@@ -530,7 +530,8 @@ def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: st
     is computed from 1 / scale_factor (also for an output length of 1, where ONNX's
     pytorch_half_pixel takes x = 0), otherwise from n / size; nearest and nearest-exact compute
     it in float32, multiplying by float32(1 / scale_factor) (or float32(n) / float32(size)) as
-    PyTorch does. An axis whose length stays is copied in the linear and antialiased modes and
+    PyTorch does, and so do the other modes on float16, bfloat16 and float32 inputs, with
+    PyTorch's float32 weights and fused multiply-adds (float64 inputs: float64). An axis whose length stays is copied in the linear and antialiased modes and
     in 2-D nearest, whatever the scale factor (1-D and 3-D nearest, nearest-exact and bicubic
     resample it), and 2-D nearest takes element y // 2 where the length doubles (e.g. at
     scale_factor 2.05), as PyTorch's CPU kernels do. The antialiased modes sample
@@ -678,7 +679,8 @@ class _Coordinates:
     coordinate y samples x = (y + 0.5) * step_d - 0.5 (`half_pixel`) or x = y * step_d, with
     step_d the input distance between output samples (1 / scale_factor, or n / m; antialias with
     align_corners: (n - 1) / (m - 1), 0 for m = 1), computed in float32 for the nearest modes
-    (as PyTorch does; float64 past 2^24) and float64 otherwise; antialias filters stretch by
+    (as PyTorch does; float64 past 2^24) and float64 otherwise (linear and cubic on 16- and
+    32-bit floats take PyTorch's float32 tables instead: `single`); antialias filters stretch by
     step_d (not below 1), and `first_row` gives every output row of axis 2 output row 0's
     coordinate (PyTorch's antialiased kernels where the output width is 1). Rounding ties are
     exact (nearest-exact floors (y + 0.5) * step_d). An axis of step 1 that keeps its length is
@@ -1312,7 +1314,8 @@ def grid_sample(input: _In, grid: Any, mode: str = "bilinear", padding_mode: str
     that differs, reproduced here: PyTorch pads a nearest coordinate before rounding it (ONNX
     runtimes round first), which changes the pixel only at an exact tie under reflection with
     align_corners=False. Coordinates are computed in float32 (float64 for float64 inputs),
-    operation by operation as PyTorch does; a NaN coordinate samples the first pixel under border
+    operation by operation as PyTorch does (a 2-D grid with align_corners=False: x =
+    fma(g + 1, n / 2, -0.5), rounded once, as its vectorized kernel); a NaN coordinate samples the first pixel under border
     and reflection and gives 0 (nearest) or NaN (bilinear, bicubic) under zeros, as PyTorch's
     2-D kernels do.
 
