@@ -57,7 +57,7 @@ struct GridSampleGeom {
   long long length[GRID_MAXR];
   long long x_stride[GRID_MAXR];
   // per spatial axis d, entries GRID_AXIS_CONSTANTS d + j: scale, shift, half, lo, hi, last (n -
-  // 1), addend of onnx_cupy.grid.plan.Axis, in float and in double (the kernel reads its
+  // 1), addend, fold of onnx_cupy.grid.plan.Axis, in float and in double (the kernel reads its
   // coordinate type's)
   float axis_f[GRID_AXIS_CONSTANTS * GRID_MAXR];
   double axis_d[GRID_AXIS_CONSTANTS * GRID_MAXR];
@@ -87,6 +87,7 @@ enum padding { ZEROS = GRID_ZEROS, BORDER = GRID_BORDER, REFLECTION = GRID_REFLE
 #define GS_add +
 #define GS_sub -
 #define GS_mul *
+#define GS_div /
 #endif
 template <typename F> struct fmath;
 #define GS_FMATH(F, P, S)                                                                  \
@@ -94,6 +95,9 @@ template <typename F> struct fmath;
     static __device__ __forceinline__ F add(F a, F b) { return GS_RN(add, P, a, b); }      \
     static __device__ __forceinline__ F sub(F a, F b) { return GS_RN(sub, P, a, b); }      \
     static __device__ __forceinline__ F mul(F a, F b) { return GS_RN(mul, P, a, b); }      \
+    static __device__ __forceinline__ F div(F a, F b) { return GS_RN(div, P, a, b); }      \
+    static __device__ __forceinline__ F abs_(F v) { return fabs##S(v); }                   \
+    static __device__ __forceinline__ F trunc_(F v) { return trunc##S(v); }                \
     static __device__ __forceinline__ F fma_(F a, F b, F c) { return GS_FMA(S, a, b, c); } \
     static __device__ __forceinline__ F floor_(F v) { return floor##S(v); }                \
     static __device__ __forceinline__ F rint_(F v) { return rint##S(v); }                  \
@@ -116,7 +120,7 @@ template <> __device__ __forceinline__ double constant<double>(const GridSampleG
 }
 
 template <typename F> struct axis {
-  F scale, shift, half, lo, hi, last, addend;
+  F scale, shift, half, lo, hi, last, addend, fold;
 
   __device__ __forceinline__ axis(const GridSampleGeom& g, int d) {
     const int at = GRID_AXIS_CONSTANTS * d;
@@ -127,6 +131,7 @@ template <typename F> struct axis {
     hi = constant<F>(g, at + 4);
     last = constant<F>(g, at + 5);
     addend = constant<F>(g, at + 6);
+    fold = constant<F>(g, at + 7);
   }
 
   // The pixel coordinate of grid value v.
@@ -141,8 +146,15 @@ template <typename F> struct axis {
   // x outside [lo, hi] reflected at lo and hi until inside, then clipped. Exactly: fmod by the
   // period 2 (hi - lo) is exact, and so are the period added or taken away and the one mirror
   // image that follow (each a difference of numbers within a factor of 2, or one that shrinks).
+  // With `fold` (PyTorch's 2-D kernel, onnx_cupy.grid.plan.Axis.fold): e = |x - lo| modulo the
+  // period, x = min(e, period - e) + lo, each step rounded, inside the image too.
   __device__ __forceinline__ F reflect(F x) const {
-    if (x < lo || x > hi) {
+    using M = fmath<F>;
+    if (fold != F(0)) {
+      const F span = hi - lo, period = span + span, a = M::abs_(M::sub(x, lo));
+      const F e = M::sub(a, M::mul(M::trunc_(M::div(a, period)), period));
+      x = M::add(M::min_(e, M::sub(period, e)), lo);
+    } else if (x < lo || x > hi) {
       const F span = hi - lo, period = span + span;
       F m = fmath<F>::mod(x, period);
       m = m < lo - span ? m + period : m > hi + span ? m - period : m;

@@ -14,7 +14,8 @@ axes longer than 2^24), operation by operation in that order (as onnxruntime com
 PyTorch for 5-D X; the nearest pixel depends on the last bit of x). PyTorch's layer
 (`fused_unnormalize`) takes PyTorch's 2-D float32 form instead, x = fma(g + 1, n / 2, -0.5) with
 align_corners=0 (its vectorized CPU kernel's multiply-add, rounded once; onnxruntime's form
-differs from it by one unit in the last place of x in about one coordinate in 20). The interval [lo, hi] = [-0.5, n - 0.5]
+differs from it by one unit in the last place of x in about one coordinate in 20), and that
+kernel's reflection (`Axis.fold`). The interval [lo, hi] = [-0.5, n - 0.5]
 (align_corners=0) or [0, n - 1] (align_corners=1) is the image; padding_mode says what lies
 outside:
 
@@ -115,16 +116,26 @@ class Axis:
     align_corners: bool
     fused: bool = False   # PyTorch's 2-D float32 form (align_corners=0)
 
-    def constants(self, f: np.dtype) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
-        """(scale, shift, half, lo, hi, last, addend) as scalars of the coordinate type `f`."""
+    @property
+    def fold(self) -> bool:
+        """Reflection as PyTorch's 2-D kernel computes it (the `fused` axes): x = min(e,
+        2 (hi - lo) - e) + lo with e = |x - lo| - trunc(|x - lo| / (2 (hi - lo))) 2 (hi - lo),
+        each step rounded (positions inside the image too); otherwise exactly, and only
+        outside the image."""
+        return self.fused
+
+    def constants(self, f: np.dtype) -> tuple[Any, ...]:
+        """(scale, shift, half, lo, hi, last, addend, fold) as scalars of the coordinate type
+        `f` (fold: 1 or 0)."""
         t = f.type
         last = t(self.n - 1)
+        fold = t(1 if self.fold else 0)
         if self.align_corners:
-            return last * t(0.5), t(0), t(1), t(0), last, last, t(0)
+            return last * t(0.5), t(0), t(1), t(0), last, last, t(0), fold
         scale = t(self.n)
         if self.fused:
-            return scale * t(0.5), t(0), t(1), t(-0.5), scale - t(0.5), last, t(-0.5)
-        return scale, t(1), t(0.5), t(-0.5), scale - t(0.5), last, t(0)
+            return scale * t(0.5), t(0), t(1), t(-0.5), scale - t(0.5), last, t(-0.5), fold
+        return scale, t(1), t(0.5), t(-0.5), scale - t(0.5), last, t(0), fold
 
 
 @dataclass(frozen=True, eq=False)   # cached per configuration: hashed by identity
