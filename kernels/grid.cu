@@ -57,7 +57,8 @@ struct GridSampleGeom {
   long long length[GRID_MAXR];
   long long x_stride[GRID_MAXR];
   // per spatial axis d, entries GRID_AXIS_CONSTANTS d + j: scale, shift, half, lo, hi, last (n -
-  // 1) of onnx_cupy.grid.plan.Axis, in float and in double (the kernel reads its coordinate type's)
+  // 1), addend, fold of onnx_cupy.grid.plan.Axis, in float and in double (the kernel reads its
+  // coordinate type's)
   float axis_f[GRID_AXIS_CONSTANTS * GRID_MAXR];
   double axis_d[GRID_AXIS_CONSTANTS * GRID_MAXR];
 };
@@ -75,15 +76,18 @@ enum padding { ZEROS = GRID_ZEROS, BORDER = GRID_BORDER, REFLECTION = GRID_REFLE
 
 // Arithmetic of the coordinates per type, rounded operation by operation: the products and sums
 // of a coordinate are never fused into a multiply-add (on the GPU through the _rn intrinsics,
-// __fadd_rn ... __dmul_rn), so it is the same number on every path. F's math functions carry
-// the suffix S (f for float).
+// __fadd_rn ... __dmul_rn) except where fma_ says so, so it is the same number on every path.
+// F's math functions carry the suffix S (f for float).
 #if defined(__CUDA_ARCH__)
 #define GS_RN(OP, P, a, b) __##P##OP##_rn(a, b)
+#define GS_FMA(S, a, b, c) __fma##S##_rn(a, b, c)
 #else
+#define GS_FMA(S, a, b, c) std::fma(a, b, c)
 #define GS_RN(OP, P, a, b) ((a) GS_##OP (b))
 #define GS_add +
 #define GS_sub -
 #define GS_mul *
+#define GS_div /
 #endif
 template <typename F> struct fmath;
 #define GS_FMATH(F, P, S)                                                                  \
@@ -91,6 +95,10 @@ template <typename F> struct fmath;
     static __device__ __forceinline__ F add(F a, F b) { return GS_RN(add, P, a, b); }      \
     static __device__ __forceinline__ F sub(F a, F b) { return GS_RN(sub, P, a, b); }      \
     static __device__ __forceinline__ F mul(F a, F b) { return GS_RN(mul, P, a, b); }      \
+    static __device__ __forceinline__ F div(F a, F b) { return GS_RN(div, P, a, b); }      \
+    static __device__ __forceinline__ F abs_(F v) { return fabs##S(v); }                   \
+    static __device__ __forceinline__ F trunc_(F v) { return trunc##S(v); }                \
+    static __device__ __forceinline__ F fma_(F a, F b, F c) { return GS_FMA(S, a, b, c); } \
     static __device__ __forceinline__ F floor_(F v) { return floor##S(v); }                \
     static __device__ __forceinline__ F rint_(F v) { return rint##S(v); }                  \
     static __device__ __forceinline__ F mod(F a, F b) { return fmod##S(a, b); }            \
@@ -101,8 +109,8 @@ GS_FMATH(float, f, f)
 GS_FMATH(double, d, )
 #undef GS_FMATH
 
-// One spatial axis in the coordinate type: x = ((g + 1) * scale - shift) * half, the image
-// [lo, hi], its last position (n - 1): the host's constants (onnx_cupy.grid.plan.Axis).
+// One spatial axis in the coordinate type: x = (fma(g + 1, scale, addend) - shift) * half, the
+// image [lo, hi], its last position (n - 1): the host's constants (onnx_cupy.grid.plan.Axis).
 template <typename F> __device__ F constant(const GridSampleGeom& g, int i);
 template <> __device__ __forceinline__ float constant<float>(const GridSampleGeom& g, int i) {
   return g.axis_f[i];
@@ -112,7 +120,7 @@ template <> __device__ __forceinline__ double constant<double>(const GridSampleG
 }
 
 template <typename F> struct axis {
-  F scale, shift, half, lo, hi, last;
+  F scale, shift, half, lo, hi, last, addend, fold;
 
   __device__ __forceinline__ axis(const GridSampleGeom& g, int d) {
     const int at = GRID_AXIS_CONSTANTS * d;
@@ -122,12 +130,14 @@ template <typename F> struct axis {
     lo = constant<F>(g, at + 3);
     hi = constant<F>(g, at + 4);
     last = constant<F>(g, at + 5);
+    addend = constant<F>(g, at + 6);
+    fold = constant<F>(g, at + 7);
   }
 
   // The pixel coordinate of grid value v.
   __device__ __forceinline__ F coordinate(F v) const {
     using M = fmath<F>;
-    return M::mul(M::sub(M::mul(M::add(v, F(1)), scale), shift), half);
+    return M::mul(M::sub(M::fma_(M::add(v, F(1)), scale, addend), shift), half);
   }
   // x clipped to [0, n - 1]; NaN to 0.
   __device__ __forceinline__ F clip(F x) const {
@@ -136,8 +146,15 @@ template <typename F> struct axis {
   // x outside [lo, hi] reflected at lo and hi until inside, then clipped. Exactly: fmod by the
   // period 2 (hi - lo) is exact, and so are the period added or taken away and the one mirror
   // image that follow (each a difference of numbers within a factor of 2, or one that shrinks).
+  // With `fold` (PyTorch's 2-D kernel, onnx_cupy.grid.plan.Axis.fold): e = |x - lo| modulo the
+  // period, x = min(e, period - e) + lo, each step rounded, inside the image too.
   __device__ __forceinline__ F reflect(F x) const {
-    if (x < lo || x > hi) {
+    using M = fmath<F>;
+    if (fold != F(0)) {
+      const F span = hi - lo, period = span + span, a = M::abs_(M::sub(x, lo));
+      const F e = M::sub(a, M::mul(M::trunc_(M::div(a, period)), period));
+      x = M::add(M::min_(e, M::sub(period, e)), lo);
+    } else if (x < lo || x > hi) {
       const F span = hi - lo, period = span + span;
       F m = fmath<F>::mod(x, period);
       m = m < lo - span ? m + period : m > hi + span ? m - period : m;

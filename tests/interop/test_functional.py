@@ -86,7 +86,8 @@ def test_avg_pool1d_oracle(cpu_backend, rng, n, k, s, p, ceil_mode, count_includ
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32, np.float64])
 def test_avg_pool2d_divisor_override(cpu_backend, rng, dtype):
-    """Each window's sum over the input elements it covers, divided by divisor_override."""
+    """Each window's sum over the input elements it covers, divided by divisor_override and
+    rounded once to the dtype (as PyTorch divides its sum)."""
     x = random(rng, (2, 2, 5, 7), dtype)
     with execution.backend(cpu_backend):
         got = F.avg_pool2d(x, (3, 2), (2, 3), (1, 1), ceil_mode=True, divisor_override=5)
@@ -95,8 +96,10 @@ def test_avg_pool2d_divisor_override(cpu_backend, rng, dtype):
     total, _, _ = _window_sums(np.moveaxis(per_row, -2, -1), 3, 2, 1, True)
     expected = np.moveaxis(total, -1, -2) / 5
     assert got.dtype == x.dtype and got.shape == expected.shape
-    tol = {"float16": 4e-3, "bfloat16": 3e-2}.get(np.dtype(dtype).name, 1e-6)
-    np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tol, atol=tol)
+    if x.dtype == np.float64:
+        np.testing.assert_allclose(got, expected, rtol=1e-14)
+    else:   # float64 sums are exact: the once-rounded quotient, bit for bit
+        np.testing.assert_array_equal(got, expected.astype(x.dtype))
 
 
 @pytest.mark.parametrize("norm_type", [1, 2, 3, 1.5])
@@ -309,6 +312,31 @@ X4 = np.ones((1, 2, 6, 6), np.float32)
 def test_pytorch_rejects(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("name,shape,args,return_indices", [
+    ("max_pool1d", (0, 10), (1,), False), ("max_pool1d", (0, 10), (1,), True),
+    ("max_pool2d", (0, 4, 5), (1,), False), ("max_pool2d", (0, 4, 5), (2,), True),
+    ("max_pool3d", (0, 2, 4, 5), (1,), False), ("max_pool3d", (0, 2, 4, 5), (1,), True),
+    ("avg_pool1d", (0, 10), (1,), False), ("avg_pool2d", (0, 4, 5), (2,), False),
+    ("avg_pool3d", (0, 2, 4, 5), (1,), False), ("lp_pool1d", (0, 10), (2, 1), False),
+    ("lp_pool2d", (0, 4, 5), (2, 2), False), ("lp_pool3d", (0, 2, 4, 5), (1, 1), False),
+])
+def test_pooling_rejects_unbatched_input_without_channels(name, shape, args, return_indices):
+    """PyTorch raises on an unbatched input with zero channels (only a batch may be empty);
+    a batched one with an empty batch gives an empty result."""
+    kw = {"return_indices": True} if return_indices else {}
+    fn = getattr(F, name)
+    with pytest.raises(ValueError, match="non-zero sizes except the batch"):
+        fn(np.ones(shape, np.float32), *args, **kw)
+    y = fn(np.ones((0, 1, *shape[1:]), np.float32), *args, **kw)
+    assert (y[0] if return_indices else y).shape[:2] == (0, 1)
+
+
+def test_max_unpool_takes_unbatched_input_without_channels():
+    """PyTorch's max_unpool, unlike its pooling, returns an empty result there."""
+    y = F.max_unpool1d(np.ones((0, 2), np.float32), np.zeros((0, 2), np.int64), 2)
+    assert y.shape == (0, 4)
 
 
 def test_recompute_scale_factor_uses_the_lengths(cpu_backend, rng):

@@ -47,12 +47,17 @@ def test_recorded_cases_cover_both_functions():
 
 
 def test_grid_sample_defaults_and_onnx(cpu_backend, rng):
-    """bilinear, zeros, align_corners False by default: ONNX GridSample's defaults."""
+    """bilinear, zeros, align_corners False by default: ONNX GridSample's defaults (with
+    PyTorch's 2-D float32 coordinates, fma(g + 1, n / 2, -0.5): within float32's default
+    tolerance of onnxruntime's ((g + 1) * n - 1) / 2; align_corners=1 computes both alike)."""
     x = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
     g = rng.uniform(-1.3, 1.3, (2, 3, 6, 2)).astype(np.float32)
     with execution.backend(cpu_backend):
         got = F.grid_sample(x, g)
-        np.testing.assert_array_equal(got, onnx_grid_sample(x, g))
+        np.testing.assert_allclose(got, onnx_grid_sample(x, g), rtol=1.3e-6, atol=1e-5)
+        np.testing.assert_array_equal(F.grid_sample(x.astype(np.float64), g.astype(np.float64)),
+                                      onnx_grid_sample(x.astype(np.float64),
+                                                       g.astype(np.float64)))
         np.testing.assert_array_equal(F.grid_sample(x, g, "bicubic", "border", True),
                                       onnx_grid_sample(x, g, mode="cubic", padding_mode="border",
                                                        align_corners=1))
@@ -136,3 +141,22 @@ def test_half_precision(cpu_backend, rng):
         want = F.grid_sample(xs.astype(np.float32), gs.astype(np.float32), align_corners=True)
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, want.astype(dtype))
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_grid_sample_kernels_equal_numpy_bit_for_bit(rng, mode, padding, dtype):
+    """PyTorch's 2-D float32 coordinates (fused multiply-add; its reflection): the emulated
+    kernels and the NumPy path give the same bits, positions far outside, NaN and inf too."""
+    x = rng.uniform(0, 255, (2, 3, 9, 13)).astype(dtype)
+    g = rng.uniform(-1.6, 1.6, (2, 7, 11, 2))
+    g.flat[::17] = rng.uniform(-40, 40, g.flat[::17].shape)
+    g.flat[5], g.flat[9], g.flat[23] = np.nan, np.inf, -np.inf
+    g = g.astype(dtype)
+    out = {}
+    for backend in ("numpy", "emulated"):
+        with execution.backend(backend):
+            out[backend] = F.grid_sample(x, g, mode=mode, padding_mode=padding)
+    np.testing.assert_array_equal(out["numpy"], out["emulated"])
+    assert np.isfinite(out["numpy"]).mean() > 0.9

@@ -39,3 +39,19 @@ def round_saturate(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     out = np.where(hi | lo, 0.0, r).astype(dtype)
     out[hi], out[lo] = info.max, info.min
     return out
+
+
+def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c for float32 operands rounded once to float32, as a fused multiply-add: the
+    product is exact in float64; the sum, where not exact there, is rounded to odd (its error,
+    from a two-sum, moves an even result one ulp towards it), which float32 then rounds as it
+    would the exact value."""
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    c64 = np.asarray(c, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = p + c64
+        back = s - p
+        error = (p - (s - back)) + (c64 - back)
+        nudge = np.isfinite(error) & (error != 0) & (s.view(np.int64) % 2 == 0)
+        s = np.where(nudge, np.nextafter(s, np.where(error > 0, np.inf, -np.inf)), s)
+        return np.asarray(s.astype(np.float32))

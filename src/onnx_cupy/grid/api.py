@@ -128,10 +128,12 @@ def affine_grid(theta: ArrayT, size: Any, *, align_corners: int = 0, opset: int 
 
 
 def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
-               pad_before_rounding: bool = False, out: Any = None) -> Any:
+               pad_before_rounding: bool = False, fused_unnormalize: bool = False,
+               out: Any = None) -> Any:
     """GridSample's one entry point (the ONNX function, the node runner, the PyTorch layer and
     Dask all come here): validated and planned on the host on the first call of its key
-    (onnx_cupy.core.calls; `pad_before_rounding`: nearest pads, then rounds, as PyTorch), then
+    (onnx_cupy.core.calls; `pad_before_rounding`: nearest pads, then rounds, as PyTorch;
+    `fused_unnormalize`: PyTorch's 2-D float32 coordinates, onnx_cupy.grid.plan), then
     run on the path X picks, NumPy or the CUDA kernels
     (on the GPU or the CPU emulator); grid must be of X's array type."""
     # DLPack inputs become cupy.ndarray
@@ -143,20 +145,23 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
             return f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
         raise TypeError(f"{plan.SAMPLE}: grid must be a {kind(x)} like X (on X's path), got "
                         f"{kind(g)}")
-    return prepared_sample(x, g, backend, opset, attrs, pad_before_rounding)(x, g, out)
+    return prepared_sample(x, g, backend, opset, attrs, pad_before_rounding,
+                           fused_unnormalize)(x, g, out)
 
 
 def prepared_sample(x: Any, g: Any, backend: str, opset: int, attrs: dict[str, Any],
-                    pad_before_rounding: bool = False) -> calls.Call:
+                    pad_before_rounding: bool = False, fused_unnormalize: bool = False
+                    ) -> calls.Call:
     """The call of GridSample with these attributes on inputs laid out as `x` and `g` (of X's
     array type) on `backend`: prepared on the first occurrence of its key, then kept.
     call(X, grid, out) -> Y."""
-    key = calls.key(x, backend, plan.SAMPLE, opset, 1 if pad_before_rounding else 0, attrs,
-                    arrays=(g,))
+    key = calls.key(x, backend, plan.SAMPLE, opset, 1 if pad_before_rounding else 0,
+                    1 if fused_unnormalize else 0, attrs, arrays=(g,))
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
-                                 pad_before_rounding=pad_before_rounding, **attrs)
+                                 pad_before_rounding=pad_before_rounding,
+                                 fused_unnormalize=fused_unnormalize, **attrs)
         call = _CALLS.put(key, numpy_path.prepare_sample(pl, x.dtype, g.dtype)
                           if backend == "numpy" else kernel.prepare_sample(pl, x, g, backend))
     return call

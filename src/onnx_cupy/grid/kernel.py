@@ -33,7 +33,7 @@ THREADS = 1 << 16    # threads worth a launch: fewer positions than this split t
 FAST_MIN_BLOCKS, GENERIC_MIN_BLOCKS = 4, 1
 
 _AXES = ("out_shape", "grid_stride", "length", "x_stride")
-AXIS_CONSTANTS = 6   # per spatial axis: plan.Axis.constants (GRID_AXIS_CONSTANTS)
+AXIS_CONSTANTS = 8   # per spatial axis: plan.Axis.constants (GRID_AXIS_CONSTANTS)
 _GEOM = np.dtype(
     [(f, "<i8") for f in ("points", "channels", "chunk", "chunks", "items", "rank", "taps",
                           "padding", "pad_first", "grid_kind", "x_stride_n",

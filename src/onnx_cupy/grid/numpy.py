@@ -11,10 +11,12 @@ linear's second tap); nearest and cubic with border or reflection padding read X
 copied only where its layout does not fit. Then per chunk of output positions (several batch
 items, or part of one):
 
-  coordinates  x = ((g + 1) * scale - shift) * half of all r axes as one (r, positions) array,
-               each step rounded in the coordinate type, operation for operation as the kernels
-               compute it; padded (border: clipped; reflection: folded exactly, then clipped)
-               before or after rounding (nearest), or per tap (cubic)
+  coordinates  x = (fma(g + 1, scale, addend) - shift) * half of all r axes as one (r,
+               positions) array, each step rounded in the coordinate type, operation for
+               operation as the kernels compute it (the multiply-add rounded once: a plain
+               product where every addend is 0); padded (border: clipped; reflection:
+               folded exactly, or as PyTorch where the axes `fold`, then clipped) before or
+               after rounding (nearest), or per tap (cubic)
   taps         positions (taps, r, positions) and weights in the coordinate type (cubic: the
                Keys polynomials of t + 1, t, 1 - t, 2 - t); zeros padding clips the positions to
                [-1, n] (NaN to -1); one matrix product (exact: integers below 2^24 in float32,
@@ -44,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import arrays, dtypes
+from ..core import arrays, dtypes, numerics
 from ..core.calls import Call
 from ..core.numerics import round_saturate
 from .plan import AFFINE, CUBIC_A, FLOAT32_EXACT, SAMPLE, base
@@ -95,10 +97,13 @@ class _Axes:
         def stacked(values: list[Any]) -> np.ndarray:
             return _stacked(values, f, shape, full)
 
-        scale, shift, half, lo, hi, last = (list(v) for v in
-                                            zip(*(a.constants(f) for a in axes)))
+        scale, shift, half, lo, hi, last, addend, _ = (list(v) for v in
+                                                       zip(*(a.constants(f) for a in axes)))
         span = [h - lo_ for lo_, h in zip(lo, hi)]
         self.scale, self.shift, self.half = stacked(scale), stacked(shift), stacked(half)
+        self.addend = stacked(addend)
+        self.fused = any(a.fused for a in axes)
+        self.fold = any(a.fold for a in axes)   # (a plan's axes fold alike)
         self.lo, self.hi, self.last = stacked(lo), stacked(hi), stacked(last)
         self.period = stacked([s + s for s in span])
         self.below = stacked([lo_ - s for lo_, s in zip(lo, span)])
@@ -113,6 +118,21 @@ def _clip(x: np.ndarray, k: _Axes) -> None:
     """x clipped to [0, n - 1] in place, NaN to 0 (fmax, fmin)."""
     np.fmax(x, k.zero, out=x)
     np.fmin(x, k.last, out=x)
+
+
+def _fold(x: np.ndarray, k: _Axes, under: np.ndarray) -> None:
+    """x reflected as PyTorch's 2-D kernel computes it (plan.Axis.fold), in place, then clipped
+    to [0, n - 1]; `under`: scratch of x's shape and type."""
+    np.subtract(x, k.lo, out=x)
+    np.abs(x, out=x)
+    np.divide(x, k.period, out=under)
+    np.trunc(under, out=under)
+    np.multiply(under, k.period, out=under)
+    np.subtract(x, under, out=x)
+    np.subtract(k.period, x, out=under)
+    np.minimum(x, under, out=x)
+    np.add(x, k.lo, out=x)
+    _clip(x, k)
 
 
 def _reflect(x: np.ndarray, k: _Axes, under: np.ndarray, over: np.ndarray) -> None:
@@ -412,7 +432,10 @@ class _Sampler:
             np.add(c, k.one, out=c)
         else:
             np.add(g.T, k.one, out=c)
-        np.multiply(c, k.scale, out=c)
+        if k.fused:   # the multiply-add rounded once (an addend of 0 keeps the product's)
+            c[...] = numerics.fma32(c, k.scale, k.addend)
+        else:
+            np.multiply(c, k.scale, out=c)
         np.subtract(c, k.shift, out=c)
         np.multiply(c, k.half, out=c)
         if self.mode == "nearest":
@@ -451,6 +474,8 @@ class _Sampler:
         """x padded in place: clipped (border), reflected (reflection) or left (zeros)."""
         if self.padding == "border":
             _clip(x, k)
+        elif self.padding == "reflection" and k.fold:
+            _fold(x, k, np.empty_like(x))
         elif self.padding == "reflection":
             _reflect(x, k, s.under, s.over)
 

@@ -10,8 +10,12 @@ length n, a grid value g becomes the pixel coordinate
   align_corners=1   x = (g + 1) / 2 * (n - 1)         -1 and 1: the centres of the end pixels
 
 computed in float32 for float16, bfloat16 and float32 grids and in float64 for float64 grids (and
-axes longer than 2^24), operation by operation in that order (as onnxruntime and PyTorch compute
-it; the nearest pixel depends on the last bit of x). The interval [lo, hi] = [-0.5, n - 0.5]
+axes longer than 2^24), operation by operation in that order (as onnxruntime computes it, and
+PyTorch for 5-D X; the nearest pixel depends on the last bit of x). PyTorch's layer
+(`fused_unnormalize`) takes PyTorch's 2-D float32 form instead, x = fma(g + 1, n / 2, -0.5) with
+align_corners=0 (its vectorized CPU kernel's multiply-add, rounded once; onnxruntime's form
+differs from it by one unit in the last place of x in about one coordinate in 20), and that
+kernel's reflection (`Axis.fold`). The interval [lo, hi] = [-0.5, n - 0.5]
 (align_corners=0) or [0, n - 1] (align_corners=1) is the image; padding_mode says what lies
 outside:
 
@@ -101,23 +105,37 @@ def coordinate_dtype(grid_dtype: np.dtype, lengths: tuple[int, ...]) -> np.dtype
 
 @dataclass(frozen=True)
 class Axis:
-    """One spatial axis of X: its length n. Its coordinates are x = ((g + 1) * scale - shift) *
-    half on the image [lo, hi], with last = n - 1, the constants made in the coordinate type F
-    from n: F(n), 1, 0.5, -0.5 and F(n) - 0.5 (align_corners=0), or F(n - 1) * 0.5, 0, 1, 0 and
-    F(n - 1) (align_corners=1): the module docstring's formulas, each constant exact for n below
-    2^24."""
+    """One spatial axis of X: its length n. Its coordinates are x = (fma(g + 1, scale, addend) -
+    shift) * half (the multiply-add rounded once) on the image [lo, hi], with last = n - 1, the
+    constants made in the coordinate type F from n: F(n), 1, 0.5, -0.5, F(n) - 0.5 and addend 0
+    (align_corners=0; `fused`: F(n) * 0.5, 0, 1 and addend -0.5), or F(n - 1) * 0.5, 0, 1, 0,
+    F(n - 1) and addend 0 (align_corners=1): the module docstring's formulas (an addend of 0
+    leaves the product's rounding alone), each constant exact for n below 2^24."""
 
     n: int
     align_corners: bool
+    fused: bool = False   # PyTorch's 2-D float32 form (align_corners=0)
 
-    def constants(self, f: np.dtype) -> tuple[Any, Any, Any, Any, Any, Any]:
-        """(scale, shift, half, lo, hi, last) as scalars of the coordinate type `f`."""
+    @property
+    def fold(self) -> bool:
+        """Reflection as PyTorch's 2-D kernel computes it (the `fused` axes): x = min(e,
+        2 (hi - lo) - e) + lo with e = |x - lo| - trunc(|x - lo| / (2 (hi - lo))) 2 (hi - lo),
+        each step rounded (positions inside the image too); otherwise exactly, and only
+        outside the image."""
+        return self.fused
+
+    def constants(self, f: np.dtype) -> tuple[Any, ...]:
+        """(scale, shift, half, lo, hi, last, addend, fold) as scalars of the coordinate type
+        `f` (fold: 1 or 0)."""
         t = f.type
         last = t(self.n - 1)
+        fold = t(1 if self.fold else 0)
         if self.align_corners:
-            return last * t(0.5), t(0), t(1), t(0), last, last
+            return last * t(0.5), t(0), t(1), t(0), last, last, t(0), fold
         scale = t(self.n)
-        return scale, t(1), t(0.5), t(-0.5), scale - t(0.5), last
+        if self.fused:
+            return scale * t(0.5), t(0), t(1), t(-0.5), scale - t(0.5), last, t(-0.5), fold
+        return scale, t(1), t(0.5), t(-0.5), scale - t(0.5), last, t(0), fold
 
 
 @dataclass(frozen=True, eq=False)   # cached per configuration: hashed by identity
@@ -175,9 +193,11 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...], every: tuple[str, .
 @functools.lru_cache(maxsize=256, typed=True)   # typed: 1.0 or True must not hit 1's plan
 def plan_sample(opset: int, x_shape: tuple[int, ...], x_dtype: np.dtype,
                 grid_shape: tuple[int, ...], grid_dtype: np.dtype, mode: Any, padding_mode: Any,
-                align_corners: Any, pad_before_rounding: bool) -> SamplePlan:
+                align_corners: Any, pad_before_rounding: bool, fused_unnormalize: bool = False
+                ) -> SamplePlan:
     """Validate a GridSample call for the version in force at `opset` (mode None: the version's
-    default) and compute its output shape and axes."""
+    default) and compute its output shape and axes (`fused_unnormalize`: PyTorch's 2-D float32
+    coordinates, see the module docstring)."""
     version = opsets.version(SAMPLE, opset)
     every = tuple(dict.fromkeys(m for v in VERSIONS for m in MODES[v]))
     name = _choice("mode", MODES[version][0] if mode is None else mode, MODES[version], every,
@@ -209,18 +229,20 @@ def plan_sample(opset: int, x_shape: tuple[int, ...], x_dtype: np.dtype,
     if math.prod(out_shape) and 0 in x_shape[2:]:
         raise ValueError(f"{SAMPLE}: X has an empty spatial axis (shape {x_shape}): there is "
                          f"nothing to sample for the output of shape {out_shape}")
+    f = coordinate_dtype(grid_dtype, x_shape[2:])
+    fused = fused_unnormalize and rank == 2 and not ac and f == np.float32
     return SamplePlan(version, kind, padding, ac, pad_before_rounding, x_shape, grid_shape,
-                      out_shape, tuple(Axis(n, ac) for n in x_shape[2:]),
-                      coordinate_dtype(grid_dtype, x_shape[2:]))
+                      out_shape, tuple(Axis(n, ac, fused) for n in x_shape[2:]), f)
 
 
 def prepare_sample(x_shape: tuple[int, ...], x_dtype: Any, grid_shape: tuple[int, ...],
                    grid_dtype: Any, opset: int, *, mode: Any = None, padding_mode: Any = "zeros",
-                   align_corners: Any = 0, pad_before_rounding: bool = False) -> SamplePlan:
+                   align_corners: Any = 0, pad_before_rounding: bool = False,
+                   fused_unnormalize: bool = False) -> SamplePlan:
     """The plan of a GridSample call (see `plan_sample`)."""
     return attributes.cached(plan_sample, opset, tuple(x_shape), np.dtype(x_dtype),
                              tuple(grid_shape), np.dtype(grid_dtype), mode, padding_mode,
-                             align_corners, bool(pad_before_rounding))
+                             align_corners, bool(pad_before_rounding), bool(fused_unnormalize))
 
 
 # ---------------------------------------------------------------- AffineGrid

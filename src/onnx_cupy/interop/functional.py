@@ -30,7 +30,7 @@ from typing import (
 
 import numpy as np
 
-from ..core import arrays, calls, execution
+from ..core import arrays, calls, execution, numerics
 from ..core.attributes import EXTENT_LIMIT, is_int, is_real
 from ..core.execution import ArrayT, Indices, NDArray, NumPyArray, ScalarT
 from ..grid import api as grid_api
@@ -99,9 +99,13 @@ def _tuple(name: str, what: str, value: Any, k: int, optional: bool = False) -> 
                      f"{_DIMS[k]}, got {value!r}")
 
 
-def _batched(x: Any, name: str, k: int) -> tuple[Any, bool]:
-    """`x` with a batch axis (added where PyTorch takes the unbatched (C, *spatial) form)."""
-    if x.ndim not in (k + 1, k + 2) or any(d == 0 for d in x.shape[1:]):
+def _batched(x: Any, name: str, k: int, channels_may_be_empty: bool = False
+             ) -> tuple[Any, bool]:
+    """`x` with a batch axis (added where PyTorch takes the unbatched (C, *spatial) form); only
+    a batched input's batch axis may be empty (and, where `channels_may_be_empty`, as for
+    PyTorch's max_unpool, an unbatched input's channel axis)."""
+    first = 1 if channels_may_be_empty or x.ndim == k + 2 else 0
+    if x.ndim not in (k + 1, k + 2) or 0 in x.shape[first:]:
         raise ValueError(f"{name}: expected a {k + 1}D (unbatched) or {k + 2}D (batched) input "
                          f"with non-zero sizes except the batch, got shape {tuple(x.shape)}")
     return (x[None], True) if x.ndim == k + 1 else (x, False)
@@ -201,17 +205,20 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     pool = pool_api.prepared("AveragePool", x, backend, _POOL_OPSET, attrs)
     if divisor_override is None:
         return _unbatched(lambda xb: pool(xb, None), unbatched)
-    # sum / divisor = mean over the real elements * their count: one table, uploaded once
-    pl = pool_plan.prepare("AveragePool", tuple(x.shape), x.dtype, _POOL_OPSET, **attrs)
-    counts = pool_plan.divisor(pl, np.dtype(np.float64))
+    # sum / divisor = mean over the real elements * (their count / divisor), in float64 and
+    # rounded once to x's dtype (as PyTorch divides its sum): one table, uploaded once
+    wide = np.dtype(np.float64)
+    pl = pool_plan.prepare("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
+    counts = pool_plan.divisor(pl, wide)
     with arrays.on_device(x, backend):
-        (factor,) = calls.upload(backend, (counts / divisor_override).astype(x.dtype))
+        (factor,) = calls.upload(backend, counts / divisor_override)
 
     def call(xb: Any) -> Any:
-        y = pool(xb, None)
         with arrays.on_device(xb, backend):
+            xw = xb.astype(wide)
+            y = pool_api.prepared("AveragePool", xw, backend, _POOL_OPSET, attrs)(xw, None)
             y *= factor
-        return y
+            return y if xb.dtype == wide else y.astype(xb.dtype)
     return _unbatched(call, unbatched)
 
 
@@ -526,7 +533,8 @@ def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: st
     is computed from 1 / scale_factor (also for an output length of 1, where ONNX's
     pytorch_half_pixel takes x = 0), otherwise from n / size; nearest and nearest-exact compute
     it in float32, multiplying by float32(1 / scale_factor) (or float32(n) / float32(size)) as
-    PyTorch does. An axis whose length stays is copied in the linear and antialiased modes and
+    PyTorch does, and so do the other modes on float16, bfloat16 and float32 inputs, with
+    PyTorch's float32 weights and fused multiply-adds (float64 inputs: float64). An axis whose length stays is copied in the linear and antialiased modes and
     in 2-D nearest, whatever the scale factor (1-D and 3-D nearest, nearest-exact and bicubic
     resample it), and 2-D nearest takes element y // 2 where the length doubles (e.g. at
     scale_factor 2.05), as PyTorch's CPU kernels do. The antialiased modes sample
@@ -639,13 +647,19 @@ def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_facto
             1.0 if copies and m == n else 0.5 if halves and m == 2 * n else
             float(np.float32(1.0 / f)) if factors else float(np.float32(n) / np.float32(m))
             for n, m, f in zip(spatial, sizes, factors or sizes)))
-    elif antialias and align_corners:  # half-pixel centres at the align_corners step
-        source = _Coordinates(True, tuple((n - 1) / (m - 1) if m > 1 else 0.0
-                                          for n, m in zip(spatial, sizes)))
-    elif not align_corners:
+    elif align_corners:  # antialias: half-pixel centres at the align_corners step
+        source = _Coordinates(antialias, tuple((n - 1) / (m - 1) if m > 1 else 0.0
+                                               for n, m in zip(spatial, sizes)),
+                              single_steps=tuple(_F32(n - 1) / _F32(m - 1) if m > 1 else 0.0
+                                                 for n, m in zip(spatial, sizes)))
+    else:   # float32: PyTorch's float steps, float32(1 / scale_factor) or float32(n) / m
         source = _Coordinates(True, tuple(1.0 if copies and m == n else 1.0 / f if factors
                                           else n / m
-                                          for n, m, f in zip(spatial, sizes, factors or sizes)))
+                                          for n, m, f in zip(spatial, sizes, factors or sizes)),
+                              single_steps=tuple(
+                                  1.0 if copies and m == n else _F32(1.0 / f) if factors
+                                  else _F32(n) / _F32(m)
+                                  for n, m, f in zip(spatial, sizes, factors or sizes)))
     if source is not None and antialias and sizes[-1] == 1 and sizes[0] != spatial[0]:
         source = dataclasses.replace(source, first_row=True)
     resize = resize_api.prepared(x, backend, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
@@ -654,6 +668,12 @@ def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_facto
 
 
 _FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)
+_F32 = np.float32
+# The multiply-adds PyTorch's x86-64 CPU kernels (compiled for AVX2 and AVX-512, where the
+# compiler contracts a * b + c into one fused multiply-add) round once, in the Keys polynomials
+# of resize_plan.keys32: bicubic's weights, and the antialiased bicubic filter
+_CUBIC_FUSED = ("inner", "first", "second")
+_FILTER_FUSED = ("inner", "outer", "first", "second", "last")
 
 
 @dataclass(frozen=True)
@@ -662,7 +682,8 @@ class _Coordinates:
     coordinate y samples x = (y + 0.5) * step_d - 0.5 (`half_pixel`) or x = y * step_d, with
     step_d the input distance between output samples (1 / scale_factor, or n / m; antialias with
     align_corners: (n - 1) / (m - 1), 0 for m = 1), computed in float32 for the nearest modes
-    (as PyTorch does; float64 past 2^24) and float64 otherwise; antialias filters stretch by
+    (as PyTorch does; float64 past 2^24) and float64 otherwise (linear and cubic on 16- and
+    32-bit floats take PyTorch's float32 tables instead: `single`); antialias filters stretch by
     step_d (not below 1), and `first_row` gives every output row of axis 2 output row 0's
     coordinate (PyTorch's antialiased kernels where the output width is 1). Rounding ties are
     exact (nearest-exact floors (y + 0.5) * step_d). An axis of step 1 that keeps its length is
@@ -671,6 +692,7 @@ class _Coordinates:
     half_pixel: bool
     steps: tuple[float, ...]   # per spatial axis
     first_row: bool = False    # every output row samples output row 0's coordinate
+    single_steps: tuple[float, ...] = ()   # PyTorch's float32 steps (linear and cubic modes)
 
     def coordinates(self, a: resize_plan.Axis, nearest: bool
                     ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -691,6 +713,75 @@ class _Coordinates:
 
     def tie(self, a: resize_plan.Axis) -> float:
         return 0.0   # PyTorch floors (y + 0.5) * step: an exact test
+
+    def single(self, a: resize_plan.Axis, at: resize_plan.Attributes, dtype: np.dtype
+               ) -> resize_plan.Table | None:
+        """PyTorch's float32 tables (its float kernels' arithmetic; on 16-bit floats bicubic's
+        weights are then rounded to the dtype, as PyTorch stores them), with s = the float32
+        step: x = fma(s, y + 0.5, -0.5) (`half_pixel`; linear: not below 0) or s * y,
+        i = min(floor(x), n - 1), t = x - i clamped into [0, 1], then
+          linear     taps i and min(i + 1, n - 1), weights (1 - t, t)
+          cubic      taps i - 1 ... i + 2 clamped into [0, n), the Keys weights of
+                     float32(t + 1), t, 1 - t, float32((1 - t) + 1) (_CUBIC_FUSED)
+          antialias  PyTorch's (Pillow's) windows: centre c = float32(s * (y + 0.5)), support
+                     1 or 2 (times s where s >= 1), taps from int(c - support + 0.5) (at least
+                     0) to int(c + support + 0.5) (at most n), filter of
+                     float32((k - c) + 0.5) / max(1, s)) (_FILTER_FUSED), each weight divided
+                     by their float32 sum."""
+        step = self.steps[a.axis - 2] if a.axis >= 2 else 1.0
+        if step == 1 and a.m == a.n:
+            return None
+        s = _F32(self.single_steps[a.axis - 2])
+        y = np.arange(a.m, dtype=_F32)
+        if at.antialias:
+            index, weight = _antialias32(at, s, a.n, a.m)
+        else:
+            x = numerics.fma32(s, y + _F32(0.5), _F32(-0.5)) if self.half_pixel else s * y
+            if at.mode == "linear":
+                x = np.maximum(x, _F32(0))
+            low = np.minimum(np.floor(x).astype(np.int64), a.n - 1)
+            t = np.clip(x - low.astype(_F32), _F32(0), _F32(1)).astype(_F32)
+            if at.mode == "linear":
+                index = np.stack([low, low + (low < a.n - 1)], axis=1)
+                weight = np.stack([_F32(1) - t, t], axis=1)
+            else:
+                far = (_F32(1) - t).astype(np.float64) + 1.0
+                index = np.clip(low[:, None] + np.arange(-1, 3), 0, a.n - 1)
+                weight = resize_plan.keys32(at.cubic_coeff_a, (
+                    t.astype(np.float64) + 1.0, t, _F32(1) - t, far), _CUBIC_FUSED)
+        if self.first_row and a.axis == 2:
+            index, weight = (np.repeat(v[:1], a.m, axis=0) for v in (index, weight))
+        if dtype != np.float32 and at.mode == "cubic" and not at.antialias:
+            weight = weight.astype(dtype)
+        return index, weight.astype(np.float64), np.zeros(a.m, dtype=bool)
+
+
+def _antialias32(at: resize_plan.Attributes, s: np.float32, n: int, m: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's antialias windows in float32 (see `_Coordinates.single`)."""
+    half = 1.0 if at.mode == "linear" else 2.0
+    support = _F32(half * float(s)) if s >= 1 else _F32(half)
+    shrink = _F32(1.0 / float(s)) if s >= 1 else _F32(1)
+    centre = (float(s) * (np.arange(m) + 0.5)).astype(_F32)
+    low = np.maximum(np.trunc((centre - support).astype(np.float64) + 0.5), 0).astype(np.int64)
+    count = np.minimum(np.trunc((centre + support).astype(np.float64) + 0.5), n) - low
+    width = math.ceil(support) * 2 + 1
+    count = np.clip(count, 0, width).astype(np.int64)
+    taps = max(int(count.max(initial=1)), 1)
+    k = low[:, None] + np.arange(taps)
+    inside = np.arange(taps) < count[:, None]
+    u = (((k.astype(_F32) - centre[:, None]).astype(np.float64) + 0.5)
+         * float(shrink)).astype(_F32)
+    u = np.abs(u)
+    if at.mode == "linear":
+        w = np.where(u < 1, (1.0 - u.astype(np.float64)).astype(_F32), _F32(0))
+    else:
+        keys = resize_plan.keys32(at.cubic_coeff_a, (u, u, u, u), _FILTER_FUSED)
+        w = np.where(u < 1, keys[:, 1], np.where(u < 2, keys[:, 0], _F32(0)))
+    w = np.where(inside, w, _F32(0)).astype(_F32)
+    total = resize_plan.sum32(w)
+    w = np.where((total != 0)[:, None], w / np.where(total == 0, _F32(1), total)[:, None], w)
+    return np.clip(k, 0, n - 1), np.where(inside, w, _F32(0)).astype(_F32)
 
 
 def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
@@ -1093,7 +1184,7 @@ def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: An
                          f"{list(i.shape)}")
     if i.dtype != np.int64:
         raise TypeError(f"{name}: elements in indices should be type int64, got {i.dtype}")
-    x, unbatched = _batched(x, name, k)
+    x, unbatched = _batched(x, name, k, channels_may_be_empty=True)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
     strides = _strides(name, stride, kernel)
     pads = _tuple(name, "padding", padding, k)
@@ -1237,7 +1328,8 @@ def grid_sample(input: _In, grid: Any, mode: str = "bilinear", padding_mode: str
     that differs, reproduced here: PyTorch pads a nearest coordinate before rounding it (ONNX
     runtimes round first), which changes the pixel only at an exact tie under reflection with
     align_corners=False. Coordinates are computed in float32 (float64 for float64 inputs),
-    operation by operation as PyTorch does; a NaN coordinate samples the first pixel under border
+    operation by operation as PyTorch does (a 2-D grid with align_corners=False: x =
+    fma(g + 1, n / 2, -0.5), rounded once, as its vectorized kernel); a NaN coordinate samples the first pixel under border
     and reflection and gives 0 (nearest) or NaN (bilinear, bicubic) under zeros, as PyTorch's
     2-D kernels do.
 
@@ -1312,7 +1404,8 @@ def _prepare_grid_sample(x: Any, backend: str, name: str, mode: Any, padding_mod
         return lambda xb, gb: grid_api.run_sample(xb, gb, _GRID_OPSET, {})
     sample = grid_api.prepared_sample(x, g, backend, _GRID_OPSET, {
         "mode": onnx_mode, "padding_mode": padding_mode,
-        "align_corners": int(bool(align_corners))}, pad_before_rounding=True)
+        "align_corners": int(bool(align_corners))}, pad_before_rounding=True,
+        fused_unnormalize=True)
     return lambda xb, gb: sample(xb, gb, None)
 
 

@@ -1,7 +1,8 @@
 """Resize, opset versions 10, 11, 13, 18 and 19.
 
 Each resized axis (input length n, output length m, scale s, target width w) maps output
-coordinate y to the input coordinate x, computed in float64 for linear and cubic:
+coordinate y to the input coordinate x, computed in float64 for linear and cubic on float64 and
+integer inputs:
   half_pixel            (y + 0.5) / s - 0.5
   half_pixel_symmetric  n / 2 * (1 - m / w) + (y + 0.5) / s - 0.5                 (from 19)
                         = (n - 1) / 2 + (2y + 1 - m) / (2s), as computed (w = n * s)
@@ -34,6 +35,13 @@ X is sampled at taps around x, indices clamped into [0, n) (edge padding):
   cubic    4 taps, the Keys kernel with a = cubic_coeff_a
   antialias=1 (linear, cubic): the kernel stretched by max(1, 1 / s), weights normalized to sum 1
   exclude_outside=1 (linear, cubic): taps outside [0, n) get weight 0, the rest renormalized.
+Linear and cubic on float16, bfloat16 and float32 inputs take their tables as the peer of the
+calling surface computes them in float32 (`CoordinateSource.single`): onnxruntime's arithmetic
+for the ONNX operators (`single_table`: x in float32 as for nearest, the weights in float32
+operation by operation), PyTorch's for onnx_cupy.nn.functional; a float32 result then agrees
+with the peer's to a few units in the last place instead of differing by the rounding of x
+(at 0-255 pixel values, about 1e-2). Either way the tables are made once, on the host, and the
+kernels and the NumPy path read the same ones.
 Y is the tensor product of the per-axis weights applied to X. An axis with scale 1 and unchanged
 length is left as is (as onnxruntime and onnx.reference do), also under tf_half_pixel_for_nn,
 whose formula would otherwise shift it by half a pixel, and under tf_crop_and_resize with the
@@ -163,6 +171,18 @@ class CoordinateSource(Hashable, Protocol):
 
     def tie(self, a: Axis) -> float: ...
 
+    def single(self, a: Axis, at: Attributes, dtype: np.dtype) -> Table | None:
+        """Linear and cubic (antialias too) on 16- and 32-bit floats: the axis' table as the
+        peer computes it in float32 (indices clamped into [0, n), weights, outside), or None
+        where the axis is left as is."""
+        ...
+
+
+# an axis' (index [m, taps], weight [m, taps], outside [m]) as `_table` gives them
+Table = tuple[np.ndarray, np.ndarray, np.ndarray]
+# the input dtypes whose linear and cubic tables follow the peer's float32 arithmetic
+SINGLE = ("float16", "bfloat16", "float32")
+
 
 @dataclass(frozen=True)
 class Transform:
@@ -183,6 +203,12 @@ class Transform:
 
     def tie(self, a: Axis) -> float:
         return 0.0 if self.mode == "half_pixel_symmetric" else NEAREST_TIE
+
+    def single(self, a: Axis, at: Attributes, dtype: np.dtype) -> Table | None:
+        """onnxruntime's float32 tables (`single_table`)."""
+        if self.coordinates(a, False) is None:
+            return None
+        return single_table(self.mode, a, at)
 
 
 # ---------------------------------------------------------------- attributes and inputs
@@ -414,6 +440,144 @@ def _cubic(r: np.ndarray, a: float) -> np.ndarray:
                      ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a], axis=1)
 
 
+# ---------------------------------------------------------------- onnxruntime in float32
+
+F32 = np.float32
+
+
+def _scale32(a: Axis) -> np.float32:
+    """onnxruntime's float32 scale: float32(m) / float32(n) from sizes, else the scale."""
+    scale: np.float32 = F32(a.m) / F32(a.n) if a.w == a.m and a.n else F32(a.s)
+    return scale
+
+
+def single_table(ctm: str, a: Axis, at: Attributes) -> Table:
+    """onnxruntime's tables for linear and cubic on 16- and 32-bit floats, every operation in
+    float32 in its order: x as for nearest (`_source`; half_pixel_symmetric as onnxruntime
+    mixes it: w = s * n, c = n / 2, offset c * (1 - m / w) in float32, then offset +
+    (y + 0.5) / s - 0.5 in float64, rounded once), then
+      linear     x clamped into [0, n - 1], i = int(x), j = min(i + 1, n - 1), weights
+                 (j - x, x - i) ((0.5, 0.5) where i = j)
+      cubic      t = x - floor(x), the Keys weights of t + 1, t, 1 - t, 2 - t each a
+                 float32 polynomial, exclude_outside renormalized by their float32 sum
+      antialias  onnxruntime's (Pillow's) windows: centre x + 0.5, support 1 or 2 stretched by
+                 1 / s when shrinking, taps floor(centre -+ support + 0.5), filter of
+                 (k - centre + 0.5) * min(1, s), the weights outside [0, n) folded onto the end
+                 taps (exclude_outside: dropped), all divided by their float32 sum."""
+    if ctm == "half_pixel_symmetric":
+        s = _scale32(a)
+        width = s * F32(a.n)
+        offset = F32(a.n) / F32(2) * (F32(1) - F32(a.m) / width)
+        y = np.arange(a.m, dtype=np.float64)
+        x = (float(offset) + (y + 0.5) / float(s) - 0.5).astype(F32)
+        outside = np.zeros(a.m, dtype=bool)
+    else:
+        x64, outside = _source(ctm, a, True)
+        x = x64.astype(F32)
+    if at.antialias:
+        index, weight = _single_antialias(at, x, _scale32(a), a.n)
+    elif at.mode == "linear":
+        xc = np.minimum(np.maximum(x, F32(0)), F32(a.n - 1))
+        low = np.minimum(xc.astype(np.int64), a.n - 1)
+        high = np.minimum(low + 1, a.n - 1)
+        index = np.stack([low, high], axis=1)
+        weight = np.where((low == high)[:, None], F32(0.5), np.abs(
+            xc[:, None] - index[:, ::-1].astype(F32)))
+    else:
+        low = np.floor(x)
+        t = (x - low).astype(F32)
+        c = keys32(at.cubic_coeff_a, (t + F32(1), t, F32(1) - t, F32(2) - t), fused=())
+        index = low.astype(np.int64)[:, None] + np.arange(-1, 3)
+        if at.exclude_outside:
+            c = np.where((index < 0) | (index >= a.n), F32(0), c)
+            c = c / sum32(c)[:, None]
+        index, weight = np.clip(index, 0, a.n - 1), c
+    return index, np.asarray(weight, dtype=np.float64), outside
+
+
+def sum32(w: np.ndarray) -> np.ndarray:
+    """The float32 sum of each row of `w`, added left to right from 0."""
+    total = np.zeros(w.shape[0], F32)
+    for k in range(w.shape[1]):
+        total = total + w[:, k]
+    return total
+
+
+def keys32(a: float, taps: tuple[np.ndarray, ...], fused: tuple[str, ...]) -> np.ndarray:
+    """Keys cubic weights in float32 at the distances `taps` (the first and last in [1, 2], the
+    others in [0, 1]), each polynomial evaluated as ((A + 2) u - (A + 3)) u u + 1 and
+    ((A u - 5 A) u + 8 A) u - 4 A operation by operation, except the multiply-adds named in
+    `fused` rounded once: "inner" (A + 2) u - (A + 3), "outer" (...) u u + 1 and in the other
+    polynomial "first" A u - 5 A, "second" (...) u + 8 A, "last" (...) u - 4 A."""
+    A = F32(a)
+
+    def madd(x: Any, u: Any, c: Any, name: str) -> np.ndarray:
+        return numerics.fma32(x, u, c) if name in fused else np.asarray(x * u + c, dtype=F32)
+
+    def near(u: np.ndarray) -> np.ndarray:
+        r = madd(A + F32(2), u, -(A + F32(3)), "inner")
+        return madd(r * u, u, F32(1), "outer")
+
+    def far(u: np.ndarray) -> np.ndarray:
+        r = madd(A, u, -(F32(5) * A), "first")
+        r = madd(r, u, F32(8) * A, "second")
+        return madd(r, u, -(F32(4) * A), "last")
+    u0, u1, u2, u3 = (np.asarray(u, dtype=F32) for u in taps)
+    return np.stack([far(u0), near(u1), near(u2), far(u3)], axis=1)
+
+
+def _single_antialias(at: Attributes, x: np.ndarray, s: np.float32, n: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """onnxruntime's antialias windows in float32 (see `single_table`)."""
+    stretch = F32(1) / s
+    half = F32(0.5) * F32(2 if at.mode == "linear" else 4)
+    support = half * stretch if stretch >= 1 else half
+    shrink = F32(1) / stretch if stretch >= 1 else F32(1)
+    centre = F32(0.5) + x
+    low = np.floor(centre - support + F32(0.5)).astype(np.int64)
+    high = np.floor(centre + support + F32(0.5)).astype(np.int64)
+    cut_low, cut_high = np.maximum(low, 0), np.minimum(high, n)
+    if at.exclude_outside:
+        low, high = cut_low, cut_high
+    taps = int(max((high - low).max(initial=1), 1))
+    k = low[:, None] + np.arange(taps)
+    inside = k < high[:, None]
+    u = (k.astype(F32) - centre[:, None] + F32(0.5)) * shrink
+    w = np.where(inside, _filter32(at, u), F32(0))
+    total = sum32(w)
+    if not at.exclude_outside:   # fold the weights outside [0, n) onto the end taps, in order
+        first = np.clip(-low, 0, taps - 1)
+        last = np.clip(cut_high - 1 - low, 0, taps - 1)
+        rows = np.arange(len(x))
+        w = w.copy()
+        for edge, beyond in ((first, (k < 0) & inside), (last, (k >= n) & inside)):
+            acc = w[rows, edge]
+            for c in range(taps):
+                acc = np.where(beyond[:, c], acc + w[:, c], acc).astype(F32)
+            w[rows, edge] = acc
+    w = w * (F32(1) / np.where(total == 0, F32(1), total))[:, None]
+    # the taps inside [0, n) only: column j is input cut_low + j
+    kept_taps = cut_high - cut_low
+    j = np.arange(int(max(kept_taps.max(initial=1), 1)))
+    kept = np.take_along_axis(w, np.clip((cut_low - low)[:, None] + j, 0, taps - 1), axis=1)
+    return (np.clip(cut_low[:, None] + j, 0, n - 1),
+            np.where(j < kept_taps[:, None], kept, F32(0)))
+
+
+def _filter32(at: Attributes, u: np.ndarray) -> np.ndarray:
+    """onnxruntime's antialias filters in float32: 1 - |u| (linear), Keys (cubic)."""
+    u = np.abs(u)
+    w: np.ndarray
+    if at.mode == "linear":
+        w = np.where(u < 1, F32(1) - u, F32(0)).astype(F32)
+        return w
+    A = F32(at.cubic_coeff_a)
+    near = ((A + F32(2)) * u - (A + F32(3))) * u * u + F32(1)
+    far = (((u - F32(5)) * u + F32(8)) * u - F32(4)) * A
+    w = np.where(u < 1, near, np.where(u < 2, far, F32(0))).astype(F32)
+    return w
+
+
 def _antialias(mode: str, r: np.ndarray, s: float, a: float) -> tuple[int, np.ndarray]:
     """First tap offset and normalized weights of the filter stretched by 1 / min(s, 1)."""
     s = min(s, 1.0)
@@ -479,12 +643,19 @@ def _is_identity(index: np.ndarray, weight: np.ndarray, outside: np.ndarray, n: 
                 and np.all(np.where(hit, weight, 0.0).sum(axis=1) == 1))
 
 
-def _table(a: Axis, at: Attributes, source: CoordinateSource) -> AxisTable | None:
-    sampled = source.coordinates(a, at.mode == "nearest")
-    if sampled is None:
-        return None
-    x, outside = sampled
-    index, weight = _taps(at, x, a.s, source.filter_scale(a), source.tie(a), a.n)
+def _table(a: Axis, at: Attributes, source: CoordinateSource, dtype: np.dtype
+           ) -> AxisTable | None:
+    if at.mode != "nearest" and dtype.name in SINGLE:
+        peer = source.single(a, at, dtype)
+        if peer is None:
+            return None
+        index, weight, outside = peer
+    else:
+        sampled = source.coordinates(a, at.mode == "nearest")
+        if sampled is None:
+            return None
+        x, outside = sampled
+        index, weight = _taps(at, x, a.s, source.filter_scale(a), source.tie(a), a.n)
     if _is_identity(index, weight, outside, a.n):
         return None
     return AxisTable(a.axis, *map(arrays.readonly, (index, weight, outside)))
@@ -526,7 +697,7 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float
     fits(op, tuple(out_shape), dtype, f"X of shape {shape} and {given}")
     tables: tuple[AxisTable, ...] = ()
     if math.prod(out_shape):
-        tables = tuple(t for t in (_table(a, at, source) for a in sorted(lengths))
+        tables = tuple(t for t in (_table(a, at, source, dtype) for a in sorted(lengths))
                        if t is not None)
     dims = len(arrays.merge_axes(shape, arrays.c_strides(shape),
                                  frozenset(t.axis for t in tables)))
