@@ -228,6 +228,7 @@ def test_the_cupy_path_on_the_stand_in(monkeypatch, rng):
         (launch,) = fake.launches[since:]
         assert launch.expression == "roi_align<oc::half_t, int, true>" and launch.device == 1
     since = len(fake.launches)
-    y = oc.max_roi_pool(rd[:, ::2], pooled_shape=[3, 2])   # strided rois: copied
+    y = oc.max_roi_pool(xd, rd[:, ::2], pooled_shape=[3, 2])   # strided rois: copied
     assert y.shape == (4, 3, 3, 2) and y.device.id == 1
-    assert [k.expression for k in fake.launches[since:]] == ["max_roi_pool<oc::half_t, int>"]
+    assert [k.expression for k in fake.launches[since:]] == [
+        "elementwise copy", "max_roi_pool<oc::half_t, int>"]
