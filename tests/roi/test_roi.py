@@ -10,6 +10,8 @@ from helpers import fake_cupy
 from helpers.util import FLOAT_DTYPES, to_backend, to_numpy
 
 import onnx_cupy as oc
+from onnx_cupy.roi import kernel, plan
+from onnx_cupy.roi import numpy as numpy_path
 
 X = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
 
@@ -70,17 +72,36 @@ def test_pool_empty_bins_are_zero_and_nan_follows_the_fold(backend):
     assert y[0, 0, 0, 0] == np.finfo(np.float32).min   # the fold starts at -FLT_MAX
 
 
+def test_non_finite_boxes_are_rejected_on_host_arrays(cpu_backend):
+    """As onnxruntime's RoiAlign ("All 'rois' values must be finite"); MaxRoiPool alike."""
+    boxes = np.array([[0, 0, 2, 2], [0, 0, np.inf, 2]], np.float32)
+    with pytest.raises(ValueError, match=r"RoiAlign: input 'rois' holds inf in region 1"):
+        align(cpu_backend, X, boxes, np.zeros(2, np.int64))
+    rois = np.array([[0, 0, 0, 2, 2], [0, np.nan, 0, 2, 2]], np.float32)
+    with pytest.raises(ValueError, match=r"MaxRoiPool: input 'rois' holds nan in region 1"):
+        pool(cpu_backend, X, rois, pooled_shape=[1, 1])
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: np.dtype(d).name)
-def test_non_finite_boxes_give_nan(backend, dtype):
+@pytest.mark.parametrize("path", ["numpy", "emulated"])
+def test_non_finite_boxes_give_nan_where_unchecked(path, dtype):
+    """What the GPU path (which does not check) gives, on both paths past the host check: NaN
+    in every output of a region with a coordinate that is not finite after scaling, zeros for
+    a batch index outside the batch."""
     x = X.astype(dtype)
-    boxes = np.array([[0, 0, np.inf, 2], [0, 0, 2, 2], [np.nan, 0, 1, 1]]).astype(dtype)
-    y = align(backend, x, boxes, np.zeros(3, np.int64), output_height=2, output_width=3)
-    assert np.isnan(y[[0, 2]].astype(np.float64)).all() and np.isfinite(
-        y[1].astype(np.float64)).all()
-    rois = np.concatenate([np.zeros((3, 1)), boxes.astype(np.float64)], 1).astype(dtype)
-    y = pool(backend, x, rois, pooled_shape=[2, 3])
-    assert np.isnan(y[[0, 2]].astype(np.float64)).all() and np.isfinite(
-        y[1].astype(np.float64)).all()
+    boxes = np.array([[0, 0, np.inf, 2], [0, 0, 2, 2], [np.nan, 0, 1, 1], [0, 0, 1, 1]]
+                     ).astype(dtype)
+    batch = np.array([0, 0, 0, 3])
+    rois = np.concatenate([batch[:, None], boxes.astype(np.float64)], 1).astype(dtype)
+    for pl, r in ((plan.prepare_align(x, boxes, batch, 22, {
+            "mode": "avg", "output_height": 2, "output_width": 3, "sampling_ratio": 0,
+            "spatial_scale": 1.0, "coordinate_transformation_mode": None}), boxes),
+            (plan.prepare_pool(x, rois, 22, {"pooled_shape": (2, 3), "spatial_scale": 1.0}),
+             rois)):
+        run = numpy_path.prepare(pl, x.dtype) if path == "numpy" else \
+            kernel.prepare(pl, x, r, "emulated")
+        y = run(x, r, batch, None).astype(np.float64)
+        assert np.isnan(y[[0, 2]]).all() and np.isfinite(y[1]).all() and not y[3].any()
 
 
 def test_degenerate_regions(backend):

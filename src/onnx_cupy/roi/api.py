@@ -63,11 +63,10 @@ def roi_align(X: ArrayT, rois: Any, batch_indices: Any, *, mode: str = "avg",
     ValueError
         rois not (K, 4), batch_indices not (K,), an output size < 1, a negative
         sampling_ratio, an unknown mode, an attribute the opset does not define, or (host
-        arrays) a batch index outside [0, N) (the GPU path writes zeros for such a region).
+        arrays) a box coordinate that is not finite or a batch index outside [0, N) (the GPU
+        path, which would have to synchronize to check, gives NaN and zeros for such regions).
     TypeError
         An unsupported dtype, rois of another dtype than X, batch_indices not int64.
-
-    A region with a non-finite coordinate gives NaN in all its outputs.
 
     Examples
     --------
@@ -119,8 +118,9 @@ def max_roi_pool(X: ArrayT, rois: Any, *, pooled_shape: Any, spatial_scale: floa
     Raises
     ------
     ValueError
-        rois not (K, 5), pooled_shape missing, not 2 values or < 1, or (host arrays) a
-        batch index outside [0, N) (the GPU path writes zeros for such a region).
+        rois not (K, 5), pooled_shape missing, not 2 values or < 1, or (host arrays) a box
+        coordinate that is not finite or a batch index outside [0, N) (the GPU path gives NaN
+        and zeros for such regions).
     TypeError
         An unsupported dtype, or rois of another dtype than X.
 
@@ -184,14 +184,15 @@ def run_pool(X: Any, rois: Any, opset: int, attrs: dict[str, Any], *, out: Any =
 
 
 def _prepare(pl: plan.RoiPlan, x: Any, rois: Any, backend: str) -> calls.Call:
-    """The call of plan `pl` on the input's path; the batch indices of host arrays checked at
-    every call (the GPU path, which would have to synchronize, skips the check)."""
+    """The call of plan `pl` on the input's path; the boxes and batch indices of host arrays
+    checked at every call (the GPU path, which would have to synchronize, skips the checks)."""
     run_plan = numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
         kernel.prepare(pl, x, rois, backend)
     if backend == "cupy":
         return run_plan
 
     def call(X: Any, rois: Any, batch: Any, out: Any) -> Any:
+        plan.check_boxes(pl, rois)
         plan.check_batches(pl, batch if pl.op == ROI_ALIGN else
                            rois[:, 0].astype(np.float64))
         return run_plan(X, rois, batch, out)

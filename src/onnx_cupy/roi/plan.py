@@ -28,9 +28,10 @@ MaxRoiPool, region k = rois[k] = (b, x1, y1, x2, y2), b truncated to an integer:
   bin in row-major order from acc = -FLT_MAX (onnxruntime's std::max: a NaN is kept until the
   next element replaces it).
 
-A region with a coordinate that is not finite (after scaling) gives NaN in all its outputs. A
-batch index outside [0, N) is a ValueError on host arrays; the GPU path, which would have to
-synchronize to check, writes zeros for such a region. An image without pixels (H or W 0) gives
+A box coordinate that is not finite and a batch index outside [0, N) are ValueErrors on host
+arrays (as onnxruntime's RoiAlign); the GPU path, which would have to synchronize to check,
+gives NaN in every output of a region with a coordinate that is not finite after scaling, and
+zeros for a region of a batch index outside the batch. An image without pixels (H or W 0) gives
 zeros.
 """
 from __future__ import annotations
@@ -186,6 +187,19 @@ def prepare_pool(x: Any, rois: Any, opset: int, attrs: dict[str, Any]) -> RoiPla
     return attributes.cached(pool_plan, opset, tuple(x.shape), np.dtype(x.dtype),
                              tuple(rois.shape), np.dtype(rois.dtype),
                              _ints(attrs["pooled_shape"]), attrs["spatial_scale"])
+
+
+def check_boxes(pl: RoiPlan, rois: np.ndarray) -> None:
+    """ValueError for a box coordinate of a host array that is not finite, naming the first
+    (as onnxruntime's RoiAlign: "All 'rois' values must be finite")."""
+    if not rois.size:
+        return
+    corners = rois[:, -4:].astype(np.float64)
+    finite = np.isfinite(corners)
+    if not finite.all():
+        k, i = (int(v) for v in np.unravel_index(int(np.argmin(finite)), finite.shape))
+        raise ValueError(f"{pl.op}: input 'rois' holds {corners[k, i]} in region {k}: every box "
+                         f"coordinate must be finite")
 
 
 def check_batches(pl: RoiPlan, batch: np.ndarray) -> None:
