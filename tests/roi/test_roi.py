@@ -125,6 +125,8 @@ def test_empty_region_sets_and_channels(backend):
     y = align(backend, X, np.zeros((0, 4), np.float32), np.zeros(0, np.int64),
               output_height=3, output_width=2)
     assert y.shape == (0, 1, 3, 2) and y.dtype == np.float32
+    y = align(backend, X, np.ones((2, 4), np.float32), np.zeros(2, np.int64), output_height=0)
+    assert y.shape == (2, 1, 0, 1)   # as onnxruntime
     y = pool(backend, X, np.zeros((0, 5), np.float32), pooled_shape=[2, 2])
     assert y.shape == (0, 1, 2, 2)
     y = align(backend, np.zeros((1, 0, 4, 4), np.float32), np.ones((2, 4), np.float32),
@@ -146,8 +148,8 @@ def test_images_without_pixels_give_zeros(backend):
     ({"batch": np.array([0, 2])}, ValueError, ["batch_indices", "2", "region 1", "[0, 2)"]),
     ({"batch": np.array([-1, 0])}, ValueError, ["batch_indices", "-1", "region 0"]),
     ({"rois": np.zeros((2, 4), np.float64)}, TypeError, ["rois", "float32"]),
-    ({"output_height": -2}, ValueError, ["output_height", ">= 1", "-2"]),
-    ({"output_width": 0}, ValueError, ["output_width", ">= 1"]),
+    ({"output_height": -2}, ValueError, ["output_height", ">= 0", "-2"]),
+    ({"output_width": -1}, ValueError, ["output_width", ">= 0"]),
     ({"output_width": 2.0}, TypeError, ["output_width"]),
     ({"sampling_ratio": -1}, ValueError, ["sampling_ratio", "-1"]),
     ({"mode": "sum"}, ValueError, ["mode", "'sum'", "opset 22"]),

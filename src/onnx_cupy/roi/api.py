@@ -40,7 +40,7 @@ def roi_align(X: ArrayT, rois: Any, batch_indices: Any, *, mode: str = "avg",
     batch_indices : int64 array of X's type
         (K,): the image of each region, in [0, N).
     mode : {"avg", "max"}
-    output_height, output_width : int >= 1
+    output_height, output_width : int >= 0
     sampling_ratio : int >= 0
         Samples per bin along each axis; 0: adaptive, ceil(region size / output size).
     spatial_scale : float
@@ -61,7 +61,7 @@ def roi_align(X: ArrayT, rois: Any, batch_indices: Any, *, mode: str = "avg",
     Raises
     ------
     ValueError
-        rois not (K, 4), batch_indices not (K,), an output size < 1, a negative
+        rois not (K, 4), batch_indices not (K,), a negative output size, a negative
         sampling_ratio, an unknown mode, an attribute the opset does not define, or (host
         arrays) a box coordinate that is not finite or a batch index outside [0, N) (the GPU
         path, which would have to synchronize to check, gives NaN and zeros for such regions).
@@ -74,8 +74,8 @@ def roi_align(X: ArrayT, rois: Any, batch_indices: Any, *, mode: str = "avg",
     >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     >>> oc.roi_align(x, np.array([[0, 0, 2, 2]], np.float32), np.array([0]),
     ...              output_height=2, output_width=2, sampling_ratio=1)[0, 0]
-    array([[ 2.5,  3.5],
-           [ 6.5,  7.5]], dtype=float32)
+    array([[0., 1.],
+           [4., 5.]], dtype=float32)
     """
     attrs = {"mode": mode, "output_height": output_height, "output_width": output_width,
              "sampling_ratio": sampling_ratio, "spatial_scale": spatial_scale,

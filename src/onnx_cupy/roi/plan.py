@@ -109,8 +109,9 @@ def _choice(op: str, name: str, value: Any, allowed: tuple[str, ...], opset: int
 def _size(op: str, name: str, value: Any) -> int:
     if not attributes.is_int(value):
         raise TypeError(f"{op}: attribute '{name}' must be an int, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{op}: attribute '{name}' must be >= 1, got {value}")
+    if value < 0:
+        raise ValueError(f"{op}: attribute '{name}' must be >= 0 (0: an empty output), got "
+                         f"{value}")
     return int(value)
 
 
