@@ -157,28 +157,32 @@ _CALLS = calls.Cache("roi")
 
 
 def run_align(X: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str, Any], *,
-              out: Any = None) -> Any:
+              out: Any = None, scale_as_float32: bool = True) -> Any:
     """RoiAlign's one entry point (the ONNX function, the node runner, the PyTorch-style
-    function and Dask all come here)."""
+    function and Dask all come here). `scale_as_float32`: spatial_scale rounded to float32 as
+    ONNX stores it (False: torchvision's double, for its float64 results)."""
     x, backend = execution.select(X, ROI_ALIGN)
     r = _partner(rois, x, ROI_ALIGN, "rois")
     b = _partner(batch_indices, x, ROI_ALIGN, "batch_indices")
-    key = calls.key(x, backend, ROI_ALIGN, opset, attrs, arrays=(r, b))
+    key = calls.key(x, backend, ROI_ALIGN, opset, "float32" if scale_as_float32 else "as given",
+                    attrs, arrays=(r, b))
     call = _CALLS.get(key)
     if call is None:
-        pl = plan.prepare_align(x, r, b, opset, attrs)
+        pl = plan.prepare_align(x, r, b, opset, attrs, scale_as_float32)
         call = _CALLS.put(key, _prepare(pl, x, r, backend))
     return call(x, r, b, out)
 
 
-def run_pool(X: Any, rois: Any, opset: int, attrs: dict[str, Any], *, out: Any = None) -> Any:
-    """MaxRoiPool's one entry point."""
+def run_pool(X: Any, rois: Any, opset: int, attrs: dict[str, Any], *, out: Any = None,
+             scale_as_float32: bool = True) -> Any:
+    """MaxRoiPool's one entry point (`scale_as_float32` as run_align's)."""
     x, backend = execution.select(X, MAX_ROI_POOL)
     r = _partner(rois, x, MAX_ROI_POOL, "rois")
-    key = calls.key(x, backend, MAX_ROI_POOL, opset, attrs, arrays=(r,))
+    key = calls.key(x, backend, MAX_ROI_POOL, opset, "float32" if scale_as_float32 else "as given",
+                    attrs, arrays=(r,))
     call = _CALLS.get(key)
     if call is None:
-        pl = plan.prepare_pool(x, r, opset, attrs)
+        pl = plan.prepare_pool(x, r, opset, attrs, scale_as_float32)
         call = _CALLS.put(key, _prepare(pl, x, r, backend))
     return call(x, r, None, out)
 

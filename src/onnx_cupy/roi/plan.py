@@ -115,15 +115,20 @@ def _size(op: str, name: str, value: Any) -> int:
     return int(value)
 
 
-def _scale(op: str, value: Any) -> float:
-    return attributes.float32(op, "spatial_scale", value)
+def _scale(op: str, value: Any, as_float32: bool) -> float:
+    """spatial_scale: rounded to float32 as ONNX's FLOAT attribute (`as_float32`), or as given
+    (torchvision's double, which its float64 kernels use unrounded)."""
+    if as_float32 or not attributes.is_real(value):
+        return attributes.float32(op, "spatial_scale", value)
+    return float(value)
 
 
 @functools.lru_cache(maxsize=512, typed=True)
 def align_plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, rois_shape: tuple[int, ...],
                rois_dtype: np.dtype, index_shape: tuple[int, ...], index_dtype: np.dtype,
                mode: Any, output_height: Any, output_width: Any, sampling_ratio: Any,
-               spatial_scale: Any, coordinate_transformation_mode: Any) -> RoiPlan:
+               spatial_scale: Any, coordinate_transformation_mode: Any,
+               scale_as_float32: bool = True) -> RoiPlan:
     """Validate a RoiAlign call for the version in force at `opset` (see the module docstring)."""
     op = ROI_ALIGN
     version = opsets.version(op, opset)
@@ -148,13 +153,14 @@ def align_plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, rois_shape: 
         transform = _choice(op, "coordinate_transformation_mode",
                             coordinate_transformation_mode, COORDINATE_MODES, opset)
     return RoiPlan(op, version, (shape[0], shape[1], shape[2], shape[3]), rois_shape[0], pooled,
-                   _scale(op, spatial_scale), chosen, int(sampling_ratio),
+                   _scale(op, spatial_scale, scale_as_float32), chosen, int(sampling_ratio),
                    0.5 if transform == "half_pixel" else 0.0)
 
 
 @functools.lru_cache(maxsize=512, typed=True)
 def pool_plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, rois_shape: tuple[int, ...],
-              rois_dtype: np.dtype, pooled_shape: Any, spatial_scale: Any) -> RoiPlan:
+              rois_dtype: np.dtype, pooled_shape: Any, spatial_scale: Any,
+              scale_as_float32: bool = True) -> RoiPlan:
     """Validate a MaxRoiPool call for the version in force at `opset`."""
     op = MAX_ROI_POOL
     version = opsets.version(op, opset)
@@ -163,7 +169,7 @@ def pool_plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, rois_shape: t
         raise ValueError(f"{op}: attribute 'pooled_shape' is required")
     ph, pw = attributes.ints(op, "pooled_shape", pooled_shape, 2, 1, "(height, width)")
     return RoiPlan(op, version, (shape[0], shape[1], shape[2], shape[3]), rois_shape[0], (ph, pw),
-                   _scale(op, spatial_scale), "pool")
+                   _scale(op, spatial_scale, scale_as_float32), "pool")
 
 
 def _ints(value: Any) -> Any:
@@ -173,21 +179,24 @@ def _ints(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def prepare_align(x: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str, Any]
-                  ) -> RoiPlan:
-    """The RoiAlign plan of these arrays' shapes and dtypes and the attributes `attrs`."""
+def prepare_align(x: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str, Any],
+                  scale_as_float32: bool = True) -> RoiPlan:
+    """The RoiAlign plan of these arrays' shapes and dtypes and the attributes `attrs`
+    (`scale_as_float32`: spatial_scale rounded to float32, as ONNX stores it)."""
     return attributes.cached(
         align_plan, opset, tuple(x.shape), np.dtype(x.dtype), tuple(rois.shape),
         np.dtype(rois.dtype), tuple(batch_indices.shape), np.dtype(batch_indices.dtype),
         attrs["mode"], attrs["output_height"], attrs["output_width"], attrs["sampling_ratio"],
-        attrs["spatial_scale"], attrs["coordinate_transformation_mode"])
+        attrs["spatial_scale"], attrs["coordinate_transformation_mode"], scale_as_float32)
 
 
-def prepare_pool(x: Any, rois: Any, opset: int, attrs: dict[str, Any]) -> RoiPlan:
+def prepare_pool(x: Any, rois: Any, opset: int, attrs: dict[str, Any],
+                 scale_as_float32: bool = True) -> RoiPlan:
     """The MaxRoiPool plan of these arrays' shapes and dtypes and the attributes `attrs`."""
     return attributes.cached(pool_plan, opset, tuple(x.shape), np.dtype(x.dtype),
                              tuple(rois.shape), np.dtype(rois.dtype),
-                             _ints(attrs["pooled_shape"]), attrs["spatial_scale"])
+                             _ints(attrs["pooled_shape"]), attrs["spatial_scale"],
+                             scale_as_float32)
 
 
 def check_boxes(pl: RoiPlan, rois: np.ndarray) -> None:
