@@ -35,7 +35,7 @@ DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 MODULES = ["onnx_cupy.pool.api", "onnx_cupy.hardmax.api", "onnx_cupy.resize.api",
-           "onnx_cupy.unpool.api", "onnx_cupy.roi.api",
+           "onnx_cupy.unpool.api", "onnx_cupy.roi.api", "onnx_cupy.interop.ops",
            "onnx_cupy.grid.api",
            "onnx_cupy.interop.dask", "onnx_cupy.interop.onnx_backend", "onnx_cupy.interop.nodes",
            "onnx_cupy.core.execution", "onnx_cupy.core.warmup", "onnx_cupy.interop.functional",
@@ -61,7 +61,8 @@ def _exported(module: str) -> list:
 # onnx.backend plumbing aside)
 DOCUMENTED = [f for f in _exported("onnx_cupy")
               if f not in (onnx_cupy.backend, onnx_cupy.default_backend)] + \
-    _exported("onnx_cupy.nn.functional") + _exported("onnx_cupy.dask") + \
+    _exported("onnx_cupy.nn.functional") + _exported("onnx_cupy.ops") + \
+    _exported("onnx_cupy.dask") + \
     [onnx_backend.prepare, onnx_backend.run_node]
 
 
