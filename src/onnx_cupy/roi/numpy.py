@@ -17,7 +17,7 @@ from ..core import arrays, dtypes
 from ..core.calls import Call
 from .plan import CORNER_LIMIT, MAX_GRID, ROI_ALIGN, RoiPlan
 
-CHUNK_ELEMENTS = 1 << 20   # (region, bin, channel) elements per step of the walk
+CHUNK_ELEMENTS = 1 << 18   # (region, bin, channel) elements per step of the walk (in cache)
 LOWEST = float(np.finfo(np.float32).min)   # -FLT_MAX: MaxRoiPool's start
 
 
@@ -73,25 +73,35 @@ def _align_group(pl: RoiPlan, xt: np.ndarray, acc: np.dtype, base: np.ndarray,
     left = x0[:, None] + np.arange(PW).astype(acc) * bw[:, None]
     rows = [_taps(top + (A(i) + A(0.5)) * bh[:, None] / A(gh), H, acc) for i in range(gh)]
     cols = [_taps(left + (A(i) + A(0.5)) * bw[:, None] / A(gw), W, acc) for i in range(gw)]
-    out = np.zeros((len(base), PH, PW, xt.shape[1]), acc)
+    shape = (len(base), PH, PW, xt.shape[1])
+    out = np.zeros(shape, acc)
+    term, corner = np.empty(shape, acc), np.empty(shape, acc)   # reused by every sample
     start = base[:, None, None]
     for iy, (yo, ylo, yhi, yl, yh) in enumerate(rows):
         for ix, (xo, xlo, xhi, xl, xh) in enumerate(cols):
             outside = yo[:, :, None] | xo[:, None, :]
             r0, r1 = (ylo * W)[:, :, None], (yhi * W)[:, :, None]
             c0, c1 = xlo[:, None, :], xhi[:, None, :]
-            terms = []
-            for r, c, wy, wx in ((r0, c0, yh, xh), (r0, c1, yh, xl), (r1, c0, yl, xh),
-                                 (r1, c1, yl, xl)):
+            # ((t1 + t2) + t3) + t4, each t = (wy wx) X[corner], the kernel's order
+            for n, (r, c, wy, wx) in enumerate(((r0, c0, yh, xh), (r0, c1, yh, xl),
+                                                (r1, c0, yl, xh), (r1, c1, yl, xl))):
                 at = np.where(outside, start, start + r + c)
                 w = np.where(outside, A(0), wy[:, :, None] * wx[:, None, :])
-                terms.append(w[..., None] * xt[at])
-            t1, t2, t3, t4 = terms
+                target = term if n == 0 else corner
+                np.take(xt, at, axis=0, out=target)
+                np.multiply(w[..., None], target, out=target)
+                if pl.mode == "max":
+                    if n:
+                        np.copyto(term, corner, where=term < corner)   # keep_max(term, t)
+                elif n:
+                    term += corner
             if pl.mode == "max":
-                v = _keep_max(_keep_max(_keep_max(t1, t2), t3), t4)
-                out = v if iy == 0 and ix == 0 else _keep_max(out, v)
+                if iy == 0 and ix == 0:
+                    out[...] = term
+                else:
+                    np.copyto(out, term, where=out < term)   # keep_max(out, v)
             else:
-                out += ((t1 + t2) + t3) + t4
+                out += term
     if pl.mode == "avg":
         out /= A(max(gh * gw, 1))
     return out
