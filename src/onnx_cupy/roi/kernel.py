@@ -16,6 +16,13 @@ from .plan import COLUMNS, CORNER_LIMIT, MAX_GRID, MAX_ROI_POOL, ROI_ALIGN, RoiP
 
 FAMILY = "roi"
 DTYPES = tuple(dtypes.FLOAT_TYPES)
+# instructions per output the 32-bit-offset kernels of float16, bfloat16 and float32 are held to
+# in the kernel report, counting their sample (or pixel) loops once: the region's set-up (its box
+# read, scaled and checked; its bin and grid), then one bilinear sample of four weighted corners
+# (RoiAlign) or one pixel of the bin (MaxRoiPool). A bin of g x g samples adds g * g - 1 more
+# samples' worth, each of four loads: bandwidth-bound like the other families' fast paths.
+ALIGN_BUDGET = 345
+POOL_BUDGET = 225
 
 _GEOM = np.dtype(
     [(f, "<i8") for f in ("batch", "channels", "height", "width", "pooled_h", "pooled_w", "total",
@@ -25,17 +32,21 @@ _GEOM = np.dtype(
 
 
 def _record(template: str, dtype_name: str, bits: int, *extra: records.Argument, op: str,
-            variant: str = "") -> records.Instantiation:
+            budget: float, variant: str = "") -> records.Instantiation:
+    """An instantiation of `template`<T, I, ...>: with int offsets a fast path held to `budget`
+    (with long long ones its index divisions are real divisions: reported, not held)."""
     return records.Instantiation(FAMILY, template, (records.storage(dtype_name),
                                                     records.index(bits), *extra),
-                                 (op,), (dtype_name,), grid_stride="x", variant=variant)
+                                 (op,), (dtype_name,), grid_stride="x", variant=variant,
+                                 fast=bits == 32, budget=budget if bits == 32 else None)
 
 
 # roi_align by (dtype, bits, mode), max_roi_pool by (dtype, bits)
 ALIGN = {(t, b, m): _record("roi_align", t, b, records.argument(
-    "max", m == "max", "true" if m == "max" else "false"), op=ROI_ALIGN, variant=f"mode {m}")
+    "max", m == "max", "true" if m == "max" else "false"), op=ROI_ALIGN, budget=ALIGN_BUDGET,
+    variant=f"mode {m}")
     for t in DTYPES for b in dtypes.INDEX_TYPES for m in ("avg", "max")}
-POOL = {(t, b): _record("max_roi_pool", t, b, op=MAX_ROI_POOL)
+POOL = {(t, b): _record("max_roi_pool", t, b, op=MAX_ROI_POOL, budget=POOL_BUDGET)
         for t in DTYPES for b in dtypes.INDEX_TYPES}
 loader.register(FAMILY, [*ALIGN.values(), *POOL.values()], {"RoiGeom": _GEOM},
                 defines={"ROI_MAX_GRID": MAX_GRID, "ROI_CORNER_LIMIT": CORNER_LIMIT})
