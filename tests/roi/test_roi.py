@@ -255,3 +255,19 @@ def test_the_cupy_path_on_the_stand_in(monkeypatch, rng):
     assert y.shape == (4, 3, 3, 2) and y.device.id == 1
     assert [k.expression for k in fake.launches[since:]] == [
         "elementwise copy", "max_roi_pool<oc::half_t, int>"]
+
+
+def test_values_equal_to_valid_ones_are_judged_as_themselves():
+    """A bool or float where an int belongs is refused even after the valid call was planned
+    (plans are cached by type); an opset given as a NumPy integer is an opset."""
+    boxes, batch = np.ones((1, 4), np.float32), np.array([0])
+    oc.roi_align(X, boxes, batch, output_height=1, sampling_ratio=1, spatial_scale=1.0)
+    for kw, name in (({"output_height": True}, "output_height"),
+                     ({"sampling_ratio": 1.0}, "sampling_ratio"),
+                     ({"spatial_scale": True}, "spatial_scale")):
+        with pytest.raises(TypeError, match=name):
+            oc.roi_align(X, boxes, batch, **kw)
+    with pytest.raises(TypeError, match="pooled_shape"):
+        oc.max_roi_pool(X, np.ones((1, 5), np.float32), pooled_shape=[1.0, 1])
+    y = oc.roi_align(X, boxes, batch, opset=np.int64(16))
+    assert np.array_equal(y, oc.roi_align(X, boxes, batch, opset=16))
