@@ -271,3 +271,27 @@ def test_values_equal_to_valid_ones_are_judged_as_themselves():
         oc.max_roi_pool(X, np.ones((1, 5), np.float32), pooled_shape=[1.0, 1])
     y = oc.roi_align(X, boxes, batch, opset=np.int64(16))
     assert np.array_equal(y, oc.roi_align(X, boxes, batch, opset=16))
+
+
+@pytest.mark.parametrize("mode", ["avg", "max", "pool"])
+def test_long_long_offsets(monkeypatch, rng, launches, mode):
+    """The instantiations with 64-bit offsets (taken where X, rois or Y pass 2^31 elements),
+    forced here on small inputs: the NumPy path's values bit for bit."""
+    x = rng.standard_normal((2, 3, 9, 7)).astype(np.float32)
+    boxes = rng.uniform(-2, 10, (5, 4)).astype(np.float32)
+    batch = rng.integers(0, 2, 5)
+    rois = np.concatenate([batch[:, None], boxes], axis=1).astype(np.float32)
+
+    def call():
+        if mode == "pool":
+            return oc.max_roi_pool(x, rois, pooled_shape=[3, 2])
+        return oc.roi_align(x, boxes, batch, mode=mode, output_height=3, output_width=2)
+
+    expected = call()
+    kernel.kernel_args.cache_clear()
+    monkeypatch.setattr(kernel.launcher, "index_bits", lambda *sizes: 64)
+    with oc.backend("emulated"):
+        got = call()
+    kernel.kernel_args.cache_clear()
+    assert [k.index_bits for k, _ in launches] == [64]
+    assert got.tobytes() == expected.tobytes()
