@@ -176,24 +176,43 @@ def _pool(pl: RoiPlan, x: np.ndarray, rois: np.ndarray, acc: np.dtype) -> np.nda
 
     hs, he = bins(bh, top, PH, H)
     ws, we = bins(bw, left, PW, W)
-    empty = (he <= hs)[:, :, None] | (we <= ws)[:, None, :]
     xt = np.ascontiguousarray(x.astype(acc).transpose(0, 2, 3, 1)).reshape(N * H * W, C)
-    base = (np.trunc(b[k]).astype(np.int64) * (H * W))[:, None, None]
-    acc_out = np.where(empty, A(0), A(LOWEST))[..., None].repeat(C, axis=3)
-    span_h = int((he - hs).max(initial=0))
-    span_w = int((we - ws).max(initial=0))
-    for dh in range(span_h):
+    base = np.trunc(b[k]).astype(np.int64) * (H * W)
+    step = max(1, CHUNK_ELEMENTS // max(1, PH * PW * C))
+    for i in range(0, len(k), step):
+        part = slice(i, i + step)
+        out[k[part]] = _pool_part(xt, W, base[part], hs[part], he[part], ws[part], we[part],
+                                  acc)
+    return out
+
+
+def _pool_part(xt: np.ndarray, W: int, base: np.ndarray, hs: np.ndarray, he: np.ndarray,
+               ws: np.ndarray, we: np.ndarray, acc: np.dtype) -> np.ndarray:
+    """MaxRoiPool's (k, ph, pw, c) outputs of some regions, each bin [hs, he) x [ws, we) of the
+    image starting at row `base` of `xt`: the fold acc = (v < acc) ? acc : v over its pixels in
+    row-major order from -FLT_MAX, 0 for an empty bin (its pixels' offsets taken in turn, the
+    largest bin's count of them)."""
+    A = acc.type
+    empty = (he <= hs)[:, :, None] | (we <= ws)[:, None, :]
+    shape = (*empty.shape, xt.shape[1])
+    folded = np.empty(shape, acc)
+    folded[...] = np.where(empty, A(0), A(LOWEST))[..., None]
+    pixel, taken = np.empty(shape, acc), np.empty(shape, bool)
+    start = base[:, None, None]
+    for dh in range(int((he - hs).max(initial=0))):
         r = hs + dh
-        for dw in range(span_w):
+        for dw in range(int((we - ws).max(initial=0))):
             q = ws + dw
             inside = (r < he)[:, :, None] & (q < we)[:, None, :]
             if not inside.any():
                 continue
-            at = np.where(inside, base + (r * W)[:, :, None] + q[:, None, :], 0)
-            v = xt[at]
-            acc_out = np.where(inside[..., None] & ~(v < acc_out), v, acc_out)
-    out[k] = acc_out
-    return out
+            np.take(xt, np.where(inside, start + (r * W)[:, :, None] + q[:, None, :], 0),
+                    axis=0, out=pixel)
+            np.less(pixel, folded, out=taken)
+            np.logical_not(taken, out=taken)
+            taken &= inside[..., None]
+            np.copyto(folded, pixel, where=taken)
+    return folded
 
 
 def prepare(pl: RoiPlan, dtype: np.dtype) -> Call:
