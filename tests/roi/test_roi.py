@@ -262,13 +262,14 @@ def test_values_equal_to_valid_ones_are_judged_as_themselves():
     (plans are cached by type); an opset given as a NumPy integer is an opset."""
     boxes, batch = np.ones((1, 4), np.float32), np.array([0])
     oc.roi_align(X, boxes, batch, output_height=1, sampling_ratio=1, spatial_scale=1.0)
+    oc.max_roi_pool(X, np.array([[0, 0, 0, 1, 1]], np.float32), pooled_shape=[1, 1])
     for kw, name in (({"output_height": True}, "output_height"),
                      ({"sampling_ratio": 1.0}, "sampling_ratio"),
                      ({"spatial_scale": True}, "spatial_scale")):
         with pytest.raises(TypeError, match=name):
             oc.roi_align(X, boxes, batch, **kw)
     with pytest.raises(TypeError, match="pooled_shape"):
-        oc.max_roi_pool(X, np.ones((1, 5), np.float32), pooled_shape=[1.0, 1])
+        oc.max_roi_pool(X, np.array([[0, 0, 0, 1, 1]], np.float32), pooled_shape=[1.0, 1])
     y = oc.roi_align(X, boxes, batch, opset=np.int64(16))
     assert np.array_equal(y, oc.roi_align(X, boxes, batch, opset=16))
 

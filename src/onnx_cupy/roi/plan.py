@@ -172,11 +172,12 @@ def pool_plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, rois_shape: t
                    _scale(op, spatial_scale, scale_as_float32), "pool")
 
 
-def _ints(value: Any) -> Any:
-    """An INTS attribute as a tuple where it is a list or array (so that it keys a cache)."""
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    return tuple(value) if isinstance(value, list) else value
+def _pooled(value: Any) -> Any:
+    """pooled_shape checked as INTS of 2 values >= 1 (before the cache, whose keys would take
+    (1.0, 1) for (1, 1)), or None where missing."""
+    if value is None:
+        return None
+    return attributes.ints(MAX_ROI_POOL, "pooled_shape", value, 2, 1, "(height, width)")
 
 
 def prepare_align(x: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str, Any],
@@ -195,7 +196,7 @@ def prepare_pool(x: Any, rois: Any, opset: int, attrs: dict[str, Any],
     """The MaxRoiPool plan of these arrays' shapes and dtypes and the attributes `attrs`."""
     return attributes.cached(pool_plan, opset, tuple(x.shape), np.dtype(x.dtype),
                              tuple(rois.shape), np.dtype(rois.dtype),
-                             _ints(attrs["pooled_shape"]), attrs["spatial_scale"],
+                             _pooled(attrs["pooled_shape"]), attrs["spatial_scale"],
                              scale_as_float32)
 
 
