@@ -26,6 +26,7 @@ from onnx_cupy.grid import plan as grid_plan
 from onnx_cupy.hardmax import plan as hardmax_plan
 from onnx_cupy.pool import plan as pool_plan
 from onnx_cupy.resize import plan as resize_plan
+from onnx_cupy.roi import plan as roi_plan
 from onnx_cupy.tools import kernel_report
 from onnx_cupy.unpool import plan as unpool_plan
 
@@ -34,7 +35,7 @@ DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 MODULES = ["onnx_cupy.pool.api", "onnx_cupy.hardmax.api", "onnx_cupy.resize.api",
-           "onnx_cupy.unpool.api",
+           "onnx_cupy.unpool.api", "onnx_cupy.roi.api", "onnx_cupy.interop.ops",
            "onnx_cupy.grid.api",
            "onnx_cupy.interop.dask", "onnx_cupy.interop.onnx_backend", "onnx_cupy.interop.nodes",
            "onnx_cupy.core.execution", "onnx_cupy.core.warmup", "onnx_cupy.interop.functional",
@@ -62,7 +63,8 @@ def _exported(module: str) -> list:
 DOCUMENTED = [f for f in _exported("onnx_cupy")
               if f not in (onnx_cupy.backend, onnx_cupy.default_backend,
                            onnx_cupy.release_workspaces)] + \
-    _exported("onnx_cupy.nn.functional") + _exported("onnx_cupy.dask") + \
+    _exported("onnx_cupy.nn.functional") + _exported("onnx_cupy.ops") + \
+    _exported("onnx_cupy.dask") + \
     [onnx_backend.prepare, onnx_backend.run_node]
 
 
@@ -255,7 +257,8 @@ TABLES = {**{op: {"": table} for op, table in pool_plan.DTYPES.items()},
           **{op: {"": table} for op, table in hardmax_plan.DTYPES.items()},
           "Resize": resize_plan.DTYPES, "Upsample": resize_plan.UPSAMPLE_DTYPES,
           "MaxUnpool": {"": unpool_plan.DTYPES}, "GridSample": grid_plan.DTYPES,
-          "AffineGrid": {"": grid_plan.THETA_DTYPES}}
+          "AffineGrid": {"": grid_plan.THETA_DTYPES},
+          **{op: {"": table} for op, table in roi_plan.DTYPES.items()}}
 # the operators whose modes take different dtypes, and the modes of each version
 MODED = {"Resize": resize_plan.MODES,
          "Upsample": dict.fromkeys(opsets.ATTRIBUTES["Upsample"], resize_plan.UPSAMPLE_MODES),
@@ -295,7 +298,13 @@ def _accepts(op: str, version: int, dtype: str, backend: str, mode: str = "neare
                 mode=next(m for m in grid_plan.MODES[opsets.version("GridSample", version)]
                           if grid_plan.KINDS[m] == mode)),
             "AffineGrid": lambda: onnx_cupy.affine_grid(np.ones((1, 2, 3), x.dtype), [1, 1, 2, 2],
-                                                        opset=version)}
+                                                        opset=version),
+            "RoiAlign": lambda: onnx_cupy.roi_align(
+                x.reshape(1, 1, 1, 5), np.ones((1, 4), x.dtype), np.zeros(1, np.int64),
+                opset=version),
+            "MaxRoiPool": lambda: onnx_cupy.max_roi_pool(
+                x.reshape(1, 1, 1, 5), np.zeros((1, 5), x.dtype), pooled_shape=[1, 1],
+                opset=version)}
     try:
         with onnx_cupy.backend(backend):
             call[op]()

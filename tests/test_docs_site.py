@@ -25,7 +25,8 @@ pytestmark = pytest.mark.slow   # one Sphinx build, gallery included: about 15 s
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-API_MODULES = ["onnx_cupy", "onnx_cupy.nn.functional", "onnx_cupy.dask", "onnx_cupy.onnx_backend"]
+API_MODULES = ["onnx_cupy", "onnx_cupy.nn.functional", "onnx_cupy.ops", "onnx_cupy.dask",
+               "onnx_cupy.onnx_backend"]
 
 
 def _exports_extension():

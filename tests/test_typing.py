@@ -76,7 +76,7 @@ def _revealed_names(calls: list[str], alias: str) -> set[str]:
 
 # The public modules and what user_numpy.py imports them as
 PUBLIC = {"oc": "onnx_cupy", "F": "onnx_cupy.nn.functional", "ocd": "onnx_cupy.dask",
-          "ob": "onnx_cupy.onnx_backend"}
+          "ob": "onnx_cupy.onnx_backend", "oco": "onnx_cupy.ops"}
 
 
 def test_short_names_of_revealed_types():

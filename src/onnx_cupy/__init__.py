@@ -1,6 +1,6 @@
 """onnx-cupy: exact ONNX pooling (AveragePool, LpPool, MaxPool and the global pools), MaxUnpool,
-Hardmax, Resize, Upsample, GridSample and AffineGrid for CuPy arrays (own CUDA kernels) with a
-NumPy path of the same
+Hardmax, Resize, Upsample, GridSample, AffineGrid, RoiAlign and MaxRoiPool for CuPy arrays (own
+CUDA kernels) with a NumPy path of the same
 semantics."""
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from .pool.api import (
     max_pool,
 )
 from .resize.api import resize, upsample
+from .roi.api import max_roi_pool, roi_align
 from .unpool.api import max_unpool
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "affine_grid", "average_pool", "backend", "default_backend",
            "global_average_pool", "global_lp_pool", "global_max_pool", "grid_sample", "hardmax",
-           "lp_pool", "max_pool", "max_unpool", "release_workspaces", "resize", "run_node",
+           "lp_pool", "max_pool", "max_roi_pool", "max_unpool", "release_workspaces", "resize",
+           "roi_align", "run_node",
            "upsample", "warmup"]

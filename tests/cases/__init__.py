@@ -8,7 +8,7 @@ AdaptiveMaxPool), the test id, and the onnx-cupy call on the configuration's see
 whatever backend is current. `cases(ops, quick)` lists them (`quick`: a representative subset).
 Families: pool (AveragePool, LpPool), maxpool, global_pool, adaptive, hardmax, resize, nearest
 (Resize's nearest rounding, as Resize cases), upsample, unpool (MaxUnpool), grid (GridSample,
-AffineGrid); then layouts.
+AffineGrid), roi (RoiAlign, MaxRoiPool); then layouts.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from . import (
     nearest,
     pool,
     resize,
+    roi,
     unpool,
     upsample,
 )
@@ -32,7 +33,7 @@ from .common import Case
 __all__ = ["Case", "cases", "operators"]
 # each with OPS and cases(wanted)
 FAMILIES = (pool, maxpool, global_pool, adaptive, hardmax, resize, nearest, upsample, unpool,
-            grid)
+            grid, roi)
 
 
 def cases(ops: Iterable[str] | None = None, quick: bool = False) -> list[Case]:

@@ -52,6 +52,20 @@ def _grid_sample(out, **attrs):
     return call
 
 
+def _roi(op, **attrs):
+    """RoiAlign or MaxRoiPool of x over boxes of x's dtype, on x's path."""
+    def call(x):
+        boxes = np.array([[0, 1, 1, 4, 5], [1, 0, 0, 3, 2]], np.float64)
+        args = [boxes[:, 1:], boxes[:, 0].astype(np.int64)] if op == "RoiAlign" else [boxes]
+        args = [a.astype(x.dtype) if a.dtype.kind == "f" else a for a in args]
+        if execution.is_cupy_array(x):
+            with x.device:   # on x's device
+                args = [execution.to_path(a, "cupy") for a in args]
+        fn = oc.roi_align if op == "RoiAlign" else oc.max_roi_pool
+        return fn(x, *args, **attrs)
+    return call
+
+
 # op -> calls that take different paths (fast, windowed, generic, 1-D, rows, columns, scan):
 # (input shape, call, whether it interpolates: bool and complex inputs take nearest only)
 CALLS = {
@@ -102,6 +116,9 @@ CALLS = {
                    ((1, 2, 3, 4, 5), _grid_sample((2, 3, 4), mode="nearest"), False)],
     "AffineGrid": [((2, 2, 3), lambda t: oc.affine_grid(t, [2, 1, 5, 7]), True),
                    ((2, 3, 4), lambda t: oc.affine_grid(t, [2, 1, 3, 4, 5]), True)],
+    "RoiAlign": [((2, 3, 6, 7), _roi("RoiAlign", output_height=2), True),
+                 ((2, 3, 6, 7), _roi("RoiAlign", mode="max"), True)],
+    "MaxRoiPool": [((2, 3, 6, 7), _roi("MaxRoiPool", pooled_shape=[2, 2]), True)],
 }
 UPSAMPLE_DTYPES = [d for d in RESIZE_DTYPES if d.name != "bfloat16"]   # Upsample has none
 OP_DTYPES = [(op, d) for op in CALLS
@@ -200,7 +217,8 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
 @pytest.mark.parametrize("kwargs,message", [
     ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AdaptiveAveragePool, AdaptiveMaxPool, "
                        r"AffineGrid, AveragePool, GlobalAveragePool, GlobalLpPool, GlobalMaxPool, "
-                       r"GridSample, Hardmax, LpPool, MaxPool, MaxUnpool, Resize, Upsample")),
+                       r"GridSample, Hardmax, LpPool, MaxPool, MaxRoiPool, MaxUnpool, Resize, "
+                       r"RoiAlign, Upsample")),
     ({"ops": []}, r"warmup: ops is empty"),
     ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
     ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},

@@ -25,10 +25,10 @@ from onnx_cupy.onnx_backend import OnnxCupyBackend
 
 NODE_TESTS = re.compile(   # not AffineGrid's `_expanded` variants: graphs of other operators
     r"^test_(averagepool|lppool|maxpool|maxunpool|globalaveragepool|globalmaxpool|hardmax|resize|"
-    r"upsample|gridsample|affine_grid)_(?!.*_expanded)")
+    r"upsample|gridsample|affine_grid|roialign)_(?!.*_expanded)")
 CASE_COUNTS = {"averagepool": 20, "lppool": 8, "maxpool": 19, "maxunpool": 2,
                "globalaveragepool": 2, "globalmaxpool": 2, "hardmax": 7, "resize": 39,
-               "upsample": 1, "gridsample": 18, "affine_grid": 4}
+               "upsample": 1, "gridsample": 18, "affine_grid": 4, "roialign": 3}
 
 
 class EmulatedBackend(OnnxCupyBackend):
@@ -83,12 +83,12 @@ OnnxBackendNodeEmulatedTest = runner_case(EmulatedBackend, "OnnxBackendNodeEmula
 @pytest.mark.parametrize("backend", [OnnxCupyBackend, EmulatedBackend],
                          ids=lambda b: b.__name__)
 def test_node_test_counts(backend):
-    """122 node tests (no `_expanded` function variants among them), each on CPU and CUDA: the
+    """125 node tests (no `_expanded` function variants among them), each on CPU and CUDA: the
     runner's tests of the supported operators are those collected from the listing."""
     names = sorted(runner_tests(backend))
     assert names == sorted(METHODS)
     total = sum(CASE_COUNTS.values())
-    assert total == 122
+    assert total == 125
     assert sorted(n.rsplit("_", 1)[1] for n in names) == ["cpu"] * total + ["cuda"] * total
     assert Counter(NODE_TESTS.search(n).group(1) for n in names if n.endswith("_cpu")) \
         == CASE_COUNTS

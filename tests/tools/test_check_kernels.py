@@ -40,7 +40,7 @@ def table(lines: list[str]) -> dict[str, list[str]]:
 # the operators of every family, by the names --op takes (the adaptive pools: the pool family's)
 OPERATORS = ["AdaptiveAveragePool", "AdaptiveMaxPool", "AffineGrid", "AveragePool",
              "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "GridSample", "Hardmax",
-             "LpPool", "MaxPool", "MaxUnpool", "Resize", "Upsample"]
+             "LpPool", "MaxPool", "MaxRoiPool", "MaxUnpool", "Resize", "RoiAlign", "Upsample"]
 
 
 def test_quick_subset_runs_clean(capsys):

@@ -47,9 +47,11 @@ def test_every_section_shows_pictures():
 
 
 @pytest.mark.parametrize("name", ["grid-sample-warps", "grid-sample-padding",
-                                  "grid-sample-modes", "max-unpool-image", "max-unpool-line"])
+                                  "grid-sample-modes", "max-unpool-image", "max-unpool-line",
+                                  "roi-crops"])
 def test_new_operator_pictures(tmp_path, name):
-    """The GridSample, AffineGrid and MaxUnpool pictures draw, at the page's width, small."""
+    """The GridSample, AffineGrid, MaxUnpool and RoiAlign pictures draw, at the page's width,
+    small."""
     (png, _) = gallery.render(tmp_path, [name])
     width, height = _png_size(png)
     assert width == 800 and 80 <= height <= 480, (width, height)

@@ -1,8 +1,9 @@
 """A user's script on NumPy arrays, for a type checker: it calls every public function of
-onnx_cupy, onnx_cupy.nn.functional, onnx_cupy.dask and onnx_cupy.onnx_backend, and reveals each
-result's type. tests/test_typing.py runs `mypy --strict` on it and compares each revealed type
-with the comment `# reveals: ...` at the end of its line (`ndarray[float32]` for a NumPy array of
-that dtype); it also checks that every exported name is revealed here. It runs as is, too.
+onnx_cupy, onnx_cupy.nn.functional, onnx_cupy.ops, onnx_cupy.dask and onnx_cupy.onnx_backend,
+and reveals each result's type. tests/test_typing.py runs `mypy --strict` on it and compares each
+revealed type with the comment `# reveals: ...` at the end of its line (`ndarray[float32]` for a
+NumPy array of that dtype); it also checks that every exported name is revealed here. It runs as
+is, too.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from onnx import TensorProto, helper
 import onnx_cupy as oc
 import onnx_cupy.dask as ocd
 import onnx_cupy.onnx_backend as ob
+import onnx_cupy.ops as oco
 from onnx_cupy.nn import functional as F
 
 if not TYPE_CHECKING:   # mypy knows reveal_type; at run time it only prints the type
@@ -45,6 +47,11 @@ reveal_type(idx)  # reveals: ndarray[int64]
 reveal_type(oc.max_pool(x16, kernel_shape=[3, 3], return_indices=True))  # reveals: tuple[ndarray[float16], ndarray[int64]]
 reveal_type(oc.max_pool(x, kernel_shape=[2, 2], return_indices=bool(m.size)))  # reveals: ndarray[float32] | tuple[ndarray[float32], Any]
 reveal_type(oc.max_unpool(m, idx, kernel_shape=[2, 2]))  # reveals: ndarray[float32]
+boxes = np.array([[0.5, 1.0, 4.0, 5.5]], dtype=np.float32)
+reveal_type(oc.roi_align(x, boxes, np.zeros(1, np.int64), output_height=2))  # reveals: ndarray[float32]
+reveal_type(oc.max_roi_pool(x64, np.zeros((1, 5)), pooled_shape=[2, 2]))  # reveals: ndarray[float64]
+reveal_type(oco.roi_align(x, [boxes], 2, aligned=True))  # reveals: ndarray[float32]
+reveal_type(oco.roi_pool(x16, [boxes.astype(np.float16)], (2, 3)))  # reveals: ndarray[float16]
 reveal_type(oc.global_average_pool(x64))  # reveals: ndarray[float64]
 reveal_type(oc.global_max_pool(x16))  # reveals: ndarray[float16]
 reveal_type(oc.global_lp_pool(x, p=3))  # reveals: ndarray[float32]
@@ -96,6 +103,8 @@ reveal_type(ocd.max_pool(lazy, kernel_shape=[2, 2]))  # reveals: dask.array.core
 lazy_m, lazy_idx = ocd.max_pool(lazy, kernel_shape=[2, 2], strides=[2, 2], return_indices=True)
 reveal_type(lazy_idx)  # reveals: dask.array.core.Array
 reveal_type(ocd.max_unpool(lazy_m, lazy_idx, kernel_shape=[2, 2], strides=[2, 2]))  # reveals: dask.array.core.Array
+reveal_type(ocd.roi_align(lazy, boxes, np.zeros(1, np.int64)))  # reveals: dask.array.core.Array
+reveal_type(ocd.max_roi_pool(lazy, np.zeros((1, 5), np.float32), pooled_shape=[1, 1]))  # reveals: dask.array.core.Array
 reveal_type(ocd.global_average_pool(lazy))  # reveals: dask.array.core.Array
 reveal_type(ocd.global_max_pool(lazy))  # reveals: dask.array.core.Array
 reveal_type(ocd.global_lp_pool(lazy, p=2))  # reveals: dask.array.core.Array

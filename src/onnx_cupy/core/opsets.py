@@ -40,6 +40,9 @@ _define("GridSample", [(16, {"align_corners", "mode", "padding_mode"}), (20, set
 _define("AffineGrid", [(20, {"align_corners"})])
 _define("Upsample", [(7, {"mode", "scales"}), (9, set()), (10, set())])
 _define("MaxUnpool", [(9, {"kernel_shape", "pads", "strides"}), (11, set()), (22, set())])
+_define("RoiAlign", [(10, {"mode", "output_height", "output_width", "sampling_ratio",
+                           "spatial_scale"}), (16, {"coordinate_transformation_mode"}), (22, set())])
+_define("MaxRoiPool", [(1, {"pooled_shape", "spatial_scale"}), (22, set())])
 
 # attributes that a later version made inputs: (op, attribute) -> the version that did
 BECAME_INPUTS: dict[tuple[str, str], int] = {("Upsample", "scales"): 9}

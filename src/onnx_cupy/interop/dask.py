@@ -1,5 +1,5 @@
-"""AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize, Upsample, GridSample
-and AffineGrid on
+"""AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize, Upsample,
+GridSample, AffineGrid, RoiAlign and MaxRoiPool on
 dask arrays, block by block.
 
 Each function takes a `dask.array.Array` and the keywords of the eager function of the same
@@ -28,6 +28,9 @@ maps over the chunks of the axes it leaves unchanged and sees every other axis w
                         position may sample anywhere in its image) and the grid's last axis (one
                         position's coordinates) are one chunk
   AffineGrid            theta's batch chunks are the grid's; every other axis is one chunk
+  RoiAlign, MaxRoiPool  X's channels keep their chunks; its batch and spatial axes (a region
+                        may lie anywhere in any image) and the regions (never split) are one
+                        chunk each
 
 An axis that must be whole is rechunked only when it has several chunks. Each block runs the eager
 function, so it is computed exactly as the eager call computes that part of the output.
@@ -78,12 +81,14 @@ from ..pool import api as pool_api
 from ..pool import plan as pool_plan
 from ..resize import api as resize_api
 from ..resize import plan as resize_plan
+from ..roi import api as roi_api
+from ..roi import plan as roi_plan
 from ..unpool import api as unpool_api
 from ..unpool import plan as unpool_plan
 
 __all__ = ["affine_grid", "average_pool", "global_average_pool", "global_lp_pool",
-           "global_max_pool", "grid_sample", "hardmax", "lp_pool", "max_pool", "max_unpool",
-           "resize", "upsample"]
+           "global_max_pool", "grid_sample", "hardmax", "lp_pool", "max_pool", "max_roi_pool",
+           "max_unpool", "resize", "roi_align", "upsample"]
 
 Chunks = tuple[tuple[int, ...], ...]
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -489,3 +494,54 @@ def affine_grid(theta: da.Array, size: Any, **attrs: Any) -> da.Array:
                           backend=backend, kw=kw), out, _whole(theta, (1, 2)), ("n", "i", "j"),
         new_axes=dict(zip(out[1:], pl.out_shape[1:])), dtype=theta.dtype,
         meta=meta_from_array(theta), concatenate=True, token=eager.__name__)
+
+
+# ---------------------------------------------------------------- RoiAlign, MaxRoiPool
+
+def _roi(op: str, eager: Callable[..., Any], X: da.Array, inputs: tuple[Any, ...],
+         attrs: dict[str, Any]) -> da.Array:
+    """`eager` on each channel block of X with every region (the boxes whole)."""
+    backend = _backend(X, op)
+    kw = _keywords(eager, op, X, inputs, attrs)
+    parts = [kw.pop(name) for name in ("rois", "batch_indices") if name in kw]
+    parts = [p if isinstance(p, da.Array) else da.from_array(p, chunks=-1, asarray=False)
+             for p in parts]
+    opset, given = kw["opset"], {k: v for k, v in kw.items() if k != "opset"}
+    pl = roi_plan.prepare_align(X, parts[0], parts[1], opset, given) \
+        if op == roi_plan.ROI_ALIGN else roi_plan.prepare_pool(X, parts[0], opset, given)
+    X = _whole(X, (0, 2, 3))
+    names = [("k", "j"), ("k",)][:len(parts)]
+    pairs = [a for part, index in zip(parts, names) for a in (part.rechunk(-1), index)]
+    return da.blockwise(functools.partial(_roi_block, eager=eager, backend=backend, kw=kw),
+                        ("k", "c", "h", "w"), X, ("n", "c", "y", "x"), *pairs,
+                        new_axes={"h": pl.pooled[0], "w": pl.pooled[1]}, dtype=X.dtype,
+                        meta=meta_from_array(X), concatenate=True, token=eager.__name__)
+
+
+def _roi_block(x: Any, *parts: Any, eager: Callable[..., Any], backend: str,
+               kw: dict[str, Any]) -> Any:
+    with execution.backend(backend):
+        return eager(x, *parts, **kw)
+
+
+_ROI_CHUNKS = """X's channels keep their chunks; its batch and spatial axes are one chunk, and
+    every block pools every region (rois{and} whole: NumPy, CuPy or dask arrays)."""
+
+
+@_doc(op="RoiAlign", chunks=_ROI_CHUNKS.format(**{"and": " and batch_indices"}),
+      example=""">>> x = da.ones((2, 6, 8, 8), chunks=(1, 4, 8, 8), dtype=np.float32)
+    >>> rois = np.array([[0, 0, 4, 4], [2, 2, 6, 7]], np.float32)
+    >>> y = ocd.roi_align(x, rois, np.array([0, 1]), output_height=3, output_width=2)
+    >>> y.chunks
+    ((2,), (4, 2), (3,), (2,))""")
+def roi_align(X: da.Array, rois: Any, batch_indices: Any, **attrs: Any) -> da.Array:
+    return _roi(roi_plan.ROI_ALIGN, roi_api.roi_align, X, (rois, batch_indices), attrs)
+
+
+@_doc(op="MaxRoiPool", chunks=_ROI_CHUNKS.format(**{"and": ""}),
+      example=""">>> x = da.ones((2, 6, 8, 8), chunks=(1, 4, 8, 8), dtype=np.float32)
+    >>> rois = np.array([[0, 0, 0, 4, 4], [1, 2, 2, 6, 7]], np.float32)
+    >>> ocd.max_roi_pool(x, rois, pooled_shape=[2, 2]).chunks
+    ((2,), (4, 2), (2,), (2,))""")
+def max_roi_pool(X: da.Array, rois: Any, **attrs: Any) -> da.Array:
+    return _roi(roi_plan.MAX_ROI_POOL, roi_api.max_roi_pool, X, (rois,), attrs)

@@ -10,6 +10,7 @@ from ..grid import api as grid_api
 from ..hardmax import api as hardmax_api
 from ..pool import api as pool_api
 from ..resize import api as resize_api
+from ..roi import api as roi_api
 from ..unpool import api as unpool_api
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def prepare_node(node: Any, opset: int | ModelProto | None = None
 def run_node(node: Any, inputs: Sequence[Any], opset: int | ModelProto | None = None
              ) -> list[Any]:
     """Run one ONNX node of AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax,
-    Resize, Upsample, GridSample or AffineGrid on NumPy or CuPy arrays.
+    Resize, Upsample, GridSample, AffineGrid, RoiAlign or MaxRoiPool on NumPy or CuPy arrays.
 
     Parameters
     ----------
@@ -249,6 +250,15 @@ def _two_inputs(op: str, names: tuple[str, str], fn: Callable[..., Any]) -> Node
     return call
 
 
+def _roi_align(inputs: list[Any], attrs: dict[str, Any], opset: int, outputs: Sequence[str]
+               ) -> list[Any]:
+    """RoiAlign takes (X, rois, batch_indices), all required."""
+    if len(inputs) != 3 or any(a is None for a in inputs):
+        raise ValueError(f"run_node: RoiAlign takes 3 inputs (X, rois, batch_indices), got "
+                         f"{sum(a is not None for a in inputs)}")
+    return [roi_api.roi_align(*inputs, opset=opset, **attrs)]
+
+
 # op_type -> runner(inputs, attributes, opset) -> output
 RUNNERS: dict[str, NodeRunner] = {
     "AveragePool": _single_input("AveragePool", pool_api.average_pool),
@@ -263,4 +273,6 @@ RUNNERS: dict[str, NodeRunner] = {
     "MaxUnpool": _max_unpool,
     "GridSample": _two_inputs("GridSample", ("X", "grid"), grid_api.grid_sample),
     "AffineGrid": _two_inputs("AffineGrid", ("theta", "size"), grid_api.affine_grid),
+    "RoiAlign": _roi_align,
+    "MaxRoiPool": _two_inputs("MaxRoiPool", ("X", "rois"), roi_api.max_roi_pool),
 }

@@ -1,6 +1,6 @@
 """An onnx.backend.base.Backend for models made only of the operators onnx-cupy runs (AveragePool,
-LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize, Upsample, GridSample, AffineGrid)
-and Identity and Constant nodes, so ONNX's backend test runner (and any onnx.backend user) can
+LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize, Upsample, GridSample, AffineGrid,
+RoiAlign, MaxRoiPool) and Identity and Constant nodes, so ONNX's backend test runner (and any onnx.backend user) can
 drive onnx-cupy.
 
 The execution path is fixed at prepare: device "CPU" runs on NumPy arrays (the `numpy` path, or
@@ -249,8 +249,8 @@ class OnnxCupyBackend(Backend):
             The model, the path of its .onnx file or its serialized bytes (as onnxruntime's
             InferenceSession takes them): a graph of the supported operators (`SUPPORTED`:
             AveragePool, LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize,
-            Upsample, GridSample, AffineGrid, Identity, Constant) in topological order;
-            initializers become constants on the device.
+            Upsample, GridSample, AffineGrid, RoiAlign, MaxRoiPool, Identity, Constant) in
+            topological order; initializers become constants on the device.
         device : {"CPU", "CUDA", "CUDA:i"}, optional
             "CPU" runs on NumPy (or the emulated kernels when forced with
             `onnx_cupy.backend`), "CUDA[:i]" on GPU i; None: the forced or default backend.

@@ -477,6 +477,44 @@ def max_unpool_line(fig: Any) -> None:
     ax.legend(fontsize=9)
 
 
+# ------------------------------------------------------------------------------ RoiAlign
+
+ROI = "RoiAlign and MaxRoiPool: regions pooled"
+_BOXES = {"eye": (185.0, 175.0, 255.0, 230.0), "face": (150.0, 120.0, 380.0, 340.0),
+          "ribbons": (318.0, 480.0, 458.0, 530.0)}   # (x1, y1, x2, y2) in the photograph
+
+
+@picture(ROI, """Three boxes on the photograph (left), and what the detection heads pool from
+them: RoiAlign to 32 x 32 (half_pixel, 2 x 2 bilinear samples per bin) gives smooth crops
+resampled to one size whatever the box's shape; MaxRoiPool to 8 x 8 takes the brightest pixel of
+each bin between the rounded corners, blocky and bright. Both read the boxes as data: one call
+pools every box.""", height=4.2)
+def roi_crops(fig: Any) -> None:
+    x = photo()
+    boxes = np.array(list(_BOXES.values()), np.float32)
+    batch = np.zeros(len(boxes), np.int64)
+    aligned = oc.roi_align(x, boxes, batch, output_height=32, output_width=32,
+                           sampling_ratio=2)
+    pooled = oc.max_roi_pool(x, np.concatenate([batch[:, None], boxes], axis=1).astype(
+        np.float32), pooled_shape=[8, 8])
+    axes = fig.subplots(2, len(boxes) + 1)
+    grid = axes[0, 0].get_gridspec()
+    for ax in axes[:, 0]:
+        ax.remove()
+    whole = fig.add_subplot(grid[:, 0])
+    _show(whole, x, "boxes")
+    for n, (name, (x1, y1, x2, y2)) in enumerate(_BOXES.items()):
+        whole.add_patch(_rectangle((x1, y1), x2 - x1, y2 - y1, color=f"C{n}"))
+        _show(axes[0, n + 1], aligned[n:n + 1], f"RoiAlign: {name}")
+        _show(axes[1, n + 1], pooled[n:n + 1], f"MaxRoiPool: {name}")
+
+
+def _rectangle(corner: tuple[float, float], width: float, height: float, color: str) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle(corner, width, height, fill=False, edgecolor=color, linewidth=2)
+
+
 # ------------------------------------------------------------------------------ the benchmark
 
 BENCH = "The benchmark (NumPy path, committed results)"

@@ -60,6 +60,14 @@ def _grid(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     return (np.random.default_rng(1).uniform(-1.1, 1.1, (n, h, w, 2)).astype(np.float32),)
 
 
+def _boxes(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """RoiAlign's rois and batch_indices: 1000 boxes on X's image at stride 16."""
+    rng = np.random.default_rng(2)
+    corner = rng.uniform(0, 16, (1000, 2)) * (shape[3], shape[2])
+    boxes = np.concatenate([corner, corner + rng.uniform(16, 400, (1000, 2))], axis=1)
+    return boxes.astype(np.float32), np.zeros(1000, np.int64)
+
+
 @functools.cache
 def _node() -> Any:
     """The AveragePool node of the run_node row (made once)."""
@@ -106,6 +114,10 @@ CALLS: tuple[HostCall, ...] = (
              others=_grid),
     HostCall("AffineGrid 224x224", (1, 2, 3),
              lambda oc, F, x: oc.affine_grid(x, [1, 3, 224, 224])),
+    HostCall("RoiAlign 1000 boxes 7x7", (1, 256, 50, 68),
+             lambda oc, F, x, r, b: oc.roi_align(x, r, b, output_height=7, output_width=7,
+                                                 sampling_ratio=2, spatial_scale=1 / 16),
+             others=_boxes),
     HostCall("F.avg_pool2d(x, 3, 2, 1)", (1, 64, 56, 56),
              lambda oc, F, x: F.avg_pool2d(x, 3, 2, 1), judged=False),
     HostCall("F.max_pool2d(x, 3, 2, 1)", (1, 64, 56, 56),

@@ -3,6 +3,7 @@ inputs they take and the targets each is held to."""
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,8 @@ DTYPES = ("float32", "float16")
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "AveragePool": oc.average_pool, "LpPool": oc.lp_pool, "MaxPool": oc.max_pool,
     "GlobalAveragePool": oc.global_average_pool, "Hardmax": oc.hardmax, "Resize": oc.resize,
-    "Upsample": oc.upsample, "MaxUnpool": oc.max_unpool, "GridSample": oc.grid_sample}
+    "Upsample": oc.upsample, "MaxUnpool": oc.max_unpool, "GridSample": oc.grid_sample,
+    "RoiAlign": oc.roi_align}
 
 SIZES = ("tiny", "batch 1", "canonical")   # the shapes a case runs at (--quick: its quick one)
 TINY_TARGET_US = 25.0      # NumPy fallback: most microseconds of a tiny call (float32)
@@ -128,6 +130,32 @@ def _torch_grid_sample(mode: str) -> Callable[[Any, Any], Any]:
     return call
 
 
+def _boxes(shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
+    """RoiAlign's rois and batch_indices for a feature map of `shape` at stride 16 (spatial_scale
+    1/16): 1000 proposals of 16 to 400 pixels a side in its image, as a detector's head pools
+    (one per 8 pixels of a map of fewer than 1000: the quick and tiny shapes)."""
+    rng = np.random.default_rng(2)
+    n, _, h, w = shape
+    count = 1000 if h * w >= 1000 else max(1, h * w // 8)
+    corner = rng.uniform(0, 16, (count, 2)) * (w, h)
+    size = rng.uniform(16, 400, (count, 2))
+    return {"rois": np.concatenate([corner, corner + size], axis=1).astype(dtype),
+            "batch_indices": rng.integers(0, n, count)}
+
+
+def _torch_roi_align(torch: Any, x: Any) -> Any:
+    """torchvision's roi_align with the benchmark's boxes (torchvision's (K, 5) form)."""
+    from .peers import NotApplicable
+
+    try:
+        ops = importlib.import_module("torchvision.ops")
+    except ImportError:
+        raise NotApplicable("torchvision is not installed") from None
+    b = _shaped(_boxes, tuple(x.shape), str(x.dtype).removeprefix("torch."))
+    rois = np.concatenate([b["batch_indices"][:, None].astype(b["rois"].dtype), b["rois"]], 1)
+    return ops.roi_align(x, torch.from_numpy(rois).to(x.device), 7, 1 / 16, 2, aligned=False)
+
+
 def _torch_hardmax(axis: int) -> Callable[[Any, Any], Any]:
     return lambda torch, x: torch.zeros_like(x).scatter_(axis, x.argmax(axis, keepdim=True), 1)
 
@@ -203,5 +231,11 @@ CASES: tuple[Case, ...] = (
          torch=_torch_grid_sample("bilinear")),
     Case("GridSample nearest", "GridSample", {"mode": "nearest"}, **_GRID,
          torch=_torch_grid_sample("nearest")),
+    # a detection head: 1000 boxes pooled from a stride-16 map (RoiAlign-16: onnxruntime's)
+    Case("RoiAlign 1000 boxes 7x7 s2", "RoiAlign", {
+        "output_height": 7, "output_width": 7, "sampling_ratio": 2, "spatial_scale": 1 / 16,
+        "coordinate_transformation_mode": "output_half_pixel"}, (1, 256, 50, 68), (1, 1, 50, 68),
+        (1, 4, 12, 16), onnxruntime_target=0.5, shaped_inputs=_boxes, opset=16,
+        torch=_torch_roi_align, batch1=(1, 256, 25, 34), tiny=_TINY),
 )
 OPS = tuple(dict.fromkeys(c.op for c in CASES))
