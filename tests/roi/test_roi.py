@@ -99,7 +99,7 @@ def test_non_finite_boxes_give_nan_where_unchecked(path, dtype):
             (plan.prepare_pool(x, rois, 22, {"pooled_shape": (2, 3), "spatial_scale": 1.0}),
              rois)):
         run = numpy_path.prepare(pl, x.dtype) if path == "numpy" else \
-            kernel.prepare(pl, x, r, "emulated")
+            kernel.prepare(pl, x, r, batch if r is boxes else None, "emulated")
         y = run(x, r, batch, None).astype(np.float64)
         assert np.isnan(y[[0, 2]]).all() and np.isfinite(y[1]).all() and not y[3].any()
 

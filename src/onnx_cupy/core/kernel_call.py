@@ -48,7 +48,7 @@ def prepares(prepare: _F) -> _F:
         head, inputs, backend, tail = args[:1], args[1:at], args[at], args[at + 1:]
         op = args[0].op
         for a in inputs:
-            if a.dtype.kind in "OUS":
+            if a is not None and a.dtype.kind in "OUS":
                 raise TypeError(f"{op}: string tensors run on the NumPy backend only (got dtype "
                                 f"{a.dtype} on backend {backend!r})")
 
@@ -67,18 +67,18 @@ def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
     runs it where every input and `out` is aligned to its elements; inputs that are not are
     copied (all of them, C-contiguous) and run by the call `again(*copies)` prepares, once; an
     `out` that is not is a ValueError."""
-    aligns = tuple(alignment(a.dtype) for a in layouts)
+    aligns = tuple(1 if a is None else alignment(a.dtype) for a in layouts)   # None: absent
     address = arrays.address_of("cupy")
     held: list[calls.Call] = []   # the call of the aligned copies, made on first need
 
     def elsewhere(*args: Any) -> Any:   # some input or `out` is not aligned
         *xs, out = args
-        if all(address(x) % align == 0 for x, align in zip(xs, aligns)):
+        if all(align == 1 or address(x) % align == 0 for x, align in zip(xs, aligns)):
             raise ValueError(f"{op}: out must be aligned to {aligns[0]} bytes for the kernel "
                              f"path (its address is {address(out)})")
-        if out is not None and any(arrays.overlap(out, x) for x in xs):
+        if out is not None and any(x is not None and arrays.overlap(out, x) for x in xs):
             raise ValueError(f"{op}: out overlaps the input X")
-        copies = [x.copy() for x in xs]   # C-contiguous, aligned: a new array is
+        copies = [None if x is None else x.copy() for x in xs]   # C-contiguous: aligned
         if not held:
             held.append(again(*copies))
         return held[0](*copies, out)
@@ -95,7 +95,7 @@ def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
     def run(*args: Any) -> Any:
         *xs, out = args
         for x, align in zip(xs, aligns):
-            if address(x) % align:
+            if align > 1 and address(x) % align:
                 return elsewhere(*args)
         if type(out) is type(xs[0]) and address(out) % aligns[0]:
             return elsewhere(*args)
@@ -112,14 +112,14 @@ def emulated(build: Callable[..., calls.Call], *inputs: np.ndarray, op: str) -> 
 
     device = standin.emulated_device()
     with execution.device_module(device):
-        body = build(*(device.mirror(a, copy=False) for a in inputs))
+        body = build(*(None if a is None else device.mirror(a, copy=False) for a in inputs))
 
     def call(*args: Any) -> Any:
         *xs, out = args
         if out is not None:
             _check_host_out(op, out, xs)
         with execution.device_module(device):
-            ys = body(*(device.mirror(a) for a in xs),
+            ys = body(*(None if a is None else device.mirror(a) for a in xs),
                       None if out is None else device.mirror(out, copy=False, native=False))
         if isinstance(ys, tuple):
             return tuple(_host(y, out if i == 0 else None) for i, y in enumerate(ys))

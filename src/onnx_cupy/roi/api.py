@@ -169,7 +169,7 @@ def run_align(X: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare_align(x, r, b, opset, attrs, scale_as_float32)
-        call = _CALLS.put(key, _prepare(pl, x, r, backend))
+        call = _CALLS.put(key, _prepare(pl, x, r, b, backend))
     return call(x, r, b, out)
 
 
@@ -183,15 +183,15 @@ def run_pool(X: Any, rois: Any, opset: int, attrs: dict[str, Any], *, out: Any =
     call = _CALLS.get(key)
     if call is None:
         pl = plan.prepare_pool(x, r, opset, attrs, scale_as_float32)
-        call = _CALLS.put(key, _prepare(pl, x, r, backend))
+        call = _CALLS.put(key, _prepare(pl, x, r, None, backend))
     return call(x, r, None, out)
 
 
-def _prepare(pl: plan.RoiPlan, x: Any, rois: Any, backend: str) -> calls.Call:
+def _prepare(pl: plan.RoiPlan, x: Any, rois: Any, batch: Any, backend: str) -> calls.Call:
     """The call of plan `pl` on the input's path; the boxes and batch indices of host arrays
     checked at every call (the GPU path, which would have to synchronize, skips the checks)."""
     run_plan = numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
-        kernel.prepare(pl, x, rois, backend)
+        kernel.prepare(pl, x, rois, batch, backend)
     if backend == "cupy":
         return run_plan
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, launcher, loader, records
+from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, records
 from .plan import COLUMNS, CORNER_LIMIT, MAX_GRID, MAX_ROI_POOL, ROI_ALIGN, RoiPlan
 
 FAMILY = "roi"
@@ -69,10 +69,12 @@ def kernel_args(pl: RoiPlan, dtype: np.dtype) -> tuple[records.Instantiation, np
     return k, g
 
 
-def prepare(pl: RoiPlan, x: Any, rois: Any, backend: str) -> calls.Call:
-    """The call of plan `pl` on inputs laid out as `x` and `rois` on the kernel path `backend`
-    ('cupy' or 'emulated'): call(X, rois, batch_indices, out) -> Y (batch_indices None for
-    MaxRoiPool). Inputs that are not C-contiguous are copied to the workspace first."""
+@kernel_call.prepares
+def prepare(pl: RoiPlan, x: Any, rois: Any, batch: Any, backend: str) -> calls.Call:
+    """The call of plan `pl` on inputs laid out as `x`, `rois` and `batch` (the batch indices;
+    None for MaxRoiPool) on the kernel path `backend` ('cupy' or 'emulated'): call(X, rois,
+    batch_indices, out) -> Y. Inputs that are not C-contiguous are copied to the workspace
+    first."""
     size = math.prod(pl.out_shape)
     if not size:
         empty_call = calls.allocating(pl.out_shape, backend, pl.op)
@@ -99,4 +101,4 @@ def prepare(pl: RoiPlan, x: Any, rois: Any, backend: str) -> calls.Call:
         else:
             launch(X, rois, Y)
         return Y
-    return calls.on_device(x, backend, call)
+    return call
