@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from onnx_cupy import max_roi_pool, roi_align
+
 from .common import BF16, FLOAT_DTYPES, Case, seeded, wanted_ops
 
 CONFIGS = 400

@@ -15,7 +15,8 @@ from typing import Any
 
 LISTING = Path(__file__).with_name("node_tests.json")
 OPS = ("AveragePool", "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "Hardmax", "LpPool",
-       "MaxPool", "MaxUnpool", "Resize", "Upsample", "GridSample", "AffineGrid", "RoiAlign", "MaxRoiPool")
+       "MaxPool", "MaxUnpool", "Resize", "Upsample", "GridSample", "AffineGrid", "RoiAlign",
+       "MaxRoiPool")
 
 
 @functools.cache

@@ -41,7 +41,8 @@ _define("AffineGrid", [(20, {"align_corners"})])
 _define("Upsample", [(7, {"mode", "scales"}), (9, set()), (10, set())])
 _define("MaxUnpool", [(9, {"kernel_shape", "pads", "strides"}), (11, set()), (22, set())])
 _define("RoiAlign", [(10, {"mode", "output_height", "output_width", "sampling_ratio",
-                           "spatial_scale"}), (16, {"coordinate_transformation_mode"}), (22, set())])
+                           "spatial_scale"}),
+                     (16, {"coordinate_transformation_mode"}), (22, set())])
 _define("MaxRoiPool", [(1, {"pooled_shape", "spatial_scale"}), (22, set())])
 
 # attributes that a later version made inputs: (op, attribute) -> the version that did

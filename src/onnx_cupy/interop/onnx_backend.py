@@ -1,7 +1,7 @@
 """An onnx.backend.base.Backend for models made only of the operators onnx-cupy runs (AveragePool,
 LpPool, MaxPool, the global pools, MaxUnpool, Hardmax, Resize, Upsample, GridSample, AffineGrid,
-RoiAlign, MaxRoiPool) and Identity and Constant nodes, so ONNX's backend test runner (and any onnx.backend user) can
-drive onnx-cupy.
+RoiAlign, MaxRoiPool) and Identity and Constant nodes, so ONNX's backend test runner (and any
+onnx.backend user) can drive onnx-cupy.
 
 The execution path is fixed at prepare: device "CPU" runs on NumPy arrays (the `numpy` path, or
 `emulated` when forced with `onnx_cupy.backend`), "CUDA[:i]" on CuPy arrays on GPU i, and no
