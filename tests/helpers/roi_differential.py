@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
-from helpers.util import node_model, onnxruntime, reference
 from cases import roi as drawn
 from cases.roi import Config
+
+from helpers.util import node_model, onnxruntime, reference
 
 CONFIGS, configuration, inputs = drawn.CONFIGS, drawn.configuration, drawn.inputs
 NAMES = {"RoiAlign": ("X", "rois", "batch_indices"), "MaxRoiPool": ("X", "rois")}
