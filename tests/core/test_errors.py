@@ -14,6 +14,7 @@ X = np.random.default_rng(35).standard_normal((1, 2, 4, 6)).astype(np.float32)
 G = np.random.default_rng(36).uniform(-1, 1, (1, 3, 3, 2)).astype(np.float32)
 I = np.array([[[[0, 3, 5], [8, 10, 15]]] * 2]) + np.array([0, 16]).reshape(1, 2, 1, 1)
 THETA = np.array([[[1.0, 0.2, 0.0], [0.1, 0.9, 0.3]]], np.float32)
+BOXES = np.array([[0.5, 0.5, 4.0, 3.0], [1.0, 0.0, 5.5, 2.5]], np.float32)
 
 # operator -> call(X, **out) on a (1, 2, 4, 6) float32 X; each takes out=
 OPS = {
@@ -30,6 +31,10 @@ OPS = {
     "max_unpool": lambda x, **o: oc.max_unpool(x[:, :, :2, :3], I, kernel_shape=[2, 2],
                                                strides=[2, 2], **o),
     "affine_grid": lambda x, **o: oc.affine_grid(THETA, [1, 2, 4, 6], **o),
+    "roi_align": lambda x, **o: oc.roi_align(x, BOXES, np.array([0, 0]), output_height=2,
+                                             output_width=2, **o),
+    "max_roi_pool": lambda x, **o: oc.max_roi_pool(
+        x, np.concatenate([np.zeros((2, 1), np.float32), BOXES], 1), pooled_shape=[2, 2], **o),
 }
 
 

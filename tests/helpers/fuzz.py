@@ -170,6 +170,30 @@ def _max_unpool(rng: np.random.Generator) -> Call:
     return Call("max_unpool", [x, i], {"kernel_shape": [2] * nd, "strides": [2] * nd})
 
 
+def _regions(rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
+    """0 to 4 boxes (x1, y1, x2, y2) of X's dtype, some reaching past X's image."""
+    h, w = x.shape[2:]
+    corner = rng.uniform(-1, [w, h], (int(rng.integers(0, 5)), 2))
+    return np.concatenate([corner, corner + rng.uniform(0, 4, corner.shape)], 1).astype(x.dtype)
+
+
+def _roi_align(rng: np.random.Generator) -> Call:
+    x = _x(rng, (int(rng.integers(1, 3)), int(rng.integers(1, 3)), *_spatial(rng, 2, 1, 8)))
+    boxes = _regions(rng, x)
+    return Call("roi_align", [x, boxes, rng.integers(0, x.shape[0], len(boxes))],
+                {"output_height": int(rng.integers(1, 4)), "output_width": int(rng.integers(1, 4)),
+                 "sampling_ratio": int(rng.integers(0, 3)), "mode": str(rng.choice(["avg", "max"])),
+                 "spatial_scale": float(rng.choice([1.0, 0.5]))})
+
+
+def _max_roi_pool(rng: np.random.Generator) -> Call:
+    x = _x(rng, (int(rng.integers(1, 3)), int(rng.integers(1, 3)), *_spatial(rng, 2, 1, 8)))
+    boxes = _regions(rng, x)
+    batch = rng.integers(0, x.shape[0], (len(boxes), 1)).astype(x.dtype)
+    return Call("max_roi_pool", [x, np.concatenate([batch, boxes], 1)],
+                {"pooled_shape": [int(rng.integers(1, 4)), int(rng.integers(1, 4))]})
+
+
 def _run_node(rng: np.random.Generator) -> Call:
     from onnx import helper
 
@@ -242,7 +266,7 @@ FUNCTIONS: dict[str, Maker] = {
     **{op: _global(op) for op in ("global_average_pool", "global_lp_pool", "global_max_pool")},
     "hardmax": _hardmax, "resize": _resize, "upsample": _upsample,
     "grid_sample": _grid_sample, "affine_grid": _affine_grid, "max_unpool": _max_unpool,
-    "run_node": _run_node,
+    "roi_align": _roi_align, "max_roi_pool": _max_roi_pool, "run_node": _run_node,
     **{f"F.{kind}_pool{k}d": _f_pool(f"{kind}_pool{k}d", k) for kind in ("avg", "max", "lp")
        for k in (1, 2, 3)},
     **{f"F.adaptive_{kind}_pool{k}d": _f_adaptive(f"adaptive_{kind}_pool{k}d", k)
@@ -320,6 +344,7 @@ class _Sub(np.ndarray):
 def _array_positions(call: Call) -> list[tuple[str, Any]]:
     """(argument name, key) of the call's array arguments: X first."""
     names = {"grid_sample": ["x", "grid"], "max_unpool": ["x", "i"], "upsample": ["x", "scales"],
+             "roi_align": ["x", "rois", "batch_indices"], "max_roi_pool": ["x", "rois"],
              "affine_grid": ["theta", "size"], "F.grid_sample": ["input", "grid"],
              "F.affine_grid": ["theta", "size"]}
     if call.fn.startswith("F.max_unpool"):

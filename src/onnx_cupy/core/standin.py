@@ -29,59 +29,16 @@ import math
 import threading
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from . import calls, execution
+from . import calls, execution, standin_classes
+from .standin_classes import CaptureError, Launch, Module, Operation
 
 ROUND = 512   # bytes: allocations are rounded up to this, as CuPy's memory pool does
 ALIGN = 256   # bytes: every allocation starts at a multiple of this, as cudaMalloc's
 POOLED, POOLED_BYTES = 16, 1 << 26   # free blocks kept per (device, stream, size), their size
-
-
-class CaptureError(RuntimeError):
-    """An operation that CUDA refuses while a stream is being captured into a graph."""
-
-
-@dataclass
-class Module:
-    """One `RawModule(code=..., options=..., name_expressions=...)` creation."""
-
-    code: str
-    options: tuple[str, ...]
-    name_expressions: tuple[str, ...]
-    device: int
-    functions: list[str] = field(default_factory=list)   # get_function calls, in order
-
-
-@dataclass(slots=True)
-class Launch:
-    """One kernel launch (a graph's replay adds its launches again, `captured` False); `args`:
-    the addresses the driver would read each argument from."""
-
-    expression: str
-    device: int
-    grid: tuple[int, ...]
-    block: tuple[int, ...]
-    args: tuple[int | None, ...]
-    stream: int = 0
-    captured: bool = False
-
-
-@dataclass(slots=True)
-class Operation:
-    """One device-side operation other than a launch: `kind` is "allocate", "to device" (a
-    host-to-device copy), "to host", "synchronize", "wait" (a stream waiting on an event),
-    "compile", "memset" or "elementwise" (one of CuPy's own kernels)."""
-
-    kind: str
-    device: int
-    stream: int
-    nbytes: int = 0
-    captured: bool = False
-    what: str = ""
 
 
 class _Thread(threading.local):
@@ -123,8 +80,6 @@ class StandIn:
                      "uint64", "float16", "float32", "float64", "complex64", "complex128"):
             setattr(self, name, getattr(np, name))   # cupy.float32 is numpy.float32
         self.random = types.SimpleNamespace(standard_normal=self._standard_normal)
-        from . import standin_classes  # its classes name this module's records
-
         standin_classes.build(self)
 
     # ---------------------------------------------------------------- state per thread

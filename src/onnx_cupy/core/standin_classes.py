@@ -1,6 +1,7 @@
-"""The stand-in cupy's classes (onnx_cupy.core.standin): its ndarray, Device, Event, Graph,
-Stream, RawModule, kernel Function, runtime and CPointer, made for one StandIn by `build` and
-bound to it; and how a launch reads its arguments (`_pointer`)."""
+"""The stand-in cupy's classes (onnx_cupy.core.standin): its records (Module, Launch,
+Operation, CaptureError); its ndarray, Device, Event, Graph, Stream, RawModule, kernel Function,
+runtime and CPointer, made for one StandIn by `build` and bound to it; and how a launch reads
+its arguments (`_pointer`)."""
 from __future__ import annotations
 
 import ctypes
@@ -9,15 +10,56 @@ import itertools
 import time
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from .standin import CaptureError, Launch, Module
-
 if TYPE_CHECKING:
     from .standin import StandIn, _Block
+
+class CaptureError(RuntimeError):
+    """An operation that CUDA refuses while a stream is being captured into a graph."""
+
+
+@dataclass
+class Module:
+    """One `RawModule(code=..., options=..., name_expressions=...)` creation."""
+
+    code: str
+    options: tuple[str, ...]
+    name_expressions: tuple[str, ...]
+    device: int
+    functions: list[str] = field(default_factory=list)   # get_function calls, in order
+
+
+@dataclass(slots=True)
+class Launch:
+    """One kernel launch (a graph's replay adds its launches again, `captured` False); `args`:
+    the addresses the driver would read each argument from."""
+
+    expression: str
+    device: int
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    args: tuple[int | None, ...]
+    stream: int = 0
+    captured: bool = False
+
+
+@dataclass(slots=True)
+class Operation:
+    """One device-side operation other than a launch: `kind` is "allocate", "to device" (a
+    host-to-device copy), "to host", "synchronize", "wait" (a stream waiting on an event),
+    "compile", "memset" or "elementwise" (one of CuPy's own kernels)."""
+
+    kind: str
+    device: int
+    stream: int
+    nbytes: int = 0
+    captured: bool = False
+    what: str = ""
+
 
 _ARITHMETIC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
                "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power}

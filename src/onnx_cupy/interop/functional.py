@@ -206,7 +206,8 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     if divisor_override is None:
         return _unbatched(lambda xb: pool(xb, None), unbatched)
     # sum / divisor = mean over the real elements * (their count / divisor), in float64 and
-    # rounded once to x's dtype (as PyTorch divides its sum): one table, uploaded once
+    # rounded once to x's dtype (as PyTorch divides its sum): one table, uploaded once; the
+    # float64 input and mean in the workspace, so that a call allocates only its output
     wide = np.dtype(np.float64)
     pl = pool_plan.prepare("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
     counts = pool_plan.divisor(pl, wide)
@@ -215,10 +216,11 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
 
     def call(xb: Any) -> Any:
         with arrays.on_device(xb, backend):
-            xw = xb.astype(wide)
-            y = pool_api.prepared("AveragePool", xw, backend, _POOL_OPSET, attrs)(xw, None)
-            y *= factor
-            return y if xb.dtype == wide else y.astype(xb.dtype)
+            xw, yw = calls.scratch(backend, (tuple(xb.shape), wide), (pl.out_shape, wide))
+            xw[...] = xb
+            pool_api.prepared("AveragePool", xw, backend, _POOL_OPSET, attrs)(xw, yw)
+            yw *= factor
+            return yw.astype(xb.dtype)   # a new array, rounded once
     return _unbatched(call, unbatched)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import calls, execution
+from ..core import arrays, calls, execution
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -138,7 +138,9 @@ def max_roi_pool(X: ArrayT, rois: Any, *, pooled_shape: Any, spatial_scale: floa
 
 
 def _partner(value: Any, x: Any, op: str, name: str) -> Any:
-    """An input after X as an array of X's kind (NumPy or CuPy), or a TypeError naming it."""
+    """An input after X as an array of X's kind (NumPy or CuPy), or a TypeError naming it (NumPy
+    subclasses as core.arrays.plain takes them)."""
+    value = arrays.plain(value, op, name)
     if type(value) is type(x):
         return value
     try:
@@ -161,7 +163,7 @@ def run_align(X: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str
     """RoiAlign's one entry point (the ONNX function, the node runner, the PyTorch-style
     function and Dask all come here). `scale_as_float32`: spatial_scale rounded to float32 as
     ONNX stores it (False: torchvision's double, for its float64 results)."""
-    x, backend = execution.select(X, ROI_ALIGN)
+    x, backend = execution.select(arrays.plain(X, ROI_ALIGN), ROI_ALIGN)
     r = _partner(rois, x, ROI_ALIGN, "rois")
     b = _partner(batch_indices, x, ROI_ALIGN, "batch_indices")
     key = calls.key(x, backend, ROI_ALIGN, opset, "float32" if scale_as_float32 else "as given",
@@ -176,7 +178,7 @@ def run_align(X: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str
 def run_pool(X: Any, rois: Any, opset: int, attrs: dict[str, Any], *, out: Any = None,
              scale_as_float32: bool = True) -> Any:
     """MaxRoiPool's one entry point (`scale_as_float32` as run_align's)."""
-    x, backend = execution.select(X, MAX_ROI_POOL)
+    x, backend = execution.select(arrays.plain(X, MAX_ROI_POOL), MAX_ROI_POOL)
     r = _partner(rois, x, MAX_ROI_POOL, "rois")
     key = calls.key(x, backend, MAX_ROI_POOL, opset, "float32" if scale_as_float32 else "as given",
                     attrs, arrays=(r,))

@@ -26,6 +26,10 @@ SIZES = ("tiny", "batch 1", "canonical")   # the shapes a case runs at (--quick:
 TINY_TARGET_US = 25.0      # NumPy fallback: most microseconds of a tiny call (float32)
 
 
+class NotApplicable(Exception):
+    """A peer has no equivalent of a case (raised by its runner)."""
+
+
 @dataclass(frozen=True)
 class Case:
     """One benchmark: an ONNX node (attributes, inputs after X) and its input shapes: the
@@ -145,8 +149,6 @@ def _boxes(shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
 
 def _torch_roi_align(torch: Any, x: Any) -> Any:
     """torchvision's roi_align with the benchmark's boxes (torchvision's (K, 5) form)."""
-    from .peers import NotApplicable
-
     try:
         ops = importlib.import_module("torchvision.ops")
     except ImportError:

@@ -11,12 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .cases import Case
-
-
-class NotApplicable(Exception):
-    """The peer has no equivalent of this case."""
-
+from .cases import Case, NotApplicable
 
 Runner = Callable[[Any], Any]
 # (case, dtype, input shape, output shape) -> (run(X) -> Y, details for the report row)

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ...core import execution
-from .cases import FUNCTIONS, TINY_TARGET_US, Case
-from .peers import NotApplicable, Peer, Runner
+from .cases import FUNCTIONS, TINY_TARGET_US, Case, NotApplicable
+from .peers import Peer, Runner
 
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}   # agreement: max |a - b| <= tol * max(1, max |b|)
 MEMORY_TARGET = 2.0        # NumPy fallback: peak additional bytes / bytes of X and Y
