@@ -11,6 +11,7 @@ from onnx_cupy import average_pool, lp_pool, max_pool
 from onnx_cupy.core import arrays, launcher, opsets
 from onnx_cupy.core import calls as arrays_calls
 from onnx_cupy.pool import numpy as numpy_pool
+from onnx_cupy.pool import numpy_passes
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool}
 X = np.random.default_rng(7).uniform(-2, 3, (1, 2, 5, 5)).astype(np.float32)
@@ -271,7 +272,7 @@ def test_huge_kernel_covering_all_of_x(cpu_backend):
 def test_taps_visits_only_the_taps_that_land(n, out, k, s, d, b):
     """Pads and kernels of any size: _taps yields exactly the taps that land inside X for some
     output (checked against a scan of every (output, position) pair), at most out * n."""
-    taps = numpy_pool._taps(n, out, k, s, d, b)
+    taps = numpy_passes._taps(n, out, k, s, d, b)
     landing = sorted({(p + b - o * s) // d for o in range(out) for p in range(n)
                       if (p + b - o * s) % d == 0 and 0 <= (p + b - o * s) // d < k})
     assert [j for j, _, _ in taps] == landing

@@ -10,6 +10,7 @@ import onnx_cupy
 from onnx_cupy import average_pool, lp_pool
 from onnx_cupy.core import calls, dtypes, launcher
 from onnx_cupy.pool import numpy as numpy_pool
+from onnx_cupy.pool import numpy_passes
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
 
@@ -322,9 +323,9 @@ def test_numpy_whole_row_passes_keep_the_row_passes_bits(op, nd, dtype, values, 
         return (OPS[op](x, **attrs),)
 
     monkeypatch.setattr(numpy_pool, "GATHER_ENTRIES", 0)
-    monkeypatch.setattr(numpy_pool, "WHOLE_ROWS", 0)
+    monkeypatch.setattr(numpy_passes, "WHOLE_ROWS", 0)
     whole = pooled()
-    monkeypatch.setattr(numpy_pool, "WHOLE_ROWS", 1 << 62)
+    monkeypatch.setattr(numpy_passes, "WHOLE_ROWS", 1 << 62)
     rows = pooled()
     calls.clear()
     assert whole[0].size > 0

@@ -1,0 +1,285 @@
+"""avg_pool1d/2d/3d, lp_pool1d/2d/3d and max_pool1d/2d/3d: ONNX AveragePool and MaxPool with
+PyTorch's arguments, checks and results."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload
+
+import numpy as np
+
+from ...core import arrays, calls
+from ...core.attributes import is_int, is_real
+from ...core.execution import ArrayT, Indices, NumPyArray, ScalarT
+from ...pool import api as pool_api
+from ...pool import plan as pool_plan
+from .arguments import (
+    _POOL_OPSET,
+    _batched,
+    _check_bools,
+    _check_pool,
+    _In,
+    _strides,
+    _tensors,
+    _tuple,
+    _xp,
+)
+from .docs import _AVG_DOC, _DIVISOR_DOC, _LP_DOC, _MAX_DOC, _RETURNS_DOC, _window_doc
+from .prepared import Prepared, _cached, _unbatched
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+
+def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
+              ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> Any:
+    return _cached(_prepare_avg_pool, input, name, k, kernel_size, stride, padding, ceil_mode,
+                   count_include_pad, divisor_override)
+
+
+def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
+                      padding: Any, ceil_mode: bool, count_include_pad: bool,
+                      divisor_override: int | None) -> Prepared:
+    x, unbatched = _batched(x, name, k)
+    _check_bools(name, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+    kernel = _tuple(name, "kernel_size", kernel_size, k)
+    strides = _strides(name, stride, kernel)
+    pads = _tuple(name, "padding", padding, k)
+    if divisor_override is not None and not is_int(divisor_override):
+        raise TypeError(f"{name}: divisor_override must be an int, got {divisor_override!r}")
+    if divisor_override is not None and divisor_override == 0:
+        raise ValueError(f"{name}: divisor_override must be not zero")
+    _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode)
+    attrs = {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
+             "count_include_pad": int(bool(count_include_pad) and divisor_override is None),
+             "dilations": None, "pads": list(pads) * 2, "strides": list(strides)}
+    pool = pool_api.prepared("AveragePool", x, backend, _POOL_OPSET, attrs)
+    if divisor_override is None:
+        return _unbatched(lambda xb: pool(xb, None), unbatched)
+    # sum / divisor = mean over the real elements * (their count / divisor), in float64 and
+    # rounded once to x's dtype (as PyTorch divides its sum): one table, uploaded once; the
+    # float64 input and mean in the workspace, so that a call allocates only its output
+    wide = np.dtype(np.float64)
+    pl = pool_plan.prepare("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
+    counts = pool_plan.divisor(pl, wide)
+    with arrays.on_device(x, backend):
+        (factor,) = calls.upload(backend, counts / divisor_override)
+
+    def call(xb: Any) -> Any:
+        with arrays.on_device(xb, backend):
+            xw, yw = calls.scratch(backend, (tuple(xb.shape), wide), (pl.out_shape, wide))
+            xw[...] = xb
+            pool_api.prepared("AveragePool", xw, backend, _POOL_OPSET, attrs)(xw, yw)
+            yw *= factor
+            return yw.astype(xb.dtype)   # a new array, rounded once
+    return _unbatched(call, unbatched)
+
+
+@_tensors
+def avg_pool1d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> _In:
+    return cast(_In, _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None))
+
+
+@_tensors
+def avg_pool2d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> _In:
+    return cast(_In, _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override))
+
+
+@_tensors
+def avg_pool3d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> _In:
+    return cast(_In, _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override))
+
+
+avg_pool1d.__doc__ = _AVG_DOC.format(
+    k=1, returns=_RETURNS_DOC, window=_window_doc(1, "zeros"), divisor="", example_shape="1, 1, 5", example_kernel="2",
+    example_result="array([[[1.5, 3.5, 5. ]]], dtype=float32)")
+avg_pool2d.__doc__ = _AVG_DOC.format(
+    k=2, returns=_RETURNS_DOC, window=_window_doc(2, "zeros"), divisor=_DIVISOR_DOC, example_shape="1, 1, 5",
+    example_kernel="(1, 2)", example_result="array([[[1.5, 3.5, 5. ]]], dtype=float32)")
+avg_pool3d.__doc__ = _AVG_DOC.format(
+    k=3, returns=_RETURNS_DOC, window=_window_doc(3, "zeros"), divisor=_DIVISOR_DOC,
+    example_shape="1, 1, 1, 5", example_kernel="(1, 1, 2)",
+    example_result="array([[[[1.5, 3.5, 5. ]]]], dtype=float32)")
+
+
+def _lp_pool(name: str, k: int, input: Any, norm_type: float, kernel_size: Any, stride: Any,
+             ceil_mode: bool) -> Any:
+    return _cached(_prepare_lp_pool, input, name, k, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
+                     kernel_size: Any, stride: Any, ceil_mode: bool) -> Prepared:
+    if not is_real(norm_type):
+        raise TypeError(f"{name}: norm_type must be a number, got {norm_type!r}")
+    if norm_type == 0:   # PyTorch raises Python's ZeroDivisionError from 1.0 / norm_type
+        raise ValueError(f"{name}: norm_type must not be 0 (the result is raised to the power "
+                         f"1 / norm_type), got {norm_type!r}")
+    _check_bools(name, ceil_mode=ceil_mode)
+    kernel = _tuple(name, "kernel_size", kernel_size, k)
+    # every check before x ** p is computed (avg_pool repeats them on the power)
+    _check_pool(name, tuple(_batched(x, name, k)[0].shape), kernel,
+                _strides(name, stride, kernel), (0,) * k, ceil_mode)
+    p = float(norm_type)
+    xp = _xp(x)
+    scale = x.dtype.type(math.prod(kernel))
+    # x ** p goes to the workspace (a call allocates no more than its output)
+    layout = (tuple(x.shape), x.dtype)
+    with arrays.on_device(x, backend):
+        (powered,) = calls.scratch(backend, layout)
+    mean = _prepare_avg_pool(powered, backend, name, k, kernel, stride, 0, ceil_mode, True, None)
+
+    def call(x: Any) -> Any:
+        with arrays.on_device(x, backend), np.errstate(invalid="ignore", over="ignore"):
+            (powered,) = calls.scratch(backend, layout)
+            xp.power(x, p, out=powered)   # x ** p: NaN and inf as PyTorch's
+            total = mean(powered)
+            total *= scale
+            return xp.power(total, 1.0 / p, out=total)
+    return call
+
+
+@_tensors
+def lp_pool1d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> _In:
+    return cast(_In, _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode))
+
+
+@_tensors
+def lp_pool2d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> _In:
+    return cast(_In, _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode))
+
+
+@_tensors
+def lp_pool3d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> _In:
+    return cast(_In, _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode))
+
+
+lp_pool1d.__doc__ = _LP_DOC.format(
+    k=1, returns=_RETURNS_DOC, shape="(N, C, L) or (C, L)", example_x="[[[3.0, 4.0, 0.0, 1.0]]]", example_kernel="2",
+    example_result="array([[[5., 1.]]], dtype=float32)")
+lp_pool2d.__doc__ = _LP_DOC.format(
+    k=2, returns=_RETURNS_DOC, shape="(N, C, H, W) or (C, H, W)", example_x="[[[[3.0, 4.0, 0.0, 1.0]]]]",
+    example_kernel="(1, 2)", example_result="array([[[[5., 1.]]]], dtype=float32)")
+lp_pool3d.__doc__ = _LP_DOC.format(
+    k=3, returns=_RETURNS_DOC, shape="(N, C, D, H, W) or (C, D, H, W)", example_x="[[[[[3.0, 4.0, 0.0, 1.0]]]]]",
+    example_kernel="(1, 1, 2)", example_result="array([[[[[5., 1.]]]]], dtype=float32)")
+
+
+def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
+              dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
+    return _cached(_prepare_max_pool, input, name, k, kernel_size, stride, padding, dilation,
+                   ceil_mode, return_indices)
+
+
+def _prepare_max_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
+                      padding: Any, dilation: Any, ceil_mode: bool, return_indices: bool
+                      ) -> Prepared:
+    x, unbatched = _batched(x, name, k)
+    _check_bools(name, ceil_mode=ceil_mode, return_indices=return_indices)
+    kernel = _tuple(name, "kernel_size", kernel_size, k)
+    strides = _strides(name, stride, kernel)
+    pads = _tuple(name, "padding", padding, k)
+    dilations = _tuple(name, "dilation", dilation, k)
+    _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode, dilations)
+    attrs = {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
+             "dilations": list(dilations), "pads": list(pads) * 2, "strides": list(strides),
+             "storage_order": 0}
+    pool = pool_api.prepared("MaxPool", x, backend, _POOL_OPSET, attrs, bool(return_indices))
+    if not return_indices:
+        return _unbatched(lambda xb: pool(xb, None), unbatched)
+    xp = _xp(x)
+    plane = math.prod(x.shape[2:])   # ONNX counts whole (n, c) planes; PyTorch does not
+
+    def call(xb: Any) -> Any:
+        y, indices = pool(xb, None)
+        with arrays.on_device(xb, backend):
+            if plane == 1:   # every index within its plane is 0; -1 (no element) stays
+                xp.minimum(indices, 0, out=indices)
+            else:            # the remainder keeps the sign: -1 (no element) stays
+                xp.fmod(indices, plane, out=indices)
+        return y, indices
+    return _unbatched(call, unbatched)
+
+
+class _MaxPooling(Protocol):
+    """max_pool1d/2d/3d as a type checker sees them: an array in, that array type out (with
+    int64 indices: a NumPy int64 array for a NumPy input, a cupy.ndarray for a CuPy one); a
+    PyTorch tensor in, tensors out."""
+
+    @overload
+    def __call__(self, input: NumPyArray[ScalarT], kernel_size: Any, stride: Any = ...,
+                 padding: Any = ..., dilation: Any = ..., ceil_mode: bool = ..., *,
+                 return_indices: Literal[True]) -> tuple[NumPyArray[ScalarT], Indices]: ...
+
+    @overload
+    def __call__(self, input: ArrayT, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ..., *, return_indices: Literal[True]
+                 ) -> tuple[ArrayT, ArrayT]: ...
+
+    @overload
+    def __call__(self, input: Tensor, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ..., *, return_indices: Literal[True]
+                 ) -> tuple[Tensor, Tensor]: ...
+
+    @overload
+    def __call__(self, input: _In, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ...,
+                 return_indices: Literal[False] = ...) -> _In: ...
+
+    @overload
+    def __call__(self, input: _In, kernel_size: Any, stride: Any = ..., padding: Any = ...,
+                 dilation: Any = ..., ceil_mode: bool = ..., return_indices: bool = ...
+                 ) -> Any: ...
+
+
+def _max_pooling(fn: Callable[..., Any]) -> _MaxPooling:
+    return cast(_MaxPooling, _tensors(fn))
+
+
+@_max_pooling
+def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+@_max_pooling
+def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+@_max_pooling
+def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+max_pool1d.__doc__ = _MAX_DOC.format(
+    k=1, window=_window_doc(1, "-inf"), example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]], [[0, 1, 0, 1, 2]]]",
+    example_kernel="2",
+    example_result="""(array([[[3., 5., 4.]],
+    <BLANKLINE>
+           [[1., 1., 2.]]], dtype=float32), array([[[1, 3, 4]],
+    <BLANKLINE>
+           [[1, 3, 4]]]))""")
+max_pool2d.__doc__ = _MAX_DOC.format(
+    k=2, window=_window_doc(2, "-inf"), example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]]]",
+    example_kernel="(1, 2)",
+    example_result="(array([[[3., 5., 4.]]], dtype=float32), array([[[1, 3, 4]]]))")
+max_pool3d.__doc__ = _MAX_DOC.format(
+    k=3, window=_window_doc(3, "-inf"), example_x="[[[[1.0, 3.0, 2.0, 5.0, 4.0]]]]",
+    example_kernel="(1, 1, 2)",
+    example_result="(array([[[[3., 5., 4.]]]], dtype=float32), array([[[[1, 3, 4]]]]))")

@@ -1,0 +1,36 @@
+"""The functions' prepared calls: PyTorch's checks and the ONNX attributes computed on the first
+call of a layout and arguments, then kept in one bounded cache (onnx_cupy.core.calls)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...core import arrays, calls, execution
+
+_CALLS = calls.Cache("nn.functional")
+Prepared = Callable[[Any], Any]   # the prepared call of a function on inputs of one layout
+
+
+def _cached(prepare: Callable[..., Callable[..., Any]], input: Any, name: str, *args: Any,
+            others: tuple[Any, ...] = ()) -> Any:
+    """`name`(input, *args): the call `prepare(x, backend, name, *args, *others)` made
+    (PyTorch's checks, the ONNX attributes, the family's prepared call) on the first occurrence
+    of its key (onnx_cupy.core.calls: the input's layout, path and device, the arguments, the
+    array type and layout of each further array in `others`), then kept; it takes
+    (x, *others)."""
+    x, backend = execution.select(arrays.plain(input, name, "input"), name)
+    key = calls.key(x, backend, name, *args, *(
+        (type(a).__name__, a.shape + a.strides, a.dtype.str) for a in others))
+    call = _CALLS.get(key) or _CALLS.put(key, prepare(x, backend, name, *args, *others))
+    return call(x, *others)
+
+
+def _unbatched(call: Callable[[Any], Any], unbatched: bool) -> Prepared:
+    """`call` on (C, *spatial) inputs through a batch axis of 1, where `unbatched`."""
+    if not unbatched:
+        return call
+    return lambda x: _first(call(x[None]))
+
+
+def _first(y: Any) -> Any:
+    return tuple(a[0] for a in y) if isinstance(y, tuple) else y[0]
