@@ -621,8 +621,9 @@ def _close(got: Any, want: Any) -> str | None:
             return isinstance(v, float) and math.isnan(v)
         same = all(a == b or (nan(a) and nan(b)) for a, b in zip(g.flat, w.flat))
         return None if same else "object results differ"
-    if g.dtype.kind != "f":
-        return None if np.array_equal(g, w) else "results differ"
+    if g.dtype.kind != "f":   # exact: integers, bools, complex (NaN where NaN)
+        same = np.array_equal(g, w, equal_nan=g.dtype.kind == "c")
+        return None if same else "results differ"
     rtol = {2: 2e-2, 4: 2e-4, 8: 1e-9}.get(want.dtype.itemsize, 1e-3)
     with np.errstate(invalid="ignore"):
         bad = ~np.isclose(g, w, rtol=rtol, atol=rtol, equal_nan=True)

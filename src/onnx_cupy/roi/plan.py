@@ -95,8 +95,14 @@ def _check_inputs(op: str, version: int, opset: int, shape: tuple[int, ...], dty
         what = "(num_rois, 4): x1, y1, x2, y2" if columns == 4 else \
             "(num_rois, 5): batch_index, x1, y1, x2, y2"
         raise ValueError(f"{op}: input 'rois' must have shape {what}, got {rois_shape}")
-    if rois_dtype != dtype:
+    if rois_dtype.newbyteorder("=") != dtype.newbyteorder("="):   # either byte order
         raise TypeError(f"{op}: input 'rois' must have X's dtype {dtype}, got {rois_dtype}")
+
+
+def _fits(op: str, dtype: np.dtype, regions: int, channels: int, pooled: tuple[int, int],
+          names: str) -> None:
+    """ValueError where the output (regions, C, pooled) would not fit (attributes.fits)."""
+    attributes.fits(op, (regions, channels, *pooled), dtype, f"attribute {names} = {pooled}")
 
 
 def _choice(op: str, name: str, value: Any, allowed: tuple[str, ...], opset: int) -> str:
@@ -112,6 +118,7 @@ def _size(op: str, name: str, value: Any) -> int:
     if value < 0:
         raise ValueError(f"{op}: attribute '{name}' must be >= 0 (0: an empty output), got "
                          f"{value}")
+    attributes.extent(op, int(value), f"attribute '{name}'", f"{name}={value}")
     return int(value)
 
 
@@ -135,7 +142,7 @@ def align_plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, rois_shape: 
     opsets.check_given(op, opset, {
         "coordinate_transformation_mode": coordinate_transformation_mode is not None})
     _check_inputs(op, version, opset, shape, dtype, rois_shape, rois_dtype)
-    if index_dtype != INDEX_DTYPE:
+    if index_dtype.newbyteorder("=") != INDEX_DTYPE:
         raise TypeError(f"{op}: input 'batch_indices' must be int64, got dtype {index_dtype}")
     if len(index_shape) != 1 or index_shape[0] != rois_shape[0]:
         raise ValueError(f"{op}: input 'batch_indices' must have shape (num_rois,) = "
@@ -147,6 +154,9 @@ def align_plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, rois_shape: 
     if sampling_ratio < 0:
         raise ValueError(f"{op}: attribute 'sampling_ratio' must be >= 0 (0: adaptive), got "
                          f"{sampling_ratio}")
+    attributes.extent(op, int(sampling_ratio), "attribute 'sampling_ratio'",
+                      f"sampling_ratio={sampling_ratio}")
+    _fits(op, dtype, rois_shape[0], shape[1], pooled, "output_height, output_width")
     if coordinate_transformation_mode is None:
         transform = "half_pixel" if version >= 16 else "output_half_pixel"
     else:
@@ -168,6 +178,9 @@ def pool_plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, rois_shape: t
     if pooled_shape is None:
         raise ValueError(f"{op}: attribute 'pooled_shape' is required")
     ph, pw = attributes.ints(op, "pooled_shape", pooled_shape, 2, 1, "(height, width)")
+    for v in (ph, pw):
+        attributes.extent(op, v, "attribute 'pooled_shape'", f"pooled_shape={[ph, pw]}")
+    _fits(op, dtype, rois_shape[0], shape[1], (ph, pw), "pooled_shape")
     return RoiPlan(op, version, (shape[0], shape[1], shape[2], shape[3]), rois_shape[0], (ph, pw),
                    _scale(op, spatial_scale, scale_as_float32), "pool")
 
