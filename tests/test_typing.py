@@ -44,8 +44,10 @@ _SCALARS = {"floating": "float", "signedinteger": "int", "unsignedinteger": "uin
 
 def _short(revealed: str) -> str:
     """A revealed type as the scripts' comments write it: `ndarray[float32]` for a NumPy array
-    of any shape and that dtype, a NamedTuple by its class."""
+    of any shape and that dtype, a NamedTuple by its class, torch's Tensor by its public name
+    (the installed torch defines it in torch._tensor)."""
     text = re.sub(r"numpy\._typing\.(_nbit_base\.)?", "", revealed)   # older numpy: no _nbit_base
+    text = text.replace("torch._tensor.Tensor", "torch.Tensor")
     text = re.sub(r"numpy\.(floating|signedinteger|unsignedinteger)\[_(\d+)Bit\]",
                   lambda m: f"{_SCALARS[m[1]]}{m[2]}", text)
     text = re.sub(r"numpy\.dtype\[numpy\.(\w+)\]", r"numpy.dtype[\1]", text)
