@@ -93,6 +93,9 @@ FAMILIES = {
                     lambda t: oc.affine_grid(t, np.array([len(t), 1, 3, 4]))),
     "max_unpool": (_unpooled,
                    lambda x, i: oc.max_unpool(x, i, kernel_shape=[2, 2], strides=[2, 2])),
+    "roi_align": (lambda rng, i: [rng.uniform(-1, 1, (1, 1, 2 + i % 30, 2 + i // 30)).astype(
+        np.float32), _BOXES.astype(np.float32), np.zeros(3, np.int64)],
+        lambda x, b, n: oc.roi_align(x, b, n, output_height=2, output_width=2)),
 }
 SHAPES = 600
 
@@ -132,6 +135,7 @@ def _unpool_inputs(rng):
     return [y, i]
 
 
+_BOXES = np.array([[0.5, 1.0, 6.0, 7.5], [2.0, 0.0, 8.5, 4.0], [3.0, 3.0, 3.5, 9.0]])
 # operator -> (its inputs, the call, which inputs are moved to a byte offset)
 UNALIGNED = {
     "average_pool-fast": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9))],
@@ -160,6 +164,11 @@ UNALIGNED = {
                     lambda t: oc.affine_grid(t, np.array([2, 1, 5, 7]))),
     "max_unpool": (_unpool_inputs,
                    lambda x, i: oc.max_unpool(x, i, kernel_shape=[2, 2], strides=[2, 2])),
+    "roi_align": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9)), _BOXES, np.array([1, 0, 1])],
+                  lambda x, b, i: oc.roi_align(x, b, i, output_height=2, output_width=3)),
+    "max_roi_pool": (lambda r: [r.uniform(-1, 1, (2, 3, 9, 9)),
+                                np.concatenate([[[1.0], [0.0], [1.0]], _BOXES], 1)],
+                     lambda x, b: oc.max_roi_pool(x, b, pooled_shape=[2, 3])),
 }
 
 

@@ -97,10 +97,12 @@ def isolated() -> Iterator[None]:
     """Inside the block, no prepared call, workspace or compiled function from outside it (and
     none of the block's after it): for a substitute cupy module (the stand-in), whose arrays and
     functions must not reach the real one, nor the real one's the substitute."""
-    kept = ([dict(c) for c in _caches], dict(_workspaces), loader.swap_functions({}))
+    kept = ([dict(c) for c in _caches], dict(_workspaces), loader.swap_functions({}),
+            list(_pinned))
     for cache in _caches:
         cache.clear()
     _workspaces.clear()
+    _pinned.clear()
     try:
         yield
     finally:
@@ -109,6 +111,7 @@ def isolated() -> Iterator[None]:
             cache.update(entries)
         _workspaces.clear()
         _workspaces.update(kept[1])
+        _pinned[:] = kept[3]
         loader.swap_functions(kept[2])
 
 
@@ -190,17 +193,19 @@ class _KeyPickler(pickle.Pickler):
 
 def key(x: Any, backend: str, *parts: Any, arrays: tuple[Any, ...] = (),
         vectors: tuple[Any, ...] = ()) -> tuple[Hashable, ...] | None:
-    """The key of a call on the array `x` (its shape, strides, dtype and, on the GPU, device)
-    and the further `arrays` (the type, shape, strides and dtype of each) on `backend` with
+    """The key of a call on the array `x` (its shape, strides, dtype, address modulo 8 on the
+    kernel paths, where the alignment policy reads it, and on the GPU its device) and the
+    further `arrays` (the type, shape, strides, dtype and address modulo 8 of each) on
+    `backend` with
     `parts` (the operator, opset, attributes) and the host `vectors` (such as Resize's scales),
     or None where a part cannot key a cache. Parts and vectors that are all ints, strings or
     None, or dicts of them, key as they are (`_plain`), others `frozen` together; where NumPy arrays are among the vectors,
     each vector's place holds its dtype, shape and bytes, or None for a vector of another type
     (which then goes with the parts)."""
     layout: tuple[Hashable, ...] = (backend, x.device.id if backend == "cupy" else None,
-                                    x.shape, x.strides, x.dtype)
+                                    x.shape, x.strides, x.dtype, _skew(x, backend))
     for a in arrays:
-        layout += (type(a), a.shape, a.strides, a.dtype)
+        layout += (type(a), a.shape, a.strides, a.dtype, _skew(a, backend))
     for v in vectors:
         if type(v) is np.ndarray:   # the arrays' bytes without a pickle
             places, vectors = _apart(vectors)
@@ -214,6 +219,13 @@ def key(x: Any, backend: str, *parts: Any, arrays: tuple[Any, ...] = (),
         return (*layout, frozen(parts))
     except Unkeyed:
         return None
+
+
+def _skew(a: Any, backend: str) -> int | None:
+    """`a`'s address modulo 8 on the kernel paths (None on the NumPy path and for a None)."""
+    if backend == "numpy" or a is None:
+        return None
+    return int(a.data.ptr if backend == "cupy" else a.__array_interface__["data"][0]) % 8
 
 
 def _plain(parts: tuple[Any, ...]) -> tuple[Hashable, ...] | None:
@@ -314,11 +326,12 @@ class Scratch:
     are in `zeroed` set to zero bits at every call (the partial results a launch accumulates
     into), by memsets on the current stream. A repeated call finds its arrays, carved for the
     current stream and host thread, with one look-up in the workspace of that place (which
-    owns them: they go with it)."""
+    owns them: they go with it). `level`: the workspace's level, 1 for a call's copies of its
+    inputs that another call then reads (whose own scratch is at level 0)."""
 
     def __init__(self, backend: str, *layouts: tuple[tuple[int, ...], np.dtype],
-                 zeroed: tuple[int, ...] = ()) -> None:
-        self.backend, self.layouts, self.zeroed = backend, layouts, zeroed
+                 zeroed: tuple[int, ...] = (), level: int = 0) -> None:
+        self.backend, self.layouts, self.zeroed, self.level = backend, layouts, zeroed, level
         self._cupy = execution.cupy_module() if backend == "cupy" else None
 
     def __call__(self) -> tuple[Any, ...]:
@@ -327,7 +340,7 @@ class Scratch:
             for i in self.zeroed:
                 arrays.zero(views[i], self.backend)
             return views
-        views, memsets = _place(self._cupy).carved(self.layouts, self.zeroed)
+        views, memsets = _place(self._cupy, self.level).carved(self.layouts, self.zeroed)
         for memset in memsets:   # on the current stream, as arrays.zero
             memset()
         return views
@@ -359,41 +372,54 @@ def contiguous(backend: str, x: Any) -> Any:
 
 
 class Workspace:
-    """The scratch memory of one place (cupy module, device, host thread, stream): a device
-    buffer grown to the largest request, and the arrays carved from it per layouts, with their
-    memsets. `pinned` once a call ran on it while its stream was being captured into a CUDA
-    graph: the graph reads it, so only `release_workspaces` frees it."""
+    """The scratch memory of one place (cupy module, device, host thread, stream, level): a
+    device buffer grown to the largest request, and the arrays carved from it per layouts, with
+    their memsets. `pinned` once a call ran on it while its stream was being captured into a
+    CUDA graph: the graph reads it, so its buffer is never replaced, and the first call on its
+    place outside a capture (or one that needs more) hands the place a new workspace; only
+    `release_workspaces` frees a pinned one."""
 
-    __slots__ = ("buffer", "cupy", "kept", "pinned", "stream")
+    __slots__ = ("buffer", "cupy", "kept", "pinned", "place", "stream")
 
-    def __init__(self, cupy: Any, stream: Any) -> None:
-        self.cupy, self.stream, self.buffer, self.pinned = cupy, stream, None, False
+    def __init__(self, cupy: Any, stream: Any, place: tuple[int, ...]) -> None:
+        self.cupy, self.stream, self.place, self.buffer, self.pinned = cupy, stream, place, \
+            None, False
         self.kept: dict[Any, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
     def carved(self, layouts: tuple[tuple[tuple[int, ...], np.dtype], ...],
                zeroed: tuple[int, ...] = ()) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """(the arrays of `layouts`, the memsets of those at `zeroed`), carved on first need."""
-        if not self.pinned and self.stream.is_capturing():
+        if self.stream.is_capturing():
             self.pinned = True
+        elif self.pinned:   # a captured graph's: this place's calls get a workspace of their own
+            return _succeed(self).carved(layouts, zeroed)
         kept = self.kept.get((layouts, zeroed))
         if kept is not None:
             return kept
         end = _spans(layouts)[1]
         with _workspace_lock:
             if self.buffer is None or self.buffer.nbytes < end:
-                size = max(end, 2 * self.buffer.nbytes if self.buffer is not None else 0)
-                self.buffer = self.cupy.empty(size, np.uint8)
-                self.kept.clear()   # carved from the old buffer: carved again
+                if self.buffer is not None and self.pinned:   # never replaced under a graph
+                    return _succeed(self).carved(layouts, zeroed)
+                self.grow(end)
             views = tuple(_carve(self.buffer, layouts))
             kept = self.kept[layouts, zeroed] = (views, tuple(
                 functools.partial(views[i].data.memset_async, 0, views[i].nbytes)
                 for i in zeroed))
         return kept
 
+    def grow(self, nbytes: int) -> None:
+        """A buffer of at least `nbytes` (twice the old one's, at least), the carved arrays
+        dropped (carved from the old buffer)."""
+        size = max(nbytes, 2 * self.buffer.nbytes if self.buffer is not None else 0)
+        self.buffer = self.cupy.empty(size, np.uint8)
+        self.kept.clear()
 
-# (cupy module's id, device, host thread, stream) -> its workspace, least recently used first
-_workspaces: collections.OrderedDict[tuple[int, int, int, int], Workspace] = \
-    collections.OrderedDict()
+
+# (cupy module's id, device, host thread, stream, level) -> its workspace, least recently used
+# first; the pinned workspaces a place has handed on (CUDA graphs read them)
+_workspaces: collections.OrderedDict[tuple[int, ...], Workspace] = collections.OrderedDict()
+_pinned: list[Workspace] = []
 _workspace_lock = threading.RLock()
 _threads = threading.local()   # `ending`: this thread's _ThreadEnd
 
@@ -409,34 +435,50 @@ class _ThreadEnd:
         if lock is None:   # at interpreter exit
             return
         with lock:
-            for place in [p for p, w in _workspaces.items()
-                          if p[2] == self.ident and not w.pinned]:
-                del _workspaces[place]
+            for place, space in list(_workspaces.items()):
+                if place[2] == self.ident:
+                    _drop(place, space)
 
 
-def _place(cp: Any) -> Workspace:
+def _drop(place: tuple[int, ...], space: Workspace) -> None:
+    """Free a place's workspace (kept among the pinned where a graph reads it); under the lock."""
+    if _workspaces.get(place) is space:
+        del _workspaces[place]
+    if space.pinned:
+        _pinned.append(space)
+
+
+def _succeed(space: Workspace) -> Workspace:
+    """A new workspace for a pinned one's place (the pinned one kept for its graph)."""
+    with _workspace_lock:
+        _drop(space.place, space)
+        new = _workspaces[space.place] = Workspace(space.cupy, space.stream, space.place)
+    return new
+
+
+def _place(cp: Any, level: int = 0) -> Workspace:
     """The workspace of the current place: `cp`'s current device, this host thread, its
     current stream (as cuBLAS keeps a workspace per stream; per thread too, since threads share
-    the null stream and their launches interleave on it). Made on first use; at most MAX_STREAMS
-    of one thread and device are kept, the least recently used unpinned one freed first."""
+    the null stream and their launches interleave on it), `level`. Made on first use; at most
+    MAX_STREAMS of one thread and device are kept, the least recently used freed first."""
     stream = cp.cuda.get_current_stream()
-    place = (id(cp), cp.cuda.runtime.getDevice(), threading.get_ident(), stream.ptr)
+    place = (id(cp), cp.cuda.runtime.getDevice(), threading.get_ident(), stream.ptr, level)
     space = _workspaces.get(place)
     if space is not None and space.cupy is cp:
-        try:
-            _workspaces.move_to_end(place)
-        except KeyError:   # freed by another thread meanwhile: this call still holds it
-            pass
+        with _workspace_lock:
+            if _workspaces.get(place) is space:
+                _workspaces.move_to_end(place)
         return space
     with _workspace_lock:
         if getattr(_threads, "ending", None) is None:
             _threads.ending = _ThreadEnd(place[2])
-        space = _workspaces[place] = Workspace(cp, stream)
-        same = [p for p, w in _workspaces.items() if p[:3] == place[:3] and not w.pinned]
-        for p in same[:max(0, len(same) - MAX_STREAMS)]:
-            del _workspaces[p]
-        for p in [p for p, w in _workspaces.items() if w.cupy is not cp and p[0] == id(cp)]:
-            del _workspaces[p]   # a module gone whose id was reused
+        space = _workspaces[place] = Workspace(cp, stream, place)
+        same = [(p, w) for p, w in list(_workspaces.items()) if p[:3] == place[:3]]
+        for p, w in same[:max(0, len(same) - MAX_STREAMS)]:
+            _drop(p, w)
+        for p, w in list(_workspaces.items()):
+            if w.cupy is not cp and p[0] == id(cp):
+                del _workspaces[p]   # a module gone whose id was reused
     return space
 
 
@@ -450,9 +492,9 @@ def workspace(backend: str, nbytes: int) -> Any:
     space = _place(execution.cupy_module())
     with _workspace_lock:
         if space.buffer is None or space.buffer.nbytes < nbytes:
-            size = max(nbytes, 2 * space.buffer.nbytes if space.buffer is not None else 0)
-            space.buffer = space.cupy.empty(size, np.uint8)
-            space.kept.clear()
+            if space.buffer is not None and space.pinned:
+                space = _succeed(space)
+            space.grow(nbytes)
     return space.buffer
 
 
@@ -485,6 +527,7 @@ def release_workspaces() -> int:
     0
     """
     with _workspace_lock:
-        count = len(_workspaces)
+        count = len(_workspaces) + len(_pinned)
         _workspaces.clear()
+        _pinned.clear()
     return count

@@ -215,7 +215,8 @@ def select(x: Any, op: str) -> tuple[Any, str]:
     """(`x` as a NumPy/CuPy array, the backend that runs `op` on it); TypeError for array types
     that the forced backend cannot take."""
     if type(x) is not np.ndarray:   # NumPy and CuPy arrays as they are, without a look-up
-        cp = _substitutes[-1] if _substitutes else _imported_cupy()   # cupy_module()
+        # cupy_module() but the emulated device: a user's array is never the emulated one's
+        cp = _substitutes[-1] if _substitutes else _imported_cupy()
         if cp is not None and type(x) is cp.ndarray and _forced.get() in (None, "cupy"):
             return x, "cupy"
         x = as_array(x, op)

@@ -27,6 +27,7 @@ import numpy as np
 from . import arrays, calls, execution
 
 _F = TypeVar("_F", bound=Callable[..., calls.Call])
+INPUT_NAMES = {"x": "X", "batch": "batch_indices"}   # a preparation's parameter -> the input
 
 
 def alignment(dtype: np.dtype) -> int:
@@ -41,7 +42,9 @@ def prepares(prepare: _F) -> _F:
     kernel path's one builder of calls: string tensors refused; on the 'cupy' path its call
     under the alignment policy (`aligning`), run on the inputs' device (calls.on_device); on
     the 'emulated' path that call prepared and run on the emulated device (`emulated`)."""
-    at = list(inspect.signature(prepare).parameters).index("backend")
+    parameters = list(inspect.signature(prepare).parameters)
+    at = parameters.index("backend")
+    names = tuple(INPUT_NAMES.get(n, n) for n in parameters[1:at])
 
     @functools.wraps(prepare)
     def prepared(*args: Any, **kwargs: Any) -> calls.Call:
@@ -54,56 +57,93 @@ def prepares(prepare: _F) -> _F:
 
         def build(*layouts: Any) -> calls.Call:
             call = prepare(*head, *layouts, "cupy", *tail, **kwargs)
-            return calls.on_device(layouts[0], "cupy", aligning(op, call, layouts, build))
+            return calls.on_device(layouts[0], "cupy", aligning(op, call, layouts, build, names))
         if backend == "emulated":
-            return emulated(build, *inputs, op=op)
+            return emulated(build, *inputs, op=op, names=names)
         return build(*inputs)
     return prepared  # type: ignore[return-value]
 
 
 def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
-             again: Callable[..., calls.Call]) -> calls.Call:
-    """`call` (of inputs laid out as `layouts`) under the alignment policy: call(*inputs, out)
-    runs it where every input and `out` is aligned to its elements; inputs that are not are
-    copied (all of them, C-contiguous) and run by the call `again(*copies)` prepares, once; an
-    `out` that is not is a ValueError."""
-    aligns = tuple(1 if a is None else alignment(a.dtype) for a in layouts)   # None: absent
+             again: Callable[..., calls.Call], names: tuple[str, ...] = ()) -> calls.Call:
+    """`call` (of inputs laid out as `layouts`, None for an absent one) under the alignment
+    policy. Inputs that `layouts` has unaligned (a call's key holds its inputs' alignment):
+    every call copies them all into the workspace (C-contiguous, aligned) and runs the call
+    `again(*copies)` prepared for those, here, once. Aligned ones: `call` itself, and, for a
+    caller whose own key does not hold alignment, unaligned inputs copied then to new arrays
+    for a call prepared on their first occurrence. An `out` not aligned is a ValueError, one
+    overlapping an input too (the kernels read the inputs while they write it; `names`: the
+    inputs' names, X's overlap is the call's own check)."""
+    aligns = tuple(1 if a is None else alignment(a.dtype) for a in layouts)
     address = arrays.address_of("cupy")
-    held: list[calls.Call] = []   # the call of the aligned copies, made on first need
 
-    def elsewhere(*args: Any) -> Any:   # some input or `out` is not aligned
-        *xs, out = args
-        if all(align == 1 or address(x) % align == 0 for x, align in zip(xs, aligns)):
+    def check_out(xs: tuple[Any, ...] | list[Any], out: Any, copied: bool = False) -> None:
+        if type(out) is not type(xs[0]):
+            return   # the call's own check names the type
+        if address(out) % aligns[0]:
             raise ValueError(f"{op}: out must be aligned to {aligns[0]} bytes for the kernel "
                              f"path (its address is {address(out)})")
-        if out is not None and any(x is not None and arrays.overlap(out, x) for x in xs):
-            raise ValueError(f"{op}: out overlaps the input X")
+        for i, x in enumerate(xs):   # X's own check sees only its copy where `copied`
+            if x is not None and (i or copied) and arrays.overlap(out, x):
+                raise ValueError(f"{op}: out overlaps the input {names[i]}")
+
+    def unaligned(xs: Any) -> bool:
+        return any(align > 1 and address(x) % align for x, align in zip(xs, aligns))
+
+    if unaligned(layouts):   # this call's inputs are unaligned: copies in the workspace
+        space = calls.Scratch("cupy", *((tuple(a.shape), a.dtype) for a in layouts
+                                        if a is not None), level=1)   # beside the call's own
+
+        def placed(xs: Any, carved: tuple[Any, ...]) -> list[Any]:
+            it = iter(carved)
+            return [None if x is None else next(it) for x in xs]
+        with arrays.on_device(layouts[0], "cupy"):   # the copies live on the inputs' device
+            held = again(*placed(layouts, space()))
+
+        def copied(*args: Any) -> Any:
+            *xs, out = args
+            if out is not None:
+                check_out(xs, out, copied=True)
+            copies = placed(xs, space())
+            for c, x in zip(copies, xs):
+                if c is not None:
+                    c[...] = x
+            return held(*copies, out)
+        return copied
+
+    later: list[calls.Call] = []   # the call of unaligned inputs' copies, on first need
+
+    def elsewhere(xs: list[Any], out: Any) -> Any:
+        if out is not None:
+            check_out(xs, out, copied=True)
         copies = [None if x is None else x.copy() for x in xs]   # C-contiguous: aligned
-        if not held:
-            held.append(again(*copies))
-        return held[0](*copies, out)
+        if not later:
+            later.append(again(*copies))
+        return later[0](*copies, out)
 
     if len(aligns) == 1:   # the common case, without a loop
         (first,) = aligns
 
-        def one(x: Any, out: Any) -> Any:   # (an `out` of another type: the call says so)
-            if address(x) % first or (type(out) is type(x) and address(out) % first):
-                return elsewhere(x, out)
+        def one(x: Any, out: Any) -> Any:
+            if out is not None:
+                check_out((x,), out)
+            if address(x) % first:
+                return elsewhere([x], out)
             return call(x, out)
         return one
 
     def run(*args: Any) -> Any:
         *xs, out = args
-        for x, align in zip(xs, aligns):
-            if align > 1 and address(x) % align:
-                return elsewhere(*args)
-        if type(out) is type(xs[0]) and address(out) % aligns[0]:
-            return elsewhere(*args)
+        if out is not None:
+            check_out(xs, out)
+        if unaligned(xs):
+            return elsewhere(xs, out)
         return call(*args)
     return run
 
 
-def emulated(build: Callable[..., calls.Call], *inputs: np.ndarray, op: str) -> calls.Call:
+def emulated(build: Callable[..., calls.Call], *inputs: np.ndarray, op: str,
+             names: tuple[str, ...] = ()) -> calls.Call:
     """The emulated call of NumPy `inputs`: `build(*device arrays)`, the CuPy path's call for
     inputs laid out as `inputs` (same shapes, strides and alignment), prepared on the emulated
     device; call(*inputs, out) copies the inputs to the device, runs it there and returns its
@@ -117,7 +157,7 @@ def emulated(build: Callable[..., calls.Call], *inputs: np.ndarray, op: str) -> 
     def call(*args: Any) -> Any:
         *xs, out = args
         if out is not None:
-            _check_host_out(op, out, xs)
+            _check_host_out(op, out, xs, names)
         with execution.device_module(device):
             ys = body(*(None if a is None else device.mirror(a) for a in xs),
                       None if out is None else device.mirror(out, copy=False, native=False))
@@ -127,7 +167,7 @@ def emulated(build: Callable[..., calls.Call], *inputs: np.ndarray, op: str) -> 
     return call
 
 
-def _check_host_out(op: str, out: Any, inputs: list[Any]) -> None:
+def _check_host_out(op: str, out: Any, inputs: list[Any], names: tuple[str, ...]) -> None:
     """What the device copy of a NumPy `out` cannot show: its type, that it can be written,
     that it shares no memory with an input (the call checks the rest on the copy)."""
     if not isinstance(out, np.ndarray):
@@ -137,7 +177,7 @@ def _check_host_out(op: str, out: Any, inputs: list[Any]) -> None:
     arrays.writeable(op, out)
     for i, x in enumerate(inputs):
         if isinstance(x, np.ndarray) and np.may_share_memory(out, x):
-            raise ValueError(f"{op}: out overlaps the input {'X' if i == 0 else i}")
+            raise ValueError(f"{op}: out overlaps the input {names[i] if i else 'X'}")
 
 
 def _host(y: Any, out: np.ndarray | None) -> Any:

@@ -81,8 +81,8 @@ def prepare(pl: RoiPlan, x: Any, rois: Any, batch: Any, backend: str) -> calls.C
         return lambda X, rois, batch, out: empty_call(X, out)
     kernel, g = kernel_args(pl, np.dtype(x.dtype))
     launch = launcher.Launch(backend, kernel, None, size, (g,))
-    copied = tuple(not a.flags.c_contiguous for a in (x, rois))
-    layouts = tuple((tuple(a.shape), a.dtype) for a, c in zip((x, rois), copied) if c)
+    copied = tuple(a is not None and not a.flags.c_contiguous for a in (x, rois, batch))
+    layouts = tuple((tuple(a.shape), a.dtype) for a, c in zip((x, rois, batch), copied) if c)
     space = calls.Scratch(backend, *layouts) if layouts else None
     empty, dtype = arrays.module_of(backend).empty, x.dtype
 
@@ -96,8 +96,11 @@ def prepare(pl: RoiPlan, x: Any, rois: Any, batch: Any, backend: str) -> calls.C
         if copied[1]:
             copies[0][...] = rois
             rois = copies.pop(0)
+        if copied[2]:
+            copies[0][...] = batch
+            batch = copies.pop(0)
         if pl.op == ROI_ALIGN:
-            launch(X, rois, batch if batch.flags.c_contiguous else batch.copy(), Y)
+            launch(X, rois, batch, Y)
         else:
             launch(X, rois, Y)
         return Y

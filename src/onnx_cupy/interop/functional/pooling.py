@@ -62,14 +62,17 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     wide = np.dtype(np.float64)
     pl = pool_plan.prepare("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
     counts = pool_plan.divisor(pl, wide)
+    layouts = ((tuple(x.shape), wide), (pl.out_shape, wide))
     with arrays.on_device(x, backend):
         (factor,) = calls.upload(backend, counts / divisor_override)
+        wide_pool = pool_api.prepared("AveragePool", calls.scratch(backend, *layouts)[0],
+                                      backend, _POOL_OPSET, attrs)   # owned by this call
 
     def call(xb: Any) -> Any:
         with arrays.on_device(xb, backend):
-            xw, yw = calls.scratch(backend, (tuple(xb.shape), wide), (pl.out_shape, wide))
+            xw, yw = calls.scratch(backend, *layouts)
             xw[...] = xb
-            pool_api.prepared("AveragePool", xw, backend, _POOL_OPSET, attrs)(xw, yw)
+            wide_pool(xw, yw)
             yw *= factor
             return yw.astype(xb.dtype)   # a new array, rounded once
     return _unbatched(call, unbatched)
