@@ -24,11 +24,6 @@ def on_device(x: Any, backend: str) -> contextlib.AbstractContextManager[Any]:
     return x.device if backend == "cupy" else contextlib.nullcontext()
 
 
-def address(a: Any) -> int:
-    """The address of an array's first element (host or device)."""
-    return a.ctypes.data if isinstance(a, np.ndarray) else a.data.ptr
-
-
 _ADDRESSES = {"cupy": operator.attrgetter("data.ptr")}
 
 
@@ -49,15 +44,6 @@ def _in_elements(strides: tuple[int, ...], item: int) -> tuple[int, ...] | None:
 def whole_element_strides(x: Any) -> tuple[int, ...] | None:
     """`x`'s strides in elements, or None if one is not a whole number of elements."""
     return _in_elements(x.strides, x.dtype.itemsize)
-
-
-def element_strides(x: Any) -> tuple[Any, tuple[int, ...]]:
-    """(array, strides in elements); copies only arrays whose byte strides are not whole elements."""
-    strides = _in_elements(x.strides, x.dtype.itemsize)
-    if strides is not None:
-        return x, strides
-    x = x.copy()  # C order: whole-element strides
-    return x, c_strides(x.shape)
 
 
 def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -83,18 +83,14 @@ Shape = tuple[tuple[int, int, int], tuple[int, int, int]]
 
 def launch(backend: str, k: Instantiation, work_items: int, args: tuple[Any, ...],
            shape: Shape | None = None) -> None:
-    """Launch the instantiation `k` with `args`: over `shape` = (grid, block) when given, else a
-    1-D grid-stride grid for `work_items`; on the GPU ('cupy') or the CPU emulator ('emulated',
-    loaded on its first launch)."""
+    """Run the instantiation `k` with `args` on the CPU emulator (what the stand-in cupy's kernel
+    functions do at a launch; `backend` is 'emulated'): over `shape` = (grid, block) when
+    given, else a 1-D grid-stride grid for `work_items`. The GPU's launches are
+    `Launch.__call__`'s."""
     grid, block = shape if shape is not None else grid_for(work_items)
-    if backend == "cupy":
-        loader.cuda_function(k)(grid, block, args)
-    else:
-        from . import (
-            emulator,  # only the emulated path needs the host compiler's libraries
-        )
+    from . import emulator  # only the emulated path needs the host compiler's libraries
 
-        emulator.launch(k, grid, block, args)
+    emulator.launch(k, grid, block, args)
 
 
 class Launch:
@@ -121,11 +117,7 @@ class Launch:
         """Launch on `arrays` (input, output, ...; None for a pointer the kernel does not use),
         then the constants."""
         function = self._function
-        if function is None:   # the emulated path, or a first launch on the GPU
-            if self.backend != "cupy":
-                launch(self.backend, self.kernel, self.work_items, (*arrays, *self.arguments),
-                       self.shape)
-                return
+        if function is None:   # the first launch: on the device its call's key names
             function = self._function = loader.cuda_function(self.kernel)
         function(*self._grid, (*arrays, *self.arguments))
 
@@ -139,6 +131,6 @@ def by_value(backend: str, value: Any) -> Any:
     its bytes, which CuPy
     passes as it is (a NumPy array it would read through __array_interface__ at every launch:
     tens of microseconds for a struct of many fields); anything else as it is."""
-    if backend == "cupy" and isinstance(value, np.ndarray) and value.dtype.names:
+    if isinstance(value, np.ndarray) and value.dtype.names:
         return execution.cupy_module().cuda.function.CPointer(value.ctypes.data)
     return value
