@@ -3,6 +3,7 @@ numpy path and on the emulated kernels), and unit tests of the backend and of ru
 and opset handling."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import unittest
@@ -21,6 +22,7 @@ from onnx.backend.test import BackendTest
 import onnx_cupy
 from onnx_cupy import onnx_backend
 from onnx_cupy.core import emulator, execution
+from onnx_cupy.core.standin import StandIn
 from onnx_cupy.onnx_backend import OnnxCupyBackend
 
 NODE_TESTS = re.compile(   # not AffineGrid's `_expanded` variants: graphs of other operators
@@ -45,6 +47,8 @@ class EmulatedBackend(OnnxCupyBackend):
         return device == "CPU"
 
 
+GPU = execution.gpu_available()   # a real GPU (else the CUDA device's tests run on the stand-in)
+
 # the runner's test names: the listed node tests of the supported operators, on CPU and CUDA
 METHODS = [f"{name}_{device}" for op in node_tests.OPS for name in node_tests.names(op)
            for device in ("cpu", "cuda")]
@@ -54,8 +58,9 @@ METHODS = [f"{name}_{device}" for op in node_tests.OPS for name in node_tests.na
 def runner_tests(backend: type[OnnxCupyBackend]) -> dict[str, Any]:
     """The runner's node tests of the supported operators on `backend` (the runner's other tests,
     other operators and model kinds, left out), built on first use: the runner loads ONNX's
-    whole test corpus."""
-    with warnings.catch_warnings():
+    whole test corpus. Without a GPU it is built with the stand-in installed, so that the
+    runner keeps its CUDA tests (each then runs on a stand-in of its own)."""
+    with warnings.catch_warnings(), StandIn().installed() if not GPU else contextlib.nullcontext():
         warnings.simplefilter("ignore")
         runner = BackendTest(backend, __name__).include(NODE_TESTS.pattern)
     tests = vars(runner.test_cases["OnnxBackendNodeModelTest"])
@@ -70,10 +75,15 @@ def runner_case(backend: type[OnnxCupyBackend], name: str) -> type[unittest.Test
         def test(self: unittest.TestCase) -> Any:
             tests = runner_tests(backend)
             assert method in tests, f"{method}: not among the runner's node tests"
+            if method.endswith("_cuda") and not GPU:   # the CuPy path on the stand-in
+                with StandIn().installed():
+                    return tests[method](self)
             return tests[method](self)
         test.__name__ = method
         return test
-    return type(name, (unittest.TestCase,), {m: deferred(m) for m in METHODS})
+    # the emulated backend is a CPU device: no CUDA tests (the CuPy one's run on the stand-in)
+    kept = [m for m in METHODS if backend is OnnxCupyBackend or not m.endswith("_cuda")]
+    return type(name, (unittest.TestCase,), {m: deferred(m) for m in kept})
 
 
 OnnxBackendNodeTest = runner_case(OnnxCupyBackend, "OnnxBackendNodeTest")

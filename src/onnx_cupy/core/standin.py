@@ -153,6 +153,8 @@ class StandIn:
     def release(self, block: _Block) -> None:
         """A block back to its stream's pool: kept for reuse up to POOLED of its size and
         below POOLED_BYTES (larger blocks go back to the host at once)."""
+        if POOLED is None:   # at interpreter exit
+            return
         free = self._free.setdefault(block.at, [])
         if len(free) < POOLED and block.at[2] <= POOLED_BYTES:
             free.append((block.memory, block.address))
