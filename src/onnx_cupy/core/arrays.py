@@ -167,6 +167,9 @@ def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: s
         raise TypeError(f"{op}: out has dtype {out.dtype}, expected {np.dtype(dtype)}")
     if not out.flags.c_contiguous:
         raise ValueError(f"{op}: out must be C-contiguous")
+    if backend == "cupy" and out.data.ptr % min(out.dtype.itemsize, 8):   # kernel_call's policy
+        raise ValueError(f"{op}: out must be aligned to {min(out.dtype.itemsize, 8)} bytes for "
+                         f"the kernel path (its address is {out.data.ptr})")
     if backend != "cupy":
         writeable(op, out)
     if backend == "cupy" and out.device.id != x.device.id:

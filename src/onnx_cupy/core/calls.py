@@ -67,14 +67,11 @@ class Cache(collections.OrderedDict[Hashable, Call]):
 
     def get(self, key: Hashable | None,  # type: ignore[override]
             default: Call | None = None) -> Call | None:
-        call = super().get(key)
-        if call is None:
-            return default
         try:
-            self.move_to_end(key)
-        except KeyError:   # evicted by another thread meanwhile: still a valid call
-            pass
-        return call
+            self.move_to_end(key)   # (a None key is never kept)
+            return self[key]
+        except (KeyError, TypeError):   # not kept (or evicted meanwhile), or unhashable
+            return default
 
     def put(self, key: Hashable | None, call: Call) -> Call:
         """Keep `call` for `key` (unless the call is unkeyed); returns `call`."""
@@ -202,8 +199,9 @@ def key(x: Any, backend: str, *parts: Any, arrays: tuple[Any, ...] = (),
     None, or dicts of them, key as they are (`_plain`), others `frozen` together; where NumPy arrays are among the vectors,
     each vector's place holds its dtype, shape and bytes, or None for a vector of another type
     (which then goes with the parts)."""
-    layout: tuple[Hashable, ...] = (backend, x.device.id if backend == "cupy" else None,
-                                    x.shape, x.strides, x.dtype, _skew(x, backend))
+    layout: tuple[Hashable, ...] = (
+        (backend, x.device.id, x.shape, x.strides, x.dtype, x.data.ptr % 8)
+        if backend == "cupy" else (backend, None, x.shape, x.strides, x.dtype, _skew(x, backend)))
     for a in arrays:
         layout += (type(a), a.shape, a.strides, a.dtype, _skew(a, backend))
     for v in vectors:
@@ -333,6 +331,10 @@ class Scratch:
                  zeroed: tuple[int, ...] = (), level: int = 0) -> None:
         self.backend, self.layouts, self.zeroed, self.level = backend, layouts, zeroed, level
         self._cupy = execution.cupy_module() if backend == "cupy" else None
+        self._stream: Any = self._cupy.cuda.get_current_stream if self._cupy is not None else None
+        # (stream, host thread) -> the workspace found there last (a prepared call runs on the
+        # one device its key names), while it lives
+        self._spaces: dict[tuple[int, int], Workspace] = {}
 
     def __call__(self) -> tuple[Any, ...]:
         if self._cupy is None:
@@ -340,7 +342,13 @@ class Scratch:
             for i in self.zeroed:
                 arrays.zero(views[i], self.backend)
             return views
-        views, memsets = _place(self._cupy, self.level).carved(self.layouts, self.zeroed)
+        at = (self._stream().ptr, threading.get_ident())
+        space = self._spaces.get(at)
+        if space is None or not space.alive:
+            if len(self._spaces) >= MAX_STREAMS:
+                self._spaces.clear()
+            space = self._spaces[at] = _place(self._cupy, self.level)
+        views, memsets = space.carved(self.layouts, self.zeroed)
         for memset in memsets:   # on the current stream, as arrays.zero
             memset()
         return views
@@ -379,11 +387,12 @@ class Workspace:
     place outside a capture (or one that needs more) hands the place a new workspace; only
     `release_workspaces` frees a pinned one."""
 
-    __slots__ = ("buffer", "cupy", "kept", "pinned", "place", "stream")
+    __slots__ = ("alive", "buffer", "cupy", "kept", "pinned", "place", "stream")
 
     def __init__(self, cupy: Any, stream: Any, place: tuple[int, ...]) -> None:
         self.cupy, self.stream, self.place, self.buffer, self.pinned = cupy, stream, place, \
             None, False
+        self.alive = True   # False once its place dropped it (a Scratch looks it up again)
         self.kept: dict[Any, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
     def carved(self, layouts: tuple[tuple[tuple[int, ...], np.dtype], ...],
@@ -444,6 +453,7 @@ def _drop(place: tuple[int, ...], space: Workspace) -> None:
     """Free a place's workspace (kept among the pinned where a graph reads it); under the lock."""
     if _workspaces.get(place) is space:
         del _workspaces[place]
+    space.alive = False
     if space.pinned:
         _pinned.append(space)
 
@@ -465,9 +475,10 @@ def _place(cp: Any, level: int = 0) -> Workspace:
     place = (id(cp), cp.cuda.runtime.getDevice(), threading.get_ident(), stream.ptr, level)
     space = _workspaces.get(place)
     if space is not None and space.cupy is cp:
-        with _workspace_lock:
-            if _workspaces.get(place) is space:
-                _workspaces.move_to_end(place)
+        if next(reversed(_workspaces), None) != place:   # not already the most recent
+            with _workspace_lock:
+                if _workspaces.get(place) is space:
+                    _workspaces.move_to_end(place)
         return space
     with _workspace_lock:
         if getattr(_threads, "ending", None) is None:
@@ -478,6 +489,7 @@ def _place(cp: Any, level: int = 0) -> Workspace:
             _drop(p, w)
         for p, w in list(_workspaces.items()):
             if w.cupy is not cp and p[0] == id(cp):
+                w.alive = False
                 del _workspaces[p]   # a module gone whose id was reused
     return space
 
@@ -528,6 +540,8 @@ def release_workspaces() -> int:
     """
     with _workspace_lock:
         count = len(_workspaces) + len(_pinned)
+        for space in _workspaces.values():
+            space.alive = False
         _workspaces.clear()
         _pinned.clear()
     return count

@@ -67,13 +67,13 @@ def prepares(prepare: _F) -> _F:
 def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
              again: Callable[..., calls.Call], names: tuple[str, ...] = ()) -> calls.Call:
     """`call` (of inputs laid out as `layouts`, None for an absent one) under the alignment
-    policy. Inputs that `layouts` has unaligned (a call's key holds its inputs' alignment):
-    every call copies them all into the workspace (C-contiguous, aligned) and runs the call
-    `again(*copies)` prepared for those, here, once. Aligned ones: `call` itself, and, for a
-    caller whose own key does not hold alignment, unaligned inputs copied then to new arrays
-    for a call prepared on their first occurrence. An `out` not aligned is a ValueError, one
-    overlapping an input too (the kernels read the inputs while they write it; `names`: the
-    inputs' names, X's overlap is the call's own check)."""
+    policy; a call's key holds its inputs' addresses modulo 8 (onnx_cupy.core.calls.key), so
+    its inputs are aligned as `layouts` are. Where `layouts` has an input unaligned, every call
+    copies them all into the workspace (C-contiguous, aligned) and runs the call
+    `again(*copies)` prepared for those, here, once; else `call` itself. An `out` not aligned is
+    a ValueError, one overlapping an input too (the kernels read the inputs while they write it;
+    `names`: the inputs' names; X's overlap and `out`'s alignment are also the call's own
+    check, arrays.output)."""
     aligns = tuple(1 if a is None else alignment(a.dtype) for a in layouts)
     address = arrays.address_of("cupy")
 
@@ -111,33 +111,12 @@ def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
             return held(*copies, out)
         return copied
 
-    later: list[calls.Call] = []   # the call of unaligned inputs' copies, on first need
+    if len(aligns) == 1:   # one input: its alignment is the call's key's, `out`'s the call's
+        return call      # own check (arrays.output)
 
-    def elsewhere(xs: list[Any], out: Any) -> Any:
-        if out is not None:
-            check_out(xs, out, copied=True)
-        copies = [None if x is None else x.copy() for x in xs]   # C-contiguous: aligned
-        if not later:
-            later.append(again(*copies))
-        return later[0](*copies, out)
-
-    if len(aligns) == 1:   # the common case, without a loop
-        (first,) = aligns
-
-        def one(x: Any, out: Any) -> Any:
-            if out is not None:
-                check_out((x,), out)
-            if address(x) % first:
-                return elsewhere([x], out)
-            return call(x, out)
-        return one
-
-    def run(*args: Any) -> Any:
-        *xs, out = args
-        if out is not None:
-            check_out(xs, out)
-        if unaligned(xs):
-            return elsewhere(xs, out)
+    def run(*args: Any) -> Any:   # the inputs' alignment is the call's key's
+        if args[-1] is not None:
+            check_out(args[:-1], args[-1])
         return call(*args)
     return run
 

@@ -92,7 +92,13 @@ def build(fake: StandIn) -> None:
         nbytes = property(lambda self: self.host.nbytes)
         itemsize = property(lambda self: self.host.itemsize)
         flags = property(lambda self: self.host.flags)
-        data = property(lambda self: _Pointer(self.address(), fake, self))
+        @property
+        def data(self) -> _Pointer:
+            """Its MemoryPointer (made once: CuPy's is a cheap compiled object)."""
+            pointer = self.__dict__.get("_data")
+            if pointer is None:
+                pointer = self._data = _Pointer(self.address(), fake)
+            return pointer
         device = property(lambda self: fake.cuda.Device(self._device))
         T = property(lambda self: self._view(self.host.T))
 
@@ -407,12 +413,11 @@ class _Pointer:
 
     ptr: int
     owner: StandIn | None = None
-    array: Any = None   # the device array whose data this is
 
     def memset_async(self, value: int, size: int, stream: Any = None) -> None:
         if self.owner is not None:
             self.owner.note("memset", size, "MemoryPointer.memset_async")
-            if size:
+            if size and self.owner.executing:
                 at = self.ptr
 
                 def run() -> None:
