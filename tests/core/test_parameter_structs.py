@@ -167,6 +167,8 @@ def test_launches_pass_single_structs(monkeypatch):
         onnx_cupy.grid_sample(x, np.zeros((2, 3, 4, 2), np.float32))
         onnx_cupy.grid_sample(x, np.zeros((2, 3, 4, 2), np.float64), mode="cubic")
         onnx_cupy.affine_grid(np.ones((2, 3, 4), np.float32), [2, 1, 3, 4, 5])
+        onnx_cupy.roi_align(x, np.array([[0, 0, 2, 3]], np.float32), np.array([1]),
+                            output_height=2, output_width=2)
     assert {f for f, _ in seen} == set(loader.families())
     for family, args in seen:
         blocks = [a for a in args if isinstance(a, np.ndarray) and a.dtype.names]

@@ -345,12 +345,12 @@ def build(fake: StandIn) -> None:
                     if struct is None:
                         raise TypeError(f"stand-in cupy: {self.name}: a CPointer at argument "
                                         f"{at}, where the kernel declares no parameter struct")
-                    read.append(np.frombuffer(ctypes.string_at(a.ptr, struct.itemsize),
-                                              struct).copy())
+                    read.append(_snapshot(np.frombuffer(
+                        ctypes.string_at(a.ptr, struct.itemsize), struct)))
                 elif a is None or isinstance(a, np.generic):
                     read.append(a)
                 elif isinstance(a, np.ndarray):
-                    read.append(a.copy())
+                    read.append(_snapshot(a))
                 else:   # a Python scalar (_pointer checked its type)
                     read.append(np.bool_(a) if kind is bool else np.int64(a) if kind is int
                                 else np.float64(a))
@@ -446,3 +446,10 @@ def _pointer(arg: Any, fake: StandIn) -> int:
     if isinstance(arg, (np.generic, int, float, bool, complex)):
         return int(np.asarray(arg).ctypes.data)
     raise TypeError(f"stand-in cupy: unsupported kernel argument {type(arg).__name__}")
+
+
+def _snapshot(a: np.ndarray) -> np.ndarray:
+    """A by-value argument's bytes as the launch read them: a read-only copy."""
+    copy = a.copy()
+    copy.flags.writeable = False
+    return copy
