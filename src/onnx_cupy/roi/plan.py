@@ -102,7 +102,8 @@ def _check_inputs(op: str, version: int, opset: int, shape: tuple[int, ...], dty
 def _fits(op: str, dtype: np.dtype, regions: int, channels: int, pooled: tuple[int, int],
           names: str) -> None:
     """ValueError where the output (regions, C, pooled) would not fit (attributes.fits)."""
-    attributes.fits(op, (regions, channels, *pooled), dtype, f"attribute {names} = {pooled}")
+    attributes.fits(op, (max(regions, 1), max(channels, 1), *pooled), dtype,   # NumPy refuses
+                    f"attribute {names} = {pooled}")   # a too big shape with a zero in it too
 
 
 def _choice(op: str, name: str, value: Any, allowed: tuple[str, ...], opset: int) -> str:
@@ -154,8 +155,9 @@ def align_plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, rois_shape: 
     if sampling_ratio < 0:
         raise ValueError(f"{op}: attribute 'sampling_ratio' must be >= 0 (0: adaptive), got "
                          f"{sampling_ratio}")
-    attributes.extent(op, int(sampling_ratio), "attribute 'sampling_ratio'",
-                      f"sampling_ratio={sampling_ratio}")
+    if sampling_ratio > MAX_GRID:   # samples per bin and axis: the adaptive grid's bound too
+        raise ValueError(f"{op}: attribute 'sampling_ratio' must be at most {MAX_GRID} samples "
+                         f"per bin and axis, got {sampling_ratio}")
     _fits(op, dtype, rois_shape[0], shape[1], pooled, "output_height, output_width")
     if coordinate_transformation_mode is None:
         transform = "half_pixel" if version >= 16 else "output_half_pixel"
