@@ -450,6 +450,6 @@ def _pointer(arg: Any, fake: StandIn) -> int:
 
 def _snapshot(a: np.ndarray) -> np.ndarray:
     """A by-value argument's bytes as the launch read them: a read-only copy."""
-    copy = a.copy()
+    copy: np.ndarray = np.array(a, copy=True)
     copy.flags.writeable = False
     return copy
