@@ -556,34 +556,35 @@ def _throughput(fig: Any, dtype: str, size: str) -> None:
 # the benchmark's size classes, as the charts' titles name them
 SIZE_TITLES = {"canonical": "canonical shapes (a batch of 8 for the pools and Resize)",
                "batch 1": "batch 1", "tiny": "tiny inputs (1 x 3 x 8 x 8 for the pools)"}
-CHART_HEIGHT = 0.32   # inches per case: 10-point labels one under the other
+CHART_HEIGHT = 0.26   # inches per case: 10-point labels one under the other
+CHART_MARGIN = 1.0   # inches: the title, the axis label and its ticks
 CHART_CASES = len(bench_cases.CASES)   # rows of a size class, at most: for the height
 
 
 @picture(BENCH, """Throughput of each float32 case at its canonical shape (the input shape in
 parentheses) on the NumPy path and in onnxruntime (1 thread), from
 benchmarks/results/numpy.json: bars are medians over the runs, whiskers their range. Longer is
-faster.""", height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
+faster.""", height=CHART_MARGIN + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_float32(fig: Any) -> None:
     _throughput(fig, "float32", "canonical")
 
 
 @picture(BENCH, """The same at batch 1: less data per call, so a call's fixed costs weigh
-more.""", height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
+more.""", height=CHART_MARGIN + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_float32_batch1(fig: Any) -> None:
     _throughput(fig, "float32", "batch 1")
 
 
 @picture(BENCH, """The same on tiny inputs, where a call's fixed costs (checks, looking up the
 prepared call, allocating the output) are most of its time.""",
-         height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
+         height=CHART_MARGIN + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_float32_tiny(fig: Any) -> None:
     _throughput(fig, "float32", "tiny")
 
 
 @picture(BENCH, """float16 at the canonical shapes: onnxruntime runs its float32 kernels between
 two casts, and NumPy's float16 conversions cost about as much, so the two are closer.""",
-         height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
+         height=CHART_MARGIN + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_float16(fig: Any) -> None:
     _throughput(fig, "float16", "canonical")
 
@@ -591,7 +592,7 @@ def bench_float16(fig: Any) -> None:
 @picture(BENCH, """The NumPy path's throughput over onnx.reference's (the executable
 specification, timed on a reduced shape) for each float32 case, on a log scale: right of the
 line at 1 the NumPy path is faster. The pools gain most: onnx.reference loops over the output
-elements in Python.""", height=1.4 + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
+elements in Python.""", height=CHART_MARGIN + CHART_HEIGHT * CHART_CASES, reads=BENCHMARK)
 def bench_reference(fig: Any) -> None:
     rows = [r for r in _bench_rows("float32") if _timed(r, "onnx.reference")]
     ax = fig.subplots()
