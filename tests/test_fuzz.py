@@ -1,8 +1,10 @@
-"""A seeded fuzz of a new user's mistakes (helpers/fuzz.py) on the numpy and emulated paths: no
-crash, no hang, inputs unchanged, every error a TypeError or ValueError (or PyTorch's own types,
-for nn.functional) naming the offending argument, every accepted call equal to the NumPy path's
-result on native contiguous copies. Each call runs in a worker process, so that a crash fails
-the batch that holds it and names the call."""
+"""A seeded fuzz of a new user's mistakes (helpers/fuzz.py) on every path (numpy, emulated,
+and cupy: the CuPy path's host code on the executing stand-in where no GPU is seen, its arrays
+device arrays in the layouts of the NumPy calls): no crash, no hang, inputs unchanged, every
+error a TypeError or ValueError (or PyTorch's own types, for nn.functional) naming the
+offending argument, every accepted call equal to the NumPy path's result on native contiguous
+copies. Each call runs in a worker process, so that a crash fails the batch that holds it and
+names the call."""
 from __future__ import annotations
 
 import collections
@@ -38,14 +40,16 @@ def _run_batch(path: str, seed: int, batch: int) -> None:
 
 
 @pytest.mark.parametrize("batch", range(QUICK_BATCHES))
-def test_fuzz(cpu_backend, batch):
-    _run_batch(cpu_backend, SEED, batch)
+@pytest.mark.parametrize("path", fuzz.PATHS)
+def test_fuzz(path, batch):
+    _run_batch(path, SEED, batch)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch", range(SLOW_BATCHES))
-def test_fuzz_more(cpu_backend, batch):
-    _run_batch(cpu_backend, SLOW_SEED, batch)
+@pytest.mark.parametrize("path", fuzz.PATHS)
+def test_fuzz_more(path, batch):
+    _run_batch(path, SLOW_SEED, batch)
 
 
 def test_fuzz_reaches_every_function_and_mistake(tmp_path):
@@ -96,6 +100,29 @@ def test_judge_finds_each_kind_of_problem(monkeypatch):
     assert found["refuse"][0].startswith("a valid call refused")
     assert "an input was changed" in found["write"]
     assert any("differ" in p for p in found["differ"])
+
+
+def test_judge_on_the_cupy_path(monkeypatch):
+    """On the cupy path the judge gives the function device arrays in the call's layout and
+    reports a host result for a device X, and a result that differs."""
+    from onnx_cupy.core.standin import StandIn
+
+    x = np.arange(16, dtype=np.float32).reshape(1, 2, 8)[..., ::2]   # a strided view
+    seen = []
+
+    def broken(x, mode):   # the reference run (NumPy, on a contiguous copy) is right
+        if isinstance(x, np.ndarray):
+            return x + 0
+        seen.append((type(x).__name__, x.strides))
+        y = x + 0
+        return y.get() if mode == "host" else y + 1 if mode == "differ" else y
+    monkeypatch.setattr(onnx_cupy, "hardmax", broken)
+    with StandIn().installed() as cp:
+        found = {mode: fuzz.judge(fuzz.Call("hardmax", [x], {"mode": mode}), "cupy")
+                 for mode in ("host", "differ", "right")}
+    assert seen[0] == ("ndarray", x.strides) and cp.ndarray.__module__ != "numpy"
+    assert found["host"] == ["a device X gave a ndarray result"], found
+    assert any("differ" in p for p in found["differ"]) and found["right"] == [], found
 
 
 # ------------------------------------------------------- the kernel path's input policy

@@ -352,6 +352,55 @@ def test_non_contiguous_inputs(backend, rng, view):
             run("numpy", np.ascontiguousarray(x), np.ascontiguousarray(g), mode=mode))
 
 
+BROADCAST = {"batch": (True, False, False, False), "channels": (False, True, False, False),
+             "rows": (False, False, True, False), "columns": (False, False, False, True),
+             "all_but_columns": (True, True, True, False), "all": (True,) * 4}
+
+
+@pytest.mark.parametrize("align_corners", [0, 1])
+@pytest.mark.parametrize("padding", PADDING)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("axes", list(BROADCAST))
+@pytest.mark.parametrize("size", ["small", "chunked"])
+def test_broadcast_inputs(backend, rng, size, axes, mode, padding, align_corners):
+    """A broadcast X (stride-0 axes, np.broadcast_to) gives the bits its contiguous copy gives:
+    the NumPy path reads its distinct values through a layout of its own, the kernels read it
+    in place; NaN positions included."""
+    shape, gshape = ((3, 2, 5, 6), (3, 4, 3, 2)) if size == "small" else \
+        ((2, 3, 40, 50), (2, 150, 170, 2))
+    base = sample(rng, tuple(1 if b else n for b, n in zip(BROADCAST[axes], shape)),
+                  np.float32)
+    x = np.broadcast_to(base, shape)
+    g = positions(rng, gshape, spread=1.3)
+    g[0, 0, 0] = np.nan
+    attrs = {"mode": mode, "padding_mode": padding, "align_corners": align_corners}
+    xp = execution.cupy_module() if backend == "cupy" else np
+    on_path = xp.broadcast_to(to_backend(base, backend), shape)   # a CuPy user's view
+    assert 0 in on_path.strides
+    with execution.backend(backend):
+        got = to_numpy(grid_sample(on_path, to_backend(g, backend), **attrs))
+    np.testing.assert_array_equal(got, run("numpy", np.ascontiguousarray(x), g, **attrs))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_broadcast_scalar_image_read_in_place(mode):
+    """A (1, 1, 46341, 46341) broadcast of one value (2**31 elements, a few bytes) is sampled
+    in place on the NumPy path: what the call allocates is the size of its output and scratch,
+    not the 8 GiB of X's layout; inside the image every sample is the value, outside 0."""
+    import tracemalloc
+
+    x = np.broadcast_to(np.float32(2), (1, 1, 46341, 46341))
+    g = np.array([[[[0.5, -0.25], [0.0, 0.0]], [[-3.0, 0.5], [0.999, 0.999]]]], np.float32)
+    tracemalloc.start()
+    try:
+        y = run("numpy", x, g, mode=mode, padding_mode="zeros", align_corners=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    np.testing.assert_allclose(y, [[[[2, 2], [0, 2]]]], rtol=1e-6)
+
+
 def test_empty(backend):
     assert run(backend, np.ones((2, 0, 3, 4), np.float32), np.zeros((2, 5, 6, 2), np.float32)
                ).shape == (2, 0, 5, 6)

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-PATHS = ("numpy", "emulated")
+PATHS = ("numpy", "emulated", "cupy")   # cupy: on the executing stand-in where no GPU is seen
 CALL_SECONDS = 60.0   # a call still running after this long hangs (first compiles included)
 ADDRESS_SPACE = 8 << 30   # a worker's virtual memory: a runaway allocation fails, never the machine
 MEMORY = 256 << 20   # the memory a worker's library takes the machine to have (see `main`)
@@ -567,6 +567,48 @@ def _path(path: str) -> Iterator[None]:
         yield
 
 
+def _device() -> Any:
+    """The cupy module the library runs on (the stand-in the worker installed, or a GPU's)."""
+    from onnx_cupy.core import execution
+
+    return execution.cupy_module()
+
+
+def _to_device(a: Any, cp: Any, out: bool = False) -> Any:
+    """An array argument as a CuPy user holds it: a NumPy array's values on the device in its
+    layout (the stand-in keeps strides and the address modulo 256: sliced, reversed, broadcast,
+    unaligned views stay such views), in native byte order as CuPy's arrays are; strings and
+    objects (which CuPy cannot hold) stay on the host. `out`: only a plain, writeable, native
+    array has a device twin; a read-only, memory-mapped, masked or non-native one stays a NumPy
+    array, a CuPy call's mistake."""
+    if isinstance(a, list) and a and isinstance(a[0], np.ndarray):
+        return [_to_device(v, cp) for v in a]
+    if not isinstance(a, np.ndarray) or a.dtype.kind in "OUSV":
+        return a
+    if out and (type(a) is not np.ndarray or not a.flags.writeable or not a.dtype.isnative):
+        return a
+    plain = a.data if isinstance(a, np.ma.MaskedArray) else a.view(np.ndarray)
+    if hasattr(cp, "mirror"):   # the stand-in: the same layout
+        return cp.mirror(plain)
+    return cp.asarray(np.ascontiguousarray(plain.astype(plain.dtype.newbyteorder("="))))
+
+
+def _on_device(call: Call) -> Call:
+    """`call` with its arrays on the device (see `_to_device`)."""
+    cp = _device()
+    return Call(call.fn, [_to_device(a, cp) for a in call.args],
+                {k: _to_device(v, cp, out=k == "out") for k, v in call.kwargs.items()},
+                call.kind, call.what, call.names, call.torch, call.layout)
+
+
+def _host(a: Any) -> Any:
+    """A device array's values as a NumPy array (others unchanged)."""
+    if isinstance(a, tuple):
+        return tuple(_host(v) for v in a)
+    cp = _device()
+    return a.get() if cp is not None and isinstance(a, cp.ndarray) else a
+
+
 def _run(call: Call) -> Any:
     import onnx_cupy
     import onnx_cupy.nn.functional as F
@@ -586,17 +628,21 @@ def _native(a: Any) -> Any:
     return a
 
 
-def _arrays(call: Call) -> list[np.ndarray]:
-    found = [a for a in [*call.args, *call.kwargs.values()] if isinstance(a, np.ndarray)]
+def _arrays(call: Call) -> list[Any]:
+    """The call's arrays, NumPy or device."""
+    cp = _device()
+    kinds = (np.ndarray,) if cp is None else (np.ndarray, cp.ndarray)
+    found = [a for a in [*call.args, *call.kwargs.values()] if isinstance(a, kinds)]
     for a in call.args:
         if isinstance(a, list):
-            found += [v for v in a if isinstance(v, np.ndarray)]
+            found += [v for v in a if isinstance(v, kinds)]
     return found
 
 
-def _snapshot(a: np.ndarray) -> tuple[Any, ...]:
-    return (a.dtype, a.shape, a.strides, np.array(a.view(np.ndarray) if not isinstance(
-        a, np.ma.MaskedArray) else a.data, copy=True).tobytes())
+def _snapshot(a: Any) -> tuple[Any, ...]:
+    host = a.view(np.ndarray) if isinstance(a, np.ndarray) and not isinstance(
+        a, np.ma.MaskedArray) else a.data if isinstance(a, np.ndarray) else a.get()
+    return (a.dtype, a.shape, a.strides, np.array(host, copy=True).tobytes())
 
 
 def _close(got: Any, want: Any) -> str | None:
@@ -635,7 +681,12 @@ def _close(got: Any, want: Any) -> str | None:
 
 
 def judge(call: Call, path: str) -> list[str]:
-    """The problems of `call` on `path` (empty: none)."""
+    """The problems of `call` on `path` (empty: none). On the cupy path the call's arrays are
+    first put on the device (`_on_device`), and no backend is forced: the array types choose,
+    as in a CuPy user's program; an accepted call must return device arrays where X is one."""
+    host_call = call
+    if path == "cupy":
+        call = _on_device(call)
     arrays = _arrays(call)
     before = [_snapshot(a) for a in arrays]
     out = call.kwargs.get("out")
@@ -644,7 +695,8 @@ def judge(call: Call, path: str) -> list[str]:
         allowed += (NotImplementedError, RuntimeError)
     problems = []
     try:
-        with _path(path), np.errstate(all="ignore"):
+        with _path(path) if path != "cupy" else contextlib.nullcontext(), \
+                np.errstate(all="ignore"):
             got = _run(call)
     except allowed as exc:
         message = str(exc).lower()
@@ -663,8 +715,11 @@ def judge(call: Call, path: str) -> list[str]:
     if got is not None:
         if out is not None and got is not out:
             problems.append("out= given, another array returned")
-        native = Call(call.fn, [_native(a) for a in call.args],
-                      {k: _native(v) for k, v in call.kwargs.items() if k != "out"})
+        if path == "cupy":
+            problems += _device_results(call, got)
+            got = _host(got)
+        native = Call(host_call.fn, [_native(a) for a in host_call.args],
+                      {k: _native(v) for k, v in host_call.kwargs.items() if k != "out"})
         try:
             with _path("numpy"), np.errstate(all="ignore"):
                 want = _run(native)
@@ -675,6 +730,17 @@ def judge(call: Call, path: str) -> list[str]:
             if why:
                 problems.append(why)
     return problems
+
+
+def _device_results(call: Call, got: Any) -> list[str]:
+    """On the cupy path: a call whose X is a device array returns device arrays."""
+    cp = _device()
+    first = call.args[1][0] if call.fn == "run_node" else call.args[0] if call.args else None
+    if not isinstance(first, cp.ndarray):
+        return []
+    results = got if isinstance(got, tuple) else (got,)
+    wrong = [type(r).__name__ for r in results if not isinstance(r, cp.ndarray)]
+    return [f"a device X gave a {wrong[0]} result"] if wrong else []
 
 
 def main(argv: list[str]) -> None:
@@ -688,7 +754,13 @@ def main(argv: list[str]) -> None:
     # a machine of MEMORY bytes: a call whose output passes it is refused (and named) before
     # it allocates, within the worker's address space
     attributes.memory_limit = lambda: MEMORY
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
+        if path == "cupy":
+            from onnx_cupy.core import execution
+            from onnx_cupy.core.standin import StandIn
+
+            if not execution.gpu_available():   # the executing stand-in, keeping no records
+                stack.enter_context(StandIn(recording=False).installed())
         for i in indices:
             print(json.dumps({"start": i}), flush=True)
             try:

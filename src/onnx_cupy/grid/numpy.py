@@ -40,6 +40,7 @@ an operation between contiguous arrays of one shape. Copies are assignments (a[.
 as np.copyto(..., casting="unsafe") does, at about half its call's cost)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from typing import TYPE_CHECKING, Any
@@ -257,10 +258,10 @@ class _Scratch:
         combos = taps ** r
         self.shape = (split, items, span)
         rows = (taps if sp.per_tap else 1) * r
-        self.rows = np.ones((rows + 1 + (sp.n_items > 1), q), f)
+        self.rows = np.ones((rows + 1 + sp.item_rows, q), f)
         self.pos = self.rows[:rows].reshape(taps, r, q) if sp.per_tap else self.rows[:r]
         self.c = self.pos if sp.mode == "nearest" else np.empty((r, q), f)
-        self.items = self.rows[-1].reshape(items, span)   # (where N > 1) from batch item n0
+        self.items = self.rows[-1].reshape(items, span)   # (item_rows) from batch item n0
         self.n0 = -1
         self.w = np.empty((taps, r, q), f)
         self.w0, self.w1 = self.w[0], self.w[-1]   # linear's
@@ -316,8 +317,9 @@ class _Sampler:
     the module docstring): call(x, grid, out) -> grid_sample(x, grid), into `out` when given
     (C-contiguous) or a new array."""
 
-    def __init__(self, pl: SamplePlan, dtype: np.dtype, grid_dtype: np.dtype) -> None:
-        self.pl, self.dtype = pl, np.dtype(dtype)
+    def __init__(self, pl: SamplePlan, dtype: np.dtype, grid_dtype: np.dtype,
+                 broadcast: tuple[bool, ...] = ()) -> None:
+        self.pl, self.dtype, self.grid_dtype = pl, np.dtype(dtype), np.dtype(grid_dtype)
         self.f, self.r, self.taps, self.mode = pl.coordinates, pl.rank, pl.taps, pl.mode
         self.padding = pl.padding
         self.n_items, self.channels = pl.out_shape[:2]
@@ -330,8 +332,19 @@ class _Sampler:
         # start: the slabs after the row before)
         self.clip = pl.padding == "zeros"
         self.slab = int(self.clip) if self.per_tap else self.taps - (not self.clip)
-        self.lengths = tuple(n + self.slab for n in pl.x_shape[2:])
-        self.inside = (slice(None), slice(None), *(slice(0, n) for n in pl.x_shape[2:]))
+        # a broadcast X (`broadcast`: its stride-0 axes, see `_compact`) is read through the
+        # layout of its distinct values: batch item 0, and `kept` values of a spatial axis
+        kept = 1 if self.per_tap else self.taps
+        spatial = broadcast[2:] or (False,) * self.r
+        self.stored = tuple(kept if b and n > kept else n for b, n in zip(spatial,
+                                                                         pl.x_shape[2:]))
+        # (grid component j, n - kept) of each such axis, innermost first as the grid lists them
+        self.remap = [(j, n - m) for j, (n, m) in enumerate(zip(pl.x_shape[:1:-1],
+                                                               self.stored[::-1])) if n != m]
+        self.layout_items = 1 if broadcast[:1] == (True,) else pl.out_shape[0]
+        self.item_rows = self.layout_items > 1   # the position rows hold their batch items
+        self.lengths = tuple(n + self.slab for n in self.stored)
+        self.inside = (slice(None), slice(None), *(slice(0, n) for n in self.stored))
         self.axes_first = (1, 0, *range(2, self.r + 2))   # X (N, C, ...) as (C, N, ...)
         self.rounded = self.dtype.name in dtypes.INT_TYPES
         self.direct = self.acc == self.dtype   # the last sums made in Y
@@ -348,9 +361,9 @@ class _Sampler:
         channels = self.channels if self.small else 1
         self.matrix = _offset_matrix(
             self.taps, arrays.c_strides(self.lengths)[::-1], self.per_tap,
-            item if self.n_items > 1 else None,
-            np.float32 if 2 * channels * self.n_items * item < FLOAT32_EXACT else np.float64,
-            channels, self.n_items * item)
+            item if self.item_rows else None,
+            np.float32 if 2 * channels * self.layout_items * item < FLOAT32_EXACT
+            else np.float64, channels, self.layout_items * item)
         q = self.n_items * points if self.small else 1
         lowest = -1 if self.per_tap else -self.taps
         self.k = _Axes(pl, (self.r, q), self.small, lowest)   # for (r, positions)
@@ -364,10 +377,11 @@ class _Sampler:
         self.channels_first = (self.channels, self.n_items, points)   # that where N = 1
         self.axis = None if self.small else 1   # the gather's: small, xs flat
         self.call = np.errstate(invalid="ignore", over="ignore")(self.run)
+        self.compacts: dict[tuple[bool, ...], _Compact] = {}   # per broadcast pattern
 
     def new_layout(self) -> np.ndarray:
         """X's zero-slabbed layout (C, N, D1', ..., Dr'), the slabs 0 (strings: empty)."""
-        xs = np.zeros((self.channels, self.n_items, *self.lengths), self.store)
+        xs = np.zeros((self.channels, self.layout_items, *self.lengths), self.store)
         if self.store.kind == "O":
             xs.fill(zero(self.store))
         return xs
@@ -389,10 +403,32 @@ class _Sampler:
     def __call__(self, x: np.ndarray, grid: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         y: np.ndarray = (np.empty(self.out_shape, x.dtype) if out is None else
                          arrays.output(out, x, self.out_shape, x.dtype, "numpy", SAMPLE))
-        if self.size:
-            self.call(x, grid.reshape(self.grid_rows), y.reshape(self.channels_first)
-                      if self.n_items == 1 else y.reshape(self.items_first).transpose(1, 0, 2))
+        if not self.size:
+            return y
+        broadcast = tuple(st == 0 and n > 1 for n, st in zip(x.shape, x.strides))
+        if any(broadcast):
+            self._compact(broadcast).into(x, grid, y)
+        else:
+            self.into(x, grid, y)
         return y
+
+    def into(self, x: np.ndarray, grid: np.ndarray, y: np.ndarray) -> None:
+        """Y (C-contiguous) of X and the grid."""
+        self.call(x, grid.reshape(self.grid_rows), y.reshape(self.channels_first)
+                  if self.n_items == 1 else y.reshape(self.items_first).transpose(1, 0, 2))
+
+    def _compact(self, broadcast: tuple[bool, ...]) -> _Compact:
+        """The call for an X whose axes `broadcast` are stride-0 views (np.broadcast_to): X is
+        read in place, never widened to its full layout. The layout holds its distinct values
+        alone: batch item 0 (the offsets leave out the batch items), channel 0 (Y's first
+        channel, copied to the others), and of a spatial axis of n values, 1 (cubic, nearest)
+        or 2 (linear), enough for every tap: after padding and clipping, a tap combination's
+        first position p becomes p below 0, p - (n - kept) past n - kept, else 0, so that each
+        of its taps is inside X (the one value) or outside (a zero slab) as before."""
+        made = self.compacts.get(broadcast)
+        if made is None:
+            made = self.compacts[broadcast] = _Compact(self, broadcast)
+        return made
 
     def run(self, x: np.ndarray, g: np.ndarray, y3: np.ndarray) -> None:
         """Into y3 (C, N, points), inside np.errstate: the samples of x at the grid values g
@@ -464,7 +500,12 @@ class _Sampler:
         if self.clip:   # into [lowest, n]: outside X (NaN included) reads a zero slab
             np.fmax(pos, self.kp.lowest, out=pos)
             np.fmin(pos, self.kp.n, out=pos)
-        if s.n0 != n0 and self.n_items > 1:
+        for j, past in self.remap:   # a broadcast axis' positions in its kept values
+            p = pos[:, j] if self.per_tap else pos[j]
+            above = p > past
+            p[(p >= 0) & ~above] = 0
+            np.subtract(p, past, out=p, where=above)
+        if s.n0 != n0 and self.item_rows:
             s.items[...] = np.arange(n0, n0 + s.shape[1])[:, None]
             s.n0 = n0
         self.matrix.dot(s.rows, out=s.offsets)   # (exact: integers; dot costs less to call)
@@ -505,6 +546,32 @@ class _Sampler:
             dst[...] = round_saturate(np.where(np.isnan(total), 0.0, total), dst.dtype)
         elif not self.direct:
             dst[...] = total
+
+
+class _Compact:
+    """A `_Sampler` for an X with stride-0 axes (see `_Sampler._compact`): the sampler of the
+    plan with one channel where the channels are broadcast, its layout holding X's distinct
+    values."""
+
+    def __init__(self, whole: _Sampler, broadcast: tuple[bool, ...]) -> None:
+        pl = whole.pl
+        self.channels = broadcast[1]
+        if self.channels:
+            pl = dataclasses.replace(pl, x_shape=(pl.x_shape[0], 1, *pl.x_shape[2:]),
+                                     out_shape=(pl.out_shape[0], 1, *pl.out_shape[2:]))
+        self.sampler = _Sampler(pl, whole.dtype, whole.grid_dtype, broadcast)
+        # X's distinct values: a view of X, no copy
+        self.distinct = (slice(0, 1) if broadcast[0] else slice(None),
+                         slice(0, 1) if broadcast[1] else slice(None),
+                         *(slice(0, n) for n in self.sampler.stored))
+
+    def into(self, x: np.ndarray, grid: np.ndarray, y: np.ndarray) -> None:
+        if not self.channels:
+            self.sampler.into(x[self.distinct], grid, y)
+            return
+        first = np.empty(self.sampler.out_shape, y.dtype)
+        self.sampler.into(x[self.distinct], grid, first)
+        y[...] = first
 
 
 def prepare_sample(pl: SamplePlan, dtype: np.dtype, grid_dtype: np.dtype) -> Call:
