@@ -268,3 +268,30 @@ def test_a_misaligned_input_on_another_device_is_copied_there(fake, rng, op):
     if overlapping is not None:
         with pytest.raises(ValueError, match="out overlaps the input X"):
             run(overlapping)
+
+
+@pytest.mark.parametrize("case", ["resize-linear-fast", "resize-generic",
+                                  "F.avg_pool2d-divisor_override"])
+def test_a_graph_keeps_the_tables_of_calls_dropped_after_its_capture(fake, rng, case):
+    """A captured graph reads the tables its calls uploaded: dropping the prepared calls from
+    their caches afterwards (more configurations than MAX_CALLS, or calls.clear) leaves the
+    tables to the graph, so that a replay after the memory pool handed their blocks out again
+    still gives the call's result; release_workspaces() lets them go."""
+    from onnx_cupy.core import calls
+
+    shape, dtype, call, _ = CASES[case]
+    x = _input(fake, rng, shape, dtype)
+    stream = fake.cuda.Stream(non_blocking=True)
+    with stream:
+        want = call(x).get()   # the first call: plan, compile, upload (its blocks pooled)
+        stream.begin_capture()
+        y = call(x)
+        graph = stream.end_capture()
+    y[...] = 0
+    calls.clear()   # the prepared call and its tables dropped
+    for blocks in fake._free.values():   # the pool's free blocks handed out and overwritten
+        for memory, _ in blocks:
+            memory[...] = 0xFF
+    graph.launch()
+    np.testing.assert_array_equal(y.get(), want)
+    assert oc.release_workspaces() >= 0 and calls._graph_kept == []

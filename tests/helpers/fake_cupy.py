@@ -19,6 +19,7 @@ def install(monkeypatch: pytest.MonkeyPatch, compile_seconds: float = 0.0) -> St
     fake = StandIn(compile_seconds)
     monkeypatch.setattr(execution, "_substitutes", [fake])
     monkeypatch.setattr(calls, "_workspaces", collections.OrderedDict())
+    monkeypatch.setattr(calls, "_graph_kept", [])
     monkeypatch.setattr(loader, "_functions", {})
     monkeypatch.setattr(loader, "_compiling", {})
     calls.clear()   # and conftest's fresh_calls clears them before the next test

@@ -95,11 +95,12 @@ def isolated() -> Iterator[None]:
     none of the block's after it): for a substitute cupy module (the stand-in), whose arrays and
     functions must not reach the real one, nor the real one's the substitute."""
     kept = ([dict(c) for c in _caches], dict(_workspaces), loader.swap_functions({}),
-            list(_pinned))
+            list(_pinned), list(_graph_kept))
     for cache in _caches:
         cache.clear()
     _workspaces.clear()
     _pinned.clear()
+    _graph_kept.clear()
     try:
         yield
     finally:
@@ -109,6 +110,7 @@ def isolated() -> Iterator[None]:
         _workspaces.clear()
         _workspaces.update(kept[1])
         _pinned[:] = kept[3]
+        _graph_kept[:] = kept[4]
         loader.swap_functions(kept[2])
 
 
@@ -429,6 +431,9 @@ class Workspace:
 # first; the pinned workspaces a place has handed on (CUDA graphs read them)
 _workspaces: collections.OrderedDict[tuple[int, ...], Workspace] = collections.OrderedDict()
 _pinned: list[Workspace] = []
+# what captured CUDA graphs read that prepared calls own (their uploaded tables): kept past
+# the calls' eviction from their caches, until release_workspaces()
+_graph_kept: list[Any] = []
 _workspace_lock = threading.RLock()
 _threads = threading.local()   # `ending`: this thread's _ThreadEnd
 
@@ -510,6 +515,16 @@ def workspace(backend: str, nbytes: int) -> Any:
     return space.buffer
 
 
+def keep_for_graphs(owned: Any) -> None:
+    """Where the current stream is being captured into a CUDA graph, keep `owned` (device
+    tables that a call's launches read, which its prepared call owns) for as long as the graph
+    may be replayed: past the call's eviction from its cache, until release_workspaces()."""
+    if execution.cupy_module().cuda.get_current_stream().is_capturing():
+        with _workspace_lock:
+            if not any(kept is owned for kept in _graph_kept):
+                _graph_kept.append(owned)
+
+
 def release_workspaces() -> int:
     """Free the GPU scratch memory that calls keep between runs.
 
@@ -518,7 +533,8 @@ def release_workspaces() -> int:
     stream: allocated once, grown to the largest request, freed when its thread ends or when it
     is among the least recently used past the MAX_STREAMS streams of one thread and device.
     This frees every workspace now (those of CUDA graphs captured through onnx-cupy calls
-    included); the next call allocates anew.
+    included), and the tables of prepared calls dropped from their caches that such graphs
+    kept; the next call allocates anew.
 
     Returns
     -------
@@ -528,7 +544,7 @@ def release_workspaces() -> int:
     Notes
     -----
     A CUDA graph captured through onnx-cupy calls must not be launched after this: its scratch
-    memory is gone. Kernels still running on the GPU keep theirs (CuPy's memory pool frees in
+    memory (and the tables of calls no longer kept) is gone. Kernels still running on the GPU keep theirs (CuPy's memory pool frees in
     stream order).
 
     Examples
@@ -544,4 +560,5 @@ def release_workspaces() -> int:
             space.alive = False
         _workspaces.clear()
         _pinned.clear()
+        _graph_kept.clear()
     return count

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, execution, loader
+from . import calls, dtypes, execution, loader
 from .loader import BLOCK
 from .numerics import cdiv
 from .records import Instantiation
@@ -99,11 +99,13 @@ class Launch:
     arguments after the call's own arrays (parameter structs, uploaded tables), all fixed by
     the call's key. It owns those constants: a parameter struct that the 'cupy' path passes by
     its address lives as long as the launch (and so as the prepared call that holds it), whatever
-    cache made it. On the 'cupy' path the compiled function is looked up at the first launch
-    and kept: a prepared call runs on the one device its key names (calls.on_device)."""
+    cache made it; the device tables among them go to a CUDA graph that captures the launch
+    too (calls.keep_for_graphs). On the 'cupy' path the compiled function is looked up at the
+    first launch and kept: a prepared call runs on the one device its key names
+    (calls.on_device)."""
 
-    __slots__ = ("_function", "_grid", "arguments", "backend", "constants", "kernel", "shape",
-                 "work_items")
+    __slots__ = ("_function", "_grid", "_tables", "arguments", "backend", "constants", "kernel",
+                 "shape", "work_items")
 
     def __init__(self, backend: str, kernel: Instantiation, shape: Shape | None,
                  work_items: int, constants: tuple[Any, ...] = ()) -> None:
@@ -112,6 +114,8 @@ class Launch:
         self.arguments = tuple(by_value(backend, c) for c in constants)
         self._grid: Shape = shape if shape is not None else grid_for(work_items)
         self._function: Any = None
+        # device tables among the constants: a CUDA graph captured with this launch reads them
+        self._tables = backend == "cupy" and any(execution.is_cupy_array(c) for c in constants)
 
     def __call__(self, *arrays: Any) -> None:
         """Launch on `arrays` (input, output, ...; None for a pointer the kernel does not use),
@@ -120,6 +124,8 @@ class Launch:
         if function is None:   # the first launch: on the device its call's key names
             function = self._function = loader.cuda_function(self.kernel)
         function(*self._grid, (*arrays, *self.arguments))
+        if self._tables:
+            calls.keep_for_graphs(self.constants)
 
     def __repr__(self) -> str:
         return f"Launch({self.backend}, {self.kernel!r}, {self.shape})"

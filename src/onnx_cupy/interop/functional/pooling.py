@@ -74,6 +74,8 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
             xw[...] = xb
             wide_pool(xw, yw)
             yw *= factor
+            if backend == "cupy":   # a graph captured with this call reads its factors
+                calls.keep_for_graphs(factor)
             return yw.astype(xb.dtype)   # a new array, rounded once
     return _unbatched(call, unbatched)
 
