@@ -363,9 +363,9 @@ BROADCAST = {"batch": (True, False, False, False), "channels": (False, True, Fal
 @pytest.mark.parametrize("axes", list(BROADCAST))
 @pytest.mark.parametrize("size", ["small", "chunked"])
 def test_broadcast_inputs(backend, rng, size, axes, mode, padding, align_corners):
-    """A broadcast X (stride-0 axes, np.broadcast_to) gives the bits its contiguous copy gives:
-    the NumPy path reads its distinct values through a layout of its own, the kernels read it
-    in place; NaN positions included."""
+    """A broadcast X (stride-0 axes, np.broadcast_to) gives the values its contiguous copy
+    gives, NaN where it gives NaN: the NumPy path reads its distinct values through a layout of
+    its own, the kernels read it in place."""
     shape, gshape = ((3, 2, 5, 6), (3, 4, 3, 2)) if size == "small" else \
         ((2, 3, 40, 50), (2, 150, 170, 2))
     base = sample(rng, tuple(1 if b else n for b, n in zip(BROADCAST[axes], shape)),

@@ -590,7 +590,19 @@ def _to_device(a: Any, cp: Any, out: bool = False) -> Any:
     plain = a.data if isinstance(a, np.ma.MaskedArray) else a.view(np.ndarray)
     if hasattr(cp, "mirror"):   # the stand-in: the same layout
         return cp.mirror(plain)
-    return cp.asarray(np.ascontiguousarray(plain.astype(plain.dtype.newbyteorder("="))))
+    # a GPU: the bytes the view spans, uploaded, and the view over them at the same place
+    # (strides and address modulo 256 kept)
+    plain = plain.astype(plain.dtype.newbyteorder("="), copy=False)
+    low = sum((n - 1) * st for n, st in zip(plain.shape, plain.strides) if st < 0 and n)
+    high = sum((n - 1) * st for n, st in zip(plain.shape, plain.strides) if st > 0 and n)
+    span = high - low + plain.itemsize if plain.size else 0
+    skew = (plain.ctypes.data + low) % 256
+    host = np.zeros(skew + span, np.uint8)
+    if span:
+        np.ndarray(plain.shape, plain.dtype, host, skew - low, plain.strides)[...] = plain
+    device = cp.asarray(host)
+    return cp.ndarray(plain.shape, plain.dtype, device.data + (skew - low if span else 0),
+                      plain.strides)
 
 
 def _on_device(call: Call) -> Call:
@@ -684,6 +696,11 @@ def judge(call: Call, path: str) -> list[str]:
     """The problems of `call` on `path` (empty: none). On the cupy path the call's arrays are
     first put on the device (`_on_device`), and no backend is forced: the array types choose,
     as in a CuPy user's program; an accepted call must return device arrays where X is one."""
+    if path == "cupy" and _device() is None:   # no GPU: an executing stand-in for the call
+        from onnx_cupy.core.standin import StandIn
+
+        with StandIn(recording=False).installed():
+            return judge(call, path)
     host_call = call
     if path == "cupy":
         call = _on_device(call)
@@ -747,20 +764,21 @@ def main(argv: list[str]) -> None:
     """Worker: run calls argv[2:] of seed argv[1] on path argv[0], a JSON line per event."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     path, seed, indices = argv[0], int(argv[1]), [int(i) for i in argv[2:]]
-    from onnx_cupy.core import attributes
+    from onnx_cupy.core import attributes, execution
+
+    gpu = path == "cupy" and execution.gpu_available()
+    if not gpu:   # (a CUDA context reserves more address space than this)
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
     # a machine of MEMORY bytes: a call whose output passes it is refused (and named) before
     # it allocates, within the worker's address space
     attributes.memory_limit = lambda: MEMORY
     with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
-        if path == "cupy":
-            from onnx_cupy.core import execution
+        if path == "cupy" and not gpu:   # the executing stand-in, keeping no records
             from onnx_cupy.core.standin import StandIn
 
-            if not execution.gpu_available():   # the executing stand-in, keeping no records
-                stack.enter_context(StandIn(recording=False).installed())
+            stack.enter_context(StandIn(recording=False).installed())
         for i in indices:
             print(json.dumps({"start": i}), flush=True)
             try:

@@ -8,8 +8,9 @@ turns tap positions into offsets in it; the chunks. A call copies X into that la
 D1', ..., Dr') in the storage type (linear and cubic: the accumulate type, converted once),
 where each axis has one zero slab after it when a tap can fall outside X (zeros padding, and
 linear's second tap); nearest and cubic with border or reflection padding read X as it is,
-copied only where its layout does not fit. Then per chunk of output positions (several batch
-items, or part of one):
+copied only where its layout does not fit. A broadcast X (stride-0 axes) is laid out from its
+distinct values alone (`_Sampler._compact`), never widened. Then per chunk of output positions
+(several batch items, or part of one):
 
   coordinates  x = (fma(g + 1, scale, addend) - shift) * half of all r axes as one (r,
                positions) array, each step rounded in the coordinate type, operation for
@@ -239,10 +240,10 @@ class _Scratch:
     """The arrays of one chunk (`split` channels by `items` batch items by `span` output
     positions) of a `_Sampler`, and the views of them that its steps read and write, made once
     per chunk shape: coordinates c (r, positions); the position rows that the offset matrix
-    multiplies (taps (cubic) or 1 by r rows, a row of ones, the positions' batch items where N
-    > 1) and the positions among them (pos: (taps, r, positions) for cubic, else (r,
-    positions)); weights (taps, r, positions) in the coordinate type and, where that differs,
-    the accumulate type; the offsets (taps^r, positions) in float and in intp; the gathered
+    multiplies (taps (cubic) or 1 by r rows, a row of ones, the positions' batch items where
+    the layout holds several) and the positions among them (pos: (taps, r, positions) for
+    cubic, else (r, positions)); weights (taps, r, positions) in the coordinate type and,
+    where that differs, the accumulate type; the offsets (taps^r, positions) in float and in intp; the gathered
     values (split, taps^r, positions) and, per grid component j, the values it weighs (split,
     taps, taps^(r-1-j), positions), by tap, its weights (taps, 1, positions) and the sums.
 
