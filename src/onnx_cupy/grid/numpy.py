@@ -243,9 +243,10 @@ class _Scratch:
     multiplies (taps (cubic) or 1 by r rows, a row of ones, the positions' batch items where
     the layout holds several) and the positions among them (pos: (taps, r, positions) for
     cubic, else (r, positions)); weights (taps, r, positions) in the coordinate type and,
-    where that differs, the accumulate type; the offsets (taps^r, positions) in float and in intp; the gathered
-    values (split, taps^r, positions) and, per grid component j, the values it weighs (split,
-    taps, taps^(r-1-j), positions), by tap, its weights (taps, 1, positions) and the sums.
+    where that differs, the accumulate type; the offsets (taps^r, positions) in float and in
+    intp; the gathered values (split, taps^r, positions) and, per grid component j, the values
+    it weighs (split, taps, taps^(r-1-j), positions), by tap, its weights (taps, 1, positions)
+    and the sums.
 
     Where the call is small, every channel's taps are gathered at once, combination first:
     offsets (taps^r * C, positions) and gathered values (taps^r, C, positions), so that per
