@@ -59,7 +59,7 @@ def configuration(i: int) -> Config:
         dtype = X_TYPES[int(rng.integers(len(X_TYPES)))]
     grid_dtype = GRID_TYPES[int(rng.integers(len(GRID_TYPES)))]
     while True:
-        pl = grid_plan.prepare_sample(tuple(x_shape), dtype, (x_shape[0], *out, rank),
+        pl = grid_plan.make_sample(tuple(x_shape), dtype, (x_shape[0], *out, rank),
                                       grid_dtype, 22, mode=mode, padding_mode=padding,
                                       align_corners=align)
         store = np.dtype(dtype if mode == "nearest" else numpy_path.accumulate_dtype(dtype))

@@ -279,7 +279,7 @@ def test_launch_shape_for_small_and_large_planes():
     planes; 256 threads a block either way."""
     for shape, kernel, block in (((2, 3, 9), [3], (2, 128, 1)),      # 7 outputs: 2 threads
                                  ((1, 2, 50, 50), [1, 1], (256, 1, 1))):  # 50 rows x 13 groups
-        pl = pool_plans.prepare("AveragePool", shape, np.float32, 22, kernel_shape=kernel)
+        pl = pool_plans.make("AveragePool", shape, np.float32, 22, kernel_shape=kernel)
         strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
         launched, (grid, blk), _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float32), strides)
         assert fields(launched) == fast_fields(
@@ -300,7 +300,7 @@ def test_generic_path_at_the_boundaries(launches, rng):
                                                 generic_fields(np.float64, 3)]
     assert all(shape is None for _, shape in launches)
     # reach (largest offset plus a dilation step) exactly at and just past 2**31 - 1
-    pl = pool_plans.prepare("AveragePool", (2, 1, 5), np.float16, 22, kernel_shape=[2])
+    pl = pool_plans.make("AveragePool", (2, 1, 5), np.float16, 22, kernel_shape=[2])
     limit = dtypes.INT32_LIMIT - 5
     assert kernel_pool.reach(pl, (limit, 5, 1)) == dtypes.INT32_LIMIT
     for strides, bits in (((limit, 5, 1), 32), ((limit + 1, 5, 1), 64)):
@@ -309,7 +309,7 @@ def test_generic_path_at_the_boundaries(launches, rng):
     # a window coordinate (the tap-range division's numerator) just past 2**31 - 1
     widest = (dtypes.INT32_LIMIT - 10) // 3
     for dilation, fast in ((widest, True), (widest + 1, False)):
-        pl = pool_plans.prepare("AveragePool", (1, 1, 5), np.float16, 22, kernel_shape=[2],
+        pl = pool_plans.make("AveragePool", (1, 1, 5), np.float16, 22, kernel_shape=[2],
                                 dilations=[dilation], pads=[0, dilation])
         assert pl.out_shape == (1, 1, 5)
         assert (kernel_pool.coordinate_reach(pl) <= dtypes.INT32_LIMIT) == fast
@@ -397,7 +397,7 @@ def test_offsets_past_int32(dtype, nd, layout, monkeypatch, launches, rng):
 def test_outputs_past_int32_take_the_wide_fast_kernel():
     """More than 2**31 - 1 outputs, each plane small: the fast kernel's 64-bit instantiation."""
     for shape, bits in (((2**13, 2**9, 2**8), 32), ((2**15, 2**9, 2**8), 64)):
-        pl = pool_plans.prepare("AveragePool", shape, np.float16, 22, kernel_shape=[1])
+        pl = pool_plans.make("AveragePool", shape, np.float16, 22, kernel_shape=[1])
         strides = (shape[1] * shape[2], shape[2], 1)
         launched, _, _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides)
         assert fields(launched) == fast_fields(np.float16, 0, 1, bits=bits)

@@ -271,7 +271,7 @@ def test_generic_at_the_boundaries(launches, monkeypatch):
 
 
 def plan(shape, scales, **attrs):
-    return resize_op.prepare(shape, np.float32, None, scales, None, 19,
+    return resize_op.make(shape, np.float32, None, scales, None, 19,
                              **{**resize_op.DEFAULTS, "mode": "linear", **attrs})[0]
 
 
@@ -340,7 +340,7 @@ def test_fast_records_round_weights_like_the_generic_kernel():
     """float32 records hold the plan's float64 weights rounded to nearest, the conversion the
     generic kernel makes per tap; offsets (index times stride) as int32, OUTSIDE first where
     extrapolated."""
-    pl = resize_op.prepare((3, 11), np.float32, [0, -0.2, 1, 1.3], [1, 1.7], None, 19,
+    pl = resize_op.make((3, 11), np.float32, [0, -0.2, 1, 1.3], [1, 1.7], None, 19,
                            **{**resize_op.DEFAULTS, "mode": "cubic",
                               "coordinate_transformation_mode": "tf_crop_and_resize"})[0]
     table, first, size = resize_kernel.fast_table(pl, np.dtype(np.float32), (3,))

@@ -139,7 +139,7 @@ def test_long_axis_in_float32():
     rounded to float32), as onnxruntime computes it, picks elements float64 would not (the
     table every path gathers with, built on the host)."""
     n, m = 2**24 + 40, 2**24 + 100
-    pl, _, _ = plan.prepare((n,), np.uint8, None, None, [m], 13, **{
+    pl, _, _ = plan.make((n,), np.uint8, None, None, [m], 13, **{
         **plan.DEFAULTS, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"})
     picked = pl.tables[0].index[:, 0]
     expected = np.floor(np.arange(m, dtype=F32) / (F32(m) / F32(n))).astype(np.int64)

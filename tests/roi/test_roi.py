@@ -93,10 +93,10 @@ def test_non_finite_boxes_give_nan_where_unchecked(path, dtype):
                      ).astype(dtype)
     batch = np.array([0, 0, 0, 3])
     rois = np.concatenate([batch[:, None], boxes.astype(np.float64)], 1).astype(dtype)
-    for pl, r in ((plan.prepare_align(x, boxes, batch, 22, {
+    for pl, r in ((plan.make_align(x, boxes, batch, 22, {
             "mode": "avg", "output_height": 2, "output_width": 3, "sampling_ratio": 0,
             "spatial_scale": 1.0, "coordinate_transformation_mode": None}), boxes),
-            (plan.prepare_pool(x, rois, 22, {"pooled_shape": (2, 3), "spatial_scale": 1.0}),
+            (plan.make_pool(x, rois, 22, {"pooled_shape": (2, 3), "spatial_scale": 1.0}),
              rois)):
         run = numpy_path.prepare(pl, x.dtype) if path == "numpy" else \
             kernel.prepare(pl, x, r, batch if r is boxes else None, "emulated")

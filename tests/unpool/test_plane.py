@@ -91,7 +91,7 @@ def test_the_kernel_skips_indices_outside_the_plane(bits, monkeypatch):
     indices = np.array([[[-1, 3]], [[4, 0]]])
     monkeypatch.setattr(kernel.launcher, "index_bits", lambda *sizes: bits)
     replan(kernel.kernel_args)
-    pl = plan.prepare(x.shape, x.dtype, indices.shape, indices.dtype, None, 22,
+    pl = plan.make(x.shape, x.dtype, indices.shape, indices.dtype, None, 22,
                       kernel_shape=[2], strides=[2], index_space="plane")
     y = kernel.prepare(pl, x, indices, "emulated")(x, indices, None)
     replan(kernel.kernel_args)
@@ -131,13 +131,13 @@ def test_empty_tensors(cpu_backend):
 
 def test_the_plan():
     """One plane of Y is the index space: a single axis of stride 1, whatever the output."""
-    pl = plan.prepare((2, 3, 2, 2), np.float32, (2, 3, 2, 2), np.int64, [2, 3, 5, 6], 22,
+    pl = plan.make((2, 3, 2, 2), np.float32, (2, 3, 2, 2), np.int64, [2, 3, 5, 6], 22,
                       kernel_shape=[2, 2], strides=[2, 2], index_space="plane")
     assert (pl.index_shape, pl.remap, pl.index_total, pl.per_plane) == ((5, 6), ((30, 1),), 30,
                                                                         True)
-    assert not plan.prepare((2, 3, 2, 2), np.float32, (2, 3, 2, 2), np.int64, None, 22,
+    assert not plan.make((2, 3, 2, 2), np.float32, (2, 3, 2, 2), np.int64, None, 22,
                             kernel_shape=[2, 2]).per_plane
     with pytest.raises(ValueError, match=r"MaxUnpool: index_space must be one of \('unpooled', "
                                          r"'plane'\), got 'planes'"):
-        plan.prepare((1, 1, 2), np.float32, (1, 1, 2), np.int64, None, 22, kernel_shape=[2],
+        plan.make((1, 1, 2), np.float32, (1, 1, 2), np.int64, None, 22, kernel_shape=[2],
                      index_space="planes")

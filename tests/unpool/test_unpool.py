@@ -126,7 +126,7 @@ def test_the_kernel_skips_indices_outside_the_unpooled_shape():
     """What the GPU path does with an index it cannot check without synchronizing: nothing is
     written for it (the host arrays' check raises before any launch)."""
     indices = np.array([[[[-1, 7], [16, 15]]]])
-    pl = plan.prepare(X.shape, X.dtype, indices.shape, indices.dtype, None, 22, **TWO)
+    pl = plan.make(X.shape, X.dtype, indices.shape, indices.dtype, None, 22, **TWO)
     y = kernel.prepare(pl, X, indices, "emulated")(X, indices, None)
     expected = np.zeros((1, 1, 4, 4), np.float32)
     expected[0, 0, 1, 3], expected[0, 0, 3, 3] = 6, 8

@@ -20,7 +20,7 @@ The pattern, in a family's api.py (`_CALLS = calls.Cache("<family>")` at module 
     key = calls.key(x, backend, op, opset, attrs)
     call = _CALLS.get(key)
     if call is None:
-        pl = plan.prepare(...)                        # validation, raised before anything runs
+        pl = plan.make(...)                        # validation, raised before anything runs
         call = _CALLS.put(key, numpy_path.prepare(pl, x.dtype) if backend == "numpy"
                           else kernel.prepare(pl, x, backend))
     return call(x, out)
@@ -262,7 +262,7 @@ def _apart(vectors: tuple[Any, ...]) -> tuple[tuple[Hashable, ...], tuple[Any, .
     return tuple(places), tuple(others)
 
 
-def on_device(x: Any, backend: str, body: Call) -> Call:
+def device_bound(x: Any, backend: str, body: Call) -> Call:
     """`body` as the prepared call of inputs on `x`'s device: on the 'cupy' path run with that
     device current (every input the call is given lives there: its key names the device),
     directly where it is current already, else inside cupy.cuda.Device; on the other paths

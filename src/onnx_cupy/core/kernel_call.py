@@ -40,7 +40,7 @@ def prepares(prepare: _F) -> _F:
     """A family's kernel preparation `prepare(pl, *inputs, backend, ...)` (the input arrays
     between the plan and the path; its call runs with the first input's device current) as the
     kernel path's one builder of calls: string tensors refused; on the 'cupy' path its call
-    under the alignment policy (`aligning`), run on the inputs' device (calls.on_device); on
+    under the alignment policy (`aligning`), run on the inputs' device (calls.device_bound); on
     the 'emulated' path that call prepared and run on the emulated device (`emulated`)."""
     parameters = list(inspect.signature(prepare).parameters)
     at = parameters.index("backend")
@@ -57,7 +57,7 @@ def prepares(prepare: _F) -> _F:
 
         def build(*layouts: Any) -> calls.Call:
             call = prepare(*head, *layouts, "cupy", *tail, **kwargs)
-            return calls.on_device(layouts[0], "cupy", aligning(op, call, layouts, build, names))
+            return calls.device_bound(layouts[0], "cupy", aligning(op, call, layouts, build, names))
         if backend == "emulated":
             return emulated(build, *inputs, op=op, names=names)
         return build(*inputs)

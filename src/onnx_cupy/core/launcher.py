@@ -102,7 +102,7 @@ class Launch:
     cache made it; the device tables among them go to a CUDA graph that captures the launch
     too (calls.keep_for_graphs). On the 'cupy' path the compiled function is looked up at the
     first launch and kept: a prepared call runs on the one device its key names
-    (calls.on_device)."""
+    (calls.device_bound)."""
 
     __slots__ = ("_function", "_grid", "_tables", "arguments", "backend", "constants", "kernel",
                  "shape", "work_items")

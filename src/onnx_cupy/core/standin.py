@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from . import calls, execution, standin_classes
-from .standin_classes import CaptureError, Launch, Module, Operation
+from .standin_classes import CaptureError, LaunchRecord, ModuleRecord, Operation
 
 ROUND = 512   # bytes: allocations are rounded up to this, as CuPy's memory pool does
 ALIGN = 256   # bytes: every allocation starts at a multiple of this, as cudaMalloc's
@@ -60,8 +60,8 @@ class StandIn:
 
     def __init__(self, compile_seconds: float = 0.0, recording: bool = True,
                  executing: bool = True) -> None:
-        self.modules: list[Module] = []
-        self.launches: list[Launch] = []
+        self.modules: list[ModuleRecord] = []
+        self.launches: list[LaunchRecord] = []
         self.operations: list[Operation] = []
         self.compile_seconds = compile_seconds
         self.recording = recording   # False: keep no records outside a capture (host timing)
@@ -346,7 +346,7 @@ class StandIn:
         if not self.recording and local.capture is None:
             return
         stream = local.streams[-1] if local.streams else self._null
-        record = Launch(name, local.device, grid, block, args, stream.ptr,
+        record = LaunchRecord(name, local.device, grid, block, args, stream.ptr,
                         local.capture is not None)
         self.launches.append(record)   # append: atomic
         if record.captured:

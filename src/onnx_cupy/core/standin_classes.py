@@ -1,7 +1,7 @@
-"""The stand-in cupy's classes (onnx_cupy.core.standin): its records (Module, Launch,
-Operation, CaptureError); its ndarray, Device, Event, Graph, Stream, RawModule, kernel Function,
-runtime and CPointer, made for one StandIn by `build` and bound to it; and how a launch reads
-its arguments (`_pointer`)."""
+"""The stand-in cupy's classes (onnx_cupy.core.standin): its records (ModuleRecord,
+LaunchRecord, Operation, CaptureError); its ndarray, Device, Event, Graph, Stream, RawModule,
+kernel Function, runtime and CPointer, made for one StandIn by `build` and bound to it; and how
+a launch reads its arguments (`_pointer`)."""
 from __future__ import annotations
 
 import ctypes
@@ -23,7 +23,7 @@ class CaptureError(RuntimeError):
 
 
 @dataclass
-class Module:
+class ModuleRecord:
     """One `RawModule(code=..., options=..., name_expressions=...)` creation."""
 
     code: str
@@ -34,7 +34,7 @@ class Module:
 
 
 @dataclass(slots=True)
-class Launch:
+class LaunchRecord:
     """One kernel launch (a graph's replay adds its launches again, `captured` False); `args`:
     the addresses the driver would read each argument from."""
 
@@ -233,7 +233,7 @@ def build(fake: StandIn) -> None:
     class Graph:
         """A captured sequence of launches; `launch` replays them."""
 
-        def __init__(self, launches: list[Launch], steps: list[Callable[[], None]]) -> None:
+        def __init__(self, launches: list[LaunchRecord], steps: list[Callable[[], None]]) -> None:
             self.steps = steps   # what runs, in capture order: kernels, copies, memsets
             self.captured = launches
 
@@ -253,7 +253,7 @@ def build(fake: StandIn) -> None:
         def __init__(self, null: bool = False, non_blocking: bool = False,
                      ptr: int | None = None) -> None:
             self.ptr = 0 if null else next(self._ptrs)
-            self.graph_launches: list[Launch] = []
+            self.graph_launches: list[LaunchRecord] = []
             self.graph_steps: list[Callable[[], None]] = []
 
         def __enter__(self) -> Stream:  # noqa: PYI034 (a class made per stand-in)
@@ -300,7 +300,7 @@ def build(fake: StandIn) -> None:
     class RawModule:
         def __init__(self, code: str, options: tuple[str, ...] = (),
                      name_expressions: Any = None, **kwargs: Any) -> None:
-            self.record = Module(code, tuple(options), tuple(name_expressions or ()),
+            self.record = ModuleRecord(code, tuple(options), tuple(name_expressions or ()),
                                  fake.device)
             with fake._record:
                 fake.modules.append(self.record)

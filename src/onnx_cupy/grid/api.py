@@ -159,7 +159,7 @@ def prepared_sample(x: Any, g: Any, backend: str, opset: int, attrs: dict[str, A
                     1 if fused_unnormalize else 0, attrs, arrays=(g,))
     call = _CALLS.get(key)
     if call is None:
-        pl = plan.prepare_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
+        pl = plan.make_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
                                  pad_before_rounding=pad_before_rounding,
                                  fused_unnormalize=fused_unnormalize, **attrs)
         call = _CALLS.put(key, numpy_path.prepare_sample(pl, x.dtype, g.dtype)
@@ -178,7 +178,7 @@ def run_affine(theta: Any, size: Any, opset: int, attrs: dict[str, Any], *, out:
     key = calls.key(t, backend, plan.AFFINE, opset, attrs, vectors=(size,))
     call = _CALLS.get(key)
     if call is None:
-        pl = plan.prepare_affine(tuple(t.shape), t.dtype, size, opset, **attrs)
+        pl = plan.make_affine(tuple(t.shape), t.dtype, size, opset, **attrs)
         call = _CALLS.put(key, functools.partial(numpy_path.run_affine, pl)
                           if backend == "numpy" else kernel.prepare_affine(pl, t, backend))
     return call(t, out)

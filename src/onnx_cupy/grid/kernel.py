@@ -103,7 +103,9 @@ loader.register(FAMILY, [*FAST.values(), *NEAREST.values(), *WEIGHTED.values(),
                          "GRID_GENERIC_MIN_BLOCKS": GENERIC_MIN_BLOCKS})
 
 
-class Launch(NamedTuple):
+class LaunchSpec(NamedTuple):
+    """What a GridSample or AffineGrid launch is made of (core.launcher.Launch takes it)."""
+
     kernel: records.Instantiation
     geom: np.ndarray           # GridSampleGeom or AffineGridGeom
     shape: launcher.Shape | None  # (grid, block); None: a 1-D grid-stride grid over `work`
@@ -131,7 +133,7 @@ def _fast_kernel(pl: SamplePlan, dtype: np.dtype, grid_dtype: np.dtype,
 
 @functools.lru_cache(maxsize=256)
 def sample_args(pl: SamplePlan, dtype: np.dtype, x_strides: tuple[int, ...],
-                grid_dtype: np.dtype, grid_strides: tuple[int, ...]) -> Launch:
+                grid_dtype: np.dtype, grid_strides: tuple[int, ...]) -> LaunchSpec:
     """The launch of a GridSample plan for X of `dtype` and a grid of `grid_dtype`, with these
     element strides."""
     n_items, channels = pl.out_shape[:2]
@@ -159,11 +161,11 @@ def sample_args(pl: SamplePlan, dtype: np.dtype, x_strides: tuple[int, ...],
            for c, f in COORDINATES.items()})
     fast = _fast_kernel(pl, dtype, grid_dtype, grid_strides, bits)
     if fast is not None:
-        return Launch(fast, geom, (grid, block))
+        return LaunchSpec(fast, geom, (grid, block))
     coordinates = "double" if pl.coordinates == np.float64 else "float"
     if pl.mode == "nearest":
-        return Launch(NEAREST[dtype.itemsize, coordinates, bits], geom, (grid, block))
-    return Launch(WEIGHTED[dtype.name, coordinates, bits], geom, (grid, block))
+        return LaunchSpec(NEAREST[dtype.itemsize, coordinates, bits], geom, (grid, block))
+    return LaunchSpec(WEIGHTED[dtype.name, coordinates, bits], geom, (grid, block))
 
 
 @kernel_call.prepares
@@ -174,7 +176,7 @@ def prepare_sample(pl: SamplePlan, x: Any, grid: Any, backend: str) -> calls.Cal
 
 
 def _prepare(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], backend: str,
-             launch: Callable[..., Launch]) -> calls.Call:
+             launch: Callable[..., LaunchSpec]) -> calls.Call:
     """call(*inputs, out): the output of `shape` (the first input's dtype, on its device)
     allocated (or `out` checked), then the launch `launch(dtype, element strides, ...)` gives
     for the inputs' layouts. An input whose byte strides are not whole elements is read from a
@@ -209,7 +211,7 @@ def _prepare(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], backend: 
 
 
 @functools.lru_cache(maxsize=256)
-def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...]) -> Launch:
+def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...]) -> LaunchSpec:
     """The launch of an AffineGrid plan for theta of `dtype` with these element strides."""
     positions = math.prod(pl.lengths)
     total = pl.out_shape[0] * positions
@@ -218,7 +220,7 @@ def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...])
     geom = launcher.parameter_struct(_AFFINE_GEOM, total=total, positions=positions,
                                      theta_stride=theta_strides, length=pl.lengths,
                                      align_corners=int(pl.align_corners))
-    return Launch(AFFINE_GRID[dtype.name, pl.rank, bits], geom, None, total)
+    return LaunchSpec(AFFINE_GRID[dtype.name, pl.rank, bits], geom, None, total)
 
 
 @kernel_call.prepares

@@ -235,7 +235,7 @@ def plan_sample(opset: int, x_shape: tuple[int, ...], x_dtype: np.dtype,
                       out_shape, tuple(Axis(n, ac, fused) for n in x_shape[2:]), f)
 
 
-def prepare_sample(x_shape: tuple[int, ...], x_dtype: Any, grid_shape: tuple[int, ...],
+def make_sample(x_shape: tuple[int, ...], x_dtype: Any, grid_shape: tuple[int, ...],
                    grid_dtype: Any, opset: int, *, mode: Any = None, padding_mode: Any = "zeros",
                    align_corners: Any = 0, pad_before_rounding: bool = False,
                    fused_unnormalize: bool = False) -> SamplePlan:
@@ -313,7 +313,7 @@ def plan_affine(opset: int, theta_shape: tuple[int, ...], theta_dtype: np.dtype,
     return AffinePlan(version, ac, theta_shape, out_shape)
 
 
-def prepare_affine(theta_shape: tuple[int, ...], theta_dtype: Any, size: Any, opset: int, *,
+def make_affine(theta_shape: tuple[int, ...], theta_dtype: Any, size: Any, opset: int, *,
                    align_corners: Any = 0) -> AffinePlan:
     """The plan of an AffineGrid call (`size` read on the host; see `plan_affine`)."""
     return attributes.cached(plan_affine, opset, tuple(theta_shape), np.dtype(theta_dtype),

@@ -76,6 +76,6 @@ def prepared(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:
 
 
 def _prepare(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:
-    pl = plan.prepare(tuple(x.shape), x.dtype, axis, opset)
+    pl = plan.make(tuple(x.shape), x.dtype, axis, opset)
     return numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
         kernel.prepare(pl, x, backend)

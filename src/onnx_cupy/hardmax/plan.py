@@ -78,7 +78,7 @@ def plan(opset: int, shape: tuple[int, ...], dtype: np.dtype, axis: int | None) 
     return HardmaxPlan(version, shape, axis, stop, outer, n, inner)
 
 
-def prepare(shape: tuple[int, ...], dtype: Any, axis: Any, opset: int) -> HardmaxPlan:
+def make(shape: tuple[int, ...], dtype: Any, axis: Any, opset: int) -> HardmaxPlan:
     """The plan for an input of `shape` and `dtype` (axis validated, default filled in)."""
     return attributes.cached(plan, opset, shape, np.dtype(dtype), _axis_value(axis))
 

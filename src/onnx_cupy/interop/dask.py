@@ -150,7 +150,7 @@ def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]
                                           kw.get("p")).out_shape
     else:
         pool_api.check_return_indices(op, kw["opset"], indices)
-        out_shape = pool_plan.prepare(op, tuple(X.shape), X.dtype, **kw).out_shape
+        out_shape = pool_plan.make(op, tuple(X.shape), X.dtype, **kw).out_shape
     X = _whole(X, range(2, X.ndim))
     chunks = X.chunks[:2] + tuple((m,) for m in out_shape[2:])
     Y = _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, chunks,
@@ -290,7 +290,7 @@ def hardmax(X: da.Array, **attrs: Any) -> da.Array:
     op, eager = hardmax_plan.OP, hardmax_api.hardmax
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (), attrs)
-    pl = hardmax_plan.prepare(tuple(X.shape), X.dtype, kw["axis"], kw["opset"])
+    pl = hardmax_plan.make(tuple(X.shape), X.dtype, kw["axis"], kw["opset"])
     X = _whole(X, range(pl.axis, pl.stop))
     return _map(functools.partial(_apply, eager=eager, backend=backend, kw=kw), X, X.chunks,
                 eager.__name__)
@@ -333,7 +333,7 @@ def resize(X: da.Array, roi: Any = None, scales: Any = None, sizes: Any = None,
     op, eager = resize_plan.OP, resize_api.resize
     backend = _backend(X, op)
     kw = _keywords(eager, op, X, (roi, scales, sizes), attrs)
-    pl, at, (roi, scales, sizes) = resize_plan.prepare(
+    pl, at, (roi, scales, sizes) = resize_plan.make(
         tuple(X.shape), X.dtype, kw.pop("roi"), kw.pop("scales"), kw.pop("sizes"), kw["opset"],
         **{k: kw[k] for k in resize_plan.DEFAULTS})
     listed = resize_plan.resized_axes(at.axes, X.ndim)
@@ -365,7 +365,7 @@ def upsample(X: da.Array, scales: Any = None, **attrs: Any) -> da.Array:
     kw = _keywords(eager, op, X, (scales,), attrs)
     scales = resize_plan.upsample_scales(tuple(X.shape), X.dtype, kw.pop("scales"), kw["mode"],
                                          kw["opset"])
-    pl, at, _ = resize_plan.prepare(tuple(X.shape), X.dtype, None, scales, None,
+    pl, at, _ = resize_plan.make(tuple(X.shape), X.dtype, None, scales, None,
                                     resize_plan.UPSAMPLE_AS, op=op, mode=kw["mode"])
     whole = _resize_whole(pl, at, tuple(range(X.ndim)), False, backend)
     X = _whole(X, sorted(whole))
@@ -423,7 +423,7 @@ def max_unpool(X: da.Array, I: Any, output_shape: Any = None,
                         f"{type(I).__module__}.{type(I).__name__}")
     kw = _keywords(eager, op, X, (I, output_shape), attrs)
     kw.pop("I")
-    pl = unpool_plan.prepare(tuple(X.shape), X.dtype, tuple(I.shape), I.dtype,
+    pl = unpool_plan.make(tuple(X.shape), X.dtype, tuple(I.shape), I.dtype,
                              kw["output_shape"], kw["opset"],
                              **{k: kw[k] for k in ("kernel_shape", "strides", "pads")})
     X = _whole(X, range(2, X.ndim))
@@ -458,7 +458,7 @@ def grid_sample(X: da.Array, grid: Any, **attrs: Any) -> da.Array:
     kw = _keywords(eager, op, X, (grid,), attrs)
     g = kw.pop("grid")
     g = g if isinstance(g, da.Array) else da.from_array(g, chunks=-1, asarray=False)
-    grid_plan.prepare_sample(tuple(X.shape), X.dtype, tuple(g.shape), g.dtype, kw["opset"],
+    grid_plan.make_sample(tuple(X.shape), X.dtype, tuple(g.shape), g.dtype, kw["opset"],
                              mode=kw["mode"], padding_mode=kw["padding_mode"],
                              align_corners=kw["align_corners"])
     rank = X.ndim - 2
@@ -486,7 +486,7 @@ def affine_grid(theta: da.Array, size: Any, **attrs: Any) -> da.Array:
     op, eager = grid_plan.AFFINE, grid_api.affine_grid
     backend = _backend(theta, op)
     kw = _keywords(eager, op, theta, (size,), attrs)
-    pl = grid_plan.prepare_affine(tuple(theta.shape), theta.dtype, kw.pop("size"), kw["opset"],
+    pl = grid_plan.make_affine(tuple(theta.shape), theta.dtype, kw.pop("size"), kw["opset"],
                                   align_corners=kw["align_corners"])
     out = ("n", *(f"o{d}" for d in range(pl.rank)), "k")
     return da.blockwise(
@@ -507,8 +507,8 @@ def _roi(op: str, eager: Callable[..., Any], X: da.Array, inputs: tuple[Any, ...
     parts = [p if isinstance(p, da.Array) else da.from_array(p, chunks=-1, asarray=False)
              for p in parts]
     opset, given = kw["opset"], {k: v for k, v in kw.items() if k != "opset"}
-    pl = roi_plan.prepare_align(X, parts[0], parts[1], opset, given) \
-        if op == roi_plan.ROI_ALIGN else roi_plan.prepare_pool(X, parts[0], opset, given)
+    pl = roi_plan.make_align(X, parts[0], parts[1], opset, given) \
+        if op == roi_plan.ROI_ALIGN else roi_plan.make_pool(X, parts[0], opset, given)
     X = _whole(X, (0, 2, 3))
     names = [("k", "j"), ("k",)][:len(parts)]
     pairs = [a for part, index in zip(parts, names) for a in (part.rechunk(-1), index)]

@@ -61,7 +61,7 @@ def _prepare(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],
         return numpy_path.prepare_global(gl, np.dtype(x.dtype)) if backend == "numpy" else \
             kernel.prepare_global(gl, x, backend)
     check_return_indices(op, opset, return_indices)
-    pl = plan.prepare(op, tuple(x.shape), x.dtype, opset, **attrs)
+    pl = plan.make(op, tuple(x.shape), x.dtype, opset, **attrs)
     return numpy_path.prepare(pl, np.dtype(x.dtype), return_indices) if backend == "numpy" else \
         kernel.prepare(pl, x, backend, return_indices)
 

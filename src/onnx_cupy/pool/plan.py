@@ -196,7 +196,7 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
                     tuple(end), cnt_lo, cnt_hi, lp, p_value, order)
 
 
-def prepare(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_shape: Any = None,
+def make(op: str, shape: tuple[int, ...], dtype: Any, opset: int, *, kernel_shape: Any = None,
             auto_pad: Any = "NOTSET", ceil_mode: Any = 0, count_include_pad: Any = 0,
             dilations: Any = None, pads: Any = None, strides: Any = None, p: Any = None,
             storage_order: Any = 0) -> PoolPlan:

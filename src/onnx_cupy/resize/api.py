@@ -130,7 +130,7 @@ def _prepare(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int
              source: plan.CoordinateSource | None, attrs: dict[str, Any], op: str) -> calls.Call:
     """Validate and plan a call (errors raised here, before anything is allocated), and
     prepare it for the input's layout and path."""
-    pl, _, _ = plan.prepare(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, op,
+    pl, _, _ = plan.make(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, op,
                             **attrs)
     return numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
         kernel.prepare(pl, x, backend)

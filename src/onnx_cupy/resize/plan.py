@@ -711,7 +711,7 @@ def plan(version: int, shape: tuple[int, ...], dtype: np.dtype, roi: tuple[float
     return ResizePlan(version, at.mode, shape, tuple(out_shape), tables, fill, op)
 
 
-def prepare(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: Any, opset: int,
+def make(shape: tuple[int, ...], dtype: Any, roi: Any, scales: Any, sizes: Any, opset: int,
             source: CoordinateSource | None = None, op: str = OP,
             **attrs: Any) -> tuple[ResizePlan, Attributes, Inputs]:
     """Validate inputs and attributes for the version in force at `opset`: (plan, attributes,

@@ -170,7 +170,7 @@ def run_align(X: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str
                     attrs, arrays=(r, b))
     call = _CALLS.get(key)
     if call is None:
-        pl = plan.prepare_align(x, r, b, opset, attrs, scale_as_float32)
+        pl = plan.make_align(x, r, b, opset, attrs, scale_as_float32)
         call = _CALLS.put(key, _prepare(pl, x, r, b, backend))
     return call(x, r, b, out)
 
@@ -184,7 +184,7 @@ def run_pool(X: Any, rois: Any, opset: int, attrs: dict[str, Any], *, out: Any =
                     attrs, arrays=(r,))
     call = _CALLS.get(key)
     if call is None:
-        pl = plan.prepare_pool(x, r, opset, attrs, scale_as_float32)
+        pl = plan.make_pool(x, r, opset, attrs, scale_as_float32)
         call = _CALLS.put(key, _prepare(pl, x, r, None, backend))
     return call(x, r, None, out)
 

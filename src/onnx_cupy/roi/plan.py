@@ -195,7 +195,7 @@ def _pooled(value: Any) -> Any:
     return attributes.ints(MAX_ROI_POOL, "pooled_shape", value, 2, 1, "(height, width)")
 
 
-def prepare_align(x: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str, Any],
+def make_align(x: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str, Any],
                   scale_as_float32: bool = True) -> RoiPlan:
     """The RoiAlign plan of these arrays' shapes and dtypes and the attributes `attrs`
     (`scale_as_float32`: spatial_scale rounded to float32, as ONNX stores it)."""
@@ -206,7 +206,7 @@ def prepare_align(x: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict
         attrs["spatial_scale"], attrs["coordinate_transformation_mode"], scale_as_float32)
 
 
-def prepare_pool(x: Any, rois: Any, opset: int, attrs: dict[str, Any],
+def make_pool(x: Any, rois: Any, opset: int, attrs: dict[str, Any],
                  scale_as_float32: bool = True) -> RoiPlan:
     """The MaxRoiPool plan of these arrays' shapes and dtypes and the attributes `attrs`."""
     return attributes.cached(pool_plan, opset, tuple(x.shape), np.dtype(x.dtype),

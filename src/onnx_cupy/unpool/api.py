@@ -105,7 +105,7 @@ def prepared(x: Any, indices: Any, backend: str, output_shape: Any, opset: int,
                     vectors=(output_shape,))
     call = _CALLS.get(key)
     if call is None:
-        pl = plan.prepare(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype,
+        pl = plan.make(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype,
                           output_shape, opset, index_space=index_space, **attrs)
         call = _CALLS.put(key, _prepare(pl, x, indices, backend, checked))
     return call

@@ -169,7 +169,7 @@ def _checked_output(output_shape: tuple[int, ...], unpooled: tuple[int, ...],
     return output_shape
 
 
-def prepare(shape: tuple[int, ...], dtype: Any, index_shape: tuple[int, ...], index_dtype: Any,
+def make(shape: tuple[int, ...], dtype: Any, index_shape: tuple[int, ...], index_dtype: Any,
             output_shape: Any, opset: int, *, kernel_shape: Any = None, strides: Any = None,
             pads: Any = None, index_space: str = "unpooled") -> UnpoolPlan:
     """The plan of a MaxUnpool call: X's shape and dtype, I's shape and dtype, the output_shape

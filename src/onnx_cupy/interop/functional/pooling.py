@@ -60,7 +60,7 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     # rounded once to x's dtype (as PyTorch divides its sum): one table, uploaded once; the
     # float64 input and mean in the workspace, so that a call allocates only its output
     wide = np.dtype(np.float64)
-    pl = pool_plan.prepare("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
+    pl = pool_plan.make("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
     counts = pool_plan.divisor(pl, wide)
     layouts = ((tuple(x.shape), wide), (pl.out_shape, wide))
     with arrays.on_device(x, backend):
