@@ -4,8 +4,9 @@ bit), vectorized over regions, bins and channels: X is viewed once as (N * H * W
 each step gathers one row per (region, bin) for all channels.
 
 RoiAlign groups the regions by their sampling grid (gh, gw) (one group for a fixed
-sampling_ratio) and walks the grid's samples in order, adding (or taking the max of) each
-sample's four weighted corners; MaxRoiPool walks the offsets of the largest bin in row-major
+sampling_ratio) and walks the grid's samples in order, in blocks of samples, adding (or taking
+the max of) each sample's four weighted corners; each chunk of regions goes straight into Y, so
+that a call holds Y, X in rows and one chunk's scratch. MaxRoiPool walks the offsets of the largest bin in row-major
 order, each bin folding in the pixels it holds."""
 from __future__ import annotations
 
@@ -65,60 +66,78 @@ def _taps(v: np.ndarray, n: int, acc: np.dtype
 def _align_group(pl: RoiPlan, xt: np.ndarray, acc: np.dtype, base: np.ndarray,
                  x0: np.ndarray, y0: np.ndarray, bh: np.ndarray, bw: np.ndarray, gh: int,
                  gw: int) -> np.ndarray:
-    """RoiAlign's (k, ph, pw, c) outputs of regions sharing the grid (gh, gw) >= 1."""
+    """RoiAlign's (k, ph, pw, c) outputs of regions sharing the grid (gh, gw) >= 1: the taps of
+    every sample row and column at once, then the samples in blocks (as many as the chunk's
+    budget holds: all of them for a small call), each of the four corners of a block gathered
+    and weighed in one operation, the samples folded into the output in row-major order."""
     A = acc.type
     _, _, H, W = pl.shape
     PH, PW = pl.pooled
     top = y0[:, None] + np.arange(PH).astype(acc) * bh[:, None]
     left = x0[:, None] + np.arange(PW).astype(acc) * bw[:, None]
-    rows = [_taps(top + (A(i) + A(0.5)) * bh[:, None] / A(gh), H, acc) for i in range(gh)]
-    cols = [_taps(left + (A(i) + A(0.5)) * bw[:, None] / A(gw), W, acc) for i in range(gw)]
-    shape = (len(base), PH, PW, xt.shape[1])
-    out = np.zeros(shape, acc)
-    term, corner = np.empty(shape, acc), np.empty(shape, acc)   # reused by every sample
-    start = base[:, None, None]
-    for iy, (yo, ylo, yhi, yl, yh) in enumerate(rows):
-        for ix, (xo, xlo, xhi, xl, xh) in enumerate(cols):
-            outside = yo[:, :, None] | xo[:, None, :]
-            r0, r1 = (ylo * W)[:, :, None], (yhi * W)[:, :, None]
-            c0, c1 = xlo[:, None, :], xhi[:, None, :]
-            # ((t1 + t2) + t3) + t4, each t = (wy wx) X[corner], the kernel's order
-            for n, (r, c, wy, wx) in enumerate(((r0, c0, yh, xh), (r0, c1, yh, xl),
-                                                (r1, c0, yl, xh), (r1, c1, yl, xl))):
-                at = np.where(outside, start, start + r + c)
-                w = np.where(outside, A(0), wy[:, :, None] * wx[:, None, :])
-                target = term if n == 0 else corner
-                np.take(xt, at, axis=0, out=target)
-                np.multiply(w[..., None], target, out=target)
-                if pl.mode == "max":
-                    if n:
-                        np.copyto(term, corner, where=term < corner)   # keep_max(term, t)
-                elif n:
-                    term += corner
+    # (k, PH, gh) and (k, PW, gw): sample i at top + ((i + 0.5) bh) / gh, as the kernel rounds
+    yo, ylo, yhi, yl, yh = _taps(top[:, :, None] + (np.arange(gh).astype(acc) + A(0.5))
+                                 * bh[:, None, None] / A(gh), H, acc)
+    xo, xlo, xhi, xl, xh = _taps(left[:, :, None] + (np.arange(gw).astype(acc) + A(0.5))
+                                 * bw[:, None, None] / A(gw), W, acc)
+    ylo, yhi = ylo * W, yhi * W
+    k, C, samples = len(base), xt.shape[1], gh * gw
+    block = max(1, min(samples, CHUNK_ELEMENTS // max(1, k * PH * PW * C)))
+    out = np.zeros((k, PH, PW, C), acc)
+    start = base[:, None, None, None]
+    for first in range(0, samples, block):
+        at_sample = np.arange(first, min(first + block, samples))
+        iy, ix = at_sample // gw, at_sample % gw
+
+        def rows(a: np.ndarray, iy: np.ndarray = iy) -> np.ndarray:   # (k, PH, 1, b)
+            return a[:, :, iy][:, :, None, :]
+
+        def cols(a: np.ndarray, ix: np.ndarray = ix) -> np.ndarray:   # (k, 1, PW, b)
+            return a[:, :, ix][:, None, :, :]
+
+        outside = rows(yo) | cols(xo)
+        # ((t1 + t2) + t3) + t4, each t = (wy wx) X[corner], the kernel's order
+        terms: list[np.ndarray] = []
+        for r, c, wy, wx in ((ylo, xlo, yh, xh), (ylo, xhi, yh, xl), (yhi, xlo, yl, xh),
+                             (yhi, xhi, yl, xl)):
+            at = np.where(outside, start, start + rows(r) + cols(c))
+            w = np.where(outside, A(0), rows(wy) * cols(wx))
+            values = np.take(xt, at, axis=0, out=terms[1] if len(terms) > 1 else None)
+            np.multiply(w[..., None], values, out=values)
+            if not terms:
+                terms.append(values)
+                continue
+            term = terms[0]
             if pl.mode == "max":
-                if iy == 0 and ix == 0:
-                    out[...] = term
-                else:
-                    np.copyto(out, term, where=out < term)   # keep_max(out, v)
+                np.copyto(term, values, where=term < values)   # keep_max(term, t)
             else:
-                out += term
+                term += values
+            terms[1:] = [values]
+        term = terms[0]
+        for j, at_j in enumerate(at_sample):   # (k, PH, PW, b, C): the samples in order
+            if pl.mode != "max":
+                out += term[:, :, :, j]
+            elif at_j == 0:
+                out[...] = term[:, :, :, j]
+            else:
+                np.copyto(out, term[:, :, :, j], where=out < term[:, :, :, j])
     if pl.mode == "avg":
-        out /= A(max(gh * gw, 1))
+        out /= A(max(samples, 1))
     return out
 
 
-def _align(pl: RoiPlan, x: np.ndarray, rois: np.ndarray, batch: np.ndarray, acc: np.dtype
-           ) -> np.ndarray:
-    """RoiAlign's outputs as (K, PH, PW, C) in the accumulate dtype."""
+def _align(pl: RoiPlan, x: np.ndarray, rois: np.ndarray, batch: np.ndarray, acc: np.dtype,
+           y: np.ndarray) -> None:
+    """RoiAlign's outputs into y (K, C, PH, PW), a chunk of regions at a time."""
     N, C, H, W = pl.shape
     PH, PW = pl.pooled
     A = acc.type
     x0, y0, x2, y2, finite = _corners(pl, rois, acc)
-    out = np.zeros((pl.regions, PH, PW, C), acc)
-    out[~finite] = np.nan
+    y[...] = 0
+    y[~finite] = np.nan
     ok = finite & (batch >= 0) & (batch < N) & (H > 0) & (W > 0)
     if not ok.any():
-        return out
+        return
     with np.errstate(all="ignore"):
         h, w = y2 - y0, x2 - x0
         if not pl.half_pixel:
@@ -130,16 +149,17 @@ def _align(pl: RoiPlan, x: np.ndarray, rois: np.ndarray, batch: np.ndarray, acc:
         gh, gw = _grid_count(np.where(ok, bh, 0)), _grid_count(np.where(ok, bw, 0))
     xt = np.ascontiguousarray(x.astype(acc).transpose(0, 2, 3, 1)).reshape(N * H * W, C)
     ok &= (gh > 0) & (gw > 0)   # an empty grid gives 0
-    grids = np.stack([gh, gw], axis=1)[ok]
     chosen = np.flatnonzero(ok)
+    # the regions by grid (gh, gw), as one number (one grid where sampling_ratio is fixed)
+    grids = gh[chosen] * (MAX_GRID + 1) + gw[chosen]
     step = max(1, CHUNK_ELEMENTS // max(1, PH * PW * C))
-    for g in np.unique(grids, axis=0):
-        members = chosen[(grids == g).all(axis=1)]
+    for g in np.unique(grids) if pl.sampling_ratio <= 0 else grids[:1]:
+        members = chosen[grids == g] if pl.sampling_ratio <= 0 else chosen
         for i in range(0, len(members), step):
             k = members[i:i + step]
-            out[k] = _align_group(pl, xt, acc, batch[k].astype(np.int64) * (H * W), x0[k], y0[k],
-                                  bh[k], bw[k], int(g[0]), int(g[1]))
-    return out
+            y[k] = _align_group(pl, xt, acc, batch[k].astype(np.int64) * (H * W), x0[k], y0[k],
+                                bh[k], bw[k], *map(int, divmod(g, MAX_GRID + 1))
+                                ).transpose(0, 3, 1, 2)
 
 
 def _round_away(v: np.ndarray) -> np.ndarray:
@@ -149,18 +169,18 @@ def _round_away(v: np.ndarray) -> np.ndarray:
     return rounded
 
 
-def _pool(pl: RoiPlan, x: np.ndarray, rois: np.ndarray, acc: np.dtype) -> np.ndarray:
-    """MaxRoiPool's outputs as (K, PH, PW, C) in the accumulate dtype."""
+def _pool(pl: RoiPlan, x: np.ndarray, rois: np.ndarray, acc: np.dtype, y: np.ndarray) -> None:
+    """MaxRoiPool's outputs into y (K, C, PH, PW), a chunk of regions at a time."""
     N, C, H, W = pl.shape
     PH, PW = pl.pooled
     A = acc.type
     x0, y0, x2, y2, finite = _corners(pl, rois, acc)
     b = rois[:, 0].astype(acc)
-    out = np.zeros((pl.regions, PH, PW, C), acc)
-    out[~finite] = np.nan
+    y[...] = 0
+    y[~finite] = np.nan
     ok = finite & (b > A(-1)) & (b < A(N))
     if not ok.any():
-        return out
+        return
     k = np.flatnonzero(ok)
     left, top, right, bottom = (np.clip(_round_away(v[k]), -CORNER_LIMIT, CORNER_LIMIT)
                                 .astype(np.int64) for v in (x0, y0, x2, y2))
@@ -181,9 +201,8 @@ def _pool(pl: RoiPlan, x: np.ndarray, rois: np.ndarray, acc: np.dtype) -> np.nda
     step = max(1, CHUNK_ELEMENTS // max(1, PH * PW * C))
     for i in range(0, len(k), step):
         part = slice(i, i + step)
-        out[k[part]] = _pool_part(xt, W, base[part], hs[part], he[part], ws[part], we[part],
-                                  acc)
-    return out
+        y[k[part]] = _pool_part(xt, W, base[part], hs[part], he[part], ws[part], we[part],
+                                acc).transpose(0, 3, 1, 2)
 
 
 def _pool_part(xt: np.ndarray, W: int, base: np.ndarray, hs: np.ndarray, he: np.ndarray,
@@ -225,8 +244,9 @@ def prepare(pl: RoiPlan, dtype: np.dtype) -> Call:
         if not Y.size:
             return Y
         with np.errstate(all="ignore"):
-            pooled = _align(pl, X, rois, batch, acc) if pl.op == ROI_ALIGN else \
-                _pool(pl, X, rois, acc)
-            Y[...] = pooled.transpose(0, 3, 1, 2)
+            if pl.op == ROI_ALIGN:
+                _align(pl, X, rois, batch, acc, Y)
+            else:
+                _pool(pl, X, rois, acc, Y)
         return Y
     return call
