@@ -146,6 +146,25 @@ def plain(a: Any, op: str, name: str = "X") -> Any:
     return a.view(np.ndarray)
 
 
+
+def partner(value: Any, x: Any, op: str, name: str) -> Any:
+    """An input after X (`name`: GridSample's grid, MaxUnpool's I, RoiAlign's rois, ...) as an
+    array of X's kind, NumPy or CuPy: NumPy subclasses as `plain` takes them, DLPack and CUDA
+    array interface objects as execution.as_array does; a TypeError naming it otherwise."""
+    value = plain(value, op, name)
+    if type(value) is type(x):
+        return value
+    try:
+        a = execution.as_array(value, op)
+    except TypeError:
+        a = None
+    on_gpu = execution.is_cupy_array(x)
+    if a is None or execution.is_cupy_array(a) != on_gpu:
+        want = "cupy.ndarray" if on_gpu else "numpy.ndarray"
+        raise TypeError(f"{op}: input '{name}' must be a {want} like X, got "
+                        f"{type(value).__module__}.{type(value).__name__}")
+    return a
+
 def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: str, op: str) -> Any:
     """The output array on `x`'s device: a caller-supplied `out` checked (an array of the
     path's kind, not masked; shape, exact dtype in native byte order, C-contiguous, writeable,

@@ -138,13 +138,7 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
     (on the GPU or the CPU emulator); grid must be of X's array type."""
     # DLPack inputs become cupy.ndarray
     x, backend = execution.select(arrays.plain(X, plan.SAMPLE), plan.SAMPLE)
-    grid = arrays.plain(grid, plan.SAMPLE, "grid")
-    g = grid if type(grid) is type(x) else execution.select(grid, plan.SAMPLE)[0]
-    if type(g) is not type(x):
-        def kind(a: Any) -> str:
-            return f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
-        raise TypeError(f"{plan.SAMPLE}: grid must be a {kind(x)} like X (on X's path), got "
-                        f"{kind(g)}")
+    g = arrays.partner(grid, x, plan.SAMPLE, "grid")
     return prepared_sample(x, g, backend, opset, attrs, pad_before_rounding,
                            fused_unnormalize)(x, g, out)
 

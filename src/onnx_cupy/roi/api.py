@@ -137,24 +137,6 @@ def max_roi_pool(X: ArrayT, rois: Any, *, pooled_shape: Any, spatial_scale: floa
     return y
 
 
-def _partner(value: Any, x: Any, op: str, name: str) -> Any:
-    """An input after X as an array of X's kind (NumPy or CuPy), or a TypeError naming it (NumPy
-    subclasses as core.arrays.plain takes them)."""
-    value = arrays.plain(value, op, name)
-    if type(value) is type(x):
-        return value
-    try:
-        a = execution.as_array(value, op)
-    except TypeError:
-        a = None
-    on_gpu = execution.is_cupy_array(x)
-    if a is None or execution.is_cupy_array(a) != on_gpu:
-        want = "cupy.ndarray" if on_gpu else "numpy.ndarray"
-        raise TypeError(f"{op}: input '{name}' must be a {want} like X, got "
-                        f"{type(value).__module__}.{type(value).__name__}")
-    return a
-
-
 _CALLS = calls.Cache("roi")
 
 
@@ -164,8 +146,8 @@ def run_align(X: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str
     function and Dask all come here). `scale_as_float32`: spatial_scale rounded to float32 as
     ONNX stores it (False: torchvision's double, for its float64 results)."""
     x, backend = execution.select(arrays.plain(X, ROI_ALIGN), ROI_ALIGN)
-    r = _partner(rois, x, ROI_ALIGN, "rois")
-    b = _partner(batch_indices, x, ROI_ALIGN, "batch_indices")
+    r = arrays.partner(rois, x, ROI_ALIGN, "rois")
+    b = arrays.partner(batch_indices, x, ROI_ALIGN, "batch_indices")
     key = calls.key(x, backend, ROI_ALIGN, opset, "float32" if scale_as_float32 else "as given",
                     attrs, arrays=(r, b))
     call = _CALLS.get(key)
@@ -179,7 +161,7 @@ def run_pool(X: Any, rois: Any, opset: int, attrs: dict[str, Any], *, out: Any =
              scale_as_float32: bool = True) -> Any:
     """MaxRoiPool's one entry point (`scale_as_float32` as run_align's)."""
     x, backend = execution.select(arrays.plain(X, MAX_ROI_POOL), MAX_ROI_POOL)
-    r = _partner(rois, x, MAX_ROI_POOL, "rois")
+    r = arrays.partner(rois, x, MAX_ROI_POOL, "rois")
     key = calls.key(x, backend, MAX_ROI_POOL, opset, "float32" if scale_as_float32 else "as given",
                     attrs, arrays=(r,))
     call = _CALLS.get(key)

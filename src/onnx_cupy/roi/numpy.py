@@ -6,8 +6,8 @@ each step gathers one row per (region, bin) for all channels.
 RoiAlign groups the regions by their sampling grid (gh, gw) (one group for a fixed
 sampling_ratio) and walks the grid's samples in order, in blocks of samples, adding (or taking
 the max of) each sample's four weighted corners; each chunk of regions goes straight into Y, so
-that a call holds Y, X in rows and one chunk's scratch. MaxRoiPool walks the offsets of the largest bin in row-major
-order, each bin folding in the pixels it holds."""
+that a call holds Y, X in rows and one chunk's scratch. MaxRoiPool walks the offsets of the
+largest bin in row-major order, each bin folding in the pixels it holds."""
 from __future__ import annotations
 
 from typing import Any

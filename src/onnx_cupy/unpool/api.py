@@ -88,8 +88,7 @@ def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
     arrays checked at every call. `index_space`: what I's flat indices address, "unpooled"
     (ONNX's U) or "plane" (PyTorch's: one (n, c) plane of Y; plan.py)."""
     x, backend = execution.select(arrays.plain(X, OP), OP)   # DLPack inputs become cupy.ndarray
-    I = arrays.plain(I, OP, "I")
-    indices = I if type(I) is type(x) else _indices(I, x)
+    indices = arrays.partner(I, x, OP, "I")
     return prepared(x, indices, backend, output_shape, opset, attrs,
                     index_space=index_space)(x, indices, out)
 
@@ -128,20 +127,6 @@ def _prepare(pl: plan.UnpoolPlan, x: Any, indices: Any, backend: str, checked: b
         check_indices(pl, indices)
         return run_plan(X, indices, out)
     return call
-
-
-def _indices(I: Any, x: Any) -> Any:
-    """I as an array of X's kind (NumPy or CuPy), or a TypeError naming it."""
-    try:
-        indices = execution.as_array(I, OP)
-    except TypeError:
-        indices = None
-    on_gpu = execution.is_cupy_array(x)
-    if indices is None or execution.is_cupy_array(indices) != on_gpu:
-        want = "cupy.ndarray" if on_gpu else "numpy.ndarray"
-        raise TypeError(f"{OP}: input 'I' must be a {want} like X, got "
-                        f"{type(I).__module__}.{type(I).__name__}")
-    return indices
 
 
 def check_indices(pl: plan.UnpoolPlan, indices: np.ndarray) -> None:
