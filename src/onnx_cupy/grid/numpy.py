@@ -407,11 +407,12 @@ class _Sampler:
                          arrays.output(out, x, self.out_shape, x.dtype, "numpy", SAMPLE))
         if not self.size:
             return y
-        broadcast = tuple(st == 0 and n > 1 for n, st in zip(x.shape, x.strides))
-        if any(broadcast):
-            self._compact(broadcast).into(x, grid, y)
-        else:
-            self.into(x, grid, y)
+        if 0 in x.strides:   # (a test of the common layout that costs nothing)
+            broadcast = tuple(st == 0 and n > 1 for n, st in zip(x.shape, x.strides))
+            if any(broadcast):
+                self._compact(broadcast).into(x, grid, y)
+                return y
+        self.into(x, grid, y)
         return y
 
     def into(self, x: np.ndarray, grid: np.ndarray, y: np.ndarray) -> None:

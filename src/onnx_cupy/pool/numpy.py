@@ -543,6 +543,8 @@ def prepare_global(pl: GlobalPlan, dtype: np.dtype) -> Call:
 def _planes(x: np.ndarray, rows: int, length: int) -> np.ndarray | None:
     """X as a (rows, length) view of its (n, c) planes, or None where no view has that shape
     (a reshape would copy X: a broadcast or sliced layout whose axes do not merge)."""
+    if x.flags.c_contiguous:   # the common layout: a view, without the look at strides
+        return x.reshape(rows, length)
     strides = arrays.whole_element_strides(x)
     if strides is None:
         return None
