@@ -193,5 +193,31 @@ template <typename I> struct offset_of;
 template <> struct offset_of<int> { typedef unsigned int type; };
 template <> struct offset_of<long long> { typedef unsigned long long type; };
 
+// Arithmetic in F rounded operation by operation: a product and a sum are never fused into a
+// multiply-add (on the GPU through the _rn intrinsics, __fadd_rn ... __dmul_rn), so that a
+// formula gives the same number on every path (on the host plain operations: the emulator's g++
+// builds for baseline x86-64, which has no multiply-add instruction to fuse them into).
+template <typename F> struct rn;
+#if defined(__CUDA_ARCH__)
+#define OC_RN(F, P)                                                                    \
+  template <> struct rn<F> {                                                           \
+    static __device__ __forceinline__ F add(F a, F b) { return __##P##add_rn(a, b); }  \
+    static __device__ __forceinline__ F sub(F a, F b) { return __##P##sub_rn(a, b); }  \
+    static __device__ __forceinline__ F mul(F a, F b) { return __##P##mul_rn(a, b); }  \
+    static __device__ __forceinline__ F div(F a, F b) { return __##P##div_rn(a, b); }  \
+  };
+#else
+#define OC_RN(F, P)                                             \
+  template <> struct rn<F> {                                    \
+    static F add(F a, F b) { return a + b; }                    \
+    static F sub(F a, F b) { return a - b; }                    \
+    static F mul(F a, F b) { return a * b; }                    \
+    static F div(F a, F b) { return a / b; }                    \
+  };
+#endif
+OC_RN(float, f)
+OC_RN(double, d)
+#undef OC_RN
+
 }  // namespace oc
 

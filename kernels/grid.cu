@@ -74,28 +74,17 @@ template <int BYTES> struct alignas(BYTES < 8 ? BYTES : 8) element {
 enum sampling { NEAREST, LINEAR };
 enum padding { ZEROS = GRID_ZEROS, BORDER = GRID_BORDER, REFLECTION = GRID_REFLECTION };
 
-// Arithmetic of the coordinates per type, rounded operation by operation: the products and sums
-// of a coordinate are never fused into a multiply-add (on the GPU through the _rn intrinsics,
-// __fadd_rn ... __dmul_rn) except where fma_ says so, so it is the same number on every path.
-// F's math functions carry the suffix S (f for float).
+// Arithmetic of the coordinates per type: rounded operation by operation (oc::rn: the products
+// and sums of a coordinate are never fused into a multiply-add) except where fma_ says so, so it
+// is the same number on every path. F's math functions carry the suffix S (f for float).
 #if defined(__CUDA_ARCH__)
-#define GS_RN(OP, P, a, b) __##P##OP##_rn(a, b)
 #define GS_FMA(S, a, b, c) __fma##S##_rn(a, b, c)
 #else
 #define GS_FMA(S, a, b, c) std::fma(a, b, c)
-#define GS_RN(OP, P, a, b) ((a) GS_##OP (b))
-#define GS_add +
-#define GS_sub -
-#define GS_mul *
-#define GS_div /
 #endif
 template <typename F> struct fmath;
-#define GS_FMATH(F, P, S)                                                                  \
-  template <> struct fmath<F> {                                                            \
-    static __device__ __forceinline__ F add(F a, F b) { return GS_RN(add, P, a, b); }      \
-    static __device__ __forceinline__ F sub(F a, F b) { return GS_RN(sub, P, a, b); }      \
-    static __device__ __forceinline__ F mul(F a, F b) { return GS_RN(mul, P, a, b); }      \
-    static __device__ __forceinline__ F div(F a, F b) { return GS_RN(div, P, a, b); }      \
+#define GS_FMATH(F, S)                                                                     \
+  template <> struct fmath<F> : oc::rn<F> {                                                \
     static __device__ __forceinline__ F abs_(F v) { return fabs##S(v); }                   \
     static __device__ __forceinline__ F trunc_(F v) { return trunc##S(v); }                \
     static __device__ __forceinline__ F fma_(F a, F b, F c) { return GS_FMA(S, a, b, c); } \
@@ -105,8 +94,8 @@ template <typename F> struct fmath;
     static __device__ __forceinline__ F min_(F a, F b) { return fmin##S(a, b); }           \
     static __device__ __forceinline__ F max_(F a, F b) { return fmax##S(a, b); }           \
   };
-GS_FMATH(float, f, f)
-GS_FMATH(double, d, )
+GS_FMATH(float, f)
+GS_FMATH(double, )
 #undef GS_FMATH
 
 // One spatial axis in the coordinate type: x = (fma(g + 1, scale, addend) - shift) * half, the

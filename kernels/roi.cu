@@ -39,35 +39,14 @@ struct RoiGeom {
 
 namespace roi {
 
-// Arithmetic in A, rounded operation by operation (the _rn intrinsics on the GPU).
+// Arithmetic in A rounded operation by operation (oc::rn), with the struct's spatial_scale and
+// offset in A.
 template <typename A> struct rn;
-template <> struct rn<float> {
-#if defined(__CUDA_ARCH__)
-  static __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
-  static __device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
-  static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
-  static __device__ __forceinline__ float div(float a, float b) { return __fdiv_rn(a, b); }
-#else
-  static float add(float a, float b) { return a + b; }
-  static float sub(float a, float b) { return a - b; }
-  static float mul(float a, float b) { return a * b; }
-  static float div(float a, float b) { return a / b; }
-#endif
+template <> struct rn<float> : oc::rn<float> {
   static __device__ __forceinline__ float scale(const RoiGeom& g) { return g.scale_f; }
   static __device__ __forceinline__ float offset(const RoiGeom& g) { return g.offset_f; }
 };
-template <> struct rn<double> {
-#if defined(__CUDA_ARCH__)
-  static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
-  static __device__ __forceinline__ double sub(double a, double b) { return __dsub_rn(a, b); }
-  static __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
-  static __device__ __forceinline__ double div(double a, double b) { return __ddiv_rn(a, b); }
-#else
-  static double add(double a, double b) { return a + b; }
-  static double sub(double a, double b) { return a - b; }
-  static double mul(double a, double b) { return a * b; }
-  static double div(double a, double b) { return a / b; }
-#endif
+template <> struct rn<double> : oc::rn<double> {
   static __device__ __forceinline__ double scale(const RoiGeom& g) { return g.scale_d; }
   static __device__ __forceinline__ double offset(const RoiGeom& g) { return g.offset_d; }
 };
