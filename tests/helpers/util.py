@@ -52,6 +52,32 @@ def assert_close(got: Any, expected: np.ndarray, dtype: Any = None, scale: float
                                rtol=rtol * scale, atol=atol * scale, equal_nan=True)
 
 
+def ulp_distance(a: Any, b: Any) -> np.ndarray:
+    """How many steps of representable values apart a and b are, element by element (int64):
+    arrays of one float dtype (float16, bfloat16, float32, float64), compared through their
+    order-preserving integer images, so that a step is one ulp at every magnitude: subnormals,
+    across the smallest normal and across zero (+0.0 and -0.0 are 0 apart). Two NaNs are 0
+    apart; a NaN and a number, int64's maximum (also the cap of a longer distance, which only
+    float64's opposite extremes reach)."""
+    a, b = to_numpy(a), to_numpy(b)
+    assert a.dtype == b.dtype and a.dtype in FLOAT_DTYPES, (a.dtype, b.dtype)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    signed = np.dtype(f"i{a.dtype.itemsize}")
+    low = np.iinfo(signed).min
+
+    def image(v: np.ndarray) -> np.ndarray:
+        s = np.ascontiguousarray(v).view(signed).astype(np.int64)
+        return np.where(s < 0, low - s, s)   # sign and magnitude to two's complement
+
+    ia, ib = image(a), image(b)
+    with np.errstate(over="ignore"):   # exact modulo 2^64, and the true distance is < 2^64
+        far = np.where(ia >= ib, ia.astype(np.uint64) - ib.astype(np.uint64),
+                       ib.astype(np.uint64) - ia.astype(np.uint64))
+    far = np.minimum(far, np.uint64(np.iinfo(np.int64).max)).astype(np.int64)
+    nan_a, nan_b = np.isnan(a.astype(np.float64)), np.isnan(b.astype(np.float64))
+    return np.where(nan_a & nan_b, 0, np.where(nan_a | nan_b, np.iinfo(np.int64).max, far))
+
+
 def tensor_type(dtype: Any) -> int:
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
