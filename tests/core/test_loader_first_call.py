@@ -1,7 +1,7 @@
-"""The CuPy path's first call compiles only what it launches, proven with a fake `cupy` module
-(tests/helpers/fake_cupy.py) that records every RawModule and launch: one module per
-instantiation, on the current device, created once per device, once under concurrent first calls,
-with the source, NVRTC options and defines the kernel report compiles."""
+"""The CuPy path's first call compiles only what it launches, proven with the stand-in cupy
+(tests/helpers/fake_cupy.py) that records every NVRTC compile, module load and launch: one
+program per instantiation, compiled once (under concurrent first calls too) and loaded once per
+device, with the source, NVRTC options and defines the kernel report compiles."""
 from __future__ import annotations
 
 import threading
@@ -75,11 +75,12 @@ def test_first_call_compiles_exactly_what_it_launches(fake, rng, case):
     call(_input(fake, rng, shape, dtype))
     launched = _launched(fake)
     assert [e[:e.index("<")] for e in launched] == list(kernels)
-    assert fake.compiled() == launched
+    assert fake.compiled() == launched == fake.loaded(0)
+    for program in fake.compiles:
+        assert 1 <= len(program.name_expressions) <= MAX_EXPRESSIONS
+        assert program.code == loader.source(family)
+        assert program.options == (*loader.options(family), "--gpu-architecture=sm_90")
     for module in fake.modules:
-        assert 1 <= len(module.name_expressions) <= MAX_EXPRESSIONS
-        assert module.code == loader.source(family)
-        assert module.options == loader.options(family)
         assert module.functions == list(module.name_expressions)
         assert module.device == 0
     assert {launch.device for launch in fake.launches} == {0}
@@ -98,15 +99,18 @@ def test_second_call_compiles_nothing(fake, rng, case):
 
 @pytest.mark.parametrize("case", ["averagepool-fast-window-f32", "hardmax-scan-merge-f64",
                                   "resize-linear-fast-bf16"])
-def test_each_device_compiles_its_own(fake, rng, case):
+def test_each_device_loads_its_own(fake, rng, case):
+    """A second device of the same architecture loads the image compiled for the first."""
     _, _, shape, dtype, call = CALLS[case]
     call(_input(fake, rng, shape, dtype))
-    on_zero = fake.compiled(0)
+    on_zero = fake.loaded(0)
+    assert fake.compiled() == on_zero
     with fake.cuda.Device(1):
         x = _input(fake, rng, shape, dtype)
     call(x)  # the input's device, not the current one, runs the call
-    assert fake.compiled(1) == on_zero
-    assert fake.compiled(0) == on_zero
+    assert fake.loaded(1) == on_zero
+    assert fake.loaded(0) == on_zero
+    assert fake.compiled() == on_zero   # compiled once
     assert {launch.device for launch in fake.launches[-len(on_zero):]} == {1}
     with fake.cuda.Device(1):
         call(x)
@@ -160,9 +164,13 @@ def test_modules_compile_as_the_kernel_report_does(fake, monkeypatch, family):
     (source, expressions, options), = seen
     last = loader.instantiations(family)[-1]
     loader.cuda_function(last)
-    (module,) = fake.modules
-    assert (module.code, module.options) == (source, options)
-    assert module.name_expressions == (last.expression,) and last.expression in expressions
+    (program,) = fake.compiles
+    assert (program.code, program.options) == (source, (*options, "--gpu-architecture=sm_90"))
+    assert program.name_expressions == (last.expression,) and last.expression in expressions
     for name, value in loader.defines(family).items():
-        assert f"-D{name}={value}" in module.options
-    assert "-std=c++17" in module.options
+        assert f"-D{name}={value}" in program.options
+    for option in ("-std=c++17", "--ftz=false", "--prec-div=true", "--prec-sqrt=true",
+                   "--fmad=false"):
+        assert option in program.options
+    (module,) = fake.modules
+    assert module.name_expressions == (last.expression,) and module.functions == [last.expression]

@@ -1,30 +1,132 @@
-"""Every registered kernel instantiation compiles under NVRTC, the compiler CuPy uses at run time
-(no GPU needed), with CuPy's options, for two architectures."""
+"""Every registered kernel instantiation compiles under NVRTC (no GPU needed) as the CuPy path
+compiles it (onnx_cupy.core.cuda_compile with the loader's options), for two architectures, to
+IEEE arithmetic: no instruction that flushes subnormals, no multiply-add the source does not
+write. The whole-family compiles are slow (the kernel report reads the same ones); one
+instantiation per kernel template runs in the quick suite."""
 from __future__ import annotations
+
+import re
 
 import pytest
 
 import onnx_cupy  # noqa: F401  (importing the package registers every kernel family)
-from onnx_cupy.core import loader
+from onnx_cupy.core import cuda_compile, loader
 from onnx_cupy.tools import kernel_report
 
-pytestmark = pytest.mark.slow  # NVRTC compiles of every kernel instantiation
-
-nvrtc = pytest.importorskip("cuda.bindings.nvrtc",
-                            reason="cuda.bindings (cuda-python) is not installed")
-
-OK = nvrtc.nvrtcResult.NVRTC_SUCCESS
+pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings (cuda-python) is not installed")
 
 
-def log_of(prog) -> str:
-    err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-    assert err == OK, err
-    log = b" " * size
-    (err,) = nvrtc.nvrtcGetProgramLog(prog, log)
-    assert err == OK, err
-    return log.decode(errors="replace").rstrip("\x00 \n")
+def _last(options: tuple[str, ...], name: str) -> str | None:
+    """The value NVRTC takes for option `name` (its last occurrence wins): '--fmad=false' and
+    '-fmad=false' both set fmad."""
+    values = [o.split("=", 1)[1] for o in options if o.lstrip("-").split("=")[0] == name]
+    return values[-1] if values else None
 
 
+@pytest.mark.parametrize("family", loader.families())
+def test_options_are_ieee(family):
+    """What the loader hands NVRTC sets IEEE arithmetic and nothing after undoes it: so the
+    compile equals one with --fmad=false --ftz=false appended."""
+    options = loader.options(family)
+    assert _last(options, "fmad") == "false" and _last(options, "ftz") == "false"
+    assert _last(options, "prec-div") == "true" and _last(options, "prec-sqrt") == "true"
+    assert not any("fast_math" in o or o.startswith(("--ftz=t", "-ftz=t")) for o in options)
+
+
+def _representatives() -> dict[str, tuple[str, ...]]:
+    """Family -> one name expression per kernel template, float32 storage where it has one (the
+    arithmetic -ftz and contraction change), else its first."""
+    chosen: dict[tuple[str, str], str] = {}
+    for k in loader.instantiations():
+        if k.dtypes == ("float32",):
+            chosen.setdefault((k.family, k.template), k.expression)
+    for k in loader.instantiations():
+        chosen.setdefault((k.family, k.template), k.expression)
+    out: dict[str, list[str]] = {}
+    for (family, _), expression in chosen.items():
+        out.setdefault(family, []).append(expression)
+    return {f: tuple(es) for f, es in out.items()}
+
+
+REPRESENTATIVES = _representatives()
+
+
+@pytest.fixture(scope="module")
+def nvrtc():
+    return kernel_report._nvrtc()
+
+
+@pytest.mark.parametrize("family", sorted(REPRESENTATIVES))
+def test_one_instantiation_per_template_compiles_ieee(nvrtc, family):
+    """One instantiation per kernel template, compiled as the loader compiles it (PTX for
+    compute_90): no .ftz instruction, and as many fused multiply-adds as with --fmad=false
+    appended (only those the source writes); CuPy's RawModule options would flush (the check
+    sees a flush where there is one) and contract at least as many."""
+    expressions = REPRESENTATIVES[family]
+    source = loader.source(family)
+
+    def ptx(options):
+        image = cuda_compile.compile(nvrtc, source, expressions, "compute_90", options,
+                                     f"{family}.cu")
+        assert set(image.names) == set(expressions)
+        assert all(image.names[e].encode() in image.ptx for e in expressions)
+        return kernel_report.ptx_counts(image.ptx)
+
+    ours = ptx(loader.options(family))
+    assert ours[0] == 0, f"{family}: {ours[0]} flushing PTX instructions"
+    assert ptx((*loader.options(family), "--fmad=false")) == ours
+    cupy = ptx(kernel_report.cupy_options(family))
+    assert cupy[1] >= ours[1]
+    if family in ("grid", "pool", "resize", "roi"):   # float arithmetic in their float32 kernels
+        assert cupy[0] > 0, f"{family}: CuPy's route shows no .ftz: the check would see none"
+
+
+def test_contraction_is_what_the_options_stop(nvrtc):
+    """The multiply-add of AffineGrid (acc + row * v) that NVRTC fuses by default is not fused
+    under the loader's options: the check above could fail."""
+    k = next(k for k in loader.instantiations("grid")
+             if k.template == "affine_grid" and k.dtypes == ("float32",))
+    counts = {}
+    for route, options in (("ours", loader.options("grid")),
+                           ("cupy", kernel_report.cupy_options("grid"))):
+        image = cuda_compile.compile(nvrtc, loader.source("grid"), [k.expression],
+                                     "compute_90", options, "grid.cu")
+        counts[route] = kernel_report.ptx_counts(image.ptx)
+    assert counts["ours"] == (0, 0)
+    assert counts["cupy"][1] > 0 and counts["cupy"][0] > 0
+
+
+def test_the_loader_compiles_with_the_options_it_checks(nvrtc, monkeypatch, tmp_path):
+    """The CuPy path's compile is cuda_compile.cached with the loader's options: its image, for
+    a device's architecture, holds the instantiation under its lowered name, and a second
+    compile of the same key is read back from the disk cache."""
+    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
+    monkeypatch.setattr(cuda_compile, "_images", {})
+    k = loader.instantiations("unpool")[0]
+    image = cuda_compile.cached(nvrtc, loader.source("unpool"), k.expression, "sm_90",
+                                loader.options("unpool"), "unpool.cu")
+    assert image.kind == "cubin" and image.data[:4] == b"\x7fELF"
+    assert image.names[k.expression].encode() in image.data
+    (entry,) = (tmp_path / "nvrtc").iterdir()
+    monkeypatch.setattr(cuda_compile, "_images", {})
+    monkeypatch.setattr(cuda_compile, "compile", None)   # a second compile would fail
+    again = cuda_compile.cached(nvrtc, loader.source("unpool"), k.expression, "sm_90",
+                                loader.options("unpool"), "unpool.cu")
+    assert (again.data, again.names) == (image.data, image.names)
+    assert list((tmp_path / "nvrtc").iterdir()) == [entry]
+
+
+@pytest.mark.parametrize("capability, expected", [(90, "sm_90"), (89, "sm_89"),
+                                                  (95, "compute_90"), (121, "sm_121")])
+def test_target_architecture(nvrtc, capability, expected):
+    """A GPU NVRTC knows gets its own CUBIN; a newer one PTX of the newest it knows below."""
+    supported = nvrtc.getSupportedArchs()
+    if int(expected.split("_")[1]) not in supported:
+        pytest.skip(f"this NVRTC does not know {expected}")
+    assert cuda_compile.target(capability, supported) == expected
+
+
+@pytest.mark.slow
 def test_every_kernel_file_is_a_registered_family():
     """Each kernels/<family>.cu registers its instantiations, and each family has its file."""
     files = {p.stem for p in loader.KERNEL_DIR.glob("*.cu")}
@@ -32,59 +134,20 @@ def test_every_kernel_file_is_a_registered_family():
     assert all(loader.instantiations(f) for f in loader.families())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", kernel_report.ARCHS)
 @pytest.mark.parametrize("family", loader.families())
-def test_family_compiles(family, arch):
-    """To a CUBIN, with CuPy's options (the loader's and -ftz=true); the kernel report reads the
-    same compilation (compiled once per process)."""
-    lowered, _, cubin = kernel_report.compile_family(family, arch)
+def test_family_compiles_ieee(family, arch):
+    """Every instantiation to a CUBIN with the loader's options (the kernel report reads the same
+    compilation, compiled once per process), and its PTX holds no instruction that flushes
+    subnormals (with the options above, no multiply-add but those the source writes)."""
+    image = kernel_report.compile_family(family, arch)
+    lowered = image.names
     assert list(lowered) == [k.expression for k in loader.instantiations(family)]
     assert all(name.startswith("_Z") for name in lowered.values()), lowered
     assert len(set(lowered.values())) == len(lowered)
-    assert cubin[:4] == b"\x7fELF" and all(name.encode() in cubin for name in lowered.values())
-
-
-def test_hardmax_ranks_without_flush_to_zero():
-    """CuPy compiles every kernel with -ftz=true, which flushes float32 subnormals in float
-    arithmetic and comparisons (a subnormal would tie with zero). Hardmax must rank floats
-    exactly: its PTX has no flushed instruction even under that option."""
-    import re
-
-    family = "hardmax"
-    err, prog = nvrtc.nvrtcCreateProgram(loader.source(family).encode(), b"hardmax.cu", 0, [], [])
-    assert err == OK, err
-    try:
-        for k in loader.instantiations(family):
-            (err,) = nvrtc.nvrtcAddNameExpression(prog, k.expression.encode())
-            assert err == OK, (k, err)
-        options = [o.encode() for o in (*loader.options(family), "-ftz=true",
-                                         "--gpu-architecture=compute_90")]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
-        assert err == OK, log_of(prog)
-        err, size = nvrtc.nvrtcGetPTXSize(prog)
-        assert err == OK
-        ptx = b" " * size
-        (err,) = nvrtc.nvrtcGetPTX(prog, ptx)
-        assert err == OK
-        flushed = sorted(set(re.findall(r"\b[\w.]*\.ftz[\w.]*", ptx.decode())))
-        assert not flushed, flushed
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-
-
-def _one_per_kernel() -> list[tuple[str, str]]:
-    """(family, expression): the first registered instantiation of each kernel template."""
-    first: dict[tuple[str, str], str] = {}
-    for k in loader.instantiations():
-        first.setdefault((k.family, k.template), k.expression)
-    return [(family, e) for (family, _), e in first.items()]
-
-
-@pytest.mark.parametrize("family,expression", _one_per_kernel(), ids=lambda v: str(v))
-def test_instantiation_compiles_alone(family, expression):
-    """As the loader compiles it on a first call: the family's source and options, this one
-    name expression."""
-    lowered, _, cubin = kernel_report._compile(loader.source(family), (expression,), "sm_90",
-                                               f"{family}.cu", loader.options(family))
-    assert list(lowered) == [expression] and lowered[expression].startswith("_Z")
-    assert cubin[:4] == b"\x7fELF" and lowered[expression].encode() in cubin
+    assert image.data[:4] == b"\x7fELF"
+    assert all(name.encode() in image.data for name in lowered.values())
+    flushing, _ = kernel_report.ptx_counts(image.ptx)
+    approximations = set(re.findall(r"\b[\w.]*\.ftz[\w.]*", image.ptx.decode()))
+    assert flushing == 0 and approximations <= {"rcp.approx.ftz.f32"}, approximations

@@ -5,8 +5,11 @@ later process's first call builds nothing."""
 from __future__ import annotations
 
 import doctest
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -173,17 +176,55 @@ def test_warmup_creates_the_modules_and_a_first_call_compiles_nothing(monkeypatc
     fake = fake_cupy.install(monkeypatch)
     with fake.cuda.Device(1):
         warmed = oc.warmup(op, "float32", "cupy", jobs=3)
-    assert fake.compiled(1) and sorted(fake.compiled(1)) == sorted(k.expression for k in warmed)
-    assert fake.compiled(0) == []
+    expected = sorted(k.expression for k in warmed)
+    assert fake.compiled() and sorted(fake.compiled()) == expected
+    assert sorted(fake.loaded(1)) == expected and fake.loaded(0) == []
     assert all(len(m.name_expressions) == 1 and m.functions for m in fake.modules)
     assert all(k.seconds is not None and k.seconds >= 0 for k in warmed)
-    modules = len(fake.modules)
+    modules, compiles = len(fake.modules), len(fake.compiles)
     for shape, call, _ in CALLS[op]:
         with fake.cuda.Device(1):
             x = fake.asarray(_values(rng, shape, np.float32))
         call(x)
-    assert len(fake.modules) == modules
+    assert (len(fake.modules), len(fake.compiles)) == (modules, compiles)
     assert {launch.device for launch in fake.launches} == {1}
+
+
+_PROCESS = """
+import json, sys
+import numpy as np
+import onnx_cupy as oc
+from onnx_cupy.core.standin import StandIn
+
+fake = StandIn(executing=False)   # the compiles and loads are what is counted
+with fake.installed():
+    if sys.argv[1] == "warm":
+        oc.warmup("AveragePool", "float32", "cupy", jobs=2)
+    else:
+        oc.average_pool(fake.asarray(np.ones((1, 2, 9, 9), np.float32)), kernel_shape=[3, 3])
+        oc.average_pool(fake.asarray(np.ones((1, 2, 5, 4, 3, 2), np.float32)),
+                        kernel_shape=[2, 2, 2, 2])
+print(json.dumps([len(fake.compiled()), len(fake.loaded())]))
+"""
+
+
+def test_a_process_after_warmup_compiles_nothing(monkeypatch):
+    """The disk cache serves a later process: after `warmup` in one process, another one's
+    first calls load every kernel and compile none (the stand-in records NVRTC's compiles)."""
+    root = fake_cupy.fresh_kernel_cache(monkeypatch)
+
+    def run(what):
+        done = subprocess.run([sys.executable, "-c", _PROCESS, what], capture_output=True,
+                              text=True, check=False, env={**os.environ, "ONNX_CUPY_CACHE": root})
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert run("call")[0] == 2                       # a cold process compiles what it launches
+    for entry in (Path(root) / "nvrtc").iterdir():
+        entry.unlink()
+    compiled, loaded = run("warm")
+    assert compiled == loaded == len(oc.warmup("AveragePool", "float32", "cupy", dry_run=True))
+    assert run("call") == [0, 2]                     # after the warm-up: loaded, not compiled
 
 
 def test_dry_run_compiles_nothing(monkeypatch):

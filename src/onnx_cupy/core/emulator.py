@@ -30,10 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from . import checker, execution, loader
+from . import checker, cuda_compile, execution, loader
 from .records import Instantiation
 
-CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-w")
+# IEEE arithmetic as the GPU's (onnx_cupy.core.cuda_compile.OPTIONS): no contraction of a * b + c
+# into a fused multiply-add the source does not write (-ffp-contract=off; GCC's default in GNU
+# modes is to contract where the target has FMA instructions), no flush to zero (GCC sets none
+# without -ffast-math)
+CXX_FLAGS = ("-std=c++17", "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-w")
 _lock = threading.Lock()
 # The checking mode's compile: the checker compiled into the shim, every load and store of the
 # code instrumented with calls into it (no sanitizer run-time library: the objects are linked
@@ -74,10 +78,7 @@ def compiler_version() -> str:
 
 
 def _cache_dir() -> Path:
-    root = os.environ.get("ONNX_CUPY_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "onnx-cupy"
-    )
-    path = Path(root) / "emulator"
+    path = cuda_compile.cache_root() / "emulator"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

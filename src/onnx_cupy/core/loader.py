@@ -1,9 +1,10 @@
 """The one kernel loader: reads kernels/<family>.cu (local includes inlined, with #line markers so
 compiler messages name the real file), holds the registry of every instantiation a family
 registers (records of onnx_cupy.core.records) and the constants it shares with the host (passed
-to every compiler as defines), and compiles, per device, the one instantiation a call needs on
-first use (CuPy's on-disk cache serves later processes;
-onnx_cupy.warmup compiles them ahead of time)."""
+to every compiler as defines), and loads, per device, the one instantiation a call needs on
+first use: compiled by NVRTC with the library's own options (onnx_cupy.core.cuda_compile, whose
+disk cache serves later processes; onnx_cupy.warmup compiles them ahead of time), loaded by
+CuPy."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,11 +15,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import execution, numerics
+from . import cuda_compile, execution, numerics
 from .records import Instantiation
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
-NVRTC_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 BLOCK = 256  # threads per block of the 1-D launches, and the fast kernels' __launch_bounds__
 WARP = 32    # threads of a warp: the width of warp shuffles and of a block's reduction steps
 # constants of kernels/common.cuh, defined for every family
@@ -73,6 +73,16 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _PAIRS = {"(": ")", "<": ">", "[": "]", "{": "}"}
 
 
+def _definition(text: str, kernel: str) -> re.Match[str] | None:
+    """Where the `__global__` definition of `kernel` opens its parameter list in `text` (CUDA
+    source without comments): a match ending at its "(", whose group 1 is what precedes the
+    name since the previous declaration."""
+    for m in re.finditer(rf"([^;}}]*)\b{re.escape(kernel)}\s*\(", text):
+        if "__global__" in m.group(1):
+            return m
+    return None
+
+
 @functools.lru_cache(maxsize=256)
 def kernel_parameters(source: str, kernel: str) -> tuple[Parameter, ...]:
     """The parameters of `__global__` function `kernel` as its definition in CUDA `source`
@@ -80,25 +90,37 @@ def kernel_parameters(source: str, kernel: str) -> tuple[Parameter, ...]:
     aside). The one place that knows kernel parameter names: the checker's messages name
     arrays by them."""
     text = _COMMENT.sub(" ", source)
-    for m in re.finditer(rf"\b{re.escape(kernel)}\s*\(", text):
-        head = text[max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start())) + 1:
-                    m.start()]
-        if "__global__" not in head:
-            continue
-        declarations, depth, start = [], 0, m.end()
-        for at in range(m.end(), len(text)):
-            ch = text[at]
-            if ch in _PAIRS:
-                depth += 1
-            elif ch in _PAIRS.values() and depth:
-                depth -= 1
-            elif ch == ")" or (ch == "," and depth == 0):
-                declarations.append(text[start:at])
-                start = at + 1
-                if ch == ")":
-                    break
-        return tuple(_parameter(d) for d in declarations if d.strip() not in ("", "void"))
-    raise ValueError(f"no __global__ definition of {kernel!r} in the source")
+    m = _definition(text, kernel)
+    if m is None:
+        raise ValueError(f"no __global__ definition of {kernel!r} in the source")
+    declarations, depth, start = [], 0, m.end()
+    for at in range(m.end(), len(text)):
+        ch = text[at]
+        if ch in _PAIRS:
+            depth += 1
+        elif ch in _PAIRS.values() and depth:
+            depth -= 1
+        elif ch == ")" or (ch == "," and depth == 0):
+            declarations.append(text[start:at])
+            start = at + 1
+            if ch == ")":
+                break
+    return tuple(_parameter(d) for d in declarations if d.strip() not in ("", "void"))
+
+
+MAX_THREADS = 1024   # CUDA's most threads per block
+
+
+@functools.cache
+def max_threads(k: Instantiation) -> int:
+    """Most threads per block a launch of `k` may have: the first argument of its kernel's
+    `__launch_bounds__` (a number or one of its family's defines), else MAX_THREADS."""
+    m = _definition(_COMMENT.sub(" ", source(k.family)), k.template)
+    bound = m and re.search(r"__launch_bounds__\s*\(\s*(\w+)", m.group(1))
+    if not bound:
+        return MAX_THREADS
+    value = bound.group(1)
+    return int(value) if value.isdigit() else int(defines(k.family)[value])
 
 
 def _parameter(declaration: str) -> Parameter:
@@ -165,10 +187,10 @@ def defines(family: str) -> dict[str, int | str]:
 
 
 def options(family: str | None = None) -> tuple[str, ...]:
-    """NVRTC options: the loader's and the defines of `family` (None: COMMON_DEFINES, for a
-    source outside the families); CuPy adds -ftz=true."""
+    """NVRTC options: the library's IEEE options (cuda_compile.OPTIONS) and the defines of `family`
+    (None: COMMON_DEFINES, for a source outside the families)."""
     values = COMMON_DEFINES if family is None else defines(family)
-    return (*NVRTC_OPTIONS, *(f"-D{k}={v}" for k, v in values.items()))
+    return (*cuda_compile.OPTIONS, *(f"-D{k}={v}" for k, v in values.items()))
 
 
 @functools.cache
@@ -208,11 +230,13 @@ def swap_functions(functions: dict[tuple[Instantiation, int, int], Any]
 
 
 def cuda_function(k: Instantiation) -> Any:
-    """The compiled instantiation `k` on the current device: its own RawModule, compiled on
-    first use (concurrent first calls compile it once); CuPy's on-disk cache serves it to later
-    processes."""
+    """The compiled instantiation `k` on the current device: compiled by NVRTC with the
+    library's options for the device's architecture (cuda_compile.cached: in memory, on disk, or
+    compiled), loaded as a module of its own on first use (concurrent first calls load it
+    once)."""
     cupy = execution.cupy_module()
-    key = (k, id(cupy), cupy.cuda.runtime.getDevice())   # the emulated device's apart
+    device = cupy.cuda.runtime.getDevice()
+    key = (k, id(cupy), device)   # the emulated device's apart
     fn = _functions.get(key)
     if fn is None:
         registered(k)
@@ -221,7 +245,24 @@ def cuda_function(k: Instantiation) -> Any:
         with lock:
             fn = _functions.get(key)
             if fn is None:
-                module = cupy.RawModule(code=source(k.family), options=options(k.family),
-                                        name_expressions=[k.expression])
-                fn = _functions[key] = module.get_function(k.expression)
+                image = cuda_compile.cached(cupy.cuda.nvrtc, source(k.family), k.expression,
+                                        architecture(cupy, device), options(k.family),
+                                        f"{k.family}.cu")
+                module = cupy.cuda.function.Module()
+                module.load(image.data)
+                fn = _functions[key] = module.get_function(image.names[k.expression])
     return fn
+
+
+_architectures: dict[tuple[int, int], str] = {}
+
+
+def architecture(cupy: Any, device: int) -> str:
+    """The architecture kernels are compiled for on `device` of the `cupy` module
+    (cuda_compile.target: its own CUBIN where NVRTC knows it, else PTX), looked up once."""
+    arch = _architectures.get((id(cupy), device))
+    if arch is None:
+        capability = int(cupy.cuda.Device(device).compute_capability)
+        arch = _architectures[id(cupy), device] = cuda_compile.target(
+            capability, tuple(cupy.cuda.nvrtc.getSupportedArchs()))
+    return arch

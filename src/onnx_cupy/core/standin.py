@@ -35,6 +35,7 @@ import numpy as np
 
 from . import calls, execution, standin_classes
 from .standin_classes import CaptureError, LaunchRecord, ModuleRecord, Operation
+from .standin_nvrtc import CompileRecord
 
 ROUND = 512   # bytes: allocations are rounded up to this, as CuPy's memory pool does
 ALIGN = 256   # bytes: every allocation starts at a multiple of this, as cudaMalloc's
@@ -51,16 +52,20 @@ class _Thread(threading.local):
 
 
 class StandIn:
-    """The stand-in `cupy` module. `modules`, `launches` and `operations` record the CuPy path's
-    work (with `recording` False, only what a capture takes: the host-time benchmark, whose
-    figures should not include the stand-in's own bookkeeping); `compile_seconds` is how long a
-    module's first `get_function` takes (NVRTC's stand-in); `executing`: launches run on the
-    emulator and CuPy's own kernels compute (False: host timing only, outputs stay as `empty`
-    made them); `installed()` makes it the library's cupy."""
+    """The stand-in `cupy` module. `compiles` (its NVRTC's programs), `modules` (images loaded
+    on a device), `launches` and `operations` record the CuPy path's work (with `recording`
+    False, only what a capture takes: the host-time benchmark, whose figures should not include
+    the stand-in's own bookkeeping); `compile_seconds` is how long its NVRTC takes per program;
+    `executing`: launches run on the emulator and CuPy's own kernels compute (False: host
+    timing only, outputs stay as `empty` made them); `installed()` makes it the library's cupy.
+    Its devices have compute capability `compute_capability`."""
 
     def __init__(self, compile_seconds: float = 0.0, recording: bool = True,
                  executing: bool = True) -> None:
+        self.compiles: list[CompileRecord] = []
         self.modules: list[ModuleRecord] = []
+        self.captures: set[Any] = set()   # the streams being captured, by any thread
+        self.compute_capability = "90"
         self.launches: list[LaunchRecord] = []
         self.operations: list[Operation] = []
         self.compile_seconds = compile_seconds
@@ -72,7 +77,6 @@ class StandIn:
         self._free: dict[tuple[int, int, int], list[tuple[np.ndarray, int]]] = {}
         # the module's classes and namespaces, made by _build for this stand-in
         self.ndarray: Any = None
-        self.RawModule: Any = None
         self.cuda: Any = None
         self._null: Any = None
         self.__version__ = "stand-in"
@@ -123,8 +127,12 @@ class StandIn:
         self.operations.append(Operation(kind, local.device, stream.ptr, nbytes,
                                          capture is not None, what))   # append: atomic
 
-    def compiled(self, device: int | None = None) -> list[str]:
-        """The name expressions of the modules created (on `device`), in creation order."""
+    def compiled(self) -> list[str]:
+        """The name expressions its NVRTC compiled, in order."""
+        return [e for c in self.compiles for e in c.name_expressions]
+
+    def loaded(self, device: int | None = None) -> list[str]:
+        """The name expressions of the images loaded (on `device`), in load order."""
         return [e for m in self.modules if device in (None, m.device) for e in m.name_expressions]
 
     # ---------------------------------------------------------------- memory
@@ -252,19 +260,23 @@ class StandIn:
         self.deferred(f"elementwise {name}", run)
         return out
 
-    def deferred(self, name: str, run: Callable[[], None], launch: bool = True) -> None:
-        """Record one of CuPy's own kernels (`launch`: as a launch too, not only as an
-        operation) and run it where the stand-in executes: at once, or when the graph being
-        captured is launched."""
+    def deferred(self, name: str, run: Callable[[], None], launch: bool = True,
+                 stream: Any = None) -> None:
+        """Record work on `stream` (None: the current one): one of CuPy's own kernels
+        (`launch`: recorded as a launch too, not only as an operation) or a kernel's launch;
+        run it where the stand-in executes: at once, or when the graph that `stream` is being
+        captured into is launched."""
         if launch:
-            self._launched(name, (), (), ())
+            self._launched(name, (), (), (), stream)
         if not self.executing:
             return
-        capture = self._local.capture
-        if capture is None:
-            run()
+        if stream is None:
+            local = self._local
+            stream = local.streams[-1] if local.streams else self._null
+        if stream in self.captures:
+            stream.graph_steps.append(run)
         else:
-            capture.graph_steps.append(run)
+            run()
 
     def _standard_normal(self, size: Any = None, dtype: Any = float) -> Any:
         """cupy.random.standard_normal: a new array from a generator kernel."""
@@ -341,15 +353,18 @@ class StandIn:
         return self.elementwise("where", np.where, c, a, b)
 
     def _launched(self, name: str, grid: tuple[int, ...], block: tuple[int, ...],
-                  args: tuple[Any, ...]) -> None:
+                  args: tuple[Any, ...], stream: Any = None) -> None:
+        """Record a launch on `stream` (None: the current one), into its graph where it is
+        being captured."""
         local = self._local
-        if not self.recording and local.capture is None:
+        if stream is None:
+            stream = local.streams[-1] if local.streams else self._null
+        captured = stream in self.captures
+        if not self.recording and not captured:
             return
-        stream = local.streams[-1] if local.streams else self._null
-        record = LaunchRecord(name, local.device, grid, block, args, stream.ptr,
-                        local.capture is not None)
+        record = LaunchRecord(name, local.device, grid, block, args, stream.ptr, captured)
         self.launches.append(record)   # append: atomic
-        if record.captured:
+        if captured:
             stream.graph_launches.append(record)
 
 

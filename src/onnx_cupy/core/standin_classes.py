@@ -7,13 +7,14 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import itertools
-import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+
+from . import standin_nvrtc
 
 if TYPE_CHECKING:
     from .standin import StandIn, _Block
@@ -24,13 +25,12 @@ class CaptureError(RuntimeError):
 
 @dataclass
 class ModuleRecord:
-    """One `RawModule(code=..., options=..., name_expressions=...)` creation."""
+    """One `cuda.function.Module().load(image)`: the device it was loaded on, the name
+    expressions of its kernels, and its `get_function` calls in order (by name expression)."""
 
-    code: str
-    options: tuple[str, ...]
-    name_expressions: tuple[str, ...]
     device: int
-    functions: list[str] = field(default_factory=list)   # get_function calls, in order
+    name_expressions: tuple[str, ...]
+    functions: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -61,6 +61,7 @@ class Operation:
     what: str = ""
 
 
+DEVICES = 2   # the stand-in's devices (ordinals 0 and 1)
 _ARITHMETIC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
                "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power}
 _COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
@@ -199,6 +200,12 @@ def build(fake: StandIn) -> None:
 
         def __init__(self, id: int | None = None) -> None:
             self.id = fake._local.device if id is None else id
+            if not 0 <= self.id < DEVICES:
+                raise RuntimeError(f"cudaErrorInvalidDevice: invalid device ordinal {self.id}")
+
+        @property
+        def compute_capability(self) -> str:
+            return fake.compute_capability
 
         def __enter__(self) -> Device:  # noqa: PYI034 (a class made per stand-in)
             local = fake._local
@@ -248,11 +255,12 @@ def build(fake: StandIn) -> None:
             pass
 
     class Stream:
-        _ptrs = itertools.count(1)
+        _ptrs = itertools.count(0x7F0000001000, 0x100)   # handles as a driver's, never 0-2
 
         def __init__(self, null: bool = False, non_blocking: bool = False,
                      ptr: int | None = None) -> None:
             self.ptr = 0 if null else next(self._ptrs)
+            self.non_blocking = non_blocking
             self.graph_launches: list[LaunchRecord] = []
             self.graph_steps: list[Callable[[], None]] = []
 
@@ -281,48 +289,68 @@ def build(fake: StandIn) -> None:
             return event
 
         def begin_capture(self, mode: Any = None) -> None:
-            if self.ptr == 0:
-                raise CaptureError("stand-in cupy: capture on the null stream is not allowed")
+            if self.ptr in (0, 1):   # as CuPy: the null stream and the legacy one
+                raise RuntimeError("cannot capture on the default (legacy) stream")
             if fake.capturing() is not None:
                 raise CaptureError("stand-in cupy: a capture is already running")
             self.graph_launches, self.graph_steps = [], []
             fake._local.capture = self
+            with fake._record:
+                fake.captures.add(self)
 
         def end_capture(self) -> Graph:
             if fake.capturing() is not self:
                 raise CaptureError("stand-in cupy: end_capture on a stream not capturing")
             fake._local.capture = None
+            with fake._record:
+                fake.captures.discard(self)
             return Graph(self.graph_launches, self.graph_steps)
 
         def is_capturing(self) -> bool:
-            return fake.capturing() is self
+            """As cudaStreamIsCapturing: an error for the legacy null stream while a blocking
+            stream is being captured (in any thread)."""
+            if self.ptr == 0 and any(not c.non_blocking for c in fake.captures):
+                raise RuntimeError("cudaErrorStreamCaptureImplicit: operation would make the "
+                                   "legacy stream depend on a capturing blocking stream")
+            return self in fake.captures
 
-    class RawModule:
-        def __init__(self, code: str, options: tuple[str, ...] = (),
-                     name_expressions: Any = None, **kwargs: Any) -> None:
-            self.record = ModuleRecord(code, tuple(options), tuple(name_expressions or ()),
-                                 fake.device)
+    class Module:
+        """cupy.cuda.function.Module: `load` takes the bytes of an image the stand-in's NVRTC
+        made (standin_nvrtc), on the current device; `get_function` a lowered name of it."""
+
+        def __init__(self) -> None:
+            self.record: ModuleRecord | None = None
+            self._names: dict[str, str] = {}
+
+        def load(self, cubin: bytes) -> None:
+            if type(cubin) is not bytes:
+                raise TypeError(f"Argument 'cubin' has incorrect type (expected bytes, got "
+                                f"{type(cubin).__name__})")
+            self._names = standin_nvrtc.image_names(cubin)
+            self.record = ModuleRecord(fake.device, tuple(self._names.values()))
             with fake._record:
                 fake.modules.append(self.record)
 
         def get_function(self, name: str) -> Function:
-            if not self.record.functions:
-                fake.note("compile", what=", ".join(self.record.name_expressions))
-                time.sleep(fake.compile_seconds)
-            if name not in self.record.name_expressions:
-                raise KeyError(f"{name} is not among the module's name expressions")
-            self.record.functions.append(name)
-            return Function(name, self.record.device)
+            expression = self._names.get(name)
+            if self.record is None or expression is None:
+                raise RuntimeError(f"CUDA_ERROR_NOT_FOUND: named symbol not found ({name})")
+            self.record.functions.append(expression)
+            return Function(expression, self.record.device, self)
 
     class Function:
         """A kernel loaded on one device; calling it launches: packs the arguments as CuPy's
         `_launch` does, records, and runs the instantiation on the emulator (at once, or when
         the captured graph is launched), each argument read as the driver reads it then."""
 
-        def __init__(self, name: str, device: int) -> None:
-            self.name, self.device = name, device
-            self._kernel: Any = None   # its registered instantiation, looked up once
-            self._structs: tuple[Any, ...] = ()
+        def __init__(self, name: str, device: int, module: Module) -> None:
+            from . import loader
+
+            self.name, self.device, self.module = name, device, module
+            self._kernel = loader.instantiation(name)   # its registered instantiation
+            self._structs = loader.struct_parameters(self._kernel)
+            self._threads = loader.max_threads(self._kernel)   # its __launch_bounds__
+            self._checked: tuple[Any, Any] = ((), ())   # the (grid, block) checked last
 
         def _read(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]
                   ) -> Callable[[], None]:
@@ -330,11 +358,8 @@ def build(fake: StandIn) -> None:
             at its address), a CPointer as a copy of the bytes of the struct the kernel declares
             at its place, a size-one NumPy array as a copy, a Python scalar as CuPy converts it
             (int64, float64, bool)."""
-            from . import launcher, loader
+            from . import launcher
 
-            if self._kernel is None:
-                self._kernel = loader.instantiation(self.name)
-                self._structs = loader.struct_parameters(self._kernel)
             read: list[Any] = []
             for at, a in enumerate(args):
                 kind = type(a)
@@ -358,11 +383,42 @@ def build(fake: StandIn) -> None:
             shape = cast(launcher.Shape, (grid, block))   # 3-tuples: __call__ padded them
             return lambda: launcher.launch("emulated", kernel, 0, taken, shape)
 
+        def _check(self, grid: Any, block: Any) -> None:
+            """CuPy's and the driver's rules on a launch's shape: tuples, at most three
+            positive extents each, grid x below 2**31 and y, z below 2**16, a block of at most
+            1024 threads (z at most 64) and at most the kernel's __launch_bounds__."""
+            for name, value in (("grid", grid), ("block", block)):
+                if type(value) is not tuple:
+                    raise TypeError(f"Argument '{name}' has incorrect type (expected tuple, got "
+                                    f"{type(value).__name__})")
+                if not 1 <= len(value) <= 3 or any(type(v) is not int for v in value):
+                    raise TypeError(f"stand-in cupy: {name} must be 1 to 3 ints, got {value!r}")
+            g = (grid + (1, 1))[:3]
+            b = (block + (1, 1))[:3]
+            threads = b[0] * b[1] * b[2]
+            if (min(g) < 1 or min(b) < 1 or g[0] > 2**31 - 1 or max(g[1:]) > 65535
+                    or max(b[:2]) > 1024 or b[2] > 64 or threads > 1024):
+                raise RuntimeError(f"CUDA_ERROR_INVALID_VALUE: invalid argument (grid {grid}, "
+                                   f"block {block})")
+            if threads > self._threads:
+                raise RuntimeError(f"CUDA_ERROR_INVALID_VALUE: invalid argument ({self.name}: "
+                                   f"{threads} threads per block past its __launch_bounds__ "
+                                   f"{self._threads})")
+
         def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...],
                      shared_mem: int = 0, stream: Any = None,
                      enable_cooperative_groups: bool = False) -> None:
-            grid = (tuple(grid) + (1, 1))[:3]
-            block = (tuple(block) + (1, 1))[:3]
+            checked = self._checked   # a prepared call launches the same tuples every time
+            if grid is not checked[0] or block is not checked[1]:
+                self._check(grid, block)
+                self._checked = (grid, block)
+            if shared_mem and (type(shared_mem) is not int or not 0 <= shared_mem <= 48 * 1024):
+                raise RuntimeError(f"CUDA_ERROR_INVALID_VALUE: shared_mem {shared_mem!r} (at "
+                                   f"most 48 KiB of dynamic shared memory without opting in)")
+            if stream is not None and not isinstance(stream, Stream):
+                raise TypeError(f"stand-in cupy: stream must be a Stream, got {stream!r}")
+            grid = (grid + (1, 1))[:3]
+            block = (block + (1, 1))[:3]
             local = fake._local
             if local.device != self.device:
                 raise RuntimeError(f"stand-in cupy: {self.name} was loaded on device "
@@ -379,14 +435,15 @@ def build(fake: StandIn) -> None:
                     packed.append(a.ptr)
                 else:
                     packed.append(_pointer(a, fake))
-            fake._launched(self.name, grid, block, tuple(packed))
+            fake._launched(self.name, grid, block, tuple(packed), stream)
             if fake.executing:
-                fake.deferred(self.name, self._read(grid, block, args), launch=False)
+                fake.deferred(self.name, self._read(grid, block, args), launch=False,
+                              stream=stream)
 
     class runtime:
         getDevice = staticmethod(lambda: fake.device)
-        getDeviceCount = staticmethod(lambda: 2)
-        setDevice = staticmethod(Device.use)
+        getDeviceCount = staticmethod(lambda: DEVICES)
+        setDevice = staticmethod(lambda device: Device(device).use())
 
         @staticmethod
         def deviceSynchronize() -> None:
@@ -399,11 +456,11 @@ def build(fake: StandIn) -> None:
             self.ptr = p
 
     fake._null = Stream(null=True)
-    fake.ndarray, fake.RawModule = ndarray, RawModule
+    fake.ndarray = ndarray
     fake.cuda = types.SimpleNamespace(
         Device=Device, Event=Event, Stream=Stream, Graph=Graph, runtime=runtime,
-        function=types.SimpleNamespace(CPointer=CPointer),
-        get_current_stream=fake.current_stream)
+        function=types.SimpleNamespace(CPointer=CPointer, Module=Module),
+        nvrtc=standin_nvrtc.StandInNVRTC(fake), get_current_stream=fake.current_stream)
 
 
 @dataclass
@@ -443,6 +500,8 @@ def _pointer(arg: Any, fake: StandIn) -> int:
             raise TypeError(f"stand-in cupy: a numpy.ndarray of shape {arg.shape} as a kernel "
                             f"argument (only size one passes by value)")
         return int(arg.__array_interface__["data"][0])
+    if isinstance(arg, np.void):   # CuPy's scalars are of its kernels' types, no structs
+        raise TypeError(f"Unsupported type {type(arg)}")
     if isinstance(arg, (np.generic, int, float, bool, complex)):
         return int(np.asarray(arg).ctypes.data)
     raise TypeError(f"stand-in cupy: unsupported kernel argument {type(arg).__name__}")

@@ -1,6 +1,6 @@
 """What a first call costs in compile time, per operator and dtype, without a GPU: every
 instantiation that `onnx_cupy.warmup` picks, compiled alone with NVRTC (the kernel report's
-compile: the loader's source, options and defines, one name expression, CuPy's -ftz=true) as the
+compile: the loader's source, options and defines, one name expression) as the
 CuPy path compiles it on first use; and, with `before`, each family compiled whole in one module,
 as the loader compiled it on the first call of any of its operators before it compiled per
 instantiation; and on the emulated path, one call of each operator in a fresh process with an
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .. import __version__
-from ..core import loader
+from ..core import cuda_compile, loader
 from ..core.warmup import Warmed, dtype_names
 from . import kernel_report
 from .bench.report import cpu_name  # the benchmark's name for the machine's CPU
@@ -43,16 +43,16 @@ def _seconds(compile_once: Callable[[], object], repeat: int) -> list[float]:
 
 
 def _nvrtc(family: str, expressions: tuple[str, ...], arch: str) -> object:
-    """One NVRTC program of `family` with these name expressions (the kernel report's compile,
-    not its per-process cache)."""
-    return kernel_report._compile.__wrapped__(loader.source(family), expressions, arch,
-                                              f"{family}.cu", loader.options(family))
+    """One NVRTC program of `family` with these name expressions, compiled as the CuPy path
+    compiles (onnx_cupy.core.cuda_compile.compile, the loader's options), uncached."""
+    return cuda_compile.compile(kernel_report._nvrtc(), loader.source(family), expressions, arch,
+                            loader.options(family), f"{family}.cu")
 
 
 def start_nvrtc(arch: str = ARCH) -> None:
     """Load NVRTC and compile a trivial program once, so that no measurement pays the start-up."""
-    kernel_report._compile.__wrapped__('extern "C" __global__ void start() {}', (), arch,
-                                       "start.cu", loader.options())
+    cuda_compile.compile(kernel_report._nvrtc(), 'extern "C" __global__ void start() {}', (), arch,
+                     loader.options(), "start.cu")
 
 
 def measure(kernels: Sequence[Warmed], arch: str = ARCH, repeat: int = 1
@@ -262,8 +262,7 @@ def header(title: str, command: str, compiler: str, load_start: float | None) ->
 
 
 def nvrtc_version() -> str:
-    major, minor = kernel_report._nvrtc().nvrtcVersion()[1:]
-    return f"NVRTC {major}.{minor}"
+    return f"NVRTC {kernel_report.nvrtc_version()}"
 
 
 def report(title: str, kernels: Sequence[Warmed], compiler: str,

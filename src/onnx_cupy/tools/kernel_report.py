@@ -1,7 +1,9 @@
-"""Static cost of every kernel instantiation, without a GPU: NVRTC (the compiler CuPy uses, with
-its options) compiles each family once per architecture to CUBIN with ptxas' verbose report
-(registers, stack frame, spills, shared memory), and the CUDA disassembler, where its wheel
-`nvidia-cuda-nvdisasm` is installed, gives the SASS counts.
+"""Static cost of every kernel instantiation, without a GPU: NVRTC (with the loader's own
+options, onnx_cupy.core.cuda_compile) compiles each family once per architecture to CUBIN with
+ptxas' verbose report (registers, stack frame, spills, shared memory), and the CUDA
+disassembler, where its wheel `nvidia-cuda-nvdisasm` is installed, gives the SASS counts; each
+family is also compiled with the options CuPy's RawModule would use, to show what the library's
+IEEE options change (`option_change`).
 
 Counting rules (the fast paths are held to them, see `check`):
 - per-output instructions = SASS instructions of the grid-stride loop body (from the target of the
@@ -33,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import dtypes, extras, loader, numerics
+from ..core import cuda_compile, dtypes, extras, loader, numerics
 from ..core.records import WIDE_INDEX_BUDGET, Instantiation
 
 ARCHS = ("sm_80", "sm_90")
@@ -109,10 +111,11 @@ def occupancy(registers: int, threads: int, shared: int, arch: str) -> float:
 
 # ---------------------------------------------------------------------------------- compiling
 
-def _nvrtc() -> Any:
+@functools.cache
+def _nvrtc() -> cuda_compile.BindingsNVRTC:
+    """NVRTC through cuda-bindings (no CuPy or GPU needed)."""
     try:
-        from cuda.bindings import nvrtc
-        nvrtc.nvrtcVersion()
+        return cuda_compile.BindingsNVRTC()
     except ImportError as exc:
         raise extras.missing("onnx-cupy kernels", "kernels", exc) from exc
     except RuntimeError as exc:  # cuda.bindings without the NVRTC library
@@ -120,7 +123,12 @@ def _nvrtc() -> Any:
             f"onnx-cupy kernels needs NVRTC ({exc}); install it with: "
             f"{extras.install_hint('kernels', 'nvidia-cuda-nvrtc')}",
             name="nvidia-cuda-nvrtc-cu12") from exc
-    return nvrtc
+
+
+def nvrtc_version() -> str:
+    """NVRTC's version, as "major.minor"."""
+    major, minor = _nvrtc().getVersion()
+    return f"{major}.{minor}"
 
 
 def nvdisasm() -> str | None:
@@ -136,43 +144,13 @@ def nvdisasm() -> str | None:
     return found
 
 
-def _check(nvrtc: Any, result: tuple[Any, ...], prog: Any, what: str) -> tuple[Any, ...]:
-    if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise RuntimeError(f"{what}: {result[0]}\n{_log(nvrtc, prog)}")
-    return result[1:]
-
-
-def _log(nvrtc: Any, prog: Any) -> str:
-    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-    log = b" " * size
-    nvrtc.nvrtcGetProgramLog(prog, log)
-    return str(log.decode(errors="replace")).rstrip("\x00 \n")
-
-
 @functools.cache
 def _compile(source: str, expressions: tuple[str, ...], arch: str, filename: str,
-             options: tuple[str, ...]) -> tuple[dict[str, str], str, bytes]:
-    """(expression -> lowered name, ptxas log, CUBIN) of one NVRTC program compiled with
-    `options` and CuPy's -ftz=true."""
-    nvrtc = _nvrtc()
-    (prog,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [],
-                                                      []), None, filename)
-    try:
-        for e in expressions:
-            _check(nvrtc, nvrtc.nvrtcAddNameExpression(prog, e.encode()), prog, e)
-        flags = [o.encode() for o in (*options, "-ftz=true", f"--gpu-architecture={arch}",
-                                      "--ptxas-options=-v")]
-        _check(nvrtc, nvrtc.nvrtcCompileProgram(prog, len(flags), flags), prog,
-               f"{filename} ({arch})")
-        names = {e: _check(nvrtc, nvrtc.nvrtcGetLoweredName(prog, e.encode()), prog, e)[0]
-                 .decode() for e in expressions}
-        (size,) = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog), prog, "CUBIN size")
-        cubin = b" " * size
-        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin), prog, "CUBIN")
-        return names, _log(nvrtc, prog), cubin
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-
+             options: tuple[str, ...]) -> cuda_compile.Image:
+    """One NVRTC program compiled for `arch` with `options` (the loader's compile,
+    onnx_cupy.core.cuda_compile.compile) and ptxas' verbose report in its log; once per process."""
+    return cuda_compile.compile(_nvrtc(), source, expressions, arch,
+                            (*options, "--ptxas-options=-v"), filename)
 
 
 def family_expressions(family: str) -> tuple[str, ...]:
@@ -180,9 +158,9 @@ def family_expressions(family: str) -> tuple[str, ...]:
     return tuple(k.expression for k in loader.instantiations(family))
 
 
-def compile_family(family: str, arch: str) -> tuple[dict[str, str], str, bytes]:
-    """(expression -> lowered name, ptxas log, CUBIN) of every registered instantiation of
-    `family`, compiled once per process for `arch` with CuPy's options."""
+def compile_family(family: str, arch: str) -> cuda_compile.Image:
+    """Every registered instantiation of `family` compiled in one program for `arch` with the
+    loader's options (once per process): lowered names, ptxas' log, CUBIN and PTX."""
     return _compile(loader.source(family), family_expressions(family), arch, f"{family}.cu",
                     loader.options(family))
 
@@ -359,7 +337,8 @@ def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90"
     if arch not in SM_LIMITS:
         raise ValueError(f"kernel report: arch {arch!r} is not one of {', '.join(SM_LIMITS)}")
     options = loader.options() if options is None else options
-    names, log, cubin = _compile(source, tuple(expressions), arch, filename, tuple(options))
+    image = _compile(source, tuple(expressions), arch, filename, tuple(options))
+    names, log, cubin = image.names, image.log, image.data
     ptxas = _ptxas(log)
     tool = nvdisasm()
     code, labels = _symbols(_disassemble(cubin, tool)) if tool else ({}, {})
@@ -372,15 +351,101 @@ def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90"
             for e in expressions]
 
 
+def cupy_options(family: str) -> tuple[str, ...]:
+    """The options `cupy.RawModule(code=...)` would compile `family` with: the loader's defines,
+    NVRTC's defaults where the library's IEEE options set them (multiply-adds contracted), and
+    the -ftz=true CuPy appends."""
+    return (*(o for o in loader.options(family) if o not in cuda_compile.IEEE),
+            *cuda_compile.CUPY_RAWMODULE)
+
+
 @functools.cache
-def family_report(family: str, arch: str = "sm_90") -> tuple[Kernel, ...]:
-    """Every registered instantiation of `family` on `arch` (compiled once per process)."""
+def family_report(family: str, arch: str = "sm_90", cupy_route: bool = False
+                  ) -> tuple[Kernel, ...]:
+    """Every registered instantiation of `family` on `arch` (compiled once per process) with the
+    loader's options, or (`cupy_route`) with those CuPy's RawModule would use (`cupy_options`)."""
     ks = loader.instantiations(family)
     return tuple(compile_kernels(
         loader.source(family), [k.expression for k in ks], arch, family=family,
         filename=f"{family}.cu", blocks={k.expression: loader.block_size(k) for k in ks},
-        outputs={k.expression: k.outputs for k in ks if k.fast}, options=loader.options(family),
+        outputs={k.expression: k.outputs for k in ks if k.fast},
+        options=cupy_options(family) if cupy_route else loader.options(family),
         records={k.expression: k for k in ks}))
+
+
+# an instruction that flushes subnormals: a .ftz modifier on anything but an approximation
+# (libdevice's powf and logf take rcp.approx.ftz of range-reduced operands, never subnormal,
+# whatever the options; a flushing approximation of the source's own is -ftz=true's or
+# fast-math's, which also flush its arithmetic)
+PTX_FTZ = re.compile(r"^\s*(?![\w.]*\.approx)[a-z][\w.]*\.ftz\b", re.MULTILINE)
+PTX_FMA = re.compile(r"^\s*fma\.rn[\w.]*\s", re.MULTILINE)          # a fused multiply-add
+
+
+def ptx_counts(ptx: bytes) -> tuple[int, int]:
+    """(flushing instructions, fused multiply-adds) of a PTX text: the float arithmetic NVRTC's
+    -ftz and --fmad options decide (ptxas may still use flushing or fused instructions inside
+    exact sequences of its own, as a division's; those are not counted)."""
+    text = ptx.decode(errors="replace")
+    return len(PTX_FTZ.findall(text)), len(PTX_FMA.findall(text))
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionChange:
+    """What the library's IEEE options change in one family on one architecture, against the
+    options CuPy's RawModule would use: totals over its instantiations (`ieee`, `cupy`: SASS
+    instructions, PTX instructions that flush subnormals, PTX fused multiply-adds, instantiations
+    with local memory) and the worst instructions per output of its held fast paths."""
+
+    family: str
+    arch: str
+    instantiations: int
+    ieee: tuple[int, int, int, int]
+    cupy: tuple[int, int, int, int]
+    per_output: tuple[float | None, float | None]   # (ieee, cupy)
+
+
+def option_change(family: str, arch: str = "sm_90") -> OptionChange:
+    """The family's two compiles compared (`family_report` both ways; needs the disassembler)."""
+    def totals(cupy_route: bool) -> tuple[tuple[int, int, int, int], float | None]:
+        ks = family_report(family, arch, cupy_route)
+        if any(k.sass is None for k in ks):
+            raise RuntimeError("kernel report: the option comparison needs the disassembler "
+                               f"({extras.install_hint('kernels', NVDISASM_WHEEL)})")
+        image = _compile(loader.source(family), family_expressions(family), arch,
+                         f"{family}.cu", cupy_options(family) if cupy_route
+                         else loader.options(family))
+        held = [k.per_output for k in ks if k.instantiation is not None and k.instantiation.held
+                and k.per_output is not None]
+        return ((sum(k.sass.instructions for k in ks if k.sass), *ptx_counts(image.ptx),
+                 sum(map(uses_local_memory, ks))), max(held) if held else None)
+
+    (ieee, worst_ieee), (cupy, worst_cupy) = totals(False), totals(True)
+    return OptionChange(family, arch, len(loader.instantiations(family)), ieee, cupy,
+                        (worst_ieee, worst_cupy))
+
+
+def gains_local_memory(family: str, arch: str = "sm_90") -> list[str]:
+    """The instantiations of `family` that use local memory with the library's options but not
+    with CuPy's (`cupy_options`): none may."""
+    cupy = {k.expression: uses_local_memory(k) for k in family_report(family, arch, True)}
+    return [k.expression for k in family_report(family, arch)
+            if uses_local_memory(k) and not cupy[k.expression]]
+
+
+def option_table(changes: Sequence[OptionChange]) -> list[str]:
+    """The option comparison as Markdown: one row per family, CuPy's route -> the library's."""
+    def pair(cupy: float | None, ieee: float | None, digits: int = 0) -> str:
+        if cupy is None or ieee is None:
+            return "-"
+        return f"{cupy:,.{digits}f} -> {ieee:,.{digits}f}"
+
+    rows = [("family", "instantiations", "SASS instructions", "PTX .ftz", "PTX fma",
+             "with local memory", "fast paths' worst per output")]
+    for c in changes:
+        rows.append((c.family, str(c.instantiations),
+                     *(pair(c.cupy[i], c.ieee[i]) for i in range(4)),
+                     pair(c.per_output[1], c.per_output[0], 1)))
+    return _markdown_table(rows)
 
 
 def report(families: Sequence[str] | None = None, archs: Sequence[str] | None = None,
@@ -487,8 +552,7 @@ def _versions() -> str:
     from .. import __version__
 
     found = [f"onnx-cupy {__version__}", f"Python {sys.version.split()[0]}"]
-    major, minor = _nvrtc().nvrtcVersion()[1:]
-    found.append(f"NVRTC {major}.{minor}")
+    found.append(f"NVRTC {nvrtc_version()}")
     tool = nvdisasm()
     if tool:
         out = subprocess.run([tool, "--version"], capture_output=True, text=True, check=False)
@@ -509,10 +573,21 @@ def markdown(kernels: Sequence[Kernel]) -> str:
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     lines = [f"- date: {date}", f"- host: {platform.node()} ({platform.machine()})",
              f"- versions: {_versions()}",
-             (f"- NVRTC options (each family adds its defines): {' '.join(loader.options())} "
-              "-ftz=true"), ""]
+             f"- NVRTC options (each family adds its defines): {' '.join(loader.options())}", ""]
     if brief := summary(kernels):
-        lines += [SUMMARY_START, "", brief, SUMMARY_END, "", "The full report:", ""]
+        lines += [SUMMARY_START, "", brief, SUMMARY_END, ""]
+    families = list(dict.fromkeys(k.family for k in kernels if k.arch == SUMMARY_ARCH
+                                  and k.sass is not None))
+    if families:
+        cupy = " ".join(o for o in cupy_options(families[0]) if not o.startswith("-D"))
+        lines += [OPTIONS_START, "", f"What the library's options change ({SUMMARY_ARCH}), "
+                  f"against those `cupy.RawModule(code=...)` would compile with ({cupy}): "
+                  "CuPy's -> the library's, over each family's instantiations. PTX .ftz counts "
+                  "the instructions that flush subnormals, PTX fma the multiply-adds NVRTC "
+                  "fused (the library's are those the source writes).", "",
+                  *option_table([option_change(f, SUMMARY_ARCH) for f in families]), "",
+                  OPTIONS_END, ""]
+    lines += ["The full report:", ""]
     groups: dict[tuple[str, str], list[Kernel]] = {}
     for k in kernels:
         groups.setdefault((k.family, k.arch), []).append(k)
@@ -542,6 +617,8 @@ def markdown(kernels: Sequence[Kernel]) -> str:
 SUMMARY_ARCH = "sm_90"   # the architecture the fast paths are held to their targets on
 SUMMARY_START = "<!-- summary: start -->"
 SUMMARY_END = "<!-- summary: end -->"
+OPTIONS_START = "<!-- options: start -->"
+OPTIONS_END = "<!-- options: end -->"
 INTEGERS = "integers"
 
 
