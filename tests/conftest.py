@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import fake_install
 
 from onnx_cupy.core import calls, execution, launcher
 from onnx_cupy.core.standin import StandIn
@@ -36,6 +37,16 @@ def backend(request):
             yield request.param
         return
     yield request.param
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """As on a machine without a usable GPU: the library's cupy is a CuPy 14.2 with NVRTC and
+    the CUDA headers whose runtime raises the driver's error (tests/helpers/fake_install.py);
+    gives that error's text."""
+    fake_install.headers(monkeypatch)
+    with execution.cupy_substitute(fake_install.cupy()):
+        yield fake_install.DRIVER_TEXT
 
 
 @pytest.fixture(params=["numpy", "emulated"])

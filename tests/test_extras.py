@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import onnx_cupy
-from onnx_cupy.core import extras
+from onnx_cupy.core import cupy_path, extras
 from onnx_cupy.tools import cli
 
 try:
@@ -54,6 +54,30 @@ def test_install_hint_names_the_extras_requirements():
         assert hint.startswith("pip install \"") and f'pip install ".[{extra}]"' in hint, hint
         names = [re.split(r"[<>=\[ ]", r)[0] for r in listed[extra]]
         assert all(f'"{n}' in hint for n in names), (names, hint)
+
+
+def _optional_dependencies() -> dict[str, list[str]]:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["optional-dependencies"]
+
+
+def test_cuda12_extra_asks_the_cupy_floor_and_what_its_bfloat16_needs():
+    """The floor the library checks (`onnx-cupy info`, the default backend) is the one the
+    extra installs; NumPy 2.1.2 and ml_dtypes turn CuPy's bfloat16 on."""
+    cuda12 = _optional_dependencies()["cuda12"]
+    floor = ".".join(map(str, cupy_path.FLOOR))
+    assert cuda12[0] == f"{cupy_path.DISTRIBUTION}[ctk]>={floor}", cuda12
+    assert "numpy>=2.1.2" in cuda12 and any(r.startswith("ml_dtypes>=") for r in cuda12)
+
+
+def test_installation_page_lists_the_cuda12_extra_as_pyproject():
+    """docs/installation.md's row of the cuda12 extra gives its requirements as pyproject.toml
+    writes them, and the page says the floor in words."""
+    page = (ROOT / "docs" / "installation.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if line.startswith("| `cuda12` |")]
+    assert re.findall(r"`([^`]+)`", row.split("|")[2]) == _optional_dependencies()["cuda12"]
+    floor = ".".join(map(str, cupy_path.FLOOR))
+    assert f"It needs CuPy {floor} or later" in page
 
 
 def test_conformance_without_onnx(monkeypatch, capsys):

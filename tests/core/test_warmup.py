@@ -272,9 +272,18 @@ def test_bad_selection_is_a_clear_value_error(kwargs, message):
         oc.warmup(**{"backend": "emulated", "dry_run": True, **kwargs})
 
 
-def test_cupy_without_a_gpu_is_a_clear_runtime_error(monkeypatch):
-    monkeypatch.setattr(warmup_module.execution, "gpu_available", lambda: False)
-    with pytest.raises(RuntimeError, match=r"warmup: backend 'cupy' needs a visible GPU"):
+def test_cupy_without_a_gpu_names_the_drivers_error(no_gpu):
+    with pytest.raises(RuntimeError) as info:
+        oc.warmup("Hardmax", backend="cupy")
+    assert str(info.value) == (f"warmup: backend 'cupy' cannot run here: no usable GPU: "
+                               f"{no_gpu} (backend='emulated' warms the host compiler's "
+                               f"libraries)")
+
+
+def test_cupy_without_cupy_says_what_to_install():
+    with execution.cupy_substitute(None), pytest.raises(
+            RuntimeError, match=r"warmup: backend 'cupy' cannot run here: CuPy is not "
+                                r"installed: pip install .*\.\[cuda12\]"):
         oc.warmup("Hardmax", backend="cupy")
 
 

@@ -230,7 +230,8 @@ def test_dask_specific_errors():
         ocd.lp_pool(X, kernel=[2, 2])
     with pytest.raises(ValueError, match="unknown chunk sizes"):
         ocd.hardmax(X[X[:, 0, 0, 0] > 0])
-    with oc.backend("cupy"), pytest.raises(TypeError, match="backend 'cupy' needs a cupy"):
+    with StandIn().installed(), oc.backend("cupy"), pytest.raises(
+            TypeError, match="backend 'cupy' needs a cupy"):
         ocd.resize(X, scales=[1, 1, 2, 2])
 
 

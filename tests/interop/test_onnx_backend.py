@@ -159,7 +159,7 @@ def test_graph(cpu_backend, rng):
 
 def test_forced_backend_conflicts_with_device():
     m = model([helper.make_node("Hardmax", ["X"], ["Y"])], [value_info("X")], [value_info("Y")])
-    with onnx_cupy.backend("cupy"), pytest.raises(
+    with StandIn().installed(), onnx_cupy.backend("cupy"), pytest.raises(
             ValueError, match=r"device 'CPU' conflicts with the forced backend 'cupy'"):
         onnx_backend.prepare(m, "CPU")
     with pytest.raises(ValueError, match=r"unsupported device 'TPU'"):

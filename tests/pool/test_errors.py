@@ -10,6 +10,7 @@ import onnx_cupy
 from onnx_cupy import average_pool, lp_pool, max_pool
 from onnx_cupy.core import arrays, launcher, opsets
 from onnx_cupy.core import calls as arrays_calls
+from onnx_cupy.core.standin import StandIn
 from onnx_cupy.pool import numpy as numpy_pool
 from onnx_cupy.pool import numpy_passes
 
@@ -167,7 +168,8 @@ def test_every_attribute_has_a_bad_value_case(op):
 
 
 def test_forced_cupy_backend_rejects_numpy_input():
-    with onnx_cupy.backend("cupy"), pytest.raises(
+    """The cupy backend forced where it can run (the stand-in cupy) takes no NumPy array."""
+    with StandIn().installed(), onnx_cupy.backend("cupy"), pytest.raises(
             TypeError, match=r"backend 'cupy' needs a cupy.ndarray input, got numpy.ndarray"):
         average_pool(X, kernel_shape=[2, 2])
 

@@ -8,6 +8,7 @@ import pytest
 
 from onnx_cupy import resize
 from onnx_cupy.core import arrays, execution, launcher
+from onnx_cupy.core.standin import StandIn
 from onnx_cupy.resize import plan as resize_op
 
 X4 = np.ones((1, 2, 3, 4), dtype=np.float32)
@@ -215,8 +216,9 @@ def test_string_input_on_kernel_path(no_work):
 
 
 def test_forced_cupy_backend_on_numpy_input(no_work):
-    with execution.backend("cupy"), pytest.raises(TypeError, match="backend 'cupy' needs a "
-                                                                   "cupy.ndarray input"):
+    """The cupy backend forced where it can run (the stand-in cupy) takes no NumPy array."""
+    with StandIn().installed(), execution.backend("cupy"), pytest.raises(
+            TypeError, match="backend 'cupy' needs a cupy.ndarray input"):
         resize(X4, scales=S4)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import fake_cupy
 
-from onnx_cupy.core import emulator, execution, records, warmup
+from onnx_cupy.core import emulator, records, warmup
 from onnx_cupy.tools import cli, first_call
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,11 +85,10 @@ def test_warmup_command_compiles_on_the_current_device(monkeypatch, capsys):
     assert {row[1] for row in _tables(text)[1]} == {"float32", "bfloat16"}
 
 
-def test_warmup_command_without_a_gpu_names_the_ways_out(monkeypatch, capsys):
-    monkeypatch.setattr(execution, "gpu_available", lambda: False)
+def test_warmup_command_without_a_gpu_names_the_ways_out(no_gpu, capsys):
     assert cli.main(["warmup", "--op", "Resize"]) == 2
     err = capsys.readouterr().err
-    assert "--backend emulated" in err and "--dry-run" in err
+    assert "--backend emulated" in err and "--dry-run" in err and no_gpu in err
 
 
 def test_warmup_command_rejects_a_dtype_the_operator_does_not_take(capsys):

@@ -219,7 +219,7 @@ class BindingsNVRTC:
         size = self._ok(size_of(prog), what)
         buffer = b" " * size
         self._ok(get(prog, buffer), what)
-        return buffer.rstrip(b"\0") if text else buffer   # text: no trailing NUL, as CuPy's
+        return bytes(buffer.rstrip(b"\0") if text else buffer)   # text: no trailing NUL
 
     def getPTX(self, prog: Any) -> bytes:
         return self._buffer(prog, self._n.nvrtcGetPTXSize, self._n.nvrtcGetPTX, "PTX")

@@ -10,11 +10,14 @@ import functools
 import platform
 import struct
 import sys
+import weakref
 from collections.abc import Iterator
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+from . import cupy_path
 
 BACKENDS = ("numpy", "emulated", "cupy")
 
@@ -71,11 +74,15 @@ def device_module(module: Any) -> Iterator[Any]:
         _device_module.reset(token)
 
 
+_import_error: list[BaseException] = []   # why `import cupy` failed, where it did
+
+
 @functools.cache
 def _imported_cupy() -> Any:
     try:
         import cupy
-    except Exception:  # noqa: BLE001 (ImportError, or a broken CUDA install)
+    except Exception as exc:  # noqa: BLE001 (ImportError, or a broken CUDA install)
+        _import_error.append(exc)
         return None
     return cupy
 
@@ -83,7 +90,7 @@ def _imported_cupy() -> Any:
 @contextlib.contextmanager
 def cupy_substitute(module: Any) -> Iterator[Any]:
     """Inside the block, `module` is the library's cupy (the stand-in that measures host cost
-    without a GPU: onnx_cupy.core.standin)."""
+    without a GPU: onnx_cupy.core.standin; None: no cupy, as where CuPy is not installed)."""
     _substitutes.append(module)
     try:
         yield module
@@ -91,18 +98,54 @@ def cupy_substitute(module: Any) -> Iterator[Any]:
         _substitutes.remove(module)
 
 
-def gpu_available() -> bool:
-    cp = cupy_module()
+def cupy_unusable() -> str | None:
+    """Why the cupy backend cannot run here, in one line; None where it can.
+
+    The reason names what is wrong in words to act on: the CUDA driver's own error where no GPU
+    is usable, CuPy missing or older than the floor, NVRTC or the CUDA headers that CuPy cannot
+    find, each with what to install (onnx_cupy.core.cupy_path checks them). Checked once per
+    process for the installed CuPy, once per object for a `cupy_substitute`: a repeated call
+    is a look-up (the default backend is asked per prepared ONNX model, `backend("cupy")` per
+    run).
+    """
+    cp = _device_module.get()
     if cp is None:
-        return False
-    try:
-        return bool(cp.cuda.runtime.getDeviceCount() > 0)
-    except Exception:  # noqa: BLE001 (no driver, or a driver too old: no usable GPU)
-        return False
+        if not _substitutes:
+            return _installed_unusable()
+        cp = _substitutes[-1]
+        if cp is None:
+            return cupy_path.not_installed(None)
+    known = _checked.get(id(cp))
+    if known is not None and known[0]() is cp:
+        return known[1]
+    reason = cupy_path.unusable(cp)
+    key = id(cp)
+    with contextlib.suppress(TypeError):   # an object without weak references: asked each time
+        _checked[key] = (weakref.ref(cp, lambda _: _checked.pop(key, None)), reason)
+    return reason
+
+
+# id -> (the substitute cupy, why it cannot run the cupy backend): each asked once while it lives
+_checked: dict[int, tuple[weakref.ref[Any], str | None]] = {}
+
+
+@functools.cache
+def _installed_unusable() -> str | None:
+    cp = _imported_cupy()
+    if cp is None:
+        return cupy_path.not_installed(_import_error[0] if _import_error else None)
+    return cupy_path.unusable(cp)
+
+
+def gpu_available() -> bool:
+    """Whether the cupy backend can run here: a visible GPU, and CuPy with what it needs to
+    compile (`cupy_unusable` says why not)."""
+    return cupy_unusable() is None
 
 
 def default_backend() -> str:
-    """'cupy' when a GPU is visible, 'numpy' otherwise."""
+    """'cupy' where the cupy backend can run (a visible GPU, CuPy with NVRTC and the CUDA
+    headers), 'numpy' otherwise."""
     return "cupy" if gpu_available() else "numpy"
 
 
@@ -128,7 +171,9 @@ def backend(name: str) -> Iterator[None]:
         An unknown path name.
     RuntimeError
         ``emulated`` on a platform where it cannot work (it needs Linux: ELF shared libraries
-        built by g++).
+        built by g++); ``cupy`` where the cupy backend cannot run (no usable GPU, or CuPy
+        without NVRTC or the CUDA headers: the message says which, `onnx-cupy info` lists
+        them).
 
     Examples
     --------
@@ -142,6 +187,10 @@ def backend(name: str) -> Iterator[None]:
         raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
     if name == "emulated":
         check_emulated_platform()
+    elif name == "cupy":
+        reason = cupy_unusable()
+        if reason is not None:
+            raise RuntimeError(f"backend 'cupy' cannot run here: {reason}")
     token = _forced.set(name)
     try:
         yield

@@ -127,8 +127,8 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
         Input dtypes (``"float32"``, ``np.float16``, ``"bfloat16"``, ...). None: every dtype the
         operators take.
     backend : {"cupy", "emulated", "numpy"}, optional
-        The path to warm. None: the default path (``cupy`` where a GPU is visible, else
-        ``numpy``, which compiles nothing and returns an empty list).
+        The path to warm. None: the default path (``cupy`` where it can run, else ``numpy``,
+        which compiles nothing and returns an empty list).
     dry_run : bool, default False
         List what would be compiled, compile nothing (no GPU or compiler needed). The command
         ``onnx-cupy warmup --dry-run`` also times each with NVRTC.
@@ -148,7 +148,8 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
     ValueError
         An unknown operator, dtype or backend, or a dtype that none of `ops` takes.
     RuntimeError
-        Backend ``cupy`` without a visible GPU.
+        Backend ``cupy`` where it cannot run: the message says why (the CUDA driver's error
+        where no GPU is usable, or what CuPy lacks and how to install it).
 
     Examples
     --------
@@ -166,9 +167,10 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
     chosen = instantiations(ops, dtypes)
     if dry_run or backend == "numpy":
         return chosen if backend != "numpy" else []
-    if backend == "cupy" and not execution.gpu_available():
-        raise RuntimeError("warmup: backend 'cupy' needs a visible GPU (none is visible; "
-                           "backend='emulated' warms the host compiler's libraries)")
+    reason = execution.cupy_unusable() if backend == "cupy" else None
+    if reason is not None:
+        raise RuntimeError(f"warmup: backend 'cupy' cannot run here: {reason} "
+                           f"(backend='emulated' warms the host compiler's libraries)")
     on_device: Any = contextlib.nullcontext
     if backend == "cupy":
         compile_one = loader.cuda_function

@@ -9,11 +9,12 @@ import platform
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import __version__
-from ..core import execution, extras, loader, warmup
+from ..core import cupy_path, execution, extras, loader, warmup
 from ..interop.nodes import RUNNERS
 from . import bench, gallery, kernel_report
 from .progress import Progress
@@ -28,21 +29,30 @@ def _info(_: argparse.Namespace) -> int:
     print(f"kernels: {loader.KERNEL_DIR}")
     print(f"operators: {', '.join(sorted(RUNNERS))}")
     print(f"emulated path: {_host_compiler()}")
-    print(f"kernel report: {_nvrtc()}")
+    print("\n".join(_cupy_path()))
+    print("\n".join(_kernel_report()))
+    return 0
+
+
+def _cupy_path() -> list[str]:
+    """Whether the cupy path can run (and why not), then what it needs, each as found: CuPy,
+    the GPU (with its device and CUDA versions where one is usable), NVRTC as CuPy loads it,
+    the CUDA headers."""
+    reason = execution.cupy_unusable()
+    lines = [f"cupy path: {'usable' if reason is None else 'NOT usable: ' + reason}"]
     cp = execution.cupy_module()
-    if cp is None:
-        print("cupy: not installed")
-        return 0
-    print(f"cupy: {cp.__version__}")
-    if execution.gpu_available():
+    if cp is None:   # the reason says how to install CuPy
+        return lines
+    checks = cupy_path.checks(cp)
+    lines += [f"  {c.what}: {c.found}" for c in checks]
+    gpu = next(c for c in checks if c.what == "GPU")
+    if gpu.problem is None and isinstance(cp, types.ModuleType):   # not the stand-in
         rt = cp.cuda.runtime
         props = rt.getDeviceProperties(rt.getDevice())
-        print(f"CUDA runtime {rt.runtimeGetVersion()}, driver {rt.driverGetVersion()}")
-        print(f"device {rt.getDevice()}: {props['name'].decode()} "
-              f"(compute capability {props['major']}.{props['minor']})")
-    else:
-        print("GPU: none visible")
-    return 0
+        lines += [f"  device {rt.getDevice()}: {props['name'].decode()} (compute capability "
+                  f"{props['major']}.{props['minor']}), CUDA runtime {rt.runtimeGetVersion()}, "
+                  f"driver {rt.driverGetVersion()}"]
+    return lines
 
 
 def _host_compiler() -> str:
@@ -58,23 +68,31 @@ def _host_compiler() -> str:
         return f"unavailable: {exc}"
 
 
-def _nvrtc() -> str:
-    """Whether `onnx-cupy kernels` can compile: NVRTC's version, and the disassembler's presence."""
-    from . import first_call
+def _kernel_report() -> list[str]:
+    """Whether `onnx-cupy kernels` can compile, and with SASS counts, then what it needs, each
+    as found: cuda-bindings, NVRTC, the disassembler (a missing one with its install)."""
+    checks = kernel_report.toolchain()
+    found = {c.what: c for c in checks}
+    sass = found["nvdisasm"].problem   # without it the report runs, without SASS counts
+    if any(c.problem is not None for c in checks if c.what != "nvdisasm"):
+        verdict = f"unavailable: {'; '.join(c.problem for c in checks if c.problem)}"
+    else:
+        verdict = (f"available (NVRTC {found['NVRTC'].found}, "
+                   f"{'with SASS counts' if sass is None else 'without SASS counts: ' + sass})")
+    return [f"kernel report: {verdict}", *(f"  {c.what}: {c.found}" for c in checks)]
 
-    try:
-        version = first_call.nvrtc_version()
-    except ModuleNotFoundError:
-        return f"unavailable: NVRTC is not installed ({extras.install_hint('kernels')})"
-    sass = "with SASS counts" if kernel_report.nvdisasm() else \
-        f"without SASS counts ({kernel_report.NVDISASM_WHEEL} is not installed)"
-    return f"available ({version}, {sass})"
+
+def _cupy_refused(command: str, backend: str) -> bool:
+    """Whether `backend` is cupy and cannot run here; if so, says why on one line of stderr."""
+    reason = execution.cupy_unusable() if backend == "cupy" else None
+    if reason is not None:
+        print(f"{command}: backend 'cupy' cannot run here: {reason}", file=sys.stderr)
+    return reason is not None
 
 
 def _conformance(args: argparse.Namespace) -> int:
     backend = execution.default_backend() if args.backend == "auto" else args.backend
-    if backend == "cupy" and not execution.gpu_available() and not args.from_json:
-        print("conformance: backend 'cupy' needs a visible GPU", file=sys.stderr)
+    if _cupy_refused("conformance", backend):
         return 2
     try:
         from . import conformance  # onnx: only this command needs it
@@ -118,9 +136,7 @@ def _write(path: str, text: str) -> None:
 
 def _bench(args: argparse.Namespace) -> int:
     backend = execution.default_backend() if args.backend == "auto" else args.backend
-    if backend == "cupy" and not execution.gpu_available() and not args.from_json:
-        print("bench: backend 'cupy' needs a visible GPU (none is visible; use --backend numpy)",
-              file=sys.stderr)
+    if not args.from_json and _cupy_refused("bench", backend):
         return 2
     if backend == "emulated" and not args.quick and not args.from_json:
         print("bench: backend 'emulated' runs the CUDA kernels serially on the CPU; "
@@ -252,10 +268,12 @@ def _warm(args: argparse.Namespace, kernels: list[warmup.Warmed]) -> Measured:
     builds and the first call of each operator in a fresh process with an empty cache."""
     from . import first_call
 
-    backend = args.backend or ("cupy" if execution.gpu_available() else None)
-    if backend is None:
-        raise RuntimeError("warmup: no GPU is visible: --backend emulated warms the emulated "
-                           "path, --dry-run measures the CuPy path's compiles with NVRTC")
+    backend = args.backend or "cupy"
+    reason = execution.cupy_unusable() if backend == "cupy" else None
+    if reason is not None:
+        raise RuntimeError(f"warmup: backend 'cupy' cannot run here: {reason} (--backend "
+                           f"emulated warms the emulated path, --dry-run measures the CuPy "
+                           f"path's compiles with NVRTC)")
     if args.before and backend != "emulated":
         raise ValueError("warmup: --before needs --dry-run or --backend emulated")
     start, compiler, shim = time.perf_counter(), f"backend {backend}", ""
@@ -281,11 +299,13 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="onnx-cupy", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="version, default backend, CuPy/CUDA/device, kernel location")
+    sub.add_parser("info", help="version, default backend, kernel location, and what each "
+                                "path and the kernel report can use here (or why not)")
     conf = sub.add_parser("conformance",
                           help="run ONNX's node test cases for the supported operators")
     conf.add_argument("--backend", choices=["auto", *execution.BACKENDS], default="auto",
-                      help="auto = cupy if a GPU is visible, numpy otherwise")
+                      help="auto = cupy where it can run (onnx-cupy info says), numpy "
+                           "otherwise")
     conf.add_argument("--op", action="append", choices=sorted(RUNNERS),
                       help="limit to this operator (repeatable)")
     ben = sub.add_parser("bench", help="throughput against onnxruntime, PyTorch and "
@@ -293,8 +313,8 @@ def parser() -> argparse.ArgumentParser:
     ben.add_argument("--op", action="append", choices=bench.OPS,
                      help="limit to this operator (repeatable)")
     ben.add_argument("--backend", choices=["auto", *execution.BACKENDS], default="auto",
-                     help="auto = cupy if a GPU is visible, numpy otherwise; "
-                          "emulated needs --quick")
+                     help="auto = cupy where it can run (onnx-cupy info says), numpy "
+                          "otherwise; emulated needs --quick")
     ben.add_argument("--quick", action="store_true", help="small shapes and few repeats (seconds)")
     ben.add_argument("--out", metavar="DIR",
                      help="directory for the reports (default: a new temporary folder)")
@@ -327,7 +347,7 @@ def parser() -> argparse.ArgumentParser:
                       help="limit to this input dtype (repeatable)")
     warm.add_argument("--backend", choices=["cupy", "emulated"],
                       help="the path to warm: cupy (CuPy's cache, CUPY_CACHE_DIR) or emulated "
-                           "(ONNX_CUPY_CACHE); default cupy where a GPU is visible")
+                           "(ONNX_CUPY_CACHE); default cupy")
     warm.add_argument("--dry-run", action="store_true",
                       help="compile nothing for a device: time each instantiation with NVRTC")
     warm.add_argument("--before", action="store_true",

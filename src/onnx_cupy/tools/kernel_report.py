@@ -25,6 +25,7 @@ import collections
 import dataclasses
 import functools
 import glob
+import importlib.metadata
 import os
 import re
 import shutil
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import cuda_compile, dtypes, extras, loader, numerics
+from ..core.cupy_path import Check
 from ..core.records import WIDE_INDEX_BUDGET, Instantiation
 
 ARCHS = ("sm_80", "sm_90")
@@ -45,6 +47,7 @@ SM_LIMITS = {  # registers, warps, blocks, shared memory bytes per SM
     "sm_90": (65536, 64, 32, 228 * 1024),
 }
 NVDISASM_WHEEL = "nvidia-cuda-nvdisasm"
+NVRTC_WHEEL = "nvidia-cuda-nvrtc-cu12"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +145,50 @@ def nvdisasm() -> str | None:
     if found is None and os.environ.get("CUDA_PATH"):
         found = shutil.which("nvdisasm", path=str(Path(os.environ["CUDA_PATH"]) / "bin"))
     return found
+
+
+def toolchain() -> list[Check]:
+    """What the report needs, each as found (`onnx-cupy info`): cuda-bindings (NVRTC's Python
+    API), NVRTC itself and the disassembler; a missing one is named with what it is for and the
+    install of extra `kernels` that brings it. Without the disassembler the report runs, without
+    its SASS counts."""
+    def hint(only: str) -> str:
+        return extras.install_hint("kernels", only)
+
+    found = []
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        found.append(Check("cuda-bindings", "not installed",
+                           f"cuda-bindings is not installed (the report calls NVRTC through "
+                           f"it): {hint('cuda-bindings')}"))
+        try:   # the wheel cuda-bindings would load NVRTC from
+            found.append(Check("NVRTC", f"{NVRTC_WHEEL} "
+                                        f"{importlib.metadata.version(NVRTC_WHEEL)}"))
+        except importlib.metadata.PackageNotFoundError:
+            found.append(Check("NVRTC", "not installed", f"NVRTC ({NVRTC_WHEEL}) is not "
+                               f"installed (the report compiles with it): {hint(NVRTC_WHEEL)}"))
+    else:
+        found.append(Check("cuda-bindings", _distribution_version("cuda-bindings")))
+        try:
+            major, minor = nvrtc.nvrtcVersion()[1:]
+            found.append(Check("NVRTC", f"{major}.{minor}"))
+        except RuntimeError as exc:   # cuda.bindings without the NVRTC library
+            found.append(Check("NVRTC", "not found", f"NVRTC ({NVRTC_WHEEL}) not found (the "
+                               f"report compiles with it, and cuda-bindings says: {exc}): "
+                               f"{hint(NVRTC_WHEEL)}"))
+    path = nvdisasm()
+    found.append(Check("nvdisasm", path) if path else Check(
+        "nvdisasm", "not installed", f"nvdisasm ({NVDISASM_WHEEL}) is not installed (the SASS "
+                                     f"counts need it): {hint(NVDISASM_WHEEL)}"))
+    return found
+
+
+def _distribution_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "version unknown"
 
 
 @functools.cache
@@ -439,8 +486,9 @@ def option_table(changes: Sequence[OptionChange]) -> list[str]:
             return "-"
         return f"{cupy:,.{digits}f} -> {ieee:,.{digits}f}"
 
-    rows = [("family", "instantiations", "SASS instructions", "PTX .ftz", "PTX fma",
-             "with local memory", "fast paths' worst per output")]
+    rows: list[tuple[str, ...]] = [
+        ("family", "instantiations", "SASS instructions", "PTX .ftz", "PTX fma",
+         "with local memory", "fast paths' worst per output")]
     for c in changes:
         rows.append((c.family, str(c.instantiations),
                      *(pair(c.cupy[i], c.ieee[i]) for i in range(4)),
