@@ -1,6 +1,7 @@
 """Ahead-of-time compilation: the kernel instantiations that the operators' first calls compile,
-compiled before any call (on the CuPy path into CuPy's kernel cache, in memory and on disk under
-CUPY_CACHE_DIR; on the emulated path into ONNX_CUPY_CACHE). Which instantiations serve which
+compiled before any call (on the CuPy path by NVRTC into the library's image cache, in memory
+and on disk under ONNX_CUPY_CACHE/nvrtc; on the emulated path by the host compiler into
+ONNX_CUPY_CACHE/emulator). Which instantiations serve which
 operator and dtype is read from the records the families registered (their `ops` and `dtypes`
 fields); this module knows no family."""
 from __future__ import annotations
@@ -112,11 +113,13 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
     """Compile ahead of time the kernels that first calls would compile.
 
     A call compiles, on first use per device, the one kernel instantiation it launches (two for
-    Hardmax's scan-and-merge path and for MaxUnpool's scatter and gather); `warmup` compiles every instantiation that calls of `ops` on
-    inputs of `dtypes` may launch, so that no later call waits for a compiler. On the ``cupy``
-    path they go to CuPy's kernel cache for the current device, in memory and on disk
-    (``CUPY_CACHE_DIR``, read by later processes on a GPU of the same architecture); on the
-    ``emulated`` path to the host libraries under ``ONNX_CUPY_CACHE``.
+    Hardmax's scan-and-merge path and for MaxUnpool's scatter and gather); `warmup` compiles
+    every instantiation that calls of `ops` on inputs of `dtypes` may launch, so that no later
+    call waits for a compiler. On the ``cupy`` path they are compiled for the current device's
+    architecture and loaded on it, and kept in memory and on disk (``ONNX_CUPY_CACHE``'s
+    ``nvrtc/``, read by later processes on a GPU of the same architecture, whatever their
+    CuPy); on the ``emulated`` path into the host libraries under ``ONNX_CUPY_CACHE``'s
+    ``emulator/``.
 
     Parameters
     ----------

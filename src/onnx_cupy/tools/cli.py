@@ -346,8 +346,8 @@ def parser() -> argparse.ArgumentParser:
     warm.add_argument("--dtype", action="append", choices=warmup.dtype_names(),
                       help="limit to this input dtype (repeatable)")
     warm.add_argument("--backend", choices=["cupy", "emulated"],
-                      help="the path to warm: cupy (CuPy's cache, CUPY_CACHE_DIR) or emulated "
-                           "(ONNX_CUPY_CACHE); default cupy")
+                      help="the path to warm: cupy (NVRTC's images, ONNX_CUPY_CACHE/nvrtc) or "
+                           "emulated (ONNX_CUPY_CACHE/emulator); default cupy")
     warm.add_argument("--dry-run", action="store_true",
                       help="compile nothing for a device: time each instantiation with NVRTC")
     warm.add_argument("--before", action="store_true",
