@@ -4,9 +4,9 @@ CUDA kernels) with a NumPy path of the same
 semantics."""
 from __future__ import annotations
 
-from .core.calls import release_workspaces
 from .core.execution import backend, default_backend
 from .core.warmup import warmup
+from .core.workspaces import release_workspaces
 from .grid.api import affine_grid, grid_sample
 from .hardmax.api import hardmax
 from .interop.nodes import run_node

@@ -1,36 +1,14 @@
-"""Array helpers every family uses: the output array (`out=` checked or a new one), element
-strides, strided views merged into fewer axes, addresses and offsets."""
+"""Array helpers every family uses: the `out=` check, element strides, strided views merged into
+fewer axes, offsets, and inputs as the arrays a path takes."""
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import operator
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import execution
-
-
-def module_of(backend: str) -> Any:
-    """The array module of an execution path: cupy for 'cupy', numpy otherwise."""
-    return execution.cupy_module() if backend == "cupy" else np
-
-
-def on_device(x: Any, backend: str) -> contextlib.AbstractContextManager[Any]:
-    """Context that makes `x`'s GPU current (allocation and launch follow the input's device)."""
-    return x.device if backend == "cupy" else contextlib.nullcontext()
-
-
-_ADDRESSES = {"cupy": operator.attrgetter("data.ptr")}
-
-
-def address_of(backend: str) -> Callable[[Any], int]:
-    """`address` for the arrays of one path (a device array's on 'cupy', a NumPy array's
-    otherwise), without a call of Python code."""
-    return _ADDRESSES.get(backend) or operator.attrgetter("ctypes.data")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -123,13 +101,10 @@ def host_vector(op: str, name: str, value: Any, integers: bool = False) -> np.nd
     return a
 
 
-def zero(a: Any, backend: str) -> None:
-    """Set the C-contiguous array `a` to zero bits in place: on the GPU a memset of its bytes
-    on the current stream (no kernel), else `fill`."""
-    if backend == "cupy":
-        a.data.memset_async(0, a.nbytes)
-    else:
-        a.fill(0)
+def zero(a: Any) -> None:
+    """Set the C-contiguous device array `a` to zero bits in place: a memset of its bytes on
+    the current stream (no kernel)."""
+    a.data.memset_async(0, a.nbytes)
 
 
 def plain(a: Any, op: str, name: str = "X") -> Any:
@@ -165,14 +140,16 @@ def partner(value: Any, x: Any, op: str, name: str) -> Any:
                         f"{type(value).__module__}.{type(value).__name__}")
     return a
 
-def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: str, op: str) -> Any:
-    """The output array on `x`'s device: a caller-supplied `out` checked (an array of the
-    path's kind, not masked; shape, exact dtype in native byte order, C-contiguous, writeable,
-    device, no overlap with `x`) or a new C-contiguous array. Called after all validation,
-    before any launch, with `x`'s device current (inside `on_device`)."""
-    if out is None:
-        return module_of(backend).empty(shape, dtype=dtype)
-    kind = module_of(backend).ndarray
+def check_out(op: str, out: Any, shape: tuple[int, ...], dtype: np.dtype,
+              inputs: list[Any] | tuple[Any, ...], names: tuple[str, ...],
+              device_id: int | None) -> None:
+    """The one check of a caller's `out`, before anything runs: an array of the inputs' kind
+    (`device_id` None: a NumPy array, writeable; else a device array on that device, aligned to
+    its elements for the kernels' loads), not masked, of `shape` and exactly `dtype` in native
+    byte order, C-contiguous, sharing no memory with any input (`names`: theirs, for the
+    message)."""
+    x = inputs[0]
+    kind = type(x)
     if not isinstance(out, kind):
         raise TypeError(f"{op}: out must be a {kind.__name__} like X, got {type(out).__name__}")
     if isinstance(out, np.ma.MaskedArray):
@@ -186,16 +163,21 @@ def output(out: Any, x: Any, shape: tuple[int, ...], dtype: np.dtype, backend: s
         raise TypeError(f"{op}: out has dtype {out.dtype}, expected {np.dtype(dtype)}")
     if not out.flags.c_contiguous:
         raise ValueError(f"{op}: out must be C-contiguous")
-    if backend == "cupy" and out.data.ptr % min(out.dtype.itemsize, 8):   # kernel_call's policy
-        raise ValueError(f"{op}: out must be aligned to {min(out.dtype.itemsize, 8)} bytes for "
-                         f"the kernel path (its address is {out.data.ptr})")
-    if backend != "cupy":
+    if device_id is None:
         writeable(op, out)
-    if backend == "cupy" and out.device.id != x.device.id:
-        raise ValueError(f"{op}: out is on device {out.device.id}, X on device {x.device.id}")
-    if (overlap(out, x) if backend == "cupy" else np.may_share_memory(out, x)):
-        raise ValueError(f"{op}: out overlaps the input X")
-    return out
+        for name, a in zip(names, inputs):
+            if a is not None and np.may_share_memory(out, a):
+                raise ValueError(f"{op}: out overlaps the input {name}")
+        return
+    align = min(out.dtype.itemsize, 8)   # the kernels' alignment policy (kernel_call.alignment)
+    if out.data.ptr % align:
+        raise ValueError(f"{op}: out must be aligned to {align} bytes for the kernel path (its "
+                         f"address is {out.data.ptr})")
+    if out.device.id != device_id:
+        raise ValueError(f"{op}: out is on device {out.device.id}, X on device {device_id}")
+    for name, a in zip(names, inputs):
+        if a is not None and overlap(out, a):
+            raise ValueError(f"{op}: out overlaps the input {name}")
 
 
 def writeable(op: str, out: np.ndarray) -> None:

@@ -48,30 +48,12 @@ _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_
 
 
 _substitutes: list[Any] = []   # modules standing in for cupy (`cupy_substitute`), innermost last
-# the emulated device (onnx_cupy.core.standin) while an emulated call runs in this context
-_device_module: contextvars.ContextVar[Any] = contextvars.ContextVar("onnx_cupy_device",
-                                                                     default=None)
 
 
 def cupy_module() -> Any:   # the module, or None
     """The cupy module if importable, else None (typed Any: cupy has no type information); the
-    emulated device inside `device_module`, else the innermost `cupy_substitute` where one is
-    active."""
-    device = _device_module.get()
-    if device is not None:
-        return device
+    innermost `cupy_substitute` where one is active."""
     return _substitutes[-1] if _substitutes else _imported_cupy()
-
-
-@contextlib.contextmanager
-def device_module(module: Any) -> Iterator[Any]:
-    """Inside the block, in this context only, `module` is the library's cupy: the emulated
-    device, while the CuPy path's call of an emulated call is prepared or runs."""
-    token = _device_module.set(module)
-    try:
-        yield module
-    finally:
-        _device_module.reset(token)
 
 
 _import_error: list[BaseException] = []   # why `import cupy` failed, where it did
@@ -108,13 +90,11 @@ def cupy_unusable() -> str | None:
     is a look-up (the default backend is asked per prepared ONNX model, `backend("cupy")` per
     run).
     """
-    cp = _device_module.get()
+    if not _substitutes:
+        return _installed_unusable()
+    cp = _substitutes[-1]
     if cp is None:
-        if not _substitutes:
-            return _installed_unusable()
-        cp = _substitutes[-1]
-        if cp is None:
-            return cupy_path.not_installed(None)
+        return cupy_path.not_installed(None)
     known = _checked.get(id(cp))
     if known is not None and known[0]() is cp:
         return known[1]
@@ -264,7 +244,6 @@ def select(x: Any, op: str) -> tuple[Any, str]:
     """(`x` as a NumPy/CuPy array, the backend that runs `op` on it); TypeError for array types
     that the forced backend cannot take."""
     if type(x) is not np.ndarray:   # NumPy and CuPy arrays as they are, without a look-up
-        # cupy_module() but the emulated device: a user's array is never the emulated one's
         cp = _substitutes[-1] if _substitutes else _imported_cupy()
         if cp is not None and type(x) is cp.ndarray and _forced.get() in (None, "cupy"):
             return x, "cupy"

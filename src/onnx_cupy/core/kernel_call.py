@@ -1,33 +1,40 @@
-"""The kernel path's calls: one GPU code path for both kernel backends, one alignment policy.
+"""A family's call, declared: what it takes, and the one dispatcher that builds every call from it.
 
-A family's kernel preparation (`prepare(pl, *inputs, backend, ...)` in its kernel.py, marked
-`prepares`) builds the CuPy path's call: device arrays, by-value structs passed as pointers,
-uploaded tables, workspaces, the current stream. On the 'emulated' path the same preparation
-runs over the emulated device (onnx_cupy.core.standin: a stand-in cupy that executes each launch
-on the emulator, reading its arguments as the driver does, on device memory of its own), and
-the call takes and returns NumPy arrays, copying them to the device and back as a user of CuPy
-would.
+A family states its call as data (`KernelCall`): the operator, its inputs by name with what
+its kernels need of their layout (`Input`), how a call is planned (validation and the host
+semantics), the NumPy path's and the kernel path's preparation of a plan, and the output's
+shape and dtype. From that the dispatcher builds, here and nowhere else:
 
-The alignment policy, the same for every family: a kernel reads and writes each array as
-elements of its storage type, which need their address at a multiple of `alignment(dtype)`
-(min(itemsize, 8) bytes). A call whose inputs are not all so aligned runs on aligned copies
-of them (C-contiguous, by a call prepared for that layout once and kept by this one); an `out`
-that is not is a ValueError. Element strides that are not whole elements, and layouts a family's
-kernels cannot walk, are copied by the family's preparation (onnx_cupy.core.calls.contiguous);
-faster instantiations for wider alignment (Hardmax's 16-byte loads) are the family's choice."""
+- the key of a call (onnx_cupy.core.calls.key): every input's layout (shape, strides, dtype),
+  its address modulo 8 on the kernel paths and its device, with the operator's arguments;
+- the prepared call, kept in the family's cache on its first occurrence: planned (all
+  validation raised before anything is allocated), then prepared for the path the input picks;
+- on the kernel paths, the copies of inputs the kernels cannot read as they lie (an address
+  not aligned to the elements, `alignment`; a layout the family's kernels do not walk; an input
+  declared `contiguous` that is not): C-contiguous copies in the workspace, made by the call;
+- the device: every input on X's device (a ValueError naming the one that is not), the call
+  run with that device current;
+- the `out=` check (arrays.check_out), the same on every path;
+- the emulated path: the CuPy path's call prepared and run on the emulated device
+  (onnx_cupy.core.standin), NumPy arrays copied to it and back as a user of CuPy would.
+
+A family's kernel preparation `kernel(plan, device, *inputs)` gets the device object the call
+runs on (the cupy module, or the emulated device) and device arrays laid out as the call's
+inputs (after the copies above); it returns the body `body(*inputs, out) -> outputs`, which
+allocates its outputs (`device.empty`) where `out` is None and launches. The NumPy
+preparation `numpy(plan, *inputs)` returns a body of the same form on NumPy arrays.
+"""
 from __future__ import annotations
 
-import functools
-import inspect
+import dataclasses
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from . import arrays, calls, execution
 
-_F = TypeVar("_F", bound=Callable[..., calls.Call])
-INPUT_NAMES = {"x": "X", "batch": "batch_indices"}   # a preparation's parameter -> the input
+Body = Callable[..., Any]   # body(*inputs, out) -> the outputs
 
 
 def alignment(dtype: np.dtype) -> int:
@@ -36,127 +43,197 @@ def alignment(dtype: np.dtype) -> int:
     return min(dtype.itemsize, 8)
 
 
-def prepares(prepare: _F) -> _F:
-    """A family's kernel preparation `prepare(pl, *inputs, backend, ...)` (the input arrays
-    between the plan and the path; its call runs with the first input's device current) as the
-    kernel path's one builder of calls: string tensors refused; on the 'cupy' path its call
-    under the alignment policy (`aligning`), run on the inputs' device (calls.device_bound); on
-    the 'emulated' path that call prepared and run on the emulated device (`emulated`)."""
-    parameters = list(inspect.signature(prepare).parameters)
-    at = parameters.index("backend")
-    names = tuple(INPUT_NAMES.get(n, n) for n in parameters[1:at])
+@dataclasses.dataclass(frozen=True)
+class Input:
+    """One input of a call: its name as the operator's specification spells it (in every
+    message about it), whether it may be absent (None), and whether the kernels read it only
+    C-contiguous (`contiguous`: any other layout is copied)."""
 
-    @functools.wraps(prepare)
-    def prepared(*args: Any, **kwargs: Any) -> calls.Call:
-        head, inputs, backend, tail = args[:1], args[1:at], args[at], args[at + 1:]
-        op = args[0].op
-        for a in inputs:
-            if a is not None and a.dtype.kind in "OUS":
-                raise TypeError(f"{op}: string tensors run on the NumPy backend only (got dtype "
-                                f"{a.dtype} on backend {backend!r})")
-
-        def build(*layouts: Any) -> calls.Call:
-            call = prepare(*head, *layouts, "cupy", *tail, **kwargs)
-            return calls.device_bound(layouts[0], "cupy", aligning(op, call, layouts, build, names))
-        if backend == "emulated":
-            return emulated(build, *inputs, op=op, names=names)
-        return build(*inputs)
-    return prepared  # type: ignore[return-value]
+    name: str
+    optional: bool = False
+    contiguous: bool = False
 
 
-def aligning(op: str, call: calls.Call, layouts: tuple[Any, ...],
-             again: Callable[..., calls.Call], names: tuple[str, ...] = ()) -> calls.Call:
-    """`call` (of inputs laid out as `layouts`, None for an absent one) under the alignment
-    policy; a call's key holds its inputs' addresses modulo 8 (onnx_cupy.core.calls.key), so
-    its inputs are aligned as `layouts` are. Where `layouts` has an input unaligned, every call
-    copies them all into the workspace (C-contiguous, aligned) and runs the call
-    `again(*copies)` prepared for those, here, once; else `call` itself. An `out` not aligned is
-    a ValueError, one overlapping an input too (the kernels read the inputs while they write it;
-    `names`: the inputs' names; X's overlap and `out`'s alignment are also the call's own
-    check, arrays.output)."""
-    aligns = tuple(1 if a is None else alignment(a.dtype) for a in layouts)
-    address = arrays.address_of("cupy")
+def _whole_elements(pl: Any, a: Any) -> bool:
+    """The default of what a family's kernels walk: any strides that are whole elements."""
+    return arrays.whole_element_strides(a) is not None
 
-    def check_out(xs: tuple[Any, ...] | list[Any], out: Any, copied: bool = False) -> None:
-        if type(out) is not type(xs[0]):
-            return   # the call's own check names the type
-        if address(out) % aligns[0]:
-            raise ValueError(f"{op}: out must be aligned to {aligns[0]} bytes for the kernel "
-                             f"path (its address is {address(out)})")
-        for i, x in enumerate(xs):   # X's own check sees only its copy where `copied`
-            if x is not None and (i or copied) and arrays.overlap(out, x):
-                raise ValueError(f"{op}: out overlaps the input {names[i]}")
 
-    def unaligned(xs: Any) -> bool:
-        return any(align > 1 and address(x) % align for x, align in zip(xs, aligns))
+@dataclasses.dataclass(frozen=True, eq=False)
+class KernelCall:
+    """A family's call (see the module docstring): `op` names it in messages; `inputs` are X
+    and those after it; `plan(*inputs, *parts)` validates and plans (inputs: the arrays of the
+    first call, read for their shape and dtype); `numpy(plan, *inputs)` and
+    `kernel(plan, device, *inputs)` prepare the paths' bodies; `output(plan, *inputs)` is the
+    (shape, dtype) of the first output, which `out` must match; `walks(plan, index, array)`
+    whether the kernels read input `index` laid out as it is (else a C-contiguous copy);
+    `check(plan, *inputs)` runs at every call on host arrays (checks of values the GPU path
+    leaves to the kernels, as MaxUnpool's indices); `cache` keeps the prepared calls."""
 
-    if unaligned(layouts):   # this call's inputs are unaligned: copies in the workspace
-        space = calls.Scratch("cupy", *((tuple(a.shape), a.dtype) for a in layouts
-                                        if a is not None), level=1)   # beside the call's own
+    op: str
+    cache: calls.Cache
+    inputs: tuple[Input, ...]
+    plan: Callable[..., Any]
+    numpy: Callable[..., Body]
+    kernel: Callable[..., Body]
+    output: Callable[..., tuple[tuple[int, ...], np.dtype]] = \
+        lambda pl, x, *others: (pl.out_shape, x.dtype)
+    walks: Callable[[Any, int, Any], bool] = lambda pl, i, a: _whole_elements(pl, a)
+    check: Callable[..., None] | None = None
 
-        def placed(xs: Any, carved: tuple[Any, ...]) -> list[Any]:
-            it = iter(carved)
-            return [None if x is None else next(it) for x in xs]
-        with arrays.on_device(layouts[0], "cupy"):   # the copies live on the inputs' device
-            held = again(*placed(layouts, space()))
+    def __call__(self, X: Any, *others: Any, parts: tuple[Any, ...] = (),
+                 vectors: tuple[Any, ...] = (), out: Any = None) -> Any:
+        """Run the call on X and the inputs after it, with the operator's arguments `parts`
+        (attributes, opset: key parts) and host `vectors` (such as Resize's scales: keyed by
+        value), writing the first output into `out` where given."""
+        if type(X) is np.ndarray and execution.forced() is None:
+            x, backend = X, "numpy"
+        else:
+            x, backend = execution.select(arrays.plain(X, self.op, self.inputs[0].name), self.op)
+        xs = (x, *self._partners(x, others)) if others else (x,)
+        key = calls.key(backend, xs, parts, vectors)
+        call = self.cache.get(key)
+        if call is None:
+            call = self.cache.put(key, self.prepare(backend, xs, (*parts, *vectors)))
+        return call(*xs, out)
 
-        def copied(*args: Any) -> Any:
+    def _partners(self, x: Any, others: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The inputs after X as arrays of X's kind (arrays.partner), None where absent."""
+        return tuple(None if a is None else arrays.partner(a, x, self.op, spec.name)
+                     for a, spec in zip(others, self.inputs[1:]))
+
+    def prepare(self, backend: str, xs: tuple[Any, ...], arguments: tuple[Any, ...]) -> Body:
+        """The call of these arguments on inputs laid out as `xs` on `backend`: planned (every
+        error raised here, before anything is allocated), then prepared for the path; takes
+        (*inputs, out)."""
+        for spec, a in zip(self.inputs, xs):
+            if a is None and not spec.optional:
+                raise TypeError(f"{self.op}: input '{spec.name}' is required")
+        pl = self.plan(*xs, *arguments)
+        shape, dtype = self.output(pl, *xs)
+        if backend == "numpy":
+            body = self.numpy(pl, *xs)
+        else:
+            for spec, a in zip(self.inputs, xs):
+                if a is not None and a.dtype.kind in "OUS":
+                    raise TypeError(f"{self.op}: string tensors run on the NumPy backend only "
+                                    f"(input '{spec.name}' has dtype {a.dtype}, backend "
+                                    f"{backend!r})")
+            if backend == "emulated":
+                return self._emulated(pl, xs, shape, dtype)
+            body = self._on_device(execution.cupy_module(), pl, xs, shape, dtype)
+        return self._host_checked(pl, body, shape, dtype) if backend == "numpy" else body
+
+    # ------------------------------------------------------------------------- NumPy path
+
+    def _host_checked(self, pl: Any, body: Body, shape: tuple[int, ...], dtype: np.dtype
+                      ) -> Body:
+        """The NumPy path's call: `out` checked, `check` run, then the body."""
+        op, names, check = self.op, self._names(), self.check
+
+        def call(*args: Any) -> Any:
             *xs, out = args
             if out is not None:
-                check_out(xs, out, copied=True)
-            copies = placed(xs, space())
-            for c, x in zip(copies, xs):
-                if c is not None:
-                    c[...] = x
-            return held(*copies, out)
-        return copied
+                arrays.check_out(op, out, shape, dtype, xs, names, None)
+            if check is not None:
+                check(pl, *xs)
+            return body(*args)
+        return call
 
-    if len(aligns) == 1:   # one input: its alignment is the call's key's, `out`'s the call's
-        return call      # own check (arrays.output)
+    def _names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self.inputs)
 
-    def run(*args: Any) -> Any:   # the inputs' alignment is the call's key's
-        if args[-1] is not None:
-            check_out(args[:-1], args[-1])
-        return call(*args)
-    return run
+    # ------------------------------------------------------------------------- kernel paths
 
+    def _on_device(self, device: Any, pl: Any, xs: tuple[Any, ...], shape: tuple[int, ...],
+                   dtype: np.dtype) -> Body:
+        """The kernel path's call on `device` (the cupy module or the emulated device) for
+        device arrays laid out as `xs`: the inputs on X's device, copies where the kernels
+        cannot read an input as it lies, `out` checked, run with X's device current."""
+        op, names = self.op, self._names()
+        device_id = xs[0].device.id
+        for name, a in zip(names[1:], xs[1:]):
+            if a is not None and a.device.id != device_id:
+                raise ValueError(f"{op}: input '{name}' is on device {a.device.id}, X on device "
+                                 f"{device_id}")
+        address = _address
+        copied = tuple(a is not None and (
+            address(a) % alignment(a.dtype) or (spec.contiguous and not a.flags.c_contiguous)
+            or not self.walks(pl, i, a)) for i, (spec, a) in enumerate(zip(self.inputs, xs)))
+        with device.cuda.Device(device_id):
+            if any(copied):   # C-contiguous copies in the workspace, beside the body's scratch
+                space = calls.Scratch(device, *((tuple(a.shape), a.dtype)
+                                                for a, c in zip(xs, copied) if c), level=1)
+                body = self.kernel(pl, device, *_placed(xs, copied, space()))
+            else:
+                space, body = None, self.kernel(pl, device, *xs)
+        current, Device = device.cuda.runtime.getDevice, device.cuda.Device
 
-def emulated(build: Callable[..., calls.Call], *inputs: np.ndarray, op: str,
-             names: tuple[str, ...] = ()) -> calls.Call:
-    """The emulated call of NumPy `inputs`: `build(*device arrays)`, the CuPy path's call for
-    inputs laid out as `inputs` (same shapes, strides and alignment), prepared on the emulated
-    device; call(*inputs, out) copies the inputs to the device, runs it there and returns its
-    outputs copied back (written into `out`, a NumPy array, where given)."""
-    from . import standin
+        def call(*args: Any) -> Any:
+            *inputs, out = args
+            if out is not None:
+                arrays.check_out(op, out, shape, dtype, inputs, names, device_id)
+            if space is not None:
+                if current() != device_id:
+                    with Device(device_id):
+                        return body(*_copied(inputs, copied, space()), out)
+                return body(*_copied(inputs, copied, space()), out)
+            if current() != device_id:
+                with Device(device_id):
+                    return body(*inputs, out)
+            return body(*args)
+        return call
 
-    device = standin.emulated_device()
-    with execution.device_module(device):
-        body = build(*(None if a is None else device.mirror(a, copy=False) for a in inputs))
+    def _emulated(self, pl: Any, xs: tuple[Any, ...], shape: tuple[int, ...],
+                  dtype: np.dtype) -> Body:
+        """The emulated call of NumPy inputs laid out as `xs`: the CuPy path's call prepared on
+        the emulated device for device arrays of the same layouts (shapes, strides,
+        alignment); a call copies its inputs to the device, runs there and copies its outputs
+        back (into `out`, a NumPy array, where given)."""
+        from . import standin
 
-    def call(*args: Any) -> Any:
-        *xs, out = args
-        if out is not None:
-            _check_host_out(op, out, xs, names)
-        with execution.device_module(device):
-            ys = body(*(None if a is None else device.mirror(a) for a in xs),
+        device = standin.emulated_device()
+        mirrored = tuple(None if a is None else device.mirror(a, copy=False) for a in xs)
+        body = self._on_device(device, pl, mirrored, shape, dtype)
+        op, names, check = self.op, self._names(), self.check
+
+        def call(*args: Any) -> Any:
+            *inputs, out = args
+            if out is not None:
+                arrays.check_out(op, out, shape, dtype, inputs, names, None)
+            if check is not None:
+                check(pl, *inputs)
+            ys = body(*(None if a is None else device.mirror(a) for a in inputs),
                       None if out is None else device.mirror(out, copy=False, native=False))
-        if isinstance(ys, tuple):
-            return tuple(_host(y, out if i == 0 else None) for i, y in enumerate(ys))
-        return _host(ys, out)
-    return call
+            if isinstance(ys, tuple):
+                return tuple(_host(y, out if i == 0 else None) for i, y in enumerate(ys))
+            return _host(ys, out)
+        return call
 
 
-def _check_host_out(op: str, out: Any, inputs: list[Any], names: tuple[str, ...]) -> None:
-    """What the device copy of a NumPy `out` cannot show: its type, that it can be written,
-    that it shares no memory with an input (the call checks the rest on the copy)."""
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"{op}: out must be a ndarray like X, got {type(out).__name__}")
-    if isinstance(out, np.ma.MaskedArray):
-        raise TypeError(f"{op}: out is a numpy.ma.MaskedArray; masked arrays are not taken")
-    arrays.writeable(op, out)
-    for i, x in enumerate(inputs):
-        if isinstance(x, np.ndarray) and np.may_share_memory(out, x):
-            raise ValueError(f"{op}: out overlaps the input {names[i] if i else 'X'}")
+def _address(a: Any) -> int:
+    """A device array's address."""
+    return int(a.data.ptr)
+
+
+def _placed(xs: tuple[Any, ...], copied: tuple[bool, ...], carved: tuple[Any, ...]
+            ) -> list[Any]:
+    """`xs` with each input marked in `copied` replaced by the next of the `carved` arrays."""
+    it = iter(carved)
+    return [next(it) if c else a for a, c in zip(xs, copied)]
+
+
+def _copied(xs: list[Any], copied: tuple[bool, ...], carved: tuple[Any, ...]) -> list[Any]:
+    """`xs` with each input marked in `copied` copied into the next of the `carved` arrays."""
+    it = iter(carved)
+    out = []
+    for a, c in zip(xs, copied):
+        if c:
+            copy = next(it)
+            copy[...] = a
+            a = copy
+        out.append(a)
+    return out
 
 
 def _host(y: Any, out: np.ndarray | None) -> Any:

@@ -1,14 +1,14 @@
-"""One launcher for every kernel: the CUDA path (CuPy, current device and stream) or the CPU
-emulator, with the same grid, block and arguments; and the grid arithmetic and parameter structs
-the families' launches share."""
+"""The one launch of every kernel (`Launch`, on the device it is prepared for: the cupy module or
+the emulated device, on the current stream), and the grid arithmetic and parameter structs the
+families' launches share."""
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import calls, dtypes, execution, loader
+from . import dtypes, loader, workspaces
 from .loader import BLOCK
 from .numerics import cdiv
 from .records import Instantiation
@@ -81,62 +81,61 @@ def index_bits(work_items: int, *extents: int) -> int:
 Shape = tuple[tuple[int, int, int], tuple[int, int, int]]
 
 
-def launch(backend: str, k: Instantiation, work_items: int, args: tuple[Any, ...],
-           shape: Shape | None = None) -> None:
-    """Run the instantiation `k` with `args` on the CPU emulator (what the stand-in cupy's kernel
-    functions do at a launch; `backend` is 'emulated'): over `shape` = (grid, block) when
-    given, else a 1-D grid-stride grid for `work_items`. The GPU's launches are
-    `Launch.__call__`'s."""
-    grid, block = shape if shape is not None else grid_for(work_items)
-    from . import emulator  # only the emulated path needs the host compiler's libraries
+class LaunchSpec(NamedTuple):
+    """What one launch is made of, whatever the device: the instantiation, its (grid, block)
+    (None: a 1-D grid-stride grid over `work_items`), and the arguments after the call's own
+    arrays (parameter structs; a family's cached launch functions make these, a `Launch` runs
+    one on a device)."""
 
-    emulator.launch(k, grid, block, args)
+    kernel: Instantiation
+    shape: Shape | None
+    work_items: int = 0
+    constants: tuple[Any, ...] = ()
 
 
 class Launch:
-    """One launch of a prepared call (onnx_cupy.core.calls) on the path `backend`: the
+    """One launch of a prepared call on `device` (the cupy module or the emulated device): the
     instantiation, its (grid, block) (None: a grid-stride grid over `work_items`), and the
     arguments after the call's own arrays (parameter structs, uploaded tables), all fixed by
-    the call's key. It owns those constants: a parameter struct that the 'cupy' path passes by
-    its address lives as long as the launch (and so as the prepared call that holds it), whatever
-    cache made it; the device tables among them go to a CUDA graph that captures the launch
-    too (calls.keep_for_graphs). On the 'cupy' path the compiled function is looked up at the
-    first launch and kept: a prepared call runs on the one device its key names
-    (calls.device_bound)."""
+    the call's key. It owns those constants: a parameter struct passed by its address lives as
+    long as the launch (and so as the prepared call that holds it), whatever cache made it; the
+    device tables among them go to a CUDA graph that captures the launch too
+    (workspaces.keep_for_graphs). The compiled function is looked up at the first launch and
+    kept: a prepared call runs on the one device its key names."""
 
-    __slots__ = ("_function", "_grid", "_tables", "arguments", "backend", "constants", "kernel",
+    __slots__ = ("_function", "_grid", "_tables", "arguments", "constants", "device", "kernel",
                  "shape", "work_items")
 
-    def __init__(self, backend: str, kernel: Instantiation, shape: Shape | None,
-                 work_items: int, constants: tuple[Any, ...] = ()) -> None:
-        self.backend, self.kernel, self.shape, self.work_items = backend, kernel, shape, work_items
-        self.constants = constants   # owned: `arguments` may point into them
-        self.arguments = tuple(by_value(backend, c) for c in constants)
-        self._grid: Shape = shape if shape is not None else grid_for(work_items)
+    def __init__(self, device: Any, spec: LaunchSpec, *tables: Any) -> None:
+        """The launch of `spec` on `device`, with device `tables` (uploaded by the call) before
+        the spec's constants (the kernels take their tables, then their parameter struct)."""
+        self.device, self.kernel, self.shape, self.work_items = device, *spec[:3]
+        constants = self.constants = (*tables, *spec.constants)   # owned: see the class
+        self.arguments = tuple(by_value(device, c) for c in constants)
+        self._grid: Shape = spec.shape if spec.shape is not None else grid_for(spec.work_items)
         self._function: Any = None
         # device tables among the constants: a CUDA graph captured with this launch reads them
-        self._tables = backend == "cupy" and any(execution.is_cupy_array(c) for c in constants)
+        self._tables = any(isinstance(c, device.ndarray) for c in constants)
 
     def __call__(self, *arrays: Any) -> None:
         """Launch on `arrays` (input, output, ...; None for a pointer the kernel does not use),
         then the constants."""
         function = self._function
         if function is None:   # the first launch: on the device its call's key names
-            function = self._function = loader.cuda_function(self.kernel)
+            function = self._function = loader.cuda_function(self.kernel, self.device)
         function(*self._grid, (*arrays, *self.arguments))
         if self._tables:
-            calls.keep_for_graphs(self.constants)
+            workspaces.keep_for_graphs(self.device, self.constants)
 
     def __repr__(self) -> str:
-        return f"Launch({self.backend}, {self.kernel!r}, {self.shape})"
+        return f"Launch({self.kernel!r}, {self.shape})"
 
 
-def by_value(backend: str, value: Any) -> Any:
-    """A constant argument as a launch passes it: on the 'cupy' path a parameter struct (a
-    size-one NumPy array, which the caller keeps: a Launch owns its constants) as a pointer to
-    its bytes, which CuPy
+def by_value(device: Any, value: Any) -> Any:
+    """A constant argument as a launch passes it: a parameter struct (a size-one NumPy array,
+    which the caller keeps: a Launch owns its constants) as a pointer to its bytes, which CuPy
     passes as it is (a NumPy array it would read through __array_interface__ at every launch:
     tens of microseconds for a struct of many fields); anything else as it is."""
     if isinstance(value, np.ndarray) and value.dtype.names:
-        return execution.cupy_module().cuda.function.CPointer(value.ctypes.data)
+        return device.cuda.function.CPointer(value.ctypes.data)
     return value

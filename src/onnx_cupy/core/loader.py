@@ -229,12 +229,12 @@ def swap_functions(functions: dict[tuple[Instantiation, int, int], Any]
     return replaced
 
 
-def cuda_function(k: Instantiation) -> Any:
-    """The compiled instantiation `k` on the current device: compiled by NVRTC with the
-    library's options for the device's architecture (cuda_compile.cached: in memory, on disk, or
-    compiled), loaded as a module of its own on first use (concurrent first calls load it
-    once)."""
-    cupy = execution.cupy_module()
+def cuda_function(k: Instantiation, cupy: Any = None) -> Any:
+    """The compiled instantiation `k` on the current device of `cupy` (the cupy module or the
+    emulated device; None: the library's cupy): compiled by NVRTC with the library's options
+    for the device's architecture (cuda_compile.cached: in memory, on disk, or compiled),
+    loaded as a module of its own on first use (concurrent first calls load it once)."""
+    cupy = execution.cupy_module() if cupy is None else cupy
     device = cupy.cuda.runtime.getDevice()
     key = (k, id(cupy), device)   # the emulated device's apart
     fn = _functions.get(key)

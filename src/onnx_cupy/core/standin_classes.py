@@ -358,7 +358,7 @@ def build(fake: StandIn) -> None:
             at its address), a CPointer as a copy of the bytes of the struct the kernel declares
             at its place, a size-one NumPy array as a copy, a Python scalar as CuPy converts it
             (int64, float64, bool)."""
-            from . import launcher
+            from . import emulator  # only an executing stand-in needs the host compiler
 
             read: list[Any] = []
             for at, a in enumerate(args):
@@ -380,8 +380,8 @@ def build(fake: StandIn) -> None:
                     read.append(np.bool_(a) if kind is bool else np.int64(a) if kind is int
                                 else np.float64(a))
             kernel, taken = self._kernel, tuple(read)
-            shape = cast(launcher.Shape, (grid, block))   # 3-tuples: __call__ padded them
-            return lambda: launcher.launch("emulated", kernel, 0, taken, shape)
+            g, b = cast(tuple[int, int, int], grid), cast(tuple[int, int, int], block)
+            return lambda: emulator.launch(kernel, g, b, taken)   # 3-tuples: __call__ padded
 
         def _check(self, grid: Any, block: Any) -> None:
             """CuPy's and the driver's rules on a launch's shape: tuples, at most three

@@ -3,10 +3,9 @@ run the plan on the path the input picks: NumPy (numpy.py) or the CUDA kernels o
 CPU emulator (kernel.py)."""
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from ..core import arrays, calls, execution
+from ..core import calls, kernel_call
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -132,47 +131,34 @@ def run_sample(X: Any, grid: Any, opset: int, attrs: dict[str, Any], *,
                out: Any = None) -> Any:
     """GridSample's one entry point (the ONNX function, the node runner, the PyTorch layer and
     Dask all come here): validated and planned on the host on the first call of its key
-    (onnx_cupy.core.calls; `pad_before_rounding`: nearest pads, then rounds, as PyTorch;
-    `fused_unnormalize`: PyTorch's 2-D float32 coordinates, onnx_cupy.grid.plan), then
-    run on the path X picks, NumPy or the CUDA kernels
-    (on the GPU or the CPU emulator); grid must be of X's array type."""
-    # DLPack inputs become cupy.ndarray
-    x, backend = execution.select(arrays.plain(X, plan.SAMPLE), plan.SAMPLE)
-    g = arrays.partner(grid, x, plan.SAMPLE, "grid")
-    return prepared_sample(x, g, backend, opset, attrs, pad_before_rounding,
-                           fused_unnormalize)(x, g, out)
-
-
-def prepared_sample(x: Any, g: Any, backend: str, opset: int, attrs: dict[str, Any],
-                    pad_before_rounding: bool = False, fused_unnormalize: bool = False
-                    ) -> calls.Call:
-    """The call of GridSample with these attributes on inputs laid out as `x` and `g` (of X's
-    array type) on `backend`: prepared on the first occurrence of its key, then kept.
-    call(X, grid, out) -> Y."""
-    key = calls.key(x, backend, plan.SAMPLE, opset, 1 if pad_before_rounding else 0,
-                    1 if fused_unnormalize else 0, attrs, arrays=(g,))
-    call = _CALLS.get(key)
-    if call is None:
-        pl = plan.make_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
-                                 pad_before_rounding=pad_before_rounding,
-                                 fused_unnormalize=fused_unnormalize, **attrs)
-        call = _CALLS.put(key, numpy_path.prepare_sample(pl, x.dtype, g.dtype)
-                          if backend == "numpy" else kernel.prepare_sample(pl, x, g, backend))
-    return call
-
-
-_CALLS = calls.Cache("grid")
+    (onnx_cupy.core.kernel_call; `pad_before_rounding`: nearest pads, then rounds, as PyTorch;
+    `fused_unnormalize`: PyTorch's 2-D float32 coordinates, onnx_cupy.grid.plan), then run on
+    the path X picks, NumPy or the CUDA kernels (on the GPU or the CPU emulator); grid must be
+    of X's array type."""
+    return SAMPLE(X, grid, parts=(opset, int(pad_before_rounding), int(fused_unnormalize),
+                                  attrs), out=out)
 
 
 def run_affine(theta: Any, size: Any, opset: int, attrs: dict[str, Any], *, out: Any = None
                ) -> Any:
     """AffineGrid's one entry point (every caller comes here): validated and planned on the
     host on the first call of its key (`size` read there), then run on the path theta picks."""
-    t, backend = execution.select(arrays.plain(theta, plan.AFFINE, "theta"), plan.AFFINE)
-    key = calls.key(t, backend, plan.AFFINE, opset, attrs, vectors=(size,))
-    call = _CALLS.get(key)
-    if call is None:
-        pl = plan.make_affine(tuple(t.shape), t.dtype, size, opset, **attrs)
-        call = _CALLS.put(key, functools.partial(numpy_path.run_affine, pl)
-                          if backend == "numpy" else kernel.prepare_affine(pl, t, backend))
-    return call(t, out)
+    return AFFINE(theta, parts=(opset, attrs), vectors=(size,), out=out)
+
+
+def _plan_sample(x: Any, g: Any, opset: int, pad_before_rounding: int, fused_unnormalize: int,
+                 attrs: dict[str, Any]) -> plan.SamplePlan:
+    return plan.make_sample(tuple(x.shape), x.dtype, tuple(g.shape), g.dtype, opset,
+                            pad_before_rounding=bool(pad_before_rounding),
+                            fused_unnormalize=bool(fused_unnormalize), **attrs)
+
+
+_CALLS = calls.Cache("grid")
+SAMPLE = kernel_call.KernelCall(
+    plan.SAMPLE, _CALLS, (kernel_call.Input("X"), kernel_call.Input("grid")), _plan_sample,
+    numpy_path.prepare_sample, kernel.prepare_sample)
+AFFINE = kernel_call.KernelCall(
+    plan.AFFINE, _CALLS, (kernel_call.Input("theta"),),
+    lambda t, opset, attrs, size: plan.make_affine(tuple(t.shape), t.dtype, size, opset,
+                                                   **attrs),
+    numpy_path.prepare_affine, kernel.prepare_affine)

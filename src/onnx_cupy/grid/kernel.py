@@ -14,11 +14,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, numerics, records
+from ..core import arrays, dtypes, kernel_call, launcher, loader, numerics, records
 from .plan import AFFINE, CUBIC_A, MAX_SPATIAL, SAMPLE, AffinePlan, SamplePlan
 
 FAMILY = "grid"
@@ -103,15 +103,6 @@ loader.register(FAMILY, [*FAST.values(), *NEAREST.values(), *WEIGHTED.values(),
                          "GRID_GENERIC_MIN_BLOCKS": GENERIC_MIN_BLOCKS})
 
 
-class LaunchSpec(NamedTuple):
-    """What a GridSample or AffineGrid launch is made of (core.launcher.Launch takes it)."""
-
-    kernel: records.Instantiation
-    geom: np.ndarray           # GridSampleGeom or AffineGridGeom
-    shape: launcher.Shape | None  # (grid, block); None: a 1-D grid-stride grid over `work`
-    work: int = 0
-
-
 def chunks(channels: int, points: int) -> tuple[int, int]:
     """(channels per thread, chunks): as few chunks as give THREADS threads with the positions."""
     wanted = max(1, min(channels, numerics.cdiv(THREADS, max(points, 1))))
@@ -133,7 +124,7 @@ def _fast_kernel(pl: SamplePlan, dtype: np.dtype, grid_dtype: np.dtype,
 
 @functools.lru_cache(maxsize=256)
 def sample_args(pl: SamplePlan, dtype: np.dtype, x_strides: tuple[int, ...],
-                grid_dtype: np.dtype, grid_strides: tuple[int, ...]) -> LaunchSpec:
+                grid_dtype: np.dtype, grid_strides: tuple[int, ...]) -> launcher.LaunchSpec:
     """The launch of a GridSample plan for X of `dtype` and a grid of `grid_dtype`, with these
     element strides."""
     n_items, channels = pl.out_shape[:2]
@@ -161,57 +152,42 @@ def sample_args(pl: SamplePlan, dtype: np.dtype, x_strides: tuple[int, ...],
            for c, f in COORDINATES.items()})
     fast = _fast_kernel(pl, dtype, grid_dtype, grid_strides, bits)
     if fast is not None:
-        return LaunchSpec(fast, geom, (grid, block))
+        return launcher.LaunchSpec(fast, (grid, block), 0, (geom,))
     coordinates = "double" if pl.coordinates == np.float64 else "float"
     if pl.mode == "nearest":
-        return LaunchSpec(NEAREST[dtype.itemsize, coordinates, bits], geom, (grid, block))
-    return LaunchSpec(WEIGHTED[dtype.name, coordinates, bits], geom, (grid, block))
+        return launcher.LaunchSpec(NEAREST[dtype.itemsize, coordinates, bits], (grid, block), 0,
+                                   (geom,))
+    return launcher.LaunchSpec(WEIGHTED[dtype.name, coordinates, bits], (grid, block), 0, (geom,))
 
 
-@kernel_call.prepares
-def prepare_sample(pl: SamplePlan, x: Any, grid: Any, backend: str) -> calls.Call:
-    """The call of a GridSample plan on inputs laid out as `x` and `grid` on the kernel path
-    `backend` ('cupy' or 'emulated'): call(X, grid, out) -> grid_sample(X, grid)."""
-    return _prepare(SAMPLE, pl.out_shape, (x, grid), backend, functools.partial(sample_args, pl))
+def prepare_sample(pl: SamplePlan, device: Any, x: Any, grid: Any) -> kernel_call.Body:
+    """The body of a GridSample plan on `device` for device arrays laid out as `x` and `grid`
+    (whole-element strides): body(X, grid, out) -> grid_sample(X, grid)."""
+    return _prepare(device, pl.out_shape, (x, grid), functools.partial(sample_args, pl))
 
 
-def _prepare(op: str, shape: tuple[int, ...], inputs: tuple[Any, ...], backend: str,
-             launch: Callable[..., LaunchSpec]) -> calls.Call:
-    """call(*inputs, out): the output of `shape` (the first input's dtype, on its device)
-    allocated (or `out` checked), then the launch `launch(dtype, element strides, ...)` gives
-    for the inputs' layouts. An input whose byte strides are not whole elements is read from a
-    C-contiguous copy in the workspace (alignment: onnx_cupy.core.kernel_call)."""
-    given = [arrays.whole_element_strides(a) for a in inputs]
-    copied = [s is None for s in given]
-    copying = any(copied)
-    layouts = [(a.dtype, arrays.c_strides(tuple(a.shape)) if s is None else s)
-               for a, s in zip(inputs, given)]
-    size = math.prod(shape)
-    if size:
-        step = launch(*(v for layout in layouts for v in layout))
-        run = launcher.Launch(backend, step.kernel, step.shape, step.work, (step.geom,))
-    empty = arrays.module_of(backend).empty
-    dtype = inputs[0].dtype   # the output's: the first input's, which the call's key holds
+def _prepare(device: Any, shape: tuple[int, ...], inputs: tuple[Any, ...],
+             launch: Callable[..., launcher.LaunchSpec]) -> kernel_call.Body:
+    """body(*inputs, out): the output of `shape` (the first input's dtype, on its device)
+    allocated where `out` is None, then the launch `launch(dtype, element strides, ...)` gives
+    for the inputs' layouts."""
+    empty, dtype = device.empty, inputs[0].dtype   # the first input's: the call's key holds it
+    if not math.prod(shape):
+        return lambda *args: empty(shape, dtype) if args[-1] is None else args[-1]
+    run = launcher.Launch(device, launch(*(v for a in inputs for v in (
+        a.dtype, arrays.whole_element_strides(a)))))
 
-    def call(*args: Any) -> Any:
+    def body(*args: Any) -> Any:
         *xs, out = args
-        Y = empty(shape, dtype) if out is None else arrays.output(out, xs[0], shape, dtype,
-                                                                   backend, op)
-        if not size:
-            return Y
-        if copying:
-            copies = calls.scratch(backend, *((tuple(a.shape), a.dtype)
-                                              for a, c in zip(xs, copied) if c))
-            for i in (i for i, c in enumerate(copied) if c):
-                copies[0][...] = xs[i]
-                xs[i] = copies.pop(0)
+        Y = empty(shape, dtype) if out is None else out
         run(*xs, Y)
         return Y
-    return call
+    return body
 
 
 @functools.lru_cache(maxsize=256)
-def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...]) -> LaunchSpec:
+def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...]
+                ) -> launcher.LaunchSpec:
     """The launch of an AffineGrid plan for theta of `dtype` with these element strides."""
     positions = math.prod(pl.lengths)
     total = pl.out_shape[0] * positions
@@ -220,11 +196,10 @@ def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...])
     geom = launcher.parameter_struct(_AFFINE_GEOM, total=total, positions=positions,
                                      theta_stride=theta_strides, length=pl.lengths,
                                      align_corners=int(pl.align_corners))
-    return LaunchSpec(AFFINE_GRID[dtype.name, pl.rank, bits], geom, None, total)
+    return launcher.LaunchSpec(AFFINE_GRID[dtype.name, pl.rank, bits], None, total, (geom,))
 
 
-@kernel_call.prepares
-def prepare_affine(pl: AffinePlan, theta: Any, backend: str) -> calls.Call:
-    """The call of an AffineGrid plan on a theta laid out as `theta` on the kernel path
-    `backend`: call(theta, out) -> affine_grid(theta)."""
-    return _prepare(AFFINE, pl.out_shape, (theta,), backend, functools.partial(affine_args, pl))
+def prepare_affine(pl: AffinePlan, device: Any, theta: Any) -> kernel_call.Body:
+    """The body of an AffineGrid plan on `device` for a theta laid out as `theta`:
+    body(theta, out) -> affine_grid(theta)."""
+    return _prepare(device, pl.out_shape, (theta,), functools.partial(affine_args, pl))

@@ -42,6 +42,7 @@ as np.copyto(..., casting="unsafe") does, at about half its call's cost)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import threading
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,7 @@ import numpy as np
 from ..core import arrays, dtypes, numerics
 from ..core.calls import Call
 from ..core.numerics import round_saturate
-from .plan import AFFINE, CUBIC_A, FLOAT32_EXACT, SAMPLE, base
+from .plan import CUBIC_A, FLOAT32_EXACT, base
 
 if TYPE_CHECKING:
     from .plan import AffinePlan, SamplePlan
@@ -403,8 +404,7 @@ class _Sampler:
         return xs.reshape(shape)
 
     def __call__(self, x: np.ndarray, grid: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-        y: np.ndarray = (np.empty(self.out_shape, x.dtype) if out is None else
-                         arrays.output(out, x, self.out_shape, x.dtype, "numpy", SAMPLE))
+        y: np.ndarray = np.empty(self.out_shape, x.dtype) if out is None else out
         if not self.size:
             return y
         if 0 in x.strides:   # (a test of the common layout that costs nothing)
@@ -577,17 +577,23 @@ class _Compact:
         y[...] = first
 
 
-def prepare_sample(pl: SamplePlan, dtype: np.dtype, grid_dtype: np.dtype) -> Call:
-    """The call of plan `pl` on X of `dtype` and a grid of `grid_dtype` (`_Sampler`):
+def prepare_sample(pl: SamplePlan, x: np.ndarray, grid: np.ndarray) -> Call:
+    """The call of plan `pl` on X and a grid laid out as `x` and `grid` (`_Sampler`):
     call(x, grid, out) -> Y."""
-    return _Sampler(pl, dtype, grid_dtype)
+    return _Sampler(pl, x.dtype, grid.dtype)
 
 
 # ---------------------------------------------------------------- AffineGrid
 
+def prepare_affine(pl: AffinePlan, theta: np.ndarray) -> Call:
+    """The call of plan `pl` on a theta laid out as `theta`: call(theta, out) ->
+    affine_grid(theta)."""
+    return functools.partial(run_affine, pl)
+
+
 def run_affine(pl: AffinePlan, theta: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     """affine_grid(theta) per plan `pl`, into `out` when given (C-contiguous) or a new array."""
-    y: np.ndarray = arrays.output(out, theta, pl.out_shape, theta.dtype, "numpy", AFFINE)
+    y: np.ndarray = np.empty(pl.out_shape, theta.dtype) if out is None else out
     if not y.size:
         return y
     acc = accumulate_dtype(theta.dtype)

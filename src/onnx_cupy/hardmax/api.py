@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, execution
+from ..core import calls, kernel_call
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -52,30 +52,20 @@ def hardmax(X: ArrayT, *, axis: int | None = None, opset: int = 13,
     array([[0., 1., 0.],
            [1., 0., 0.]], dtype=float32)
     """
-    y: ArrayT = run(X, opset, axis, out=out)
+    y: ArrayT = CALL(X, parts=(opset, axis), out=out)
     return y   # the array type of X
-
-
-_CALLS = calls.Cache("hardmax")
 
 
 def run(X: Any, opset: int, axis: Any, *, out: Any = None) -> Any:
     """The Hardmax family's one entry point (the ONNX function, the node runner, the PyTorch
     layer and Dask all come here): validated and planned on the host on the first call of its
-    key (onnx_cupy.core.calls), then run on the path the input picks, NumPy or the CUDA kernels
-    (on the GPU or the CPU emulator)."""
-    x, backend = execution.select(arrays.plain(X, plan.OP), plan.OP)   # DLPack inputs become cupy.ndarray
-    return prepared(x, backend, opset, axis)(x, out)
+    key (onnx_cupy.core.kernel_call), then run on the path the input picks, NumPy or the CUDA
+    kernels (on the GPU or the CPU emulator)."""
+    return CALL(X, parts=(opset, axis), out=out)
 
 
-def prepared(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:
-    """The call of Hardmax with `axis` on inputs laid out as `x` on `backend`: prepared on the
-    first occurrence of its key, then kept. call(X, out) -> Y."""
-    key = calls.key(x, backend, opset, axis)
-    return _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, opset, axis))
-
-
-def _prepare(x: Any, backend: str, opset: int, axis: Any) -> calls.Call:
-    pl = plan.make(tuple(x.shape), x.dtype, axis, opset)
-    return numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
-        kernel.prepare(pl, x, backend)
+CALL = kernel_call.KernelCall(
+    plan.OP, calls.Cache("hardmax"), (kernel_call.Input("X"),),
+    lambda x, opset, axis: plan.make(tuple(x.shape), x.dtype, axis, opset),
+    lambda pl, x: numpy_path.prepare(pl, np.dtype(x.dtype)), kernel.prepare,
+    output=lambda pl, x: (pl.shape, x.dtype), walks=kernel.walks)

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, numerics, records
+from ..core import arrays, dtypes, kernel_call, launcher, loader, numerics, records, workspaces
 from .plan import OP, HardmaxPlan
 
 FAMILY = "hardmax"
@@ -92,12 +92,9 @@ def view_strides(pl: HardmaxPlan, strides: tuple[int, ...]) -> tuple[int, int, i
     return outer[1], n[1], inner[1]
 
 
-class Pass(NamedTuple):
-    """One kernel pass over the view: its instantiation and (grid, block)."""
-
-    kernel: records.Instantiation
-    shape: launcher.Shape
-    part: bool            # takes the scan lanes' candidates (index and key buffers)
+def takes_candidates(k: records.Instantiation) -> bool:
+    """Whether a pass reads or writes the scan lanes' candidates (index and key buffers)."""
+    return k.template in ("hardmax_scan", "hardmax_merge")
 
 
 @functools.lru_cache(maxsize=512)
@@ -107,8 +104,8 @@ def geometry(pl: HardmaxPlan, view: tuple[int, int, int]) -> np.ndarray:
                                                                       lanes(pl), *view))))
 
 
-def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: bool
-          ) -> Pass | None:
+def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: bool,
+          g: np.ndarray) -> launcher.LaunchSpec | None:
     vector = _pack(name)
     if not (aligned and pl.n % vector == 0 and stride_outer % vector == 0):
         vector = 1
@@ -117,33 +114,36 @@ def _rows(pl: HardmaxPlan, name: str, bits: int, stride_outer: int, aligned: boo
     blocks = numerics.cdiv(pl.outer, rows)
     if blocks > launcher.MAX_GRID_X:
         return None
-    return Pass(ROWS[name, bits, vector], ((blocks, 1, 1), (group, rows, 1)), False)
+    return launcher.LaunchSpec(ROWS[name, bits, vector], ((blocks, 1, 1), (group, rows, 1)),
+                               0, (g,))
 
 
-def _columns(pl: HardmaxPlan, name: str, bits: int) -> Pass | None:
+def _columns(pl: HardmaxPlan, name: str, bits: int, g: np.ndarray
+             ) -> launcher.LaunchSpec | None:
     bx, by = launcher.block_rows(pl.inner)
     grid = (numerics.cdiv(pl.inner, bx), *launcher.grid_yz(numerics.cdiv(pl.outer, by)))
     if grid[0] > launcher.MAX_GRID_X or grid[2] > launcher.MAX_GRID_YZ:
         return None
-    return Pass(COLS[name, bits], (grid, (bx, by, 1)), False)
+    return launcher.LaunchSpec(COLS[name, bits], (grid, (bx, by, 1)), 0, (g,))
 
 
-def _generic(pl: HardmaxPlan, name: str, bits: int) -> tuple[Pass, Pass]:
+def _generic(pl: HardmaxPlan, name: str, bits: int, g: np.ndarray
+             ) -> tuple[launcher.LaunchSpec, launcher.LaunchSpec]:
     count = lanes(pl)
     bx, my = launcher.block_rows(pl.inner)
     by = min(my, launcher.pow2_ceil(count))
     gx = numerics.cdiv(pl.inner, bx)
     scan = ((gx, numerics.cdiv(count, by), min(pl.outer, launcher.MAX_GRID_YZ)), (bx, by, 1))
     merge = ((gx, min(numerics.cdiv(pl.outer, my), launcher.MAX_GRID_YZ), 1), (bx, my, 1))
-    return (Pass(SCAN[name, bits], scan, True), Pass(MERGE[name, bits], merge, True))
+    return (launcher.LaunchSpec(SCAN[name, bits], scan, 0, (g,)),
+            launcher.LaunchSpec(MERGE[name, bits], merge, 0, (g,)))
 
 
 @functools.lru_cache(maxsize=512)
 def launches(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...], aligned: bool
-             ) -> tuple[tuple[Pass, ...], np.dtype, np.ndarray]:
-    """(launches, index dtype, HardmaxGeom block) for an input of `dtype` with these element
-    strides, which form the plan's [outer, n, inner] view (`aligned`: X and Y start on 16-byte
-    boundaries)."""
+             ) -> tuple[tuple[launcher.LaunchSpec, ...], np.dtype]:
+    """(launches, index dtype) for an input of `dtype` with these element strides, which form
+    the plan's [outer, n, inner] view (`aligned`: X and Y start on 16-byte boundaries)."""
     view = view_strides(pl, x_strides)
     if view is None:
         raise ValueError(f"{OP}: strides {x_strides} do not form the [outer, n, inner] view of "
@@ -151,49 +151,47 @@ def launches(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...], align
     name = dtype.name  # a float of the table: the plan validated it
     bits = dtypes.index_bits(arrays.index_reach(pl.shape, x_strides),
                              math.prod(pl.shape) + GRID_SLACK)
-    fast: Pass | None = None
+    g = geometry(pl, view)
+    fast: launcher.LaunchSpec | None = None
     if pl.inner == 1 and (view[1] == 1 or pl.n == 1):
-        fast = _rows(pl, name, bits, view[0], aligned)
+        fast = _rows(pl, name, bits, view[0], aligned, g)
     elif lanes(pl) == 1:
-        fast = _columns(pl, name, bits)
-    steps: tuple[Pass, ...] = (fast,) if fast is not None else _generic(pl, name, bits)
-    return steps, dtypes.INDEX_DTYPES[bits], geometry(pl, view)
+        fast = _columns(pl, name, bits, g)
+    steps = (fast,) if fast is not None else _generic(pl, name, bits, g)
+    return steps, dtypes.INDEX_DTYPES[bits]
 
 
-@kernel_call.prepares
-def prepare(pl: HardmaxPlan, x: Any, backend: str) -> calls.Call:
-    """The call of plan `pl` on inputs laid out as `x` on the kernel path `backend` ('cupy' or
-    'emulated'): call(X, out) -> hardmax(X). Inputs whose strides do not form the [outer, n,
-    inner] view are copied to C order first; the 16-byte loads of hardmax_rows run where X and
-    Y start on 16-byte boundaries. The copy and the scan lanes' candidates go to the
-    workspace (onnx_cupy.core.calls.scratch)."""
+def walks(pl: HardmaxPlan, index: int, x: Any) -> bool:
+    """Whether the kernels read X laid out as `x`: its strides form the [outer, n, inner]
+    view."""
     strides = arrays.whole_element_strides(x)
-    copy = strides is None or view_strides(pl, strides) is None
-    strides = arrays.c_strides(pl.shape) if copy or strides is None else strides
+    return strides is not None and view_strides(pl, strides) is not None
+
+
+def prepare(pl: HardmaxPlan, device: Any, x: Any) -> kernel_call.Body:
+    """The body of plan `pl` on `device` for X laid out as `x` (its strides form the [outer, n,
+    inner] view: `walks`): body(X, out) -> hardmax(X). The 16-byte loads of hardmax_rows run
+    where X and Y start on 16-byte boundaries. The scan lanes' candidates go to the
+    workspace."""
     size = math.prod(pl.shape)
+    empty, dtype = device.empty, x.dtype   # X's dtype: the key holds it
     if not size:
-        return calls.allocating(pl.shape, backend, OP)
+        return lambda X, out: empty(pl.shape, dtype) if out is None else out
+    strides = arrays.whole_element_strides(x)
+    assert strides is not None   # walks(pl, 0, x)
     passes = {}
     for aligned in (False, True):
-        steps, index_dtype, g = launches(pl, x.dtype, strides, aligned)
-        passes[aligned] = tuple(launcher.Launch(backend, p.kernel, p.shape, size, (g,))
-                                for p in steps)
-    count = pl.outer * lanes(pl) * pl.inner if steps[0].part else 0   # scan candidates
-    parts = ((count,), index_dtype), ((count,), KEY_DTYPES[x.dtype.itemsize])
-    layouts = (((pl.shape, x.dtype),) if copy else ()) + (parts if count else ())
-    space = calls.Scratch(backend, *layouts) if layouts else None
-    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
-    address = arrays.address_of(backend)
+        steps, index_dtype = launches(pl, x.dtype, strides, aligned)
+        passes[aligned] = tuple(launcher.Launch(device, p) for p in steps)
+    generic = takes_candidates(passes[False][0].kernel)
+    count = pl.outer * lanes(pl) * pl.inner if generic else 0   # the scan lanes' candidates
+    space = workspaces.Scratch(device, ((count,), index_dtype),
+                               ((count,), KEY_DTYPES[x.dtype.itemsize])) if count else None
 
-    def call(X: Any, out: Any) -> Any:   # Y is not empty (size > 0)
-        Y = empty(pl.shape, dtype) if out is None else \
-            arrays.output(out, X, pl.shape, dtype, backend, OP)
-        carved = space() if space is not None else ()
-        if copy:
-            carved[0][...] = X
-            X = carved[0]
-        part = carved[-2:] if count else ()
-        for step in passes[(address(X) | address(Y)) % PACK_BYTES == 0]:
+    def body(X: Any, out: Any) -> Any:
+        Y = empty(pl.shape, dtype) if out is None else out
+        part = space() if space is not None else ()   # the generic passes' candidates
+        for step in passes[(X.data.ptr | Y.data.ptr) % PACK_BYTES == 0]:
             step(X, Y, *part)
         return Y
-    return call
+    return body

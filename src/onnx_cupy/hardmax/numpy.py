@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import arrays
 from ..core.calls import Call
-from .plan import OP
 
 if TYPE_CHECKING:
     from .plan import HardmaxPlan
@@ -39,7 +37,7 @@ def prepare(pl: HardmaxPlan, dtype: np.dtype) -> Call:
              + np.arange(pl.inner, dtype=np.intp)).reshape(-1)
 
     def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-        y: np.ndarray = arrays.output(out, x, pl.shape, x.dtype, "numpy", OP)
+        y: np.ndarray = np.empty(pl.shape, x.dtype) if out is None else out
         if not y.size:
             return y
         x3 = x.reshape(pl.outer, pl.n, pl.inner)

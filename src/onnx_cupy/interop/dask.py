@@ -66,7 +66,9 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar, overload
 
-from ..core import arrays, execution, extras
+import numpy as np
+
+from ..core import execution, extras
 
 try:
     import dask.array as da
@@ -146,7 +148,7 @@ def _pool(op: str, eager: Callable[..., Any], X: da.Array, attrs: dict[str, Any]
     kw = _keywords(eager, op, X, (), attrs)
     indices = kw.pop("return_indices", False)
     if op in pool_plan.GLOBAL_OPS:
-        out_shape = pool_plan.global_plan(op, kw["opset"], tuple(X.shape), X.dtype,
+        out_shape = pool_plan.make_global(op, kw["opset"], tuple(X.shape), X.dtype,
                                           kw.get("p")).out_shape
     else:
         pool_api.check_return_indices(op, kw["opset"], indices)
@@ -173,7 +175,7 @@ def _max_indices(x: Any, backend: str, kw: dict[str, Any], channels: int, plane:
     with execution.backend(backend):
         _, local = pool_api.max_pool(x, return_indices=True, **kw)
     (n0, _), (c0, _) = block_info[0]["array-location"][:2]
-    xp = arrays.module_of(backend)
+    xp = execution.cupy_module() if backend == "cupy" else np
     n = xp.arange(x.shape[0]).reshape((-1, 1) + (1,) * (x.ndim - 2))
     c = xp.arange(x.shape[1]).reshape((1, -1) + (1,) * (x.ndim - 2))
     shift = (((n + n0) * channels + c + c0) - (n * x.shape[1] + c)) * plane
@@ -385,7 +387,7 @@ def _unpool_block(x: Any, indices: Any, backend: str, kw: dict[str, Any], channe
     into a plane outside the block becomes -1 (an error on NumPy chunks, skipped on CuPy
     ones)."""
     (n0, n1), (c0, c1) = block_info[0]["array-location"][:2]
-    xp = arrays.module_of(backend)
+    xp = execution.cupy_module() if backend == "cupy" else np
     at, rest = xp.divmod(indices, plane)
     n, c = xp.divmod(at, channels)
     inside = (n >= n0) & (n < n1) & (c >= c0) & (c < c1) & (indices >= 0)

@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 
-from ..core import arrays, calls, execution, opsets
+from ..core import calls, kernel_call, opsets
 from ..core.execution import ArrayT, Indices, NumPyArray, ScalarT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -26,44 +26,58 @@ def check_return_indices(op: str, opset: int, return_indices: Any) -> None:
                          f"{opsets.in_force(op, opset)}; it came with {op}-{plan.INDICES_FROM}")
 
 
-_CALLS = calls.Cache("pool")
-
-
 def run(op: str, X: Any, opset: int, attrs: dict[str, Any], *, out: Any = None,
         return_indices: bool = False) -> Any:
     """The pooling family's one entry point (the ONNX functions, the node runner, the PyTorch
     layer and Dask all come here): `op` (AveragePool, LpPool, MaxPool or a global pool) on X
     with the ONNX attributes `attrs`, validated and planned on the host on the first call of
-    its key (onnx_cupy.core.calls), then run on the path the input picks, NumPy or the CUDA
-    kernels (on the GPU or the CPU emulator). Returns Y, or (Y, Indices) with
+    its key (onnx_cupy.core.kernel_call), then run on the path the input picks, NumPy or the
+    CUDA kernels (on the GPU or the CPU emulator). Returns Y, or (Y, Indices) with
     `return_indices` (MaxPool)."""
-    x, backend = execution.select(arrays.plain(X, op), op)   # DLPack inputs become cupy.ndarray
-    return prepared(op, x, backend, opset, attrs, return_indices)(x, out)
+    parts = (opset, attrs) if return_indices is False else (opset, attrs, return_indices)
+    return CALLS[op](X, parts=parts, out=out)
 
 
-def prepared(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],
-             return_indices: bool = False) -> calls.Call:
-    """The call of `op` with `attrs` on inputs laid out as `x` (a NumPy or CuPy array) on
-    `backend`: prepared (validated, planned, its launches made) on the first occurrence of its
-    key, then kept. call(X, out) -> Y, or (Y, Indices) with `return_indices`."""
-    key = calls.key(x, backend, op, opset, attrs) if return_indices is False else \
-        calls.key(x, backend, op, opset, return_indices, attrs)
-    return _CALLS.get(key) or _CALLS.put(key, _prepare(op, x, backend, opset, attrs,
-                                                       return_indices))
+def _window(op: str) -> kernel_call.KernelCall:
+    """The call of a windowed pool `op`: planned as (plan, whether MaxPool's Indices are
+    returned)."""
+    def make(x: Any, opset: int, attrs: dict[str, Any], return_indices: Any = False
+             ) -> tuple[plan.PoolPlan, bool]:
+        check_return_indices(op, opset, return_indices)
+        return plan.make(op, tuple(x.shape), x.dtype, opset, **attrs), return_indices
+    return kernel_call.KernelCall(
+        op, _CALLS, _X, make,
+        lambda request, x: numpy_path.prepare(request[0], np.dtype(x.dtype), request[1]),
+        lambda request, device, x: kernel.prepare(request[0], device, x, request[1]),
+        output=lambda request, x: (request[0].out_shape, x.dtype))
 
 
-def _prepare(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],
-             return_indices: bool) -> calls.Call:
-    """Validate and plan a call (errors raised here, before anything is allocated), and
-    prepare it for the input's layout and path."""
-    if op in plan.GLOBAL_OPS:
-        gl = plan.global_plan(op, opset, tuple(x.shape), np.dtype(x.dtype), attrs.get("p"))
-        return numpy_path.prepare_global(gl, np.dtype(x.dtype)) if backend == "numpy" else \
-            kernel.prepare_global(gl, x, backend)
-    check_return_indices(op, opset, return_indices)
-    pl = plan.make(op, tuple(x.shape), x.dtype, opset, **attrs)
-    return numpy_path.prepare(pl, np.dtype(x.dtype), return_indices) if backend == "numpy" else \
-        kernel.prepare(pl, x, backend, return_indices)
+def _global(op: str) -> kernel_call.KernelCall:
+    """The call of a global pool `op`."""
+    return kernel_call.KernelCall(
+        op, _CALLS, _X,
+        lambda x, opset, attrs: plan.make_global(op, opset, tuple(x.shape), np.dtype(x.dtype),
+                                                 attrs.get("p")),
+        lambda pl, x: numpy_path.prepare_global(pl, np.dtype(x.dtype)), kernel.prepare_global,
+        walks=kernel.walks_global)
+
+
+def _adaptive(op: str) -> kernel_call.KernelCall:
+    """The call of PyTorch's adaptive pooling `op`, planned as (plan, whether Indices are
+    returned)."""
+    return kernel_call.KernelCall(
+        op, _CALLS, _X,
+        lambda x, sizes, return_indices: (plan.make_adaptive(op, tuple(x.shape), x.dtype, sizes),
+                                          bool(return_indices)),
+        lambda request, x: numpy_path.prepare_adaptive(*request),
+        lambda request, device, x: kernel.prepare_adaptive(request[0], device, x, request[1]),
+        output=lambda request, x: (request[0].out_shape, x.dtype))
+
+
+_CALLS = calls.Cache("pool")
+_X = (kernel_call.Input("X"),)
+CALLS = {**{op: _window(op) for op in plan.OPS}, **{op: _global(op) for op in plan.GLOBAL_OPS},
+         **{op: _adaptive(op) for op in plan.ADAPTIVE_OPS}}
 
 
 _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
@@ -238,8 +252,8 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET",
     return result   # the array type of X
 
 
-def _global(op: str, X: ArrayT, opset: int, out: Any, p: Any = None) -> ArrayT:
-    y: ArrayT = run(op, X, opset, {"p": p}, out=out)
+def _global_pool(op: str, X: ArrayT, opset: int, out: Any, p: Any = None) -> ArrayT:
+    y: ArrayT = CALLS[op](X, parts=(opset, {"p": p}), out=out)
     return y   # the array type of X
 
 
@@ -291,14 +305,14 @@ def _global_doc(**parts: str) -> Callable[[_F], _F]:
              formula="Y[n, c, 0, ..., 0] = sum over w of X[n, c, w] / (D1 * ... * Dk)",
              empty="NaN (0/0)", example_args="", example="array([[[[1.]]]], dtype=float32)")
 def global_average_pool(X: ArrayT, *, opset: int = 22, out: ArrayT | None = None) -> ArrayT:
-    return _global("GlobalAveragePool", X, opset, out)
+    return _global_pool("GlobalAveragePool", X, opset, out)
 
 
 @_global_doc(op="GlobalMaxPool", versions="1, 22", what="the maximum", name="global_max_pool",
              formula="Y[n, c, 0, ..., 0] = max over w of X[n, c, w] (a NaN propagates)",
              empty="-inf", example_args="", example="array([[[[3.]]]], dtype=float32)")
 def global_max_pool(X: ArrayT, *, opset: int = 22, out: ArrayT | None = None) -> ArrayT:
-    return _global("GlobalMaxPool", X, opset, out)
+    return _global_pool("GlobalMaxPool", X, opset, out)
 
 
 @_global_doc(op="GlobalLpPool", versions="1, 2, 22", what="the Lp norm", name="global_lp_pool",
@@ -309,7 +323,7 @@ def global_max_pool(X: ArrayT, *, opset: int = 22, out: ArrayT | None = None) ->
              example_args=", p=1", example="array([[[[8.]]]], dtype=float32)")
 def global_lp_pool(X: ArrayT, *, p: float = 2, opset: int = 22,
                    out: ArrayT | None = None) -> ArrayT:
-    return _global("GlobalLpPool", X, opset, out, p)
+    return _global_pool("GlobalLpPool", X, opset, out, p)
 
 
 def adaptive_pool(op: str, X: ArrayT, sizes: Any, return_indices: bool = False) -> Any:
@@ -328,16 +342,4 @@ def adaptive_pool(op: str, X: ArrayT, sizes: Any, return_indices: bool = False) 
     float64 (16-bit types accumulate in float32); sizes has one int >= 0 per spatial axis.
     ValueError for another rank, an empty spatial axis or bad sizes; TypeError for another dtype.
     """
-    x, backend = execution.select(arrays.plain(X, op), op)
-    key = calls.key(x, backend, op, sizes, return_indices)
-    call = _CALLS.get(key) or _CALLS.put(key, _prepare_adaptive(op, x, backend, sizes,
-                                                                return_indices))
-    return call(x, None)
-
-
-def _prepare_adaptive(op: str, x: Any, backend: str, sizes: Any, return_indices: bool
-                      ) -> calls.Call:
-    """Validate and plan an adaptive pooling, and prepare it for the input's layout and path."""
-    pl = plan.adaptive_plan(op, tuple(x.shape), x.dtype, sizes)
-    return numpy_path.prepare_adaptive(pl, return_indices) if backend == "numpy" else \
-        kernel.prepare_adaptive(pl, x, backend, return_indices)
+    return CALLS[op](X, parts=(sizes, int(bool(return_indices))))

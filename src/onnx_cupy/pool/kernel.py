@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, numerics, records
+from ..core import arrays, dtypes, kernel_call, launcher, loader, numerics, records
 from . import plan
 from .plan import GLOBAL_OPS, MAX_SPATIAL, OPS, GlobalPlan, PoolPlan
 
@@ -205,11 +205,13 @@ def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int, indices: bool 
 
 @functools.lru_cache(maxsize=512)
 def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...], indices: bool = False
-                ) -> tuple[records.Instantiation, np.ndarray]:
-    """(instantiation, PoolGeom struct) of the generic kernel for an input of `dtype` with these
-    element strides (`indices`: MaxPool writes its winners' indices)."""
-    bits = launcher.index_bits(math.prod(pl.out_shape), reach(pl, x_strides))
-    return (GENERIC[np.dtype(dtype).name, bits, pl.nd], geometry(pl, x_strides, bits, indices))
+                ) -> launcher.LaunchSpec:
+    """The generic kernel's launch for an input of `dtype` with these element strides
+    (`indices`: MaxPool writes its winners' indices): one thread per output, grid-stride."""
+    size = math.prod(pl.out_shape)
+    bits = launcher.index_bits(size, reach(pl, x_strides))
+    return launcher.LaunchSpec(GENERIC[np.dtype(dtype).name, bits, pl.nd], None, size,
+                               (geometry(pl, x_strides, bits, indices),))
 
 
 def fast_mode(pl: PoolPlan) -> FastMode | None:
@@ -234,8 +236,8 @@ def fast_window(pl: PoolPlan, x_strides: tuple[int, ...]) -> tuple[int, int] | N
 
 @functools.lru_cache(maxsize=512)
 def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
-                     ) -> tuple[records.Instantiation, launcher.Shape, np.ndarray] | None:
-    """(instantiation, (grid, block), PoolFastGeom struct) of the fast kernel, or None where the
+                     ) -> launcher.LaunchSpec | None:
+    """The fast kernel's launch (its PoolFastGeom struct the constant), or None where the
     plan needs the generic one (rank > 3, LpPool p not in {1, 2}, or a coordinate, per-plane size
     or thread index past 2**31 - 1). Offsets and output indices past 2**31 - 1 take its 64-bit
     instantiation."""
@@ -263,58 +265,63 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
         step=pl.strides, dilation=pl.dilations, pad_begin=pl.pads_begin, count_begin=pl.cnt_lo,
         count_end=pl.cnt_hi,
         by_dilation=[launcher.divider(d) for d in (*pl.dilations, 1, 1)[:max(FAST_RANKS)]])
-    shape = (grid, (bx, by, 1))
-    return FAST[np.dtype(dtype).name, bits, mode, rank, fast_window(pl, x_strides)], shape, g
+    k = FAST[np.dtype(dtype).name, bits, mode, rank, fast_window(pl, x_strides)]
+    return launcher.LaunchSpec(k, (grid, (bx, by, 1)), math.prod(pl.out_shape), (g,))
 
 
-@kernel_call.prepares
-def prepare(pl: PoolPlan, x: Any, backend: str, indices: bool = False) -> calls.Call:
-    """The call of plan `pl` on inputs laid out as `x` (dtype, strides) on the kernel path
-    `backend` ('cupy' or 'emulated'): call(X, out) -> Y, or (Y, Indices) with `indices` (int64,
-    MaxPool's winners' indices: the generic kernel). The fast kernel runs where the plan allows
-    it, else the generic one; an input whose byte strides are not whole elements is read from a
-    C-contiguous copy in the workspace."""
+def prepare(pl: PoolPlan, device: Any, x: Any, indices: bool = False) -> kernel_call.Body:
+    """The body of plan `pl` on `device` for X laid out as `x` (whole-element strides):
+    body(X, out) -> Y, or (Y, Indices) with `indices` (int64, MaxPool's winners' indices: the
+    generic kernel). The fast kernel runs where the plan allows it, else the generic one."""
     strides = arrays.whole_element_strides(x)
-    copy = strides is None
-    strides = arrays.c_strides(pl.in_shape) if strides is None else strides
+    assert strides is not None   # kernel_call's default walks
     size = math.prod(pl.out_shape)
     fast = None if indices or not size else fast_kernel_args(pl, x.dtype, strides)
+    int64, dtype, empty = np.dtype(np.int64), x.dtype, device.empty   # X's: the key holds it
+    if not size:
+        return lambda X, out: _outputs(empty, pl.out_shape, dtype, out, indices)
+    step = launcher.Launch(device, fast if fast is not None else
+                           kernel_args(pl, x.dtype, strides, indices))
     if fast is not None:
-        k, shape, g = fast
-        step = launcher.Launch(backend, k, shape, size, (g,))
-    elif size:
-        k, g = kernel_args(pl, x.dtype, strides, indices)
-        step = launcher.Launch(backend, k, None, size, (g,))
-    int64, dtype = np.dtype(np.int64), x.dtype   # X's dtype: the call's key holds it
-    empty = arrays.module_of(backend).empty
+        def run_fast(X: Any, out: Any) -> Any:
+            Y = empty(pl.out_shape, dtype) if out is None else out
+            step(X, Y)          # (x, y, fast)
+            return Y
+        return run_fast
 
-    def call(X: Any, out: Any) -> Any:
-        Y = empty(pl.out_shape, dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
+    def run(X: Any, out: Any) -> Any:
+        Y = empty(pl.out_shape, dtype) if out is None else out
         where = empty(pl.out_shape, int64) if indices else None
-        if size:
-            X = calls.contiguous(backend, X) if copy else X
-            if fast is not None:
-                step(X, Y)          # (x, y, fast)
-            else:
-                step(X, Y, where)   # (x, y, indices, geom): None, no indices
+        step(X, Y, where)   # (x, y, indices, geom): None, no indices
         return Y if where is None else (Y, where)
-    return call
+    return run
 
 
-@kernel_call.prepares
-def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
-    """The call of a global pooling `pl` on inputs laid out as `x` on the kernel path `backend`:
-    call(X, out) -> Y, by pool_global, a block per (n, c) plane. A plane whose spatial axes no
-    single element stride walks is read from a C-contiguous copy."""
-    given = arrays.whole_element_strides(x)
-    walk = None if given is None else arrays.merged_stride(pl.in_shape[2:], given[2:])
-    copy = given is None or walk is None
-    strides = arrays.c_strides(pl.in_shape) if given is None or walk is None else given
-    walk = (pl.length, 1) if walk is None else walk
+def _outputs(empty: Any, shape: tuple[int, ...], dtype: np.dtype, out: Any, indices: bool
+             ) -> Any:
+    """Y (and MaxPool's int64 Indices, with `indices`) of an output with nothing to launch."""
+    Y = empty(shape, dtype) if out is None else out
+    return (Y, empty(shape, np.dtype(np.int64))) if indices else Y
+
+
+def walks_global(pl: GlobalPlan, index: int, x: Any) -> bool:
+    """Whether pool_global reads X laid out as `x`: one element stride walks each plane's
+    spatial axes."""
+    strides = arrays.whole_element_strides(x)
+    return strides is not None and arrays.merged_stride(pl.in_shape[2:], strides[2:]) is not None
+
+
+def prepare_global(pl: GlobalPlan, device: Any, x: Any) -> kernel_call.Body:
+    """The body of a global pooling `pl` on `device` for X laid out as `x` (`walks_global`):
+    body(X, out) -> Y, by pool_global, a block per (n, c) plane."""
+    strides = arrays.whole_element_strides(x)
+    assert strides is not None   # walks_global
+    walk = arrays.merged_stride(pl.in_shape[2:], strides[2:])
+    assert walk is not None
     planes = pl.in_shape[0] * pl.in_shape[1]
+    empty, dtype = device.empty, x.dtype   # X's dtype: the key holds it
     if not planes:
-        return calls.allocating(pl.out_shape, backend, pl.op)
+        return lambda X, out: empty(pl.out_shape, dtype) if out is None else out
     bits = dtypes.index_bits(arrays.index_reach(pl.in_shape, strides) + loader.BLOCK
                              * max(1, abs(walk[1])), planes + launcher.MAX_BLOCKS)
     g = launcher.parameter_struct(
@@ -322,25 +329,22 @@ def prepare_global(pl: GlobalPlan, x: Any, backend: str) -> calls.Call:
         stride_c=strides[1], length=pl.length, step=walk[1],
         mode=GENERIC_MODES[GLOBAL_MODES[pl.op]], p=pl.p)
     shape = ((min(planes, launcher.MAX_BLOCKS), 1, 1), (loader.BLOCK, 1, 1))
-    step = launcher.Launch(backend, GLOBAL[np.dtype(x.dtype).name, bits], shape, planes,
-                           (g,))
+    step = launcher.Launch(device, launcher.LaunchSpec(
+        GLOBAL[np.dtype(x.dtype).name, bits], shape, planes, (g,)))
 
-    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
-
-    def call(X: Any, out: Any) -> Any:   # Y is not empty: there are planes
-        Y = empty(pl.out_shape, dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
-        step(calls.contiguous(backend, X) if copy else X, Y)
+    def body(X: Any, out: Any) -> Any:   # Y is not empty: there are planes
+        Y = empty(pl.out_shape, dtype) if out is None else out
+        step(X, Y)
         return Y
-    return call
+    return body
 
 
 @functools.lru_cache(maxsize=512)
-def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, ...], indices: bool
-                  ) -> tuple[records.Instantiation, np.ndarray]:
-    """(instantiation, PoolAdaptiveGeom struct) of the adaptive kernel for an input of `dtype`
-    with these element strides; 32-bit indices where every offset, output index and window bound
-    numerator ((o + 1) * n + m - 1) fits an int."""
+def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, ...],
+                  indices: bool) -> launcher.LaunchSpec:
+    """The adaptive kernel's launch for an input of `dtype` with these element strides
+    (`indices`: the maximum's index within its plane); 32-bit indices where every offset,
+    output index and window bound numerator ((o + 1) * n + m - 1) fits an int."""
     total, ins, outs = math.prod(pl.out_shape), pl.in_shape[2:], pl.out_shape[2:]
     bits = launcher.index_bits(total, arrays.index_reach(pl.in_shape, x_strides),
                                *((m + 1) * n + m for n, m in zip(ins, outs)))
@@ -353,32 +357,24 @@ def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, 
         _ADAPTIVE_GEOM, total=total, channels=pl.in_shape[1], stride_n=x_strides[0],
         stride_c=x_strides[1], max=pl.op == "AdaptiveMaxPool", indices=indices, in_shape=ins,
         in_stride=x_strides[2:], out_shape=outs, **dividers)
-    return ADAPTIVE[np.dtype(dtype).name, bits, pl.nd], g
+    return launcher.LaunchSpec(ADAPTIVE[np.dtype(dtype).name, bits, pl.nd], None, total, (g,))
 
 
-@kernel_call.prepares
-def prepare_adaptive(pl: plan.AdaptivePlan, x: Any, backend: str, indices: bool = False
-                     ) -> calls.Call:
-    """The call of the adaptive plan `pl` on inputs laid out as `x` on the kernel path
-    `backend`: call(X, out) -> Y, or (Y, Indices) with `indices` (int64, the maximum's index
-    within each (n, c) plane), by pool_adaptive, one thread per output. An input whose byte
-    strides are not whole elements is read from a C-contiguous copy in the workspace."""
+def prepare_adaptive(pl: plan.AdaptivePlan, device: Any, x: Any, indices: bool = False
+                     ) -> kernel_call.Body:
+    """The body of the adaptive plan `pl` on `device` for X laid out as `x` (whole-element
+    strides): body(X, out) -> Y, or (Y, Indices) with `indices` (int64, the maximum's index
+    within each (n, c) plane), by pool_adaptive, one thread per output."""
     strides = arrays.whole_element_strides(x)
-    copy = strides is None
-    strides = arrays.c_strides(pl.in_shape) if strides is None else strides
-    size = math.prod(pl.out_shape)
-    if size:
-        k, g = adaptive_args(pl, x.dtype, strides, indices)
-        step = launcher.Launch(backend, k, None, size, (g,))
-    int64 = np.dtype(np.int64)
+    assert strides is not None   # kernel_call's default walks
+    int64, dtype, empty = np.dtype(np.int64), x.dtype, device.empty   # X's: the key holds it
+    if not math.prod(pl.out_shape):
+        return lambda X, out: _outputs(empty, pl.out_shape, dtype, out, indices)
+    step = launcher.Launch(device, adaptive_args(pl, x.dtype, strides, indices))
 
-    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
-
-    def call(X: Any, out: Any) -> Any:
-        Y = empty(pl.out_shape, dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
+    def body(X: Any, out: Any) -> Any:
+        Y = empty(pl.out_shape, dtype) if out is None else out
         where = empty(pl.out_shape, int64) if indices else None
-        if size:
-            step(calls.contiguous(backend, X) if copy else X, Y, where)
+        step(X, Y, where)
         return Y if where is None else (Y, where)
-    return call
+    return body

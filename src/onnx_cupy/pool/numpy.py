@@ -89,8 +89,8 @@ def _outputs(op: str, shape: tuple[int, ...], run: Run, indices: bool) -> Call:
     int64 = np.dtype(np.int64)
 
     def call(x: np.ndarray, out: np.ndarray | None) -> Any:
-        y = arrays.output(out, x, shape, x.dtype, "numpy", op)
-        where = arrays.output(None, x, shape, int64, "numpy", op) if indices else None
+        y = np.empty(shape, x.dtype) if out is None else out
+        where = np.empty(shape, int64) if indices else None
         if y.size:
             run(x, y, where)
         return y if where is None else (y, where)
@@ -509,7 +509,7 @@ def prepare_global(pl: GlobalPlan, dtype: np.dtype) -> Call:
     copy = dtype != acc_t or pl.op == "GlobalLpPool"   # a widened or powered copy of X
 
     def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-        y = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
+        y = np.empty(pl.out_shape, x.dtype) if out is None else out
         if not y.size:
             return y
         planes, r = _planes(x, rows, length), y.reshape(rows)

@@ -241,7 +241,7 @@ class GlobalPlan(Shapes):
         return math.prod(self.in_shape[2:])
 
 
-def global_plan(op: str, opset: int, shape: tuple[int, ...], dtype: Any, p: Any) -> GlobalPlan:
+def make_global(op: str, opset: int, shape: tuple[int, ...], dtype: Any, p: Any) -> GlobalPlan:
     """Validate a global pooling for the opset version in force and compute its plan."""
     return attributes.cached(_global_plan, op, opset, shape, np.dtype(dtype), p)
 
@@ -280,7 +280,7 @@ class AdaptivePlan:
         return o * n // m, -(-(o + 1) * n // m)
 
 
-def adaptive_plan(op: str, shape: tuple[int, ...], dtype: Any, sizes: Any) -> AdaptivePlan:
+def make_adaptive(op: str, shape: tuple[int, ...], dtype: Any, sizes: Any) -> AdaptivePlan:
     """Validate an adaptive pooling of an input (N, C, *spatial), 1-3 spatial axes of length
     >= 1, to the spatial lengths `sizes` (ints >= 0)."""
     return attributes.cached(_adaptive_plan, op, shape, np.dtype(dtype),

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ..core import arrays, calls, execution
+from ..core import calls, kernel_call
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -103,37 +101,41 @@ def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, 
         source: plan.CoordinateSource | None = None, out: Any = None, op: str = plan.OP) -> Any:
     """The Resize family's one entry point (the ONNX function, the node runner, the PyTorch
     layer and Dask all come here): validated and planned on the host on the first call of its
-    key (onnx_cupy.core.calls; `source`: where the axes sample, default the coordinate
+    key (onnx_cupy.core.kernel_call; `source`: where the axes sample, default the coordinate
     transform of `attrs`), then run on the path the input picks, NumPy or the CUDA kernels (on
     the GPU or the CPU emulator). roi, scales and sizes given as CuPy arrays are read back to
     the host at every call (they decide the output's shape): give them as lists or NumPy
     arrays where a call must not synchronize. `op`: the operator served, named in errors
     (Upsample runs here as Resize-10, after its own checks)."""
-    x, backend = execution.select(arrays.plain(X, op), op)   # DLPack inputs become cupy.ndarray
-    return prepared(x, backend, roi, scales, sizes, opset, attrs, source, op)(x, out)
+    call = RESIZE if op == plan.OP else UPSAMPLE_AS_RESIZE
+    return call(X, parts=(opset, source, attrs), vectors=(roi, scales, sizes), out=out)
+
+
+def _plan(op: str) -> Any:
+    """The plan function of Resize serving `op`."""
+    def make(x: Any, opset: int, source: plan.CoordinateSource | None, attrs: dict[str, Any],
+             roi: Any, scales: Any, sizes: Any) -> plan.ResizePlan:
+        return plan.make(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, op,
+                         **attrs)[0]
+    return make
+
+
+def _plan_upsample(x: Any, opset: int, mode: str, scales: Any) -> plan.ResizePlan:
+    """Upsample's own checks, then Resize-10's plan."""
+    checked = plan.upsample_scales(tuple(x.shape), x.dtype, scales, mode, opset)
+    return plan.make(tuple(x.shape), x.dtype, None, checked, None, plan.UPSAMPLE_AS, None,
+                     plan.UPSAMPLE, mode=mode)[0]
 
 
 _CALLS = calls.Cache("resize")
-
-
-def prepared(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int,
-             attrs: dict[str, Any], source: plan.CoordinateSource | None = None,
-             op: str = plan.OP) -> calls.Call:
-    """The call of Resize with these inputs and attributes on inputs laid out as `x` on
-    `backend`: prepared on the first occurrence of its key, then kept. call(X, out) -> Y."""
-    key = calls.key(x, backend, op, opset, source, attrs, vectors=(roi, scales, sizes))
-    return _CALLS.get(key) or _CALLS.put(key, _prepare(x, backend, roi, scales, sizes, opset,
-                                                       source, attrs, op))
-
-
-def _prepare(x: Any, backend: str, roi: Any, scales: Any, sizes: Any, opset: int,
-             source: plan.CoordinateSource | None, attrs: dict[str, Any], op: str) -> calls.Call:
-    """Validate and plan a call (errors raised here, before anything is allocated), and
-    prepare it for the input's layout and path."""
-    pl, _, _ = plan.make(tuple(x.shape), x.dtype, roi, scales, sizes, opset, source, op,
-                            **attrs)
-    return numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
-        kernel.prepare(pl, x, backend)
+_X = (kernel_call.Input("X"),)
+RESIZE = kernel_call.KernelCall(plan.OP, _CALLS, _X, _plan(plan.OP), numpy_path.prepare,
+                                kernel.prepare, walks=kernel.walks)
+UPSAMPLE_AS_RESIZE = kernel_call.KernelCall(plan.UPSAMPLE, _CALLS, _X, _plan(plan.UPSAMPLE),
+                                            numpy_path.prepare, kernel.prepare,
+                                            walks=kernel.walks)
+UPSAMPLE = kernel_call.KernelCall(plan.UPSAMPLE, _CALLS, _X, _plan_upsample,
+                                  numpy_path.prepare, kernel.prepare, walks=kernel.walks)
 
 
 def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int = 10,
@@ -186,12 +188,5 @@ def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int
     >>> oc.upsample(x, [2.0], mode="linear")
     array([1. , 1.5, 2. , 3. , 4. , 4. ], dtype=float32)
     """
-    x, backend = execution.select(arrays.plain(X, plan.UPSAMPLE), plan.UPSAMPLE)
-    key = calls.key(x, backend, plan.UPSAMPLE, opset, mode, vectors=(scales,))
-    call = _CALLS.get(key)
-    if call is None:   # Upsample's own checks, then Resize-10's plan
-        checked = plan.upsample_scales(tuple(x.shape), x.dtype, scales, mode, opset)
-        call = _CALLS.put(key, prepared(x, backend, None, checked, None, plan.UPSAMPLE_AS,
-                                        {"mode": mode}, None, plan.UPSAMPLE))
-    y: ArrayT = call(x, out)
+    y: ArrayT = UPSAMPLE(X, parts=(opset, mode), vectors=(scales,), out=out)
     return y   # the array type of X

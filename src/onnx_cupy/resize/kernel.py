@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, numerics, records
+from ..core import arrays, dtypes, kernel_call, launcher, loader, numerics, records, workspaces
 from ..core.arrays import readonly
 from .plan import MAX_DIMS, OP, UPSAMPLE, UPSAMPLE_DTYPES, ResizePlan
 
@@ -237,69 +237,77 @@ def _fill(pl: ResizePlan) -> np.ndarray:
     return np.frombuffer(b"" if pl.fill is None else pl.fill.tobytes(), dtype=np.uint8)
 
 
-@kernel_call.prepares
-def prepare(pl: ResizePlan, x: Any, backend: str) -> calls.Call:
-    """The call of plan `pl` on inputs laid out as `x` (dtype, strides) on the kernel path
-    `backend` ('cupy' or 'emulated'): call(X, out) -> resize(X). The fast kernels where they
-    apply, else the generic ones, their tables uploaded here, once; a plan that maps every axis
-    onto itself copies X. An input whose strides the kernels cannot walk (byte strides that are
-    not whole elements, more than MAX_DIMS dims after merging) is read from a C-contiguous copy
-    in the workspace (alignment: onnx_cupy.core.kernel_call)."""
+def walks(pl: ResizePlan, index: int, x: Any) -> bool:
+    """Whether the kernels read X laid out as `x`: whole-element strides that the fast kernel
+    or the generic one walk (at most MAX_DIMS dims after merging); any layout where no axis is
+    resized (X is copied)."""
+    if not pl.tables:
+        return True
     strides = arrays.whole_element_strides(x)
-    copy = bool(pl.tables) and (strides is None or (
-        fast_args(pl, x.dtype, strides) is None and kernel_args(pl, x.dtype, strides) is None))
-    strides = arrays.c_strides(pl.in_shape) if copy or strides is None else strides
-    with arrays.on_device(x, backend):   # the tables go to the input's device
-        step = _step(pl, x.dtype, strides, backend) if pl.tables else None
-    size = math.prod(pl.out_shape)
-    empty = arrays.module_of(backend).empty
-    dtype = x.dtype   # X's dtype: the call's key holds it
+    return strides is not None and (fast_args(pl, x.dtype, strides) is not None
+                                    or kernel_args(pl, x.dtype, strides) is not None)
 
-    def call(X: Any, out: Any) -> Any:
-        Y = empty(pl.out_shape, dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
-        if not size:
-            return Y
-        if step is None:
+
+def prepare(pl: ResizePlan, device: Any, x: Any) -> kernel_call.Body:
+    """The body of plan `pl` on `device` for X laid out as `x` (`walks`): body(X, out) ->
+    resize(X). The fast kernels where they apply, else the generic ones, their tables uploaded
+    here, once; a plan that maps every axis onto itself copies X."""
+    empty, dtype = device.empty, x.dtype   # X's dtype: the call's key holds it
+    if not math.prod(pl.out_shape):
+        return lambda X, out: empty(pl.out_shape, dtype) if out is None else out
+    if not pl.tables:
+        def copy(X: Any, out: Any) -> Any:
+            Y = empty(pl.out_shape, dtype) if out is None else out
             Y[...] = X
             return Y
-        step(calls.contiguous(backend, X) if copy else X, Y)
+        return copy
+    strides = arrays.whole_element_strides(x)
+    assert strides is not None   # walks(pl, 0, x)
+    step = _step(pl, device, x.dtype, strides)
+
+    def body(X: Any, out: Any) -> Any:
+        Y = empty(pl.out_shape, dtype) if out is None else out
+        step(X, Y)
         return Y
-    return call
+    return body
 
 
-def _step(pl: ResizePlan, dtype: np.dtype, strides: tuple[int, ...], backend: str
+def _step(pl: ResizePlan, device: Any, dtype: np.dtype, strides: tuple[int, ...]
           ) -> launcher.Launch:
-    """The launch of `pl` on an input of `dtype` with these element strides: the fast kernel
-    where it applies (its table uploaded), else the generic one (its tables uploaded)."""
-    size = math.prod(pl.out_shape)
+    """The launch of `pl` on `device` for an input of `dtype` with these element strides: the
+    fast kernel where it applies (its table uploaded), else the generic one (its tables
+    uploaded)."""
     fast = fast_args(pl, dtype, strides)
     if fast is not None:
-        (table,) = calls.upload(backend, fast_table(pl, fast.weight, fast.strides, fast.bits)[0])
-        return launcher.Launch(backend, fast.kernel, fast.shape, size,
-                               (table, table[fast.inner:], fast.geom))
-    args = kernel_args(pl, dtype, strides)
-    if args is None:  # the plan checked that C order merges to at most MAX_DIMS dims
-        raise RuntimeError(f"{pl.op}: {len(pl.out_shape)} dims do not merge to {MAX_DIMS} in C order")
-    k, g = args
-    index, weight = calls.upload(backend, *kernel_tables(pl)[:2])
-    return launcher.Launch(backend, k, None, size, (index, g) if pl.mode == "nearest" else
-                           (index, weight, g))
+        spec, table_of = fast
+        (table,) = workspaces.upload(device, fast_table(pl, table_of.weight, table_of.strides,
+                                                        table_of.bits)[0])
+        return launcher.Launch(device, spec, table, table[table_of.inner:])
+    spec = kernel_args(pl, dtype, strides)
+    if spec is None:  # the plan checked that C order merges to at most MAX_DIMS dims
+        raise RuntimeError(f"{pl.op}: {len(pl.out_shape)} dims do not merge to {MAX_DIMS} in "
+                           f"C order")
+    index, weight = workspaces.upload(device, *kernel_tables(pl)[:2])
+    return launcher.Launch(device, spec, *((index,) if pl.mode == "nearest" else
+                                           (index, weight)))
 
 
-class FastLaunch(NamedTuple):
-    kernel: records.Instantiation
-    geom: np.ndarray              # ResizeFastGeom struct
-    shape: launcher.Shape           # (grid, block)
-    weight: np.dtype | None       # fast_table's weight type, input strides and offset bits
+class FastTable(NamedTuple):
+    """The fast kernel's table (fast_table): its weight type, the resized axes' input strides,
+    the offset bits, and the byte offset of the innermost axis' records in it."""
+
+    weight: np.dtype | None
     strides: tuple[int, ...]
     bits: int
-    inner: int                    # byte offset of the innermost axis' records in the table
+    inner: int
 
 
 @functools.lru_cache(maxsize=256)
-def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> FastLaunch | None:
-    """The fast path's launch for an input of `dtype` with these element strides, or None
+def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
+              ) -> tuple[launcher.LaunchSpec, FastTable] | None:
+    """The fast path's launch (its table after the spec's constants: the table and its
+    innermost axis' records) and table for an input of `dtype` with these element strides, or
+    None
     where it does not apply: 1-3 resized axes with the taps `_fast_shape` allows, no unresized axis
     between them (length-1 axes aside), the leading axes merging into one batch axis and the
     trailing unresized ones into one walked axis (where there is none, the last resized axis is
@@ -337,7 +345,8 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]) -> Fa
                                   batch_stride=batch[1], rows=rows, batch_rows=batch[0] * rows,
                                   walk=n, walk_stride=kept[1])
     k = FAST[dtype.itemsize if taps == 1 else dtype.name, ranks, taps, walk, bits]
-    return FastLaunch(k, g, (grid, block), weight, strides, bits, first[-1] * record)
+    return (launcher.LaunchSpec(k, (grid, block), math.prod(pl.out_shape), (g,)),
+            FastTable(weight, strides, bits, first[-1] * record))
 
 
 def _fast_grid(n: int, rows: int, v: int) -> launcher.Shape:
@@ -351,17 +360,18 @@ def _fast_grid(n: int, rows: int, v: int) -> launcher.Shape:
 
 @functools.lru_cache(maxsize=256)
 def kernel_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
-                ) -> tuple[records.Instantiation, np.ndarray] | None:
-    """(instantiation, ResizeGeom struct) for an input of `dtype` with these element strides, or
-    None if more than MAX_DIMS dims remain after merging."""
+                ) -> launcher.LaunchSpec | None:
+    """The generic kernel's launch (its tables before the spec's ResizeGeom struct) for an
+    input of `dtype` with these element strides, or None if more than MAX_DIMS dims remain
+    after merging."""
     dims = geometry(pl, x_strides)
     if dims is None:
         return None
     rank, g = dims
     bits = launcher.index_bits(math.prod(pl.out_shape), arrays.index_reach(pl.in_shape, x_strides),
                              kernel_tables(pl)[0].size)
-    if pl.mode == "nearest":
-        return NEAREST[dtype.itemsize, rank, bits], g
-    return WEIGHTED[dtype.name, rank, bits], g
+    k = NEAREST[dtype.itemsize, rank, bits] if pl.mode == "nearest" else \
+        WEIGHTED[dtype.name, rank, bits]
+    return launcher.LaunchSpec(k, None, math.prod(pl.out_shape), (g,))
 
 

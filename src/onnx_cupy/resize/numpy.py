@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import arrays, dtypes
+from ..core import dtypes
 from ..core.calls import Call
 from ..core.numerics import round_saturate
 
@@ -276,11 +276,12 @@ def _dense(pl: ResizePlan, work: np.dtype | None) -> np.ndarray | None:
     return total.astype(work)
 
 
-def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
-    """The call of plan `pl` on inputs of `dtype`: call(x, out) -> resize(x), into `out` when
+def prepare(pl: ResizePlan, x: np.ndarray) -> Call:
+    """The call of plan `pl` on inputs laid out as `x`: call(x, out) -> resize(x), into `out` when
     given (C-contiguous) or a new array; a plan that maps every axis onto itself copies x. The
     chunks and the tables in the form each pass reads are made here, once."""
     chunks: list[_Chunk] = []
+    dtype = np.dtype(x.dtype)
     work = None if pl.mode == "nearest" else _work_dtype(dtype)
     if pl.tables:
         lead, rows = _chunks(pl, dtype.itemsize if work is None else work.itemsize, work is None)
@@ -301,7 +302,7 @@ def prepare(pl: ResizePlan, dtype: np.dtype) -> Call:
                   if t.outside.any())
 
     def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-        y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", pl.op)
+        y: np.ndarray = np.empty(pl.out_shape, x.dtype) if out is None else out
         if not y.size:
             return y
         if not pl.tables:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, execution
+from ..core import calls, kernel_call
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -137,51 +137,49 @@ def max_roi_pool(X: ArrayT, rois: Any, *, pooled_shape: Any, spatial_scale: floa
     return y
 
 
-_CALLS = calls.Cache("roi")
-
-
 def run_align(X: Any, rois: Any, batch_indices: Any, opset: int, attrs: dict[str, Any], *,
               out: Any = None, scale_as_float32: bool = True) -> Any:
     """RoiAlign's one entry point (the ONNX function, the node runner, the PyTorch-style
     function and Dask all come here). `scale_as_float32`: spatial_scale rounded to float32 as
     ONNX stores it (False: torchvision's double, for its float64 results)."""
-    x, backend = execution.select(arrays.plain(X, ROI_ALIGN), ROI_ALIGN)
-    r = arrays.partner(rois, x, ROI_ALIGN, "rois")
-    b = arrays.partner(batch_indices, x, ROI_ALIGN, "batch_indices")
-    key = calls.key(x, backend, ROI_ALIGN, opset, "float32" if scale_as_float32 else "as given",
-                    attrs, arrays=(r, b))
-    call = _CALLS.get(key)
-    if call is None:
-        pl = plan.make_align(x, r, b, opset, attrs, scale_as_float32)
-        call = _CALLS.put(key, _prepare(pl, x, r, b, backend))
-    return call(x, r, b, out)
+    return ALIGN(X, rois, batch_indices, parts=(opset, attrs, _scale(scale_as_float32)),
+                 out=out)
 
 
 def run_pool(X: Any, rois: Any, opset: int, attrs: dict[str, Any], *, out: Any = None,
              scale_as_float32: bool = True) -> Any:
     """MaxRoiPool's one entry point (`scale_as_float32` as run_align's)."""
-    x, backend = execution.select(arrays.plain(X, MAX_ROI_POOL), MAX_ROI_POOL)
-    r = arrays.partner(rois, x, MAX_ROI_POOL, "rois")
-    key = calls.key(x, backend, MAX_ROI_POOL, opset, "float32" if scale_as_float32 else "as given",
-                    attrs, arrays=(r,))
-    call = _CALLS.get(key)
-    if call is None:
-        pl = plan.make_pool(x, r, opset, attrs, scale_as_float32)
-        call = _CALLS.put(key, _prepare(pl, x, r, None, backend))
-    return call(x, r, None, out)
+    return POOL(X, rois, parts=(opset, attrs, _scale(scale_as_float32)), out=out)
 
 
-def _prepare(pl: plan.RoiPlan, x: Any, rois: Any, batch: Any, backend: str) -> calls.Call:
-    """The call of plan `pl` on the input's path; the boxes and batch indices of host arrays
-    checked at every call (the GPU path, which would have to synchronize, skips the checks)."""
-    run_plan = numpy_path.prepare(pl, np.dtype(x.dtype)) if backend == "numpy" else \
-        kernel.prepare(pl, x, rois, batch, backend)
-    if backend == "cupy":
-        return run_plan
+def _scale(as_float32: bool) -> str:
+    """How spatial_scale is read, as a key part that is a str (a bool would key as an int)."""
+    return "float32" if as_float32 else "as given"
 
-    def call(X: Any, rois: Any, batch: Any, out: Any) -> Any:
-        plan.check_boxes(pl, rois)
-        plan.check_batches(pl, batch if pl.op == ROI_ALIGN else
-                           rois[:, 0].astype(np.float64))
-        return run_plan(X, rois, batch, out)
-    return call
+
+def _check_align(pl: plan.RoiPlan, x: Any, rois: Any, batch: Any) -> None:
+    """The boxes and batch indices of host arrays, checked at every call (the GPU path, which
+    would have to synchronize, skips the checks and gives NaN and zeros for such regions)."""
+    plan.check_boxes(pl, rois)
+    plan.check_batches(pl, batch)
+
+
+def _check_pool(pl: plan.RoiPlan, x: Any, rois: Any) -> None:
+    plan.check_boxes(pl, rois)
+    plan.check_batches(pl, rois[:, 0].astype(np.float64))
+
+
+_CALLS = calls.Cache("roi")
+# the kernels read C-contiguous inputs
+ALIGN = kernel_call.KernelCall(
+    ROI_ALIGN, _CALLS, (kernel_call.Input("X", contiguous=True),
+                        kernel_call.Input("rois", contiguous=True),
+                        kernel_call.Input("batch_indices", contiguous=True)),
+    lambda x, r, b, opset, attrs, scale: plan.make_align(x, r, b, opset, attrs,
+                                                         scale == "float32"),
+    numpy_path.prepare, kernel.prepare, check=_check_align)
+POOL = kernel_call.KernelCall(
+    MAX_ROI_POOL, _CALLS, (kernel_call.Input("X", contiguous=True),
+                           kernel_call.Input("rois", contiguous=True)),
+    lambda x, r, opset, attrs, scale: plan.make_pool(x, r, opset, attrs, scale == "float32"),
+    numpy_path.prepare, kernel.prepare, check=_check_pool)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, records
+from ..core import dtypes, kernel_call, launcher, loader, records
 from .plan import COLUMNS, CORNER_LIMIT, MAX_GRID, MAX_ROI_POOL, ROI_ALIGN, RoiPlan
 
 FAMILY = "roi"
@@ -53,8 +53,8 @@ loader.register(FAMILY, [*ALIGN.values(), *POOL.values()], {"RoiGeom": _GEOM},
 
 
 @functools.lru_cache(maxsize=512)
-def kernel_args(pl: RoiPlan, dtype: np.dtype) -> tuple[records.Instantiation, np.ndarray]:
-    """(instantiation, RoiGeom struct) of a plan and X's dtype."""
+def kernel_args(pl: RoiPlan, dtype: np.dtype) -> launcher.LaunchSpec:
+    """The launch of a plan for X of `dtype`: one thread per output, grid-stride."""
     n, c, h, w = pl.shape
     total = math.prod(pl.out_shape)
     bits = launcher.index_bits(total, n * c * h * w, pl.regions * COLUMNS[pl.op])
@@ -66,42 +66,22 @@ def kernel_args(pl: RoiPlan, dtype: np.dtype) -> tuple[records.Instantiation, np
         scale_f=pl.spatial_scale, offset_f=pl.offset, scale_d=pl.spatial_scale,
         offset_d=pl.offset, **dividers)
     k = ALIGN[dtype.name, bits, pl.mode] if pl.op == ROI_ALIGN else POOL[dtype.name, bits]
-    return k, g
+    return launcher.LaunchSpec(k, None, total, (g,))
 
 
-@kernel_call.prepares
-def prepare(pl: RoiPlan, x: Any, rois: Any, batch: Any, backend: str) -> calls.Call:
-    """The call of plan `pl` on inputs laid out as `x`, `rois` and `batch` (the batch indices;
-    None for MaxRoiPool) on the kernel path `backend` ('cupy' or 'emulated'): call(X, rois,
-    batch_indices, out) -> Y. Inputs that are not C-contiguous are copied to the workspace
-    first."""
+def prepare(pl: RoiPlan, device: Any, x: Any, rois: Any, batch: Any = None
+            ) -> kernel_call.Body:
+    """The body of plan `pl` on `device` for C-contiguous device arrays laid out as `x`, `rois`
+    and (RoiAlign) `batch`: body(X, rois, [batch_indices,] out) -> Y."""
     size = math.prod(pl.out_shape)
+    empty, dtype = device.empty, x.dtype   # X's dtype: the key holds it
     if not size:
-        empty_call = calls.allocating(pl.out_shape, backend, pl.op)
-        return lambda X, rois, batch, out: empty_call(X, out)
-    kernel, g = kernel_args(pl, np.dtype(x.dtype))
-    launch = launcher.Launch(backend, kernel, None, size, (g,))
-    copied = tuple(a is not None and not a.flags.c_contiguous for a in (x, rois, batch))
-    layouts = tuple((tuple(a.shape), a.dtype) for a, c in zip((x, rois, batch), copied) if c)
-    space = calls.Scratch(backend, *layouts) if layouts else None
-    empty, dtype = arrays.module_of(backend).empty, x.dtype
+        return lambda *args: empty(pl.out_shape, dtype) if args[-1] is None else args[-1]
+    launch = launcher.Launch(device, kernel_args(pl, np.dtype(x.dtype)))
 
-    def call(X: Any, rois: Any, batch: Any, out: Any) -> Any:
-        Y = empty(pl.out_shape, dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, dtype, backend, pl.op)
-        copies = list(space()) if space is not None else []
-        if copied[0]:
-            copies[0][...] = X
-            X = copies.pop(0)
-        if copied[1]:
-            copies[0][...] = rois
-            rois = copies.pop(0)
-        if copied[2]:
-            copies[0][...] = batch
-            batch = copies.pop(0)
-        if pl.op == ROI_ALIGN:
-            launch(X, rois, batch, Y)
-        else:
-            launch(X, rois, Y)
+    def body(*args: Any) -> Any:
+        *inputs, out = args
+        Y = empty(pl.out_shape, dtype) if out is None else out
+        launch(*inputs, Y)
         return Y
-    return call
+    return body

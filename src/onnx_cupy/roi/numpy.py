@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, dtypes
+from ..core import dtypes
 from ..core.calls import Call
 from .plan import CORNER_LIMIT, MAX_GRID, ROI_ALIGN, RoiPlan
 
@@ -234,13 +234,16 @@ def _pool_part(xt: np.ndarray, W: int, base: np.ndarray, hs: np.ndarray, he: np.
     return folded
 
 
-def prepare(pl: RoiPlan, dtype: np.dtype) -> Call:
-    """The call of plan `pl` on inputs of `dtype`: call(X, rois, batch_indices, out) -> Y
-    (batch_indices None for MaxRoiPool), into `out` when given or a new array."""
-    acc = dtypes.accumulate_dtype(dtype)
+def prepare(pl: RoiPlan, x: np.ndarray, *others: np.ndarray) -> Call:
+    """The call of plan `pl` on inputs laid out as `x` (and the boxes and, for RoiAlign, the
+    batch indices): call(X, rois, [batch_indices,] out) -> Y, into `out` when given or a new
+    array."""
+    acc = dtypes.accumulate_dtype(x.dtype)
 
-    def call(X: np.ndarray, rois: np.ndarray, batch: Any, out: np.ndarray | None) -> np.ndarray:
-        Y: np.ndarray = arrays.output(out, X, pl.out_shape, X.dtype, "numpy", pl.op)
+    def call(X: np.ndarray, rois: np.ndarray, *rest: Any) -> np.ndarray:
+        *batches, out = rest
+        batch = batches[0] if batches else None
+        Y: np.ndarray = np.empty(pl.out_shape, X.dtype) if out is None else out
         if not Y.size:
             return Y
         with np.errstate(all="ignore"):

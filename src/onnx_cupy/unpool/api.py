@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, execution
+from ..core import calls, kernel_call
 from ..core.execution import ArrayT, NDArray
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -81,52 +81,32 @@ def max_unpool(X: ArrayT, I: NDArray, output_shape: Any = None, *,
 
 
 def run(X: Any, I: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
-        index_space: str = "unpooled", out: Any = None) -> Any:
+        index_space: str = "unpooled", checked: bool = True, out: Any = None) -> Any:
     """The MaxUnpool family's one entry point (the ONNX function, the node runner, the PyTorch
     layer and Dask all come here): validated and planned on the host on the first call of its
-    key (onnx_cupy.core.calls), then run on the path the input picks, the indices of host
-    arrays checked at every call. `index_space`: what I's flat indices address, "unpooled"
-    (ONNX's U) or "plane" (PyTorch's: one (n, c) plane of Y; plan.py)."""
-    x, backend = execution.select(arrays.plain(X, OP), OP)   # DLPack inputs become cupy.ndarray
-    indices = arrays.partner(I, x, OP, "I")
-    return prepared(x, indices, backend, output_shape, opset, attrs,
-                    index_space=index_space)(x, indices, out)
+    key (onnx_cupy.core.kernel_call), then run on the path the input picks, the indices of host
+    arrays checked at every call (where `checked`; False for a caller that checks them itself:
+    every index of a host array must then lie in [0, index_total)). `index_space`: what I's
+    flat indices address, "unpooled" (ONNX's U) or "plane" (PyTorch's: one (n, c) plane of Y;
+    plan.py)."""
+    call = CALL if checked else UNCHECKED
+    return call(X, I, parts=(opset, index_space, attrs), vectors=(output_shape,), out=out)
 
 
-def prepared(x: Any, indices: Any, backend: str, output_shape: Any, opset: int,
-             attrs: dict[str, Any], *, index_space: str = "unpooled", checked: bool = True
-             ) -> calls.Call:
-    """The call of MaxUnpool with these arguments on inputs laid out as `x` and `indices` (of
-    X's array type) on `backend`: prepared on the first occurrence of its key, then kept.
-    call(X, I, out) -> Y. `checked`: host indices are checked at every call; False for a caller
-    that checks them itself (every index of a host array must then lie in [0, index_total))."""
-    key = calls.key(x, backend, opset, index_space, checked, attrs, arrays=(indices,),
-                    vectors=(output_shape,))
-    call = _CALLS.get(key)
-    if call is None:
-        pl = plan.make(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype,
-                          output_shape, opset, index_space=index_space, **attrs)
-        call = _CALLS.put(key, _prepare(pl, x, indices, backend, checked))
-    return call
+def _plan(x: Any, indices: Any, opset: int, index_space: str, attrs: dict[str, Any],
+          output_shape: Any) -> plan.UnpoolPlan:
+    return plan.make(tuple(x.shape), x.dtype, tuple(indices.shape), indices.dtype, output_shape,
+                     opset, index_space=index_space, **attrs)
 
 
 _CALLS = calls.Cache("unpool")
-
-
-def _prepare(pl: plan.UnpoolPlan, x: Any, indices: Any, backend: str, checked: bool
-             ) -> calls.Call:
-    """The call of plan `pl` on the input's path: host indices checked at every call (where
-    `checked`), as onnxruntime checks them (the GPU path, which would have to synchronize,
-    skips them)."""
-    run_plan = numpy_path.prepare(pl) if backend == "numpy" else \
-        kernel.prepare(pl, x, indices, backend)
-    if backend == "cupy" or not checked:
-        return run_plan
-
-    def call(X: Any, indices: Any, out: Any) -> Any:
-        check_indices(pl, indices)
-        return run_plan(X, indices, out)
-    return call
+# X and I; the kernels walk C-contiguous arrays. Host indices are checked at every call, as
+# onnxruntime checks them (the GPU path, which would have to synchronize, skips them).
+_INPUTS = (kernel_call.Input("X", contiguous=True), kernel_call.Input("I", contiguous=True))
+CALL = kernel_call.KernelCall(OP, _CALLS, _INPUTS, _plan, numpy_path.prepare, kernel.prepare,
+                              check=lambda pl, x, indices: check_indices(pl, indices))
+UNCHECKED = kernel_call.KernelCall(OP, _CALLS, _INPUTS, _plan, numpy_path.prepare,
+                                   kernel.prepare)
 
 
 def check_indices(pl: plan.UnpoolPlan, indices: np.ndarray) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import arrays, calls, dtypes, kernel_call, launcher, loader, records
+from ..core import arrays, dtypes, kernel_call, launcher, loader, records, workspaces
 from ..pool.plan import MAX_SPATIAL
 from .plan import OP, UnpoolPlan
 
@@ -98,38 +98,30 @@ def kernel_args(pl: UnpoolPlan, dtype: np.dtype
     return scatter, GATHER[dtype.name, bits], WINNER_DTYPES[bits], g
 
 
-@kernel_call.prepares
-def prepare(pl: UnpoolPlan, x: Any, indices: Any, backend: str) -> calls.Call:
-    """The call of plan `pl` on inputs laid out as `x` and `indices` on the kernel path
-    `backend` ('cupy' or 'emulated'): call(X, indices, out) -> max_unpool(X, indices), indices
-    outside [0, pl.index_total) skipped. The winners (and copies of inputs that are not
-    C-contiguous) go to the workspace: a call allocates only its output."""
+def prepare(pl: UnpoolPlan, device: Any, x: Any, indices: Any) -> kernel_call.Body:
+    """The body of plan `pl` on `device` for C-contiguous device arrays laid out as `x` and
+    `indices`: body(X, indices, out) -> max_unpool(X, indices), indices outside
+    [0, pl.index_total) skipped. The winners go to the workspace: a call allocates only its
+    output."""
     size, count = math.prod(pl.out_shape), math.prod(pl.in_shape)
-    copied = tuple(not a.flags.c_contiguous for a in (x, indices))
-    if size and count and pl.index_total:
-        scatter, gather, words, g = kernel_args(pl, np.dtype(x.dtype))
-        scattering = launcher.Launch(backend, scatter, None, count, (g,))
-        gathering = launcher.Launch(backend, gather, None, size, (g,))
-        space = calls.Scratch(backend, ((size,), words), *(
-            (tuple(a.shape), a.dtype) for a, c in zip((x, indices), copied) if c), zeroed=(0,))
-    empty, dtype = arrays.module_of(backend).empty, x.dtype   # X's dtype: the key holds it
+    empty, dtype = device.empty, x.dtype   # X's dtype: the key holds it
+    if not size:
+        return lambda X, indices, out: empty(pl.out_shape, dtype) if out is None else out
+    if not count or not pl.index_total:
+        def zeros(X: Any, indices: Any, out: Any) -> Any:
+            Y = empty(pl.out_shape, dtype) if out is None else out
+            arrays.zero(Y)
+            return Y
+        return zeros
+    scatter, gather, words, g = kernel_args(pl, np.dtype(x.dtype))
+    scattering = launcher.Launch(device, scatter, None, count, (g,))
+    gathering = launcher.Launch(device, gather, None, size, (g,))
+    space = workspaces.Scratch(device, ((size,), words), zeroed=(0,))
 
-    def call(X: Any, indices: Any, out: Any) -> Any:
-        Y = empty(pl.out_shape, dtype) if out is None else \
-            arrays.output(out, X, pl.out_shape, dtype, backend, OP)
-        if not size:
-            return Y
-        if not count or not pl.index_total:
-            arrays.zero(Y, backend)
-            return Y
-        winner, *copies = space()   # the winners zeroed
-        if copied[0]:   # the kernels walk C-contiguous arrays
-            copies[0][...] = X
-            X = copies.pop(0)
-        if copied[1]:
-            copies[0][...] = indices
-            indices = copies.pop(0)
+    def body(X: Any, indices: Any, out: Any) -> Any:
+        Y = empty(pl.out_shape, dtype) if out is None else out
+        (winner,) = space()   # zeroed
         scattering(indices, winner)
         gathering(X, winner, Y)
         return Y
-    return call
+    return body

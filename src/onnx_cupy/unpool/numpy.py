@@ -10,8 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..core import arrays
-from .plan import OP, UnpoolPlan
+from .plan import UnpoolPlan
 
 
 def offsets(pl: UnpoolPlan, flat: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
@@ -30,8 +29,10 @@ def offsets(pl: UnpoolPlan, flat: np.ndarray, starts: np.ndarray | None = None) 
     return offset
 
 
-def prepare(pl: UnpoolPlan) -> Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray]:
-    """The call of plan `pl`: call(x, indices, out) -> max_unpool(x, indices)."""
+def prepare(pl: UnpoolPlan, x: np.ndarray, indices: np.ndarray
+            ) -> Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray]:
+    """The call of plan `pl` (on inputs laid out as `x` and `indices`): call(x, indices, out)
+    -> max_unpool(x, indices)."""
     return functools.partial(run, pl, plane_starts(pl))
 
 
@@ -47,7 +48,7 @@ def run(pl: UnpoolPlan, starts: np.ndarray | None, x: np.ndarray, indices: np.nd
         out: np.ndarray | None) -> np.ndarray:
     """max_unpool(x, indices) per plan `pl` into `out` (or a new array); every index lies in
     [0, pl.index_total) (the caller checked); `starts`: plane_starts(pl)."""
-    y: np.ndarray = arrays.output(out, x, pl.out_shape, x.dtype, "numpy", OP)
+    y: np.ndarray = np.empty(pl.out_shape, x.dtype) if out is None else out
     if not y.size:
         return y
     y.fill(0)

@@ -3,6 +3,7 @@ tuples of k ints, bools, strides, pool windows, (C, *spatial) inputs), PyTorch t
 out, and the ONNX opsets the functions run at."""
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
@@ -47,6 +48,11 @@ _DIMS = {1: "one int", 2: "a tuple of two ints", 3: "a tuple of three ints"}
 def _xp(x: Any) -> Any:
     """The array module of `x` (cupy for CuPy arrays, numpy otherwise)."""
     return execution.cupy_module() if execution.is_cupy_array(x) else np
+
+
+def _on_device(x: Any) -> contextlib.AbstractContextManager[Any]:
+    """Inside the block, a CuPy `x`'s device is the current one (nothing for a NumPy `x`)."""
+    return x.device if execution.is_cupy_array(x) else contextlib.nullcontext()
 
 
 def _array(x: Any, name: str) -> Any:

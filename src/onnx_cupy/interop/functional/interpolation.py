@@ -216,9 +216,8 @@ def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_facto
                                   for n, m, f in zip(spatial, sizes, factors or sizes)))
     if source is not None and antialias and sizes[-1] == 1 and sizes[0] != spatial[0]:
         source = dataclasses.replace(source, first_row=True)
-    resize = resize_api.prepared(x, backend, None, None, [*x.shape[:2], *sizes], _RESIZE_OPSET,
-                                 {**resize_plan.DEFAULTS, **attrs}, source)
-    return lambda x: resize(x, None)
+    target, attrs = [*x.shape[:2], *sizes], {**resize_plan.DEFAULTS, **attrs}
+    return lambda xb: resize_api.run(xb, None, None, target, _RESIZE_OPSET, attrs, source=source)
 
 
 _FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload
 
 import numpy as np
 
-from ...core import arrays, calls
+from ...core import workspaces
 from ...core.attributes import is_int, is_real
 from ...core.execution import ArrayT, Indices, NumPyArray, ScalarT
 from ...pool import api as pool_api
@@ -19,6 +19,7 @@ from .arguments import (
     _check_bools,
     _check_pool,
     _In,
+    _on_device,
     _strides,
     _tensors,
     _tuple,
@@ -53,9 +54,9 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     attrs = {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
              "count_include_pad": int(bool(count_include_pad) and divisor_override is None),
              "dilations": None, "pads": list(pads) * 2, "strides": list(strides)}
-    pool = pool_api.prepared("AveragePool", x, backend, _POOL_OPSET, attrs)
     if divisor_override is None:
-        return _unbatched(lambda xb: pool(xb, None), unbatched)
+        return _unbatched(lambda xb: pool_api.run("AveragePool", xb, _POOL_OPSET, attrs),
+                          unbatched)
     # sum / divisor = mean over the real elements * (their count / divisor), in float64 and
     # rounded once to x's dtype (as PyTorch divides its sum): one table, uploaded once; the
     # float64 input and mean in the workspace, so that a call allocates only its output
@@ -63,19 +64,21 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     pl = pool_plan.make("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
     counts = pool_plan.divisor(pl, wide)
     layouts = ((tuple(x.shape), wide), (pl.out_shape, wide))
-    with arrays.on_device(x, backend):
-        (factor,) = calls.upload(backend, counts / divisor_override)
-        wide_pool = pool_api.prepared("AveragePool", calls.scratch(backend, *layouts)[0],
-                                      backend, _POOL_OPSET, attrs)   # owned by this call
+    device = _xp(x)
+    with _on_device(x):
+        (factor,) = workspaces.upload(device, counts / divisor_override) \
+            if backend == "cupy" else (counts / divisor_override,)
+        space = workspaces.Scratch(device, *layouts) if backend == "cupy" else None
 
     def call(xb: Any) -> Any:
-        with arrays.on_device(xb, backend):
-            xw, yw = calls.scratch(backend, *layouts)
+        with _on_device(xb):
+            xw, yw = space() if space is not None else (np.empty(*layouts[0]),
+                                                         np.empty(*layouts[1]))
             xw[...] = xb
-            wide_pool(xw, yw)
+            pool_api.run("AveragePool", xw, _POOL_OPSET, attrs, out=yw)
             yw *= factor
-            if backend == "cupy":   # a graph captured with this call reads its factors
-                calls.keep_for_graphs(factor)
+            if space is not None:   # a graph captured with this call reads its factors
+                workspaces.keep_for_graphs(device, factor)
             return yw.astype(xb.dtype)   # a new array, rounded once
     return _unbatched(call, unbatched)
 
@@ -137,13 +140,12 @@ def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
     scale = x.dtype.type(math.prod(kernel))
     # x ** p goes to the workspace (a call allocates no more than its output)
     layout = (tuple(x.shape), x.dtype)
-    with arrays.on_device(x, backend):
-        (powered,) = calls.scratch(backend, layout)
-    mean = _prepare_avg_pool(powered, backend, name, k, kernel, stride, 0, ceil_mode, True, None)
+    space = workspaces.Scratch(xp, layout) if backend == "cupy" else None
+    mean = _prepare_avg_pool(x, backend, name, k, kernel, stride, 0, ceil_mode, True, None)
 
     def call(x: Any) -> Any:
-        with arrays.on_device(x, backend), np.errstate(invalid="ignore", over="ignore"):
-            (powered,) = calls.scratch(backend, layout)
+        with _on_device(x), np.errstate(invalid="ignore", over="ignore"):
+            (powered,) = space() if space is not None else (np.empty(*layout),)
             xp.power(x, p, out=powered)   # x ** p: NaN and inf as PyTorch's
             total = mean(powered)
             total *= scale
@@ -199,15 +201,14 @@ def _prepare_max_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     attrs = {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
              "dilations": list(dilations), "pads": list(pads) * 2, "strides": list(strides),
              "storage_order": 0}
-    pool = pool_api.prepared("MaxPool", x, backend, _POOL_OPSET, attrs, bool(return_indices))
     if not return_indices:
-        return _unbatched(lambda xb: pool(xb, None), unbatched)
+        return _unbatched(lambda xb: pool_api.run("MaxPool", xb, _POOL_OPSET, attrs), unbatched)
     xp = _xp(x)
     plane = math.prod(x.shape[2:])   # ONNX counts whole (n, c) planes; PyTorch does not
 
     def call(xb: Any) -> Any:
-        y, indices = pool(xb, None)
-        with arrays.on_device(xb, backend):
+        y, indices = pool_api.run("MaxPool", xb, _POOL_OPSET, attrs, return_indices=True)
+        with _on_device(xb):
             if plane == 1:   # every index within its plane is 0; -1 (no element) stays
                 xp.minimum(indices, 0, out=indices)
             else:            # the remainder keeps the sign: -1 (no element) stays

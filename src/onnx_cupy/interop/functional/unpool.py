@@ -86,10 +86,8 @@ def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: An
         raise ValueError(f"{name}: kernel_size {list(kernel)}, stride {list(strides)} and "
                          f"padding {list(pads)} give the output lengths {list(sizes)}, past "
                          f"2**62, the most the kernels' 64-bit offsets hold")
-    unpool = unpool_api.prepared(
-        x, i[None] if unbatched else i, backend, [*x.shape[:2], *sizes], _POOL_OPSET,
-        {"kernel_shape": list(kernel), "strides": list(strides), "pads": list(pads) * 2},
-        index_space="plane", checked=False)   # PyTorch's indices and error, checked below
+    output_shape = [*x.shape[:2], *sizes]
+    attrs = {"kernel_shape": list(kernel), "strides": list(strides), "pads": list(pads) * 2}
     plane = math.prod(sizes)
     volumes = "x".join(map(str, sizes if k > 1 else [*sizes, 1]))
     # PyTorch returns an empty output without reading the indices; the GPU skips invalid ones
@@ -102,7 +100,8 @@ def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: An
             bad = int(ib.reshape(-1)[np.argmax((ib < 0) | (ib >= plane))])
             raise ValueError(f"{name}: Found an invalid max index: {bad} (output volumes are "
                              f"of size {volumes})")
-        y = unpool(xb, ib, None)
+        y = unpool_api.run(xb, ib, output_shape, _POOL_OPSET, attrs, index_space="plane",
+                           checked=False)   # PyTorch's indices and error, checked above
         return y[0] if unbatched else y
     return call
 
