@@ -217,8 +217,8 @@ class BindingsNVRTC:
     def _buffer(self, prog: Any, size_of: Any, get: Any, what: str, text: bool = True
                 ) -> bytes:
         size = self._ok(size_of(prog), what)
-        buffer = b" " * size
-        self._ok(get(prog, buffer), what)
+        buffer = bytearray(size)   # written in place: never a bytes object, which may be shared
+        self._ok(get(prog, buffer), what)   # (b" " * 1 is the interpreter's own b" ")
         return bytes(buffer.rstrip(b"\0") if text else buffer)   # text: no trailing NUL
 
     def getPTX(self, prog: Any) -> bytes:
