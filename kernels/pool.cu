@@ -110,10 +110,11 @@ __device__ __forceinline__ void tap_range(I start, I dilation, const unsigned in
                                               by)));
 }
 
+// |v|^p; the square rounded on its own (never fused into the sum it joins), as NumPy squares.
 template <typename Acc> __device__ __forceinline__ Acc lp_term(Acc v, Acc p) {
   const Acc a = fabs(v);
   if (p == Acc(1)) return a;
-  if (p == Acc(2)) return a * a;
+  if (p == Acc(2)) return rn<Acc>::mul(a, a);
   return pow(a, p);
 }
 
