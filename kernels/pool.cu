@@ -23,6 +23,9 @@
 //   pool_adaptive<T, Acc, I, R>            PyTorch's adaptive average and max pooling (no ONNX
 //                 operator; R = 1 .. 3): per-output windows, one thread per output, grid-stride.
 // I, the offset type, is int where every input offset and output index fits one, else long long.
+// Acc is float for 16- and 32-bit floats, but double for AveragePool and LpPool windows (of pool
+// and pool_adaptive) of more than 2^24 terms (onnx_cupy.pool.plan.WIDE_SUMS): their sums, and
+// counts, would outgrow float's 24 bits.
 // The spatial rank R is a template parameter of both: loops over axes are unrolled, so per-axis
 // state lives in registers (no stack frame, no local memory). Both visit a window's taps in the
 // same order (axis 0 outermost, taps ascending), summing (and dividing by the same count) or

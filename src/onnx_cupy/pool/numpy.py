@@ -10,8 +10,9 @@ first:
   S = sum over taps j_1 (axis 1) of ... sum over taps j_m (axis m) of x[..., w_1(j_1), ..., w_m(j_m)]
   AveragePool: Y = S / count,  LpPool: Y = S^(1/p) with x replaced by |x|^p
 
-The accumulation type is the kernels' (float32 for 16- and 32-bit floats); summing axis by axis
-rounds differently from the kernels' row-major order over each window (by about one ulp).
+The accumulation type is the kernels' (plan.accumulate_dtype: float32 for 16- and 32-bit floats,
+float64 for windows of more than plan.WIDE_SUMS terms); summing axis by axis rounds differently
+from the kernels' row-major order over each window (by about one ulp).
 
 A small call (at most GATHER_ENTRIES taps over all its outputs) makes the same sums from one
 gather instead of a few slice operations per tap: a table made once per prepared call holds, per
@@ -56,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import arrays, dtypes
+from ..core import arrays, dtypes, numerics
 from ..core.calls import Call
 from . import plan
 from .numpy_passes import Axis, WindowPass, _at, _axis, max_identity, prepare_pass
@@ -133,8 +134,9 @@ Run = Callable[[np.ndarray, np.ndarray, "np.ndarray | None"], None]
 
 
 def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
-    """AveragePool or LpPool of plan `pl` on inputs of `dtype`: run(x, y, _)."""
-    acc_t = dtypes.accumulate_dtype(dtype)
+    """AveragePool or LpPool of plan `pl` on inputs of `dtype`: run(x, y, _), summing in
+    plan.accumulate_dtype (float64 for windows of more than plan.WIDE_SUMS terms)."""
+    acc_t = plan.accumulate_dtype(pl, dtype)
     in_sp, out_sp = pl.in_shape[2:], pl.out_shape[2:]
     rows = pl.in_shape[0] * pl.in_shape[1]
     convert = dtype != acc_t
@@ -173,8 +175,9 @@ def _pool(pl: PoolPlan, dtype: np.dtype) -> Run:
                     _lp_root(src, pl.p, acc_t)
                 else:
                     np.divide(src, by, out=src)
-                if convert:
-                    ys[r:r + chunk] = src
+                if convert:   # float64 sums rounded once, as the kernels store them
+                    ys[r:r + chunk] = numerics.narrow(src, dtype) if acc_t == np.float64 \
+                        else src
     return run
 
 
@@ -648,8 +651,9 @@ def _adaptive_max(pl: AdaptivePlan, taps: Taps, x: np.ndarray, y: np.ndarray,
 def _adaptive_mean(pl: AdaptivePlan, taps: Taps, lengths: list[np.ndarray], x: np.ndarray,
                    y: np.ndarray, _: np.ndarray | None) -> None:
     """The windows' sums axis by axis, the last first, over the product of their lengths (in
-    the accumulation type, as the kernel divides)."""
-    acc_t = dtypes.accumulate_dtype(x.dtype)
+    the accumulation type, as the kernel divides: plan.accumulate_dtype, float64 for windows of
+    more than plan.WIDE_SUMS elements)."""
+    acc_t = plan.accumulate_dtype(pl, x.dtype)
     total = widen(x, acc_t)
     count = np.ones((), acc_t)
     for axis in reversed(range(pl.nd)):
@@ -660,4 +664,4 @@ def _adaptive_mean(pl: AdaptivePlan, taps: Taps, lengths: list[np.ndarray], x: n
         for j, reach in enumerate(reaches):
             summed += np.where(_along(reach, a, total.ndim), np.take(total, at[j], a), 0)
         total = summed
-    y[...] = total / count
+    y[...] = numerics.narrow(total / count, y.dtype) if acc_t == np.float64 else total / count
