@@ -253,7 +253,9 @@ _GLOBAL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array: {what
     ----------
     X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
         Input of shape (N, C, D1, ..., Dk), k >= 1; float16, float32, float64, and bfloat16
-        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32.
+        (ml_dtypes on NumPy) from opset 22. Sums add segments of 16 terms in float32 (float64
+        for float64) into float64, in the kernel's order on every path (the same bits), and
+        round once to X's dtype.
     {own}opset : int
         The ONNX opset the call follows (the version in force decides the rules).
     out : array, optional

@@ -12,7 +12,9 @@ kernel `pool`, instantiated per spatial rank. Both take 32-bit offsets where eve
 output index fits, else 64-bit ones. All visit a window's taps in the same order (summing and
 dividing by the same count, or taking the maximum), so they give identical results. MaxPool's
 indices come from the generic kernel. The global pools run `pool_global` (prepare_global): a block
-per (n, c) plane reducing it by warp shuffles and shared memory. PyTorch's adaptive pooling runs
+per (n, c) plane reducing it by warp shuffles and shared memory, in the fixed order that the NumPy
+path repeats (segments of plan.SEGMENT terms in the accumulation type, double after them: see
+kernels/pool.cu), so that both give the same bits. PyTorch's adaptive pooling runs
 `pool_adaptive` (prepare_adaptive): one thread per output, its window bounds from the output
 coordinate by host-computed multiply-shifts. AveragePool, LpPool and adaptive average windows of
 more than plan.WIDE_SUMS terms sum in double (WIDE, ADAPTIVE_WIDE), as the NumPy path sums them
@@ -176,6 +178,7 @@ loader.register(FAMILY, [*GENERIC.values(), *WIDE.values(), *GLOBAL.values(), *F
                  "PoolAdaptiveGeom": _ADAPTIVE_GEOM},
                 defines={"POOL_MAXD": MAX_SPATIAL, "POOL_OUTPUTS": OUTPUTS,
                          "POOL_FAST_MAXD": max(FAST_RANKS), "POOL_MIN_BLOCKS": MIN_BLOCKS,
+                         "POOL_SEGMENT": plan.SEGMENT,
                          **{f"POOL_{k}": v for k, v in zip(("AVERAGE", "LP", "MAX"),
                                                            GENERIC_MODES.values())}})
 
