@@ -199,6 +199,16 @@ def _lp_power(v: np.ndarray, p: float, acc_t: np.dtype, fresh: bool) -> np.ndarr
     return v
 
 
+def _lp_terms(v: np.ndarray, out: np.ndarray, p: float) -> None:
+    """|v|^p into `out`, in its dtype: _lp_power of v's copy in that dtype, in one pass."""
+    if p == 2:
+        np.square(v, out=out, dtype=out.dtype)
+        return
+    np.absolute(v, out=out, dtype=out.dtype)
+    if p != 1:
+        np.power(out, out.dtype.type(p), out=out)
+
+
 def _lp_root(v: np.ndarray, p: float, acc_t: np.dtype, out: np.ndarray | None = None) -> None:
     """v^(1/p) into `out` (in place without one): sqrt for p = 2."""
     into = v if out is None else out
@@ -552,7 +562,7 @@ def _global_sums(p: float | None, acc_t: np.dtype, x: np.ndarray, rows: int, len
             planes = _planes(x, rows, length)
             # a view of aligned planes is read where it lies (sums: no term to stage)
             direct = p is None and planes is not None and planes.flags.aligned
-            plane_sums = _PlaneSums(rows, length, acc_t, p, direct)
+            plane_sums = _PlaneSums(rows, length, acc_t, p, direct, planes is not None)
             rc = plane_sums.rows
             for first, src in [(0, planes)] if planes is not None else _plane_sources(x, rows):
                 for r in range(0, src.shape[0], rc):
@@ -568,8 +578,9 @@ def _global_sums(p: float | None, acc_t: np.dtype, x: np.ndarray, rows: int, len
 class _PlaneSums:
     """The sums (float64) of planes of `length` elements, of |x|^p (the term in `acc_t`)
     where `p` is given, in pool_global's order (kernels/pool.cu), called on blocks of at most
-    `rows` planes (`src`: (planes, *spatial), or (planes, length) where `direct` reads it in
-    place); the buffers are the call's, reused from block to block. The order: lane t of LANES
+    `rows` planes (`src`: (planes, *spatial), or (planes, length) where `flat`; `direct`
+    reads it in place); the buffers are the call's, reused from block to block. The order: lane
+    t of LANES
     holds the elements t, t + LANES, ... of a plane, summed in segments of plan.SEGMENT (in
     `acc_t`, each from +0) added in order to the lane's float64; then each warp's lanes
     pairwise, adjacent pairs first (_tree); then the warps' results in order.
@@ -583,8 +594,8 @@ class _PlaneSums:
     zero signs. At most about a chunk of a plane is staged in `acc_t` at once."""
 
     def __init__(self, rows: int, length: int, acc_t: np.dtype, p: float | None,
-                 direct: bool) -> None:
-        self.length, self.acc_t, self.p = length, acc_t, p
+                 direct: bool, flat: bool) -> None:
+        self.length, self.acc_t, self.p, self.flat = length, acc_t, p, flat
         chunk = CHUNK_BYTES // acc_t.itemsize
         block = chunk * (DIRECT if direct else 1)   # elements read per reduction
         if length <= LANES:   # one element a lane: the lanes are the (terms of the) elements
@@ -672,8 +683,11 @@ class _PlaneSums:
         if self.stage is None:
             return src[:, first:first + n]
         out = self.stage[:src.shape[0], :n]
+        if self.p is not None and self.flat:   # the kernel's oc::lp_term: |x|, x * x, pow
+            _lp_terms(src[:, first:first + n], out, self.p)
+            return out
         _copy_flat(src, first, n, out)
-        if self.p is not None:   # the kernel's oc::lp_term: |x|, x * x, pow
+        if self.p is not None:
             _lp_power(out, self.p, self.acc_t, fresh=True)
         return out
 
