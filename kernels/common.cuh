@@ -88,6 +88,31 @@ template <> struct cvt<float, bf16_t> {
   static __device__ __forceinline__ bf16_t store(float v) { bf16_t h; h.bits = float_to_bf16(v); return h; }
 };
 
+// A double rounded to float toward zero, the last bit set where that was inexact (rounding to
+// odd): rounding the result to nearest even in a type of at most 22 significand bits (half,
+// bfloat16) rounds the double once, as a direct conversion would. (A NaN stays a NaN, an
+// overflow gives the largest float, an underflow the least subnormal: each rounds as the double.)
+__device__ __forceinline__ float round_to_odd_float(double v) {
+  const float f = (float)v;
+  if ((double)f == v || v != v) return f;
+  unsigned int u = float_to_bits(f);
+  if (fabs((double)f) > fabs(v)) --u;  // rounded away from zero: one step back toward it
+  return bits_to_float(u | 1u);
+}
+
+template <> struct cvt<double, half_t> {
+  static __device__ __forceinline__ double load(half_t v) { return (double)half_to_float(v.bits); }
+  static __device__ __forceinline__ half_t store(double v) {
+    half_t h; h.bits = float_to_half(round_to_odd_float(v)); return h;
+  }
+};
+template <> struct cvt<double, bf16_t> {
+  static __device__ __forceinline__ double load(bf16_t v) { return (double)bf16_to_float(v.bits); }
+  static __device__ __forceinline__ bf16_t store(double v) {
+    bf16_t h; h.bits = float_to_bf16(round_to_odd_float(v)); return h;
+  }
+};
+
 template <typename Acc, typename T> __device__ __forceinline__ Acc load(const T* p) {
   return cvt<Acc, T>::load(*p);
 }

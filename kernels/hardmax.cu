@@ -3,9 +3,9 @@
 // opsets 1 and 11: the coerced 2-D view, inner = 1). A NaN counts as the maximum; among NaNs, and
 // among equal maxima, the smallest index wins.
 //
-// Values are ranked by integer keys made from their bits: no float arithmetic, so no
-// flush-to-zero (CuPy compiles with -ftz=true, which would tie a float32 subnormal with zero) and
-// no FP64 for 16/32-bit types. A key orders numbers as the floats with -0 == +0, every NaN above
+// Values are ranked by integer keys made from their bits: no float arithmetic (so a subnormal
+// never ties with zero, whatever a compiler's flush-to-zero setting) and no FP64 for 16/32-bit
+// types. A key orders numbers as the floats with -0 == +0, every NaN above
 // +inf; 0 is below every key. Each thread keeps the (key, index) of its first maximum.
 //
 // One pass over the elements: a thread writes 0 over every output whose input it scans, and the

@@ -17,12 +17,16 @@
 //                 last axis is one of the compiled (kernel, stride) pairs with dilation 1 and unit
 //                 input stride, else oc::RuntimeWindow.
 //   pool_global<T, Acc, I>                 GlobalAveragePool, GlobalLpPool, GlobalMaxPool: a
-//                 block per (n, c) plane, a warp-shuffle and shared-memory reduction.
+//                 block per (n, c) plane, a warp-shuffle and shared-memory reduction; Acc sums
+//                 segments of POOL_SEGMENT terms, double everything after (see its comment).
 //   pool<T, Acc, I, R>                     everything else (R = 1 .. POOL_MAXD spatial axes, any
 //                 p, any size, MaxPool's indices): one thread per output, grid-stride.
 //   pool_adaptive<T, Acc, I, R>            PyTorch's adaptive average and max pooling (no ONNX
 //                 operator; R = 1 .. 3): per-output windows, one thread per output, grid-stride.
 // I, the offset type, is int where every input offset and output index fits one, else long long.
+// Acc is float for 16- and 32-bit floats, but double for AveragePool and LpPool windows (of pool
+// and pool_adaptive) of more than 2^24 terms (onnx_cupy.pool.plan.WIDE_SUMS): their sums, and
+// counts, would outgrow float's 24 bits.
 // The spatial rank R is a template parameter of both: loops over axes are unrolled, so per-axis
 // state lives in registers (no stack frame, no local memory). Both visit a window's taps in the
 // same order (axis 0 outermost, taps ascending), summing (and dividing by the same count) or
@@ -34,10 +38,12 @@
 // POOL_OUTPUTS, the outputs one thread of pool_fast writes along the last axis;
 // POOL_MIN_BLOCKS, the blocks of OC_BLOCK threads pool_fast keeps resident per SM (its registers
 // are capped to allow them: the occupancy target), one fewer for float64 with 64-bit offsets;
-// POOL_AVERAGE, POOL_LP, POOL_MAX, the generic kernel's modes (PoolGeom::mode).
+// POOL_AVERAGE, POOL_LP, POOL_MAX, the generic kernel's modes (PoolGeom::mode); POOL_SEGMENT,
+// the terms pool_global sums in Acc before a double takes them.
 #if !defined(POOL_MAXD) || !defined(POOL_FAST_MAXD) || !defined(POOL_OUTPUTS) \
-    || !defined(POOL_MIN_BLOCKS) || !defined(POOL_AVERAGE) || !defined(POOL_LP) || !defined(POOL_MAX)
-#error "compile through onnx_cupy.core.loader: it defines POOL_MAXD, POOL_FAST_MAXD, POOL_OUTPUTS, POOL_MIN_BLOCKS and the modes"
+    || !defined(POOL_MIN_BLOCKS) || !defined(POOL_AVERAGE) || !defined(POOL_LP) \
+    || !defined(POOL_MAX) || !defined(POOL_SEGMENT)
+#error "compile through onnx_cupy.core.loader: it defines POOL_MAXD, POOL_FAST_MAXD, POOL_OUTPUTS, POOL_MIN_BLOCKS, POOL_SEGMENT and the modes"
 #endif
 
 // ------------------------------------------------------------------------- the generic kernel
@@ -110,10 +116,11 @@ __device__ __forceinline__ void tap_range(I start, I dilation, const unsigned in
                                               by)));
 }
 
+// |v|^p; the square rounded on its own (never fused into the sum it joins), as NumPy squares.
 template <typename Acc> __device__ __forceinline__ Acc lp_term(Acc v, Acc p) {
   const Acc a = fabs(v);
   if (p == Acc(1)) return a;
-  if (p == Acc(2)) return a * a;
+  if (p == Acc(2)) return rn<Acc>::mul(a, a);
   return pow(a, p);
 }
 
@@ -551,10 +558,22 @@ pool_fast(const T* __restrict__ x, T* __restrict__ y, const PoolFastGeom fast) {
 // GlobalAveragePool, GlobalLpPool, GlobalMaxPool: y[n, c] reduces the whole spatial plane,
 //   average: sum x / length,  Lp: (sum |x|^p)^(1/p),  max: as MaxPool's window over the plane
 // (PoolGlobalGeom::mode: POOL_AVERAGE, POOL_LP or POOL_MAX). A block of OC_BLOCK threads per
-// plane (grid-stride over the N*C planes): each thread folds the elements i = t, t + OC_BLOCK,
-// ... (the plane's spatial axes walk with one element stride `step`, the host checks), then the
-// warps fold their lanes by shuffles and thread 0 folds the warps' partials from shared memory.
-// Bandwidth-bound: every element is read once, consecutive threads read consecutive elements.
+// plane (grid-stride over the N*C planes), in one fixed order that the NumPy path
+// (onnx_cupy.pool.numpy) repeats operation for operation, so both give the same bits:
+//   1. lanes: thread t folds the elements i = t, t + OC_BLOCK, ... of the plane (its lane; the
+//      plane's spatial axes walk with one element stride `step`, the host checks) in segments
+//      of POOL_SEGMENT consecutive lane elements: each segment folded in Acc from +0 (from
+//      max_identity for the maximum), in order, then folded into the lane's double, in order;
+//   2. warps: each warp folds its 32 lanes' doubles by xor shuffles of distance 1, 2, 4, ...,
+//      16 (lane i with lane i ^ d: a sum is commutative, so both lanes hold the same value);
+//   3. thread 0 folds the warps' results in warp order, then divides by the length (or takes
+//      the Lp root) in double and rounds once to T.
+// A float segment adds at most POOL_SEGMENT terms (as NumPy's own pairwise float sums, whose 8
+// accumulators add 16 terms each) and everything after is double, so the error stays within
+// about POOL_SEGMENT float roundings of the sum of |terms| however long the plane (a float
+// lane of 2^23 terms of 1.5 would end 11 % too large). Bandwidth-bound: every element is read
+// once, consecutive threads read consecutive elements; one double addition per segment, not
+// per element, keeps GPUs with little FP64 throughput bandwidth-bound too.
 
 struct PoolGlobalGeom {
   long long planes;    // N * C
@@ -579,7 +598,7 @@ template <typename Acc> __device__ __forceinline__ Acc fold(Acc a, Acc b, bool m
 template <typename T, typename Acc, typename I>
 __global__ void __launch_bounds__(OC_BLOCK)
 pool_global(const T* __restrict__ x, T* __restrict__ y, const PoolGlobalGeom g) {
-  __shared__ Acc partial[OC_BLOCK / OC_WARP];
+  __shared__ double partial[OC_BLOCK / OC_WARP];
   const bool lp = g.mode == POOL_LP, max = g.mode == POOL_MAX;
   const Acc p = (Acc)g.p, start = max ? oc::max_identity<T, Acc>() : Acc(0);
   const unsigned int t = threadIdx.x;
@@ -587,22 +606,28 @@ pool_global(const T* __restrict__ x, T* __restrict__ y, const PoolGlobalGeom g) 
   for (I plane = (I)blockIdx.x; plane < (I)g.planes; plane += (I)gridDim.x) {
     const I n = plane / (I)g.channels;
     const T* at = x + n * (I)g.stride_n + (plane - n * (I)g.channels) * (I)g.stride_c;
-    Acc acc = start;
+    double lane = (double)start;
 #pragma unroll 1
-    for (I i = (I)t; i < (I)g.length; i += (I)OC_BLOCK) {
-      const Acc v = oc::load<Acc>(at + i * (I)g.step);
-      acc = oc::fold<Acc>(acc, lp ? oc::lp_term<Acc>(v, p) : v, max);
+    for (I i = (I)t; i < (I)g.length;) {
+      Acc segment = start;
+#pragma unroll 1
+      for (int j = 0; j < POOL_SEGMENT && i < (I)g.length; ++j, i += (I)OC_BLOCK) {
+        const Acc v = oc::load<Acc>(at + i * (I)g.step);
+        segment = oc::fold<Acc>(segment, lp ? oc::lp_term<Acc>(v, p) : v, max);
+      }
+      lane = oc::fold<double>(lane, (double)segment, max);
     }
 #pragma unroll
-    for (int d = OC_WARP / 2; d > 0; d >>= 1)
-      acc = oc::fold<Acc>(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, d), max);
-    if (t % OC_WARP == 0) partial[t / OC_WARP] = acc;
+    for (int d = 1; d < OC_WARP; d <<= 1)
+      lane = oc::fold<double>(lane, __shfl_xor_sync(0xFFFFFFFFu, lane, d), max);
+    if (t % OC_WARP == 0) partial[t / OC_WARP] = lane;
     __syncthreads();
     if (t == 0) {
-      Acc r = partial[0];
+      double r = partial[0];
 #pragma unroll 1
-      for (int w = 1; w < OC_BLOCK / OC_WARP; ++w) r = oc::fold<Acc>(r, partial[w], max);
-      oc::store<Acc>(y + plane, max ? r : lp ? oc::lp_root<Acc>(r, p) : r / (Acc)g.length);
+      for (int w = 1; w < OC_BLOCK / OC_WARP; ++w) r = oc::fold<double>(r, partial[w], max);
+      oc::store<double>(y + plane, max ? r : lp ? oc::lp_root<double>(r, g.p)
+                                                : r / (double)g.length);
     }
     __syncthreads();  // partial is reused by the next plane
   }

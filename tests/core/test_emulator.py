@@ -146,7 +146,7 @@ def test_nvrtc_compiles_the_same_source():
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         if err != ok:
             size = nvrtc.nvrtcGetProgramLogSize(prog)[1]
-            log = b" " * size
+            log = bytearray(size)
             nvrtc.nvrtcGetProgramLog(prog, log)
             pytest.fail(log.decode(errors="replace"))
     finally:

@@ -110,7 +110,7 @@ def _nvrtc_compile(family: str, extra: str) -> str | None:
         if err == nvrtc.nvrtcResult.NVRTC_SUCCESS:
             return None
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
+        log = bytearray(size)
         nvrtc.nvrtcGetProgramLog(prog, log)
         return f"{err}\n{log.decode(errors='replace')}"
     finally:

@@ -290,27 +290,30 @@ def test_lp_pool_p_zero_is_refused(cpu_backend, no_work):
 
 @pytest.mark.parametrize("op", ["global_average_pool", "global_max_pool", "global_lp_pool"])
 @pytest.mark.parametrize("view", ["broadcast_rows", "broadcast_scalar", "transposed"])
-def test_global_pool_reads_views_in_place(op, view, rng, monkeypatch):
-    """A broadcast view, or one whose planes no view flattens, is read block by block (no
-    block larger than CHUNK_BYTES is copied) and gives the contiguous copy's result."""
-    base = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+@pytest.mark.parametrize("length", [(6, 5), (150, 100)], ids=["short", "long"])
+def test_global_pool_reads_views_in_place(op, view, length, rng, monkeypatch):
+    """A broadcast view, or one whose planes no view flattens, is read block by block (the
+    sums stage no block of more than a chunk or one segment of every lane of one plane,
+    numpy_pool.GROUP elements; the maximum copies nothing) and gives the contiguous copy's
+    bits: the sums' order does not depend on the blocks."""
+    base = rng.standard_normal((2, 3, *length)).astype(np.float32)
     x = {"broadcast_rows": np.broadcast_to(base[:, :, :1], base.shape),
          "broadcast_scalar": np.broadcast_to(base[0, 0, 0, 0], base.shape),
          "transposed": base.transpose(0, 1, 3, 2)}[view]
     fn = getattr(onnx_cupy, op)
     with onnx_cupy.backend("numpy"):
         want = fn(np.ascontiguousarray(x))
-    monkeypatch.setattr(numpy_pool, "CHUNK_BYTES", 32)
-    copied = []
-    real_widen = numpy_pool.widen
-    monkeypatch.setattr(numpy_pool, "widen", lambda v, acc: copied.append(v.size) or
-                        real_widen(v, acc))
+    monkeypatch.setattr(numpy_pool, "CHUNK_BYTES", 4 * numpy_pool.GROUP)
+    staged = []
+    real_copy = numpy_pool._copy_flat
+    monkeypatch.setattr(numpy_pool, "_copy_flat", lambda src, first, n, out: staged.append(
+        out.size) or real_copy(src, first, n, out))
     arrays_calls.clear()
     with onnx_cupy.backend("numpy"):
         got = fn(x)
     arrays_calls.clear()
-    np.testing.assert_allclose(got, want, rtol=1e-5)   # blocks sum in another order
-    assert max(copied, default=0) * 4 <= max(32, 6 * 4)   # a block: CHUNK_BYTES or one column
+    assert got.tobytes() == want.tobytes()
+    assert max(staged, default=0) <= numpy_pool.GROUP
 
 
 def test_planes_view_without_copy():

@@ -359,3 +359,20 @@ def test_design_claims():
     generic = [k for k in kernel_report.family_report("pool", "sm_90")
                if k.instantiation.template == "pool" and k.instantiation.index_bits == 32]
     assert generic and all(k.sass.loop_divisions == 0 for k in generic)
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize("family", loader.families())
+def test_ieee_options_cost_no_local_memory_and_are_shown(family):
+    """The library's IEEE options against those CuPy's RawModule would use: no instantiation
+    gains local memory, the PTX holds no flushing instruction where CuPy's route has them, and
+    the Markdown report shows the comparison of the family."""
+    assert kernel_report.gains_local_memory(family, "sm_90") == []
+    change = kernel_report.option_change(family, "sm_90")
+    assert change.instantiations == len(loader.instantiations(family))
+    assert change.ieee[1] == 0   # PTX .ftz
+    assert change.ieee[2] <= change.cupy[2]   # fused multiply-adds: only the source's own
+    page = kernel_report.markdown(kernel_report.family_report(family, "sm_90"))
+    start, end = (page.index(m) for m in (kernel_report.OPTIONS_START, kernel_report.OPTIONS_END))
+    (row,) = [line for line in page[start:end].splitlines() if line.startswith(f"| {family} |")]
+    assert f"{change.cupy[1]:,} -> 0" in row

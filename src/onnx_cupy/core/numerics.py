@@ -1,7 +1,8 @@
 """Integer arithmetic the host shares (ceiling division), and integer results of float
 arithmetic, computed alike on every path: round half to even with a tie band, then saturate. The
 kernels' oc::round_half_even (kernels/common.cuh) does the same, operation for operation, with
-TIE_BAND and TIE_BAND_MAX passed to it as OC_TIE_BAND and OC_TIE_BAND_MAX (DEFINES)."""
+TIE_BAND and TIE_BAND_MAX passed to it as OC_TIE_BAND and OC_TIE_BAND_MAX (DEFINES). Also the
+rounding of a double result to a float storage type, as the kernels store one (narrow)."""
 from __future__ import annotations
 
 import numpy as np
@@ -55,3 +56,22 @@ def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         nudge = np.isfinite(error) & (error != 0) & (s.view(np.int64) % 2 == 0)
         s = np.where(nudge, np.nextafter(s, np.where(error > 0, np.inf, -np.inf)), s)
         return np.asarray(s.astype(np.float32))
+
+
+def narrow(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float64 `values` rounded once to the float `dtype`, as the kernels store a double
+    (oc::cvt<double, T>, kernels/common.cuh): float32 and float64 directly; float16 and bfloat16
+    through a float32 rounded to odd (toward zero, its last bit set where inexact), which
+    rounding to nearest even then takes to the double's own nearest, without relying on how a
+    library converts float64 to them. A NaN stays a NaN."""
+    dtype = np.dtype(dtype)
+    v = np.asarray(values, np.float64)
+    if dtype.itemsize >= 4:
+        return v.astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = v.astype(np.float32)
+        inexact = (f != v) & (v == v)
+        bits = f.view(np.uint32)
+        bits -= (inexact & (np.abs(f) > np.abs(v))).astype(np.uint32)   # back toward zero
+        bits |= inexact.astype(np.uint32)
+        return f.astype(dtype)

@@ -133,7 +133,8 @@ _POOL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array.
 
 
 _FLOATS = """float16, float32, float64, and bfloat16
-        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32."""
+        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32; windows of
+        more than 2**24 terms in float64 (every dtype, every path)."""
 
 
 def _pool_doc(**parts: str) -> Callable[[_F], _F]:
@@ -266,7 +267,9 @@ _GLOBAL_DOC = """ONNX {op} (versions {versions}) on a NumPy or CuPy array: {what
     ----------
     X : numpy.ndarray or cupy.ndarray (or a DLPack / __cuda_array_interface__ array)
         Input of shape (N, C, D1, ..., Dk), k >= 1; float16, float32, float64, and bfloat16
-        (ml_dtypes on NumPy) from opset 22. 16-bit types accumulate in float32.
+        (ml_dtypes on NumPy) from opset 22. Sums add segments of 16 terms in float32 (float64
+        for float64) into float64, in the kernel's order on every path (the same bits), and
+        round once to X's dtype.
     {own}opset : int
         The ONNX opset the call follows (the version in force decides the rules).
     out : array, optional
@@ -339,7 +342,8 @@ def adaptive_pool(op: str, X: ArrayT, sizes: Any, return_indices: bool = False) 
     (n, c) plane, row-major over the spatial axes.
 
     X is (N, C, D1, ...) with 1-3 spatial axes of length >= 1, float16, bfloat16, float32 or
-    float64 (16-bit types accumulate in float32); sizes has one int >= 0 per spatial axis.
+    float64 (16-bit types accumulate in float32, windows of more than 2**24 elements in
+    float64); sizes has one int >= 0 per spatial axis.
     ValueError for another rank, an empty spatial axis or bad sizes; TypeError for another dtype.
     """
     return CALLS[op](X, parts=(sizes, int(bool(return_indices))))

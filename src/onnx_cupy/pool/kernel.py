@@ -11,10 +11,14 @@ a row's loads unrolled and shared between overlapping windows. Every other plan 
 kernel `pool`, instantiated per spatial rank. Both take 32-bit offsets where every input offset and
 output index fits, else 64-bit ones. All visit a window's taps in the same order (summing and
 dividing by the same count, or taking the maximum), so they give identical results. MaxPool's
-indices come from the generic kernel. The global pools run `pool_global` (run_global): a block per
-(n, c) plane reducing it by warp shuffles and shared memory. PyTorch's adaptive pooling runs
+indices come from the generic kernel. The global pools run `pool_global` (prepare_global): a block
+per (n, c) plane reducing it by warp shuffles and shared memory, in the fixed order that the NumPy
+path repeats (segments of plan.SEGMENT terms in the accumulation type, double after them: see
+kernels/pool.cu), so that both give the same bits. PyTorch's adaptive pooling runs
 `pool_adaptive` (prepare_adaptive): one thread per output, its window bounds from the output
-coordinate by host-computed multiply-shifts."""
+coordinate by host-computed multiply-shifts. AveragePool, LpPool and adaptive average windows of
+more than plan.WIDE_SUMS terms sum in double (WIDE, ADAPTIVE_WIDE), as the NumPy path sums them
+in float64."""
 from __future__ import annotations
 
 import enum
@@ -100,9 +104,11 @@ _ADAPTIVE_GEOM = np.dtype(
 ADAPTIVE_RANKS = tuple(range(1, plan.ADAPTIVE_SPATIAL + 1))  # spatial ranks of pool_adaptive
 
 
-def _typed(dtype_name: str, bits: int) -> tuple[records.Argument, ...]:
-    """The storage, accumulate and offset arguments every pool kernel starts with."""
-    acc = dtypes.FLOAT_TYPES[dtype_name][1] if dtype_name in dtypes.FLOAT_TYPES else "float"
+def _typed(dtype_name: str, bits: int, acc: str | None = None) -> tuple[records.Argument, ...]:
+    """The storage, accumulate and offset arguments every pool kernel starts with (accumulate:
+    `acc`, or the dtype table's; float for MaxPool's integers)."""
+    if acc is None:
+        acc = dtypes.FLOAT_TYPES[dtype_name][1] if dtype_name in dtypes.FLOAT_TYPES else "float"
     return (records.storage(dtype_name), records.argument("accumulate", acc),
             records.index(bits))
 
@@ -124,6 +130,16 @@ GENERIC = {(t, b, r): records.Instantiation(
     FAMILY, "pool", (*_typed(t, b), records.argument("rank", r)), _taking(OPS, t), (t,),
     grid_stride="x", variant="per spatial rank", rank=r)
     for t in DTYPES for b in dtypes.INDEX_TYPES for r in RANKS}
+# AveragePool and LpPool windows of more than plan.WIDE_SUMS terms, float16, bfloat16 or float32,
+# by (dtype, rank): the generic kernel summing in double (64-bit offsets: such windows are rare,
+# so one offset width serves them); float64's own instantiations already sum in double
+WIDE_DTYPES = tuple(t for t in DTYPES if t in dtypes.FLOAT_TYPES
+                    and dtypes.FLOAT_TYPES[t][1] != "double")
+WIDE = {(t, r): records.Instantiation(
+    FAMILY, "pool", (*_typed(t, 64, "double"), records.argument("rank", r)),
+    _taking(("AveragePool", "LpPool"), t), (t,), grid_stride="x",
+    variant="per spatial rank, double sums", rank=r)
+    for t in WIDE_DTYPES for r in RANKS}
 # the global kernel by (dtype, bits); planes on grid x
 GLOBAL = {(t, b): records.Instantiation(
     FAMILY, "pool_global", _typed(t, b), _taking(GLOBAL_OPS, t), (t,), cooperative=True,
@@ -135,6 +151,13 @@ ADAPTIVE = {(t, b, r): records.Instantiation(
     _taking(plan.ADAPTIVE_OPS, t), (t,), grid_stride="x", variant="per spatial rank",
     rank=r)   # outputs on grid x
     for t in DTYPES if _taking(plan.ADAPTIVE_OPS, t) for b in dtypes.INDEX_TYPES
+    for r in ADAPTIVE_RANKS}
+# adaptive average windows of more than plan.WIDE_SUMS elements by (dtype, rank), as WIDE
+ADAPTIVE_WIDE = {(t, r): records.Instantiation(
+    FAMILY, "pool_adaptive", (*_typed(t, 64, "double"), records.argument("rank", r)),
+    ("AdaptiveAveragePool",), (t,), grid_stride="x", variant="per spatial rank, double sums",
+    rank=r)
+    for t in WIDE_DTYPES if "AdaptiveAveragePool" in _taking(plan.ADAPTIVE_OPS, t)
     for r in ADAPTIVE_RANKS}
 # the fast kernel by (dtype, bits, mode, rank, window)
 FAST = {(t, b, m, r, w): records.Instantiation(
@@ -149,12 +172,13 @@ FAST = {(t, b, m, r, w): records.Instantiation(
     for r in FAST_RANKS
     for w in (None, *(WINDOWS if r in WINDOW_RANKS else ()))}
 
-loader.register(FAMILY, [*GENERIC.values(), *GLOBAL.values(), *FAST.values(),
-                         *ADAPTIVE.values()],
+loader.register(FAMILY, [*GENERIC.values(), *WIDE.values(), *GLOBAL.values(), *FAST.values(),
+                         *ADAPTIVE.values(), *ADAPTIVE_WIDE.values()],
                 {"PoolGeom": _GEOM, "PoolFastGeom": _FAST_GEOM, "PoolGlobalGeom": _GLOBAL_GEOM,
                  "PoolAdaptiveGeom": _ADAPTIVE_GEOM},
                 defines={"POOL_MAXD": MAX_SPATIAL, "POOL_OUTPUTS": OUTPUTS,
                          "POOL_FAST_MAXD": max(FAST_RANKS), "POOL_MIN_BLOCKS": MIN_BLOCKS,
+                         "POOL_SEGMENT": plan.SEGMENT,
                          **{f"POOL_{k}": v for k, v in zip(("AVERAGE", "LP", "MAX"),
                                                            GENERIC_MODES.values())}})
 
@@ -207,10 +231,14 @@ def geometry(pl: PoolPlan, x_strides: tuple[int, ...], bits: int, indices: bool 
 def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...], indices: bool = False
                 ) -> launcher.LaunchSpec:
     """The generic kernel's launch for an input of `dtype` with these element strides
-    (`indices`: MaxPool writes its winners' indices): one thread per output, grid-stride."""
-    size = math.prod(pl.out_shape)
+    (`indices`: MaxPool writes its winners' indices): one thread per output, grid-stride; its
+    double-summing instantiation (WIDE) for a window of more than plan.WIDE_SUMS terms."""
+    name, size = np.dtype(dtype).name, math.prod(pl.out_shape)
+    if plan.accumulate_dtype(pl, dtype) != dtypes.accumulate_dtype(dtype):   # double sums
+        return launcher.LaunchSpec(WIDE[name, pl.nd], None, size,
+                                   (geometry(pl, x_strides, 64, indices),))
     bits = launcher.index_bits(size, reach(pl, x_strides))
-    return launcher.LaunchSpec(GENERIC[np.dtype(dtype).name, bits, pl.nd], None, size,
+    return launcher.LaunchSpec(GENERIC[name, bits, pl.nd], None, size,
                                (geometry(pl, x_strides, bits, indices),))
 
 
@@ -238,11 +266,12 @@ def fast_window(pl: PoolPlan, x_strides: tuple[int, ...]) -> tuple[int, int] | N
 def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
                      ) -> launcher.LaunchSpec | None:
     """The fast kernel's launch (its PoolFastGeom struct the constant), or None where the
-    plan needs the generic one (rank > 3, LpPool p not in {1, 2}, or a coordinate, per-plane size
-    or thread index past 2**31 - 1). Offsets and output indices past 2**31 - 1 take its 64-bit
+    plan needs the generic one (rank > 3, LpPool p not in {1, 2}, a window summing in double
+    (plan.wide), or a coordinate, per-plane size or thread index past 2**31 - 1). Offsets and
+    output indices past 2**31 - 1 take its 64-bit
     instantiation."""
     mode = fast_mode(pl)
-    if mode is None or pl.nd not in FAST_RANKS:
+    if mode is None or pl.nd not in FAST_RANKS or plan.wide(pl):
         return None
     planes, out = pl.in_shape[0] * pl.in_shape[1], pl.out_shape[2:]
     groups = numerics.cdiv(out[-1], OUTPUTS)
@@ -344,10 +373,14 @@ def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, 
                   indices: bool) -> launcher.LaunchSpec:
     """The adaptive kernel's launch for an input of `dtype` with these element strides
     (`indices`: the maximum's index within its plane); 32-bit indices where every offset,
-    output index and window bound numerator ((o + 1) * n + m - 1) fits an int."""
+    output index and window bound numerator ((o + 1) * n + m - 1) fits an int; an average of
+    windows of more than plan.WIDE_SUMS elements sums in double (ADAPTIVE_WIDE, 64-bit
+    indices)."""
     total, ins, outs = math.prod(pl.out_shape), pl.in_shape[2:], pl.out_shape[2:]
-    bits = launcher.index_bits(total, arrays.index_reach(pl.in_shape, x_strides),
-                               *((m + 1) * n + m for n, m in zip(ins, outs)))
+    wide = plan.accumulate_dtype(pl, dtype) != dtypes.accumulate_dtype(dtype)   # double sums
+    bits = 64 if wide else launcher.index_bits(
+        total, arrays.index_reach(pl.in_shape, x_strides),
+        *((m + 1) * n + m for n, m in zip(ins, outs)))
     dividers = {}
     if bits == 32:
         dividers = {"by_channels": launcher.divider(pl.in_shape[1]),
@@ -357,7 +390,9 @@ def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, 
         _ADAPTIVE_GEOM, total=total, channels=pl.in_shape[1], stride_n=x_strides[0],
         stride_c=x_strides[1], max=pl.op == "AdaptiveMaxPool", indices=indices, in_shape=ins,
         in_stride=x_strides[2:], out_shape=outs, **dividers)
-    return launcher.LaunchSpec(ADAPTIVE[np.dtype(dtype).name, bits, pl.nd], None, total, (g,))
+    name = np.dtype(dtype).name
+    k = ADAPTIVE_WIDE[name, pl.nd] if wide else ADAPTIVE[name, bits, pl.nd]
+    return launcher.LaunchSpec(k, None, total, (g,))
 
 
 def prepare_adaptive(pl: plan.AdaptivePlan, device: Any, x: Any, indices: bool = False

@@ -48,6 +48,17 @@ DTYPES: dict[str, dict[str, int]] = {
     **dict.fromkeys(ADAPTIVE_OPS, dtypes.since(1, *dtypes.FLOATS, "bfloat16")),
 }
 INDICES_FROM = 8  # MaxPool's second output, Indices, exists from this version
+# Sums, on every path (see accumulate_dtype and kernels/pool.cu): an AveragePool or LpPool window
+# (or PyTorch's adaptive average) of more than WIDE_SUMS terms, or counted positions, sums in
+# float64 whatever the storage (float's 24 bits hold every count up to it, and a float sum of
+# more terms drifts); a global pool sums segments of SEGMENT consecutive terms of a lane
+# (POOL_SEGMENT) in the accumulation type and everything after in float64: as accurate as
+# NumPy's pairwise float sums (16 terms an accumulator) whatever the plane's length, while the
+# NumPy path sums a float32 X without converting every element (every term in float64 took 3.5
+# times the float32 sum's time on (1, 64, 224, 224)) and a GPU with little FP64 throughput
+# does one double addition per 16 elements.
+WIDE_SUMS = 1 << 24
+SEGMENT = 16
 MAX_SPATIAL = 8  # most spatial axes (the kernels' parameter structs hold this many: POOL_MAXD)
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "")  # "" means NOTSET
 
@@ -227,6 +238,39 @@ def divisor(pl: PoolPlan, acc: np.dtype) -> np.ndarray:
         c = window_counts(*args).astype(acc)
         total = np.multiply.outer(total, c) if i else c
     return total
+
+
+def sum_terms(pl: PoolPlan | AdaptivePlan) -> int:
+    """The most terms a window of `pl` sums, or positions its divisor counts (a bound: per axis
+    the kernel's taps, or the counted span's positions it reaches, whichever is fewer); 0 for
+    MaxPool, which sums nothing."""
+    if isinstance(pl, AdaptivePlan):
+        return 0 if pl.op == "AdaptiveMaxPool" else _adaptive_terms(pl)
+    if pl.op == "MaxPool":
+        return 0
+    return math.prod(min(k, numerics.cdiv(hi - lo, d)) for k, d, lo, hi in zip(
+        pl.kernel, pl.dilations, pl.cnt_lo, pl.cnt_hi))
+
+
+@functools.lru_cache(maxsize=512)
+def _adaptive_terms(pl: AdaptivePlan) -> int:
+    """The most elements an adaptive window holds: the product over axes of the longest."""
+    longest = []
+    for axis in range(pl.nd):
+        start, end = pl.bounds(axis)
+        longest.append(int((end - start).max(initial=0)))
+    return math.prod(longest)
+
+
+def wide(pl: PoolPlan | AdaptivePlan) -> bool:
+    """Whether `pl`'s sums take float64 whatever the storage (more than WIDE_SUMS terms)."""
+    return sum_terms(pl) > WIDE_SUMS
+
+
+def accumulate_dtype(pl: PoolPlan | AdaptivePlan, dtype: Any) -> np.dtype:
+    """The dtype `pl`'s window sums accumulate in on every path: float64 for a wide plan, else
+    the storage's (core.dtypes.accumulate_dtype: float32 for 16- and 32-bit floats)."""
+    return np.dtype(np.float64) if wide(pl) else dtypes.accumulate_dtype(dtype)
 
 
 @dataclass(frozen=True)
