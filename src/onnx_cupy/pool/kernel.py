@@ -234,12 +234,18 @@ def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...], indic
     (`indices`: MaxPool writes its winners' indices): one thread per output, grid-stride; its
     double-summing instantiation (WIDE) for a window of more than plan.WIDE_SUMS terms."""
     name, size = np.dtype(dtype).name, math.prod(pl.out_shape)
-    if plan.accumulate_dtype(pl, dtype) != dtypes.accumulate_dtype(dtype):   # double sums
+    if _double_sums(pl, dtype):
         return launcher.LaunchSpec(WIDE[name, pl.nd], None, size,
                                    (geometry(pl, x_strides, 64, indices),))
     bits = launcher.index_bits(size, reach(pl, x_strides))
     return launcher.LaunchSpec(GENERIC[name, bits, pl.nd], None, size,
                                (geometry(pl, x_strides, bits, indices),))
+
+
+def _double_sums(pl: PoolPlan | plan.AdaptivePlan, dtype: np.dtype) -> bool:
+    """Whether `pl`'s sums take the double-summing instantiations (WIDE, ADAPTIVE_WIDE): a wide
+    plan (no MaxPool: it sums nothing) of a storage that accumulates in float."""
+    return plan.wide(pl) and dtypes.accumulate_dtype(dtype) != np.float64
 
 
 def fast_mode(pl: PoolPlan) -> FastMode | None:
@@ -377,7 +383,7 @@ def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, 
     windows of more than plan.WIDE_SUMS elements sums in double (ADAPTIVE_WIDE, 64-bit
     indices)."""
     total, ins, outs = math.prod(pl.out_shape), pl.in_shape[2:], pl.out_shape[2:]
-    wide = plan.accumulate_dtype(pl, dtype) != dtypes.accumulate_dtype(dtype)   # double sums
+    wide = _double_sums(pl, dtype)
     bits = 64 if wide else launcher.index_bits(
         total, arrays.index_reach(pl.in_shape, x_strides),
         *((m + 1) * n + m for n, m in zip(ins, outs)))
