@@ -260,11 +260,10 @@ def run_plane(config: PlaneConfig, x: np.ndarray, indices: np.ndarray) -> Any:
                       config.output_size)
     xb, ib = (x, indices) if x.ndim == k + 2 else (x[None], indices[None])
     with execution.backend("emulated"):
-        call = unpool_api.prepared(
-            xb, ib, "emulated", config.out_shape, 22,
+        y = unpool_api.run(
+            xb, ib, config.out_shape, 22,
             {"kernel_shape": list(config.kernel), "strides": list(config.stride),
              "pads": list(config.padding) * 2}, index_space="plane", checked=False)
-        y = call(xb, ib, None)
     return y if x.ndim == k + 2 else y[0]
 
 

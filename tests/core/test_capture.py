@@ -14,7 +14,7 @@ import pytest
 from helpers import fake_cupy
 
 import onnx_cupy as oc
-from onnx_cupy.core import execution
+from onnx_cupy.core import calls, execution, workspaces
 from onnx_cupy.nn import functional as F
 
 P3 = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
@@ -230,7 +230,6 @@ def test_threads_on_one_stream_get_their_own_workspace(fake):
     scratch data from a workspace of its own; one thread's calls reuse its own."""
     import threading
 
-    from onnx_cupy.core import calls
 
     taken = {}
     both = threading.Barrier(2)   # both threads alive at once (an ended thread's id is reused)
@@ -277,7 +276,6 @@ def test_a_graph_keeps_the_tables_of_calls_dropped_after_its_capture(fake, rng, 
     their caches afterwards (more configurations than MAX_CALLS, or calls.clear) leaves the
     tables to the graph, so that a replay after the memory pool handed their blocks out again
     still gives the call's result; release_workspaces() lets them go."""
-    from onnx_cupy.core import calls
 
     shape, dtype, call, _ = CASES[case]
     x = _input(fake, rng, shape, dtype)
@@ -294,4 +292,4 @@ def test_a_graph_keeps_the_tables_of_calls_dropped_after_its_capture(fake, rng, 
             memory[...] = 0xFF
     graph.launch()
     np.testing.assert_array_equal(y.get(), want)
-    assert oc.release_workspaces() >= 0 and calls._graph_kept == []
+    assert oc.release_workspaces() >= 0 and workspaces._graph_kept == []

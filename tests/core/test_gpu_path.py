@@ -11,7 +11,7 @@ import pytest
 from helpers.util import to_numpy
 
 import onnx_cupy as oc
-from onnx_cupy.core import calls, checker, execution
+from onnx_cupy.core import checker, execution, workspaces
 from onnx_cupy.core.standin import ALIGN, StandIn
 from onnx_cupy.nn import functional as F
 
@@ -213,11 +213,11 @@ def test_short_lived_streams_leave_a_bounded_workspace(rng):
         for _ in range(200):
             with fake.cuda.Stream():
                 np.testing.assert_array_equal(to_numpy(oc.hardmax(xd, axis=1)), expected)
-        assert 1 <= len(calls._workspaces) <= calls.MAX_STREAMS
-        kept = len(calls._workspaces)
-        assert oc.release_workspaces() == kept and len(calls._workspaces) == 0
+        assert 1 <= len(workspaces._workspaces) <= workspaces.MAX_STREAMS
+        kept = len(workspaces._workspaces)
+        assert oc.release_workspaces() == kept and len(workspaces._workspaces) == 0
         np.testing.assert_array_equal(to_numpy(oc.hardmax(xd, axis=1)), expected)
-        assert len(calls._workspaces) == 1
+        assert len(workspaces._workspaces) == 1
 
         def in_a_thread() -> None:
             with fake.cuda.Stream():
@@ -225,7 +225,7 @@ def test_short_lived_streams_leave_a_bounded_workspace(rng):
         worker = threading.Thread(target=in_a_thread)
         worker.start()
         worker.join()
-        assert len(calls._workspaces) == 1   # the ended thread's workspace is gone
+        assert len(workspaces._workspaces) == 1   # the ended thread's workspace is gone
 
 
 def test_device_memory_is_its_own_at_the_callers_alignment(rng):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import onnx_cupy
-from onnx_cupy.core import emulator, launcher, loader
+from onnx_cupy.core import emulator, loader
 
 pytestmark = pytest.mark.slow  # NVRTC and host compiles of every parameter struct
 
@@ -147,13 +147,13 @@ def test_launches_pass_single_structs(monkeypatch):
     or None for a pointer the kernel does not use (the generic pool kernel's indices without
     return_indices: CuPy passes a null pointer)."""
     seen = []
-    real = launcher.launch
+    real = emulator.launch
 
-    def record(backend, kernel, work_items, args, shape=None):
+    def record(kernel, grid, block, args):   # the arguments as the driver read them
         seen.append((kernel.family, args))
-        real(backend, kernel, work_items, args, shape)
+        real(kernel, grid, block, args)
 
-    monkeypatch.setattr(launcher, "launch", record)
+    monkeypatch.setattr(emulator, "launch", record)
     x = np.arange(2 * 3 * 5 * 4, dtype=np.float32).reshape(2, 3, 5, 4)
     with onnx_cupy.backend("emulated"):
         onnx_cupy.average_pool(x, kernel_shape=[2, 2])

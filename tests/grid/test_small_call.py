@@ -106,8 +106,8 @@ def sample(c: Config, x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, bool]:
     attrs = {"mode": c.mode, "padding_mode": c.padding, "align_corners": c.align_corners}
     with execution.backend("numpy"):
         y = grid_api.run_sample(x, g, 22, attrs)
-        call = grid_api.prepared_sample(x, g, "numpy", 22, attrs)
-    return y, call.small
+    sampler = grid_api.SAMPLE.numpy(grid_api.SAMPLE.plan(x, g, 22, 0, 0, attrs), x, g)
+    return y, sampler.small
 
 
 def assert_same(got: np.ndarray, expected: np.ndarray) -> None:

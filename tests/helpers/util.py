@@ -137,14 +137,14 @@ def onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np
 
 
 def forbid_work(monkeypatch: Any) -> None:
-    """From now on, allocating an operator's output or launching a kernel fails the test (an
-    error must come before either)."""
-    from onnx_cupy.core import arrays, launcher
+    """From now on, a call that passed its checks fails the test: every family's call is
+    planned (all validation) before its path is prepared (KernelCall.prepare_plan), which is
+    where allocating and launching begin, so an error must come before it."""
+    from onnx_cupy.core import kernel_call
 
     def forbidden(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("allocated or launched before the error")
-    monkeypatch.setattr(arrays, "output", forbidden)
-    monkeypatch.setattr(launcher, "launch", forbidden)
+        raise AssertionError("a call passed its checks: it would allocate and launch")
+    monkeypatch.setattr(kernel_call.KernelCall, "prepare_plan", forbidden)
 
 
 def record_builds(monkeypatch: Any, cache: Any) -> list[list[str]]:

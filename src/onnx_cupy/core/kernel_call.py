@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import arrays, calls, execution
+from . import arrays, calls, execution, workspaces
 
 Body = Callable[..., Any]   # body(*inputs, out) -> the outputs
 
@@ -109,7 +109,11 @@ class KernelCall:
         for spec, a in zip(self.inputs, xs):
             if a is None and not spec.optional:
                 raise TypeError(f"{self.op}: input '{spec.name}' is required")
-        pl = self.plan(*xs, *arguments)
+        return self.prepare_plan(backend, self.plan(*xs, *arguments), xs)
+
+    def prepare_plan(self, backend: str, pl: Any, xs: tuple[Any, ...]) -> Body:
+        """The call of the plan `pl` on inputs laid out as `xs` on `backend` (after every
+        check: from here on a call allocates and launches)."""
         shape, dtype = self.output(pl, *xs)
         if backend == "numpy":
             body = self.numpy(pl, *xs)
@@ -162,7 +166,7 @@ class KernelCall:
             or not self.walks(pl, i, a)) for i, (spec, a) in enumerate(zip(self.inputs, xs)))
         with device.cuda.Device(device_id):
             if any(copied):   # C-contiguous copies in the workspace, beside the body's scratch
-                space = calls.Scratch(device, *((tuple(a.shape), a.dtype)
+                space = workspaces.Scratch(device, *((tuple(a.shape), a.dtype)
                                                 for a, c in zip(xs, copied) if c), level=1)
                 body = self.kernel(pl, device, *_placed(xs, copied, space()))
             else:

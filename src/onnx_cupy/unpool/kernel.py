@@ -78,8 +78,9 @@ loader.register(FAMILY, [*SCATTER.values(), *PLANE_SCATTER.values(), *GATHER.val
 
 @functools.lru_cache(maxsize=512)
 def kernel_args(pl: UnpoolPlan, dtype: np.dtype
-                ) -> tuple[records.Instantiation, records.Instantiation, np.dtype, np.ndarray]:
-    """(scatter, gather, the winner buffer's dtype, UnpoolGeom struct) of a plan and X's dtype:
+                ) -> tuple[launcher.LaunchSpec, launcher.LaunchSpec, np.dtype]:
+    """(scatter, gather, the winner buffer's dtype) of a plan and X's dtype, the launches
+    grid-stride over X's and Y's elements with their UnpoolGeom struct:
     32-bit offsets (unsigned int winners, multiply-shift divisors) where X's and Y's sizes and
     the index space fit them, else 64-bit ones. Per plane: the planes' element counts of X and
     Y (the scatter adds (e // plane_count) * plane_total); 1 and 0 otherwise."""
@@ -95,7 +96,8 @@ def kernel_args(pl: UnpoolPlan, dtype: np.dtype
                                   extent=extents, stride=[s for _, s in pl.remap],
                                   plane_count=planes[0], plane_total=planes[1], **dividers)
     scatter = PLANE_SCATTER[bits] if pl.per_plane else SCATTER[bits, len(pl.remap)]
-    return scatter, GATHER[dtype.name, bits], WINNER_DTYPES[bits], g
+    return (launcher.LaunchSpec(scatter, None, count, (g,)),
+            launcher.LaunchSpec(GATHER[dtype.name, bits], None, total, (g,)), WINNER_DTYPES[bits])
 
 
 def prepare(pl: UnpoolPlan, device: Any, x: Any, indices: Any) -> kernel_call.Body:
@@ -113,9 +115,8 @@ def prepare(pl: UnpoolPlan, device: Any, x: Any, indices: Any) -> kernel_call.Bo
             arrays.zero(Y)
             return Y
         return zeros
-    scatter, gather, words, g = kernel_args(pl, np.dtype(x.dtype))
-    scattering = launcher.Launch(device, scatter, None, count, (g,))
-    gathering = launcher.Launch(device, gather, None, size, (g,))
+    scatter, gather, words = kernel_args(pl, np.dtype(x.dtype))
+    scattering, gathering = launcher.Launch(device, scatter), launcher.Launch(device, gather)
     space = workspaces.Scratch(device, ((size,), words), zeroed=(0,))
 
     def body(X: Any, indices: Any, out: Any) -> Any:

@@ -111,11 +111,10 @@ def _prepare_grid_sample(x: Any, backend: str, name: str, mode: Any, padding_mod
         raise ValueError(f"{name}(): bicubic interpolation only supports 4D input")
     if type(g) is not type(x):   # the family's entry point names the mismatch
         return lambda xb, gb: grid_api.run_sample(xb, gb, _GRID_OPSET, {})
-    sample = grid_api.prepared_sample(x, g, backend, _GRID_OPSET, {
-        "mode": onnx_mode, "padding_mode": padding_mode,
-        "align_corners": int(bool(align_corners))}, pad_before_rounding=True,
-        fused_unnormalize=True)
-    return lambda xb, gb: sample(xb, gb, None)
+    attrs = {"mode": onnx_mode, "padding_mode": padding_mode,
+             "align_corners": int(bool(align_corners))}
+    return lambda xb, gb: grid_api.run_sample(xb, gb, _GRID_OPSET, attrs,
+                                              pad_before_rounding=True, fused_unnormalize=True)
 
 
 @_tensors
