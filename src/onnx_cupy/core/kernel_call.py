@@ -68,10 +68,10 @@ class KernelCall:
     (shape, dtype) of the first output, which `out` must match; `walks(plan, index, array)`
     whether the kernels read input `index` laid out as it is (else a C-contiguous copy);
     `check(plan, *inputs)` runs at every call on host arrays (checks of values the GPU path
-    leaves to the kernels, as MaxUnpool's indices); `cache` keeps the prepared calls."""
+    leaves to the kernels, as MaxUnpool's indices). Each call keeps its prepared calls in a
+    bounded cache of its own (`cache`, onnx_cupy.core.calls.Cache)."""
 
     op: str
-    cache: calls.Cache
     inputs: tuple[Input, ...]
     plan: Callable[..., Any]
     numpy: Callable[..., Body]
@@ -80,6 +80,10 @@ class KernelCall:
         lambda pl, x, *others: (pl.out_shape, x.dtype)
     walks: Callable[[Any, int, Any], bool] = lambda pl, i, a: _whole_elements(pl, a)
     check: Callable[..., None] | None = None
+    cache: calls.Cache = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cache", calls.Cache(self.op))
 
     def __call__(self, X: Any, *others: Any, parts: tuple[Any, ...] = (),
                  vectors: tuple[Any, ...] = (), out: Any = None) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import calls, kernel_call
+from ..core import kernel_call
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -153,12 +153,11 @@ def _plan_sample(x: Any, g: Any, opset: int, pad_before_rounding: int, fused_unn
                             fused_unnormalize=bool(fused_unnormalize), **attrs)
 
 
-_CALLS = calls.Cache("grid")
 SAMPLE = kernel_call.KernelCall(
-    plan.SAMPLE, _CALLS, (kernel_call.Input("X"), kernel_call.Input("grid")), _plan_sample,
+    plan.SAMPLE, (kernel_call.Input("X"), kernel_call.Input("grid")), _plan_sample,
     numpy_path.prepare_sample, kernel.prepare_sample)
 AFFINE = kernel_call.KernelCall(
-    plan.AFFINE, _CALLS, (kernel_call.Input("theta"),),
+    plan.AFFINE, (kernel_call.Input("theta"),),
     lambda t, opset, attrs, size: plan.make_affine(tuple(t.shape), t.dtype, size, opset,
                                                    **attrs),
     numpy_path.prepare_affine, kernel.prepare_affine)

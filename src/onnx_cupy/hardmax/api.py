@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import calls, kernel_call
+from ..core import kernel_call
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -65,7 +65,7 @@ def run(X: Any, opset: int, axis: Any, *, out: Any = None) -> Any:
 
 
 CALL = kernel_call.KernelCall(
-    plan.OP, calls.Cache("hardmax"), (kernel_call.Input("X"),),
+    plan.OP, (kernel_call.Input("X"),),
     lambda x, opset, axis: plan.make(tuple(x.shape), x.dtype, axis, opset),
     lambda pl, x: numpy_path.prepare(pl, np.dtype(x.dtype)), kernel.prepare,
     output=lambda pl, x: (pl.shape, x.dtype), walks=kernel.walks)

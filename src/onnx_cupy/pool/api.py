@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 
-from ..core import calls, kernel_call, opsets
+from ..core import kernel_call, opsets
 from ..core.execution import ArrayT, Indices, NumPyArray, ScalarT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -46,7 +46,7 @@ def _window(op: str) -> kernel_call.KernelCall:
         check_return_indices(op, opset, return_indices)
         return plan.make(op, tuple(x.shape), x.dtype, opset, **attrs), return_indices
     return kernel_call.KernelCall(
-        op, _CALLS, _X, make,
+        op, _X, make,
         lambda request, x: numpy_path.prepare(request[0], np.dtype(x.dtype), request[1]),
         lambda request, device, x: kernel.prepare(request[0], device, x, request[1]),
         output=lambda request, x: (request[0].out_shape, x.dtype))
@@ -55,7 +55,7 @@ def _window(op: str) -> kernel_call.KernelCall:
 def _global(op: str) -> kernel_call.KernelCall:
     """The call of a global pool `op`."""
     return kernel_call.KernelCall(
-        op, _CALLS, _X,
+        op, _X,
         lambda x, opset, attrs: plan.make_global(op, opset, tuple(x.shape), np.dtype(x.dtype),
                                                  attrs.get("p")),
         lambda pl, x: numpy_path.prepare_global(pl, np.dtype(x.dtype)), kernel.prepare_global,
@@ -66,7 +66,7 @@ def _adaptive(op: str) -> kernel_call.KernelCall:
     """The call of PyTorch's adaptive pooling `op`, planned as (plan, whether Indices are
     returned)."""
     return kernel_call.KernelCall(
-        op, _CALLS, _X,
+        op, _X,
         lambda x, sizes, return_indices: (plan.make_adaptive(op, tuple(x.shape), x.dtype, sizes),
                                           bool(return_indices)),
         lambda request, x: numpy_path.prepare_adaptive(*request),
@@ -74,7 +74,6 @@ def _adaptive(op: str) -> kernel_call.KernelCall:
         output=lambda request, x: (request[0].out_shape, x.dtype))
 
 
-_CALLS = calls.Cache("pool")
 _X = (kernel_call.Input("X"),)
 CALLS = {**{op: _window(op) for op in plan.OPS}, **{op: _global(op) for op in plan.GLOBAL_OPS},
          **{op: _adaptive(op) for op in plan.ADAPTIVE_OPS}}

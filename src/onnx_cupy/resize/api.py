@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import calls, kernel_call
+from ..core import kernel_call
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -127,14 +127,13 @@ def _plan_upsample(x: Any, opset: int, mode: str, scales: Any) -> plan.ResizePla
                      plan.UPSAMPLE, mode=mode)[0]
 
 
-_CALLS = calls.Cache("resize")
 _X = (kernel_call.Input("X"),)
-RESIZE = kernel_call.KernelCall(plan.OP, _CALLS, _X, _plan(plan.OP), numpy_path.prepare,
+RESIZE = kernel_call.KernelCall(plan.OP, _X, _plan(plan.OP), numpy_path.prepare,
                                 kernel.prepare, walks=kernel.walks)
-UPSAMPLE_AS_RESIZE = kernel_call.KernelCall(plan.UPSAMPLE, _CALLS, _X, _plan(plan.UPSAMPLE),
+UPSAMPLE_AS_RESIZE = kernel_call.KernelCall(plan.UPSAMPLE, _X, _plan(plan.UPSAMPLE),
                                             numpy_path.prepare, kernel.prepare,
                                             walks=kernel.walks)
-UPSAMPLE = kernel_call.KernelCall(plan.UPSAMPLE, _CALLS, _X, _plan_upsample,
+UPSAMPLE = kernel_call.KernelCall(plan.UPSAMPLE, _X, _plan_upsample,
                                   numpy_path.prepare, kernel.prepare, walks=kernel.walks)
 
 

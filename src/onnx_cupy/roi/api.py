@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import calls, kernel_call
+from ..core import kernel_call
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -169,17 +169,15 @@ def _check_pool(pl: plan.RoiPlan, x: Any, rois: Any) -> None:
     plan.check_batches(pl, rois[:, 0].astype(np.float64))
 
 
-_CALLS = calls.Cache("roi")
 # the kernels read C-contiguous inputs
 ALIGN = kernel_call.KernelCall(
-    ROI_ALIGN, _CALLS, (kernel_call.Input("X", contiguous=True),
-                        kernel_call.Input("rois", contiguous=True),
-                        kernel_call.Input("batch_indices", contiguous=True)),
+    ROI_ALIGN, (kernel_call.Input("X", contiguous=True), kernel_call.Input("rois", contiguous=True),
+                kernel_call.Input("batch_indices", contiguous=True)),
     lambda x, r, b, opset, attrs, scale: plan.make_align(x, r, b, opset, attrs,
                                                          scale == "float32"),
     numpy_path.prepare, kernel.prepare, check=_check_align)
 POOL = kernel_call.KernelCall(
-    MAX_ROI_POOL, _CALLS, (kernel_call.Input("X", contiguous=True),
-                           kernel_call.Input("rois", contiguous=True)),
+    MAX_ROI_POOL, (kernel_call.Input("X", contiguous=True),
+                   kernel_call.Input("rois", contiguous=True)),
     lambda x, r, opset, attrs, scale: plan.make_pool(x, r, opset, attrs, scale == "float32"),
     numpy_path.prepare, kernel.prepare, check=_check_pool)

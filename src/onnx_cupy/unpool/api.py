@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import calls, kernel_call
+from ..core import kernel_call
 from ..core.execution import ArrayT, NDArray
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -99,13 +99,12 @@ def _plan(x: Any, indices: Any, opset: int, index_space: str, attrs: dict[str, A
                      opset, index_space=index_space, **attrs)
 
 
-_CALLS = calls.Cache("unpool")
 # X and I; the kernels walk C-contiguous arrays. Host indices are checked at every call, as
 # onnxruntime checks them (the GPU path, which would have to synchronize, skips them).
 _INPUTS = (kernel_call.Input("X", contiguous=True), kernel_call.Input("I", contiguous=True))
-CALL = kernel_call.KernelCall(OP, _CALLS, _INPUTS, _plan, numpy_path.prepare, kernel.prepare,
+CALL = kernel_call.KernelCall(OP, _INPUTS, _plan, numpy_path.prepare, kernel.prepare,
                               check=lambda pl, x, indices: check_indices(pl, indices))
-UNCHECKED = kernel_call.KernelCall(OP, _CALLS, _INPUTS, _plan, numpy_path.prepare,
+UNCHECKED = kernel_call.KernelCall(OP, _INPUTS, _plan, numpy_path.prepare,
                                    kernel.prepare)
 
 
