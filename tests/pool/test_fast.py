@@ -281,7 +281,8 @@ def test_launch_shape_for_small_and_large_planes():
                                  ((1, 2, 50, 50), [1, 1], (256, 1, 1))):  # 50 rows x 13 groups
         pl = pool_plans.make("AveragePool", shape, np.float32, 22, kernel_shape=kernel)
         strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
-        launched, (grid, blk), _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float32), strides)
+        spec = kernel_pool.fast_kernel_args(pl, np.dtype(np.float32), strides)
+        launched, (grid, blk) = spec.kernel, spec.shape
         assert fields(launched) == fast_fields(
             np.float32, 0, len(kernel), compiled_window({"kernel_shape": kernel}, len(kernel)))
         assert blk == block
@@ -304,7 +305,7 @@ def test_generic_path_at_the_boundaries(launches, rng):
     limit = dtypes.INT32_LIMIT - 5
     assert kernel_pool.reach(pl, (limit, 5, 1)) == dtypes.INT32_LIMIT
     for strides, bits in (((limit, 5, 1), 32), ((limit + 1, 5, 1), 64)):
-        launched, _, _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides)
+        launched = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides).kernel
         assert fields(launched) == fast_fields(np.float16, 0, 1, bits=bits)
     # a window coordinate (the tap-range division's numerator) just past 2**31 - 1
     widest = (dtypes.INT32_LIMIT - 10) // 3
@@ -399,5 +400,5 @@ def test_outputs_past_int32_take_the_wide_fast_kernel():
     for shape, bits in (((2**13, 2**9, 2**8), 32), ((2**15, 2**9, 2**8), 64)):
         pl = pool_plans.make("AveragePool", shape, np.float16, 22, kernel_shape=[1])
         strides = (shape[1] * shape[2], shape[2], 1)
-        launched, _, _ = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides)
+        launched = kernel_pool.fast_kernel_args(pl, np.dtype(np.float16), strides).kernel
         assert fields(launched) == fast_fields(np.float16, 0, 1, bits=bits)

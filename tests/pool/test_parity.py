@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import fake_cupy
 from helpers.util import FLOAT_DTYPES, assert_close, random, to_backend, to_numpy
 
 import onnx_cupy
@@ -240,19 +241,19 @@ def test_kernel_one_with_huge_dilation(cpu_backend, rng):
     assert_close(run("LpPool", x, cpu_backend, p=1, **attrs), np.abs(x))
 
 
-def test_huge_output_grid_stride_uses_64_bit_indices(monkeypatch):
+def test_huge_output_grid_stride_uses_64_bit_indices():
     """A grid-stride loop index passes the output size by up to one grid of threads
     (launcher.MAX_BLOCKS * launcher.BLOCK): near 2**31 outputs, that no longer fits an int even
     though every offset does. Four spatial axes: the generic kernel. Virtual memory only: the
-    launch is recorded, not run."""
-    seen = []
-    monkeypatch.setattr(launcher, "launch", lambda *args: seen.append(args[1]))
-    for total, bits in ((2**31 - 1 - launcher.MAX_BLOCKS * launcher.BLOCK, "int"),
-                        (2**31 - launcher.MAX_BLOCKS * launcher.BLOCK, "long long")):
-        shape = (total, 1, 1, 1, 1, 1)
-        y = run("AveragePool", np.empty(shape, np.float16), "emulated", kernel_shape=[1] * 4)
-        assert y.shape == shape
-        assert seen.pop().expression == f"pool<oc::half_t, float, {bits}, 4>"
+    CuPy path on a stand-in that records its launches and runs none."""
+    fake = fake_cupy.StandIn(executing=False)
+    with fake.installed():
+        for total, bits in ((2**31 - 1 - launcher.MAX_BLOCKS * launcher.BLOCK, "int"),
+                            (2**31 - launcher.MAX_BLOCKS * launcher.BLOCK, "long long")):
+            shape = (total, 1, 1, 1, 1, 1)
+            y = onnx_cupy.average_pool(fake.empty(shape, np.float16), kernel_shape=[1] * 4)
+            assert y.shape == shape
+            assert fake.launches[-1].expression == f"pool<oc::half_t, float, {bits}, 4>"
 
 
 # windows whose last axis runs as one flat sequence on EVEN sizes (an input row is the

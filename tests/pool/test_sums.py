@@ -86,7 +86,7 @@ def test_wide_plans_and_their_kernels():
         pl = plan.make("AveragePool", shape, f32, 22, kernel_shape=kernel)
         assert plan.wide(pl) is wide
         assert plan.accumulate_dtype(pl, f32) == (np.float64 if wide else np.float32)
-        k, _ = pool_kernel.kernel_args(pl, f32, (1, 1, *(1,) * len(kernel)))
+        k = pool_kernel.kernel_args(pl, f32, (1, 1, *(1,) * len(kernel))).kernel
         assert (k["accumulate"], pool_kernel.fast_kernel_args(pl, f32, (0,) * len(shape))
                 is None) == (("double", True) if wide else ("float", False))
     pl = plan.make("AveragePool", (1, 1, 5000, 5000), f32, 22, kernel_shape=[4097, 4097],

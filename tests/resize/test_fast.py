@@ -285,27 +285,28 @@ def test_fast_args_limits(monkeypatch):
     limit take the generic kernel."""
     pl = plan((3, 40, 50), [1, 2, 2])
     f32 = np.dtype(np.float32)
-    fast = resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))
+    fast, table = resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))
     assert fast.kernel.expression == ("resize_weighted_fast<float, float, float, 2, 2, 4, "
                                       "rsz::RESIZED, int>")
     assert fast.shape == ((1, 30, 1), (32, 8, 1))  # 3 x 80 rows of 100 outputs
-    assert fast.weight == np.float32 and fast.strides == (50, 1) and fast.inner == 80 * 16
-    assert fast.bits == 32
-    wide = resize_kernel.fast_args(pl, f32, (2**30, 50, 1))
+    assert table.weight == np.float32 and table.strides == (50, 1) and table.inner == 80 * 16
+    assert table.bits == 32
+    wide, wide_table = resize_kernel.fast_args(pl, f32, (2**30, 50, 1))
     assert wide.kernel is resize_kernel.FAST["float32", 2, 2, RESIZED, 64]
-    assert wide.bits == 64 and wide.shape == fast.shape and wide.inner == 80 * 24
+    assert wide_table.bits == 64 and wide.shape == fast.shape and wide_table.inner == 80 * 24
     nhwc = plan((2, 5, 7, 3), [1, 2, 2, 1])
-    fast = resize_kernel.fast_args(nhwc, f32, contiguous(nhwc.in_shape))
+    fast, _ = resize_kernel.fast_args(nhwc, f32, contiguous(nhwc.in_shape))
     assert fast.kernel is resize_kernel.FAST["float32", 2, 2, KEPT, 32]
     assert fast.shape == ((1, 2, 1), (1, 256, 1))  # 2 x 140 rows of 3 outputs
-    assert fast.geom["walk"] == 3 and fast.geom["walk_stride"] == 1 and fast.geom["rows"] == 140
-    wide = resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30))
+    (geom,) = fast.constants
+    assert geom["walk"] == 3 and geom["walk_stride"] == 1 and geom["rows"] == 140
+    wide, _ = resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30))
     assert wide.kernel is resize_kernel.FAST["float32", 2, 2, KEPT, 64]
-    assert wide.geom["walk_stride"] == 2**30
+    assert wide.constants[0]["walk_stride"] == 2**30
     replan(resize_kernel.fast_args)
     monkeypatch.setattr(launcher, "MAX_GRID_YZ", 9)
     try:
-        assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)).shape[0] == (1, 9, 4)
+        assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))[0].shape[0] == (1, 9, 4)
         replan(resize_kernel.fast_args)
         monkeypatch.setattr(launcher, "MAX_GRID_YZ", 5)
         assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # z: 6 > 5
@@ -418,7 +419,8 @@ def test_generic_ranks_pad_to_an_instantiated_rank():
         shape = (2, 3) * dims  # alternate resized and unresized axes: nothing merges
         shape = shape[:dims]
         pl = plan(shape, [1.5 if d % 2 == 0 else 1 for d in range(dims)])
-        kernel, g = resize_kernel.kernel_args(pl, np.dtype(np.float32), contiguous(shape))
+        spec = resize_kernel.kernel_args(pl, np.dtype(np.float32), contiguous(shape))
+        kernel, (g,) = spec.kernel, spec.constants
         rank = min(r for r in resize_kernel.GENERIC_RANKS if r >= dims)
         assert kernel is resize_kernel.WEIGHTED["float32", rank, 32] and kernel.rank == rank
         pad = rank - dims

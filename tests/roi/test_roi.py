@@ -4,14 +4,16 @@ attribute, value and opset named, empty region sets and channels, `out=`, stride
 non-contiguous boxes, and the CuPy path on the stand-in cupy."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from helpers import fake_cupy
 from helpers.util import FLOAT_DTYPES, to_backend, to_numpy
 
 import onnx_cupy as oc
-from onnx_cupy.roi import kernel, plan
-from onnx_cupy.roi import numpy as numpy_path
+from onnx_cupy.core import execution
+from onnx_cupy.roi import api, kernel
 
 X = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
 
@@ -93,15 +95,17 @@ def test_non_finite_boxes_give_nan_where_unchecked(path, dtype):
                      ).astype(dtype)
     batch = np.array([0, 0, 0, 3])
     rois = np.concatenate([batch[:, None], boxes.astype(np.float64)], 1).astype(dtype)
-    for pl, r in ((plan.make_align(x, boxes, batch, 22, {
-            "mode": "avg", "output_height": 2, "output_width": 3, "sampling_ratio": 0,
-            "spatial_scale": 1.0, "coordinate_transformation_mode": None}), boxes),
-            (plan.make_pool(x, rois, 22, {"pooled_shape": (2, 3), "spatial_scale": 1.0}),
-             rois)):
-        run = numpy_path.prepare(pl, x.dtype) if path == "numpy" else \
-            kernel.prepare(pl, x, r, batch if r is boxes else None, "emulated")
-        y = run(x, r, batch, None).astype(np.float64)
-        assert np.isnan(y[[0, 2]]).all() and np.isfinite(y[1]).all() and not y[3].any()
+    align = {"mode": "avg", "output_height": 2, "output_width": 3, "sampling_ratio": 0,
+             "spatial_scale": 1.0, "coordinate_transformation_mode": None}
+    pool = {"pooled_shape": (2, 3), "spatial_scale": 1.0}
+    # the declared calls without their host checks: what the GPU path runs
+    unchecked_align = dataclasses.replace(api.ALIGN, check=None)
+    unchecked_pool = dataclasses.replace(api.POOL, check=None)
+    with execution.backend(path):
+        for y in (unchecked_align(x, boxes, batch, parts=(22, align, "float32")),
+                  unchecked_pool(x, rois, parts=(22, pool, "float32"))):
+            y = y.astype(np.float64)
+            assert np.isnan(y[[0, 2]]).all() and np.isfinite(y[1]).all() and not y[3].any()
 
 
 def test_degenerate_regions(backend):

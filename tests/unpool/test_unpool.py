@@ -12,8 +12,8 @@ from helpers.unpool_differential import oracle, unpooled, window_attributes
 from helpers.util import FLOAT_DTYPES, random, to_backend, to_numpy
 
 import onnx_cupy as oc
-from onnx_cupy.core import calls
-from onnx_cupy.unpool import kernel, plan
+from onnx_cupy.core import calls, execution
+from onnx_cupy.unpool import api, kernel, plan
 
 X = np.array([[[[5.0, 6.0], [7.0, 8.0]]]], np.float32)
 I = np.array([[[[5, 7], [13, 15]]]])
@@ -126,8 +126,8 @@ def test_the_kernel_skips_indices_outside_the_unpooled_shape():
     """What the GPU path does with an index it cannot check without synchronizing: nothing is
     written for it (the host arrays' check raises before any launch)."""
     indices = np.array([[[[-1, 7], [16, 15]]]])
-    pl = plan.make(X.shape, X.dtype, indices.shape, indices.dtype, None, 22, **TWO)
-    y = kernel.prepare(pl, X, indices, "emulated")(X, indices, None)
+    with execution.backend("emulated"):
+        y = api.run(X, indices, None, 22, TWO, checked=False)
     expected = np.zeros((1, 1, 4, 4), np.float32)
     expected[0, 0, 1, 3], expected[0, 0, 3, 3] = 6, 8
     assert np.array_equal(y, expected)

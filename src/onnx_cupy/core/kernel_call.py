@@ -113,6 +113,10 @@ class KernelCall:
         for spec, a in zip(self.inputs, xs):
             if a is None and not spec.optional:
                 raise TypeError(f"{self.op}: input '{spec.name}' is required")
+            if backend != "numpy" and a is not None and a.dtype.kind in "OUS":
+                which = "" if spec is self.inputs[0] else f"input '{spec.name}': "
+                raise TypeError(f"{self.op}: {which}string tensors run on the NumPy backend "
+                                f"only (got dtype {a.dtype} on backend {backend!r})")
         return self.prepare_plan(backend, self.plan(*xs, *arguments), xs)
 
     def prepare_plan(self, backend: str, pl: Any, xs: tuple[Any, ...]) -> Body:
@@ -122,11 +126,6 @@ class KernelCall:
         if backend == "numpy":
             body = self.numpy(pl, *xs)
         else:
-            for spec, a in zip(self.inputs, xs):
-                if a is not None and a.dtype.kind in "OUS":
-                    raise TypeError(f"{self.op}: string tensors run on the NumPy backend only "
-                                    f"(input '{spec.name}' has dtype {a.dtype}, backend "
-                                    f"{backend!r})")
             if backend == "emulated":
                 return self._emulated(pl, xs, shape, dtype)
             body = self._on_device(execution.cupy_module(), pl, xs, shape, dtype)
