@@ -94,9 +94,9 @@ def test_wide_plans_and_their_kernels():
     assert plan.wide(pl)   # 4097 x 4097 counted positions, fewer in X
     assert not plan.wide(plan.make("MaxPool", (1, 1, 5000, 5000), f32, 22,
                                    kernel_shape=[4097, 4097]))
-    adaptive = plan.adaptive_plan("AdaptiveAveragePool", (1, 1, 4097, 4097), f32, (1, 2))
+    adaptive = plan.make_adaptive("AdaptiveAveragePool", (1, 1, 4097, 4097), f32, (1, 2))
     assert plan.sum_terms(adaptive) == 4097 * 2049 and not plan.wide(adaptive)
-    assert plan.wide(plan.adaptive_plan("AdaptiveAveragePool", (1, 1, 4097, 4097), f32, (1, 1)))
+    assert plan.wide(plan.make_adaptive("AdaptiveAveragePool", (1, 1, 4097, 4097), f32, (1, 1)))
 
 
 # ------------------------------------------------------------- pool_global's order, every path
