@@ -234,10 +234,16 @@ def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...], indic
     element strides (`indices`: MaxPool writes its winners' indices): its double-summing
     instantiation (WIDE) for a window of more than plan.WIDE_SUMS terms."""
     name = np.dtype(dtype).name
-    if plan.accumulate_dtype(pl, dtype) != dtypes.accumulate_dtype(dtype):   # double sums
+    if _double_sums(pl, dtype):
         return WIDE[name, pl.nd], geometry(pl, x_strides, 64, indices)
     bits = launcher.index_bits(math.prod(pl.out_shape), reach(pl, x_strides))
     return GENERIC[name, bits, pl.nd], geometry(pl, x_strides, bits, indices)
+
+
+def _double_sums(pl: PoolPlan | plan.AdaptivePlan, dtype: np.dtype) -> bool:
+    """Whether `pl`'s sums take the double-summing instantiations (WIDE, ADAPTIVE_WIDE): a wide
+    plan (no MaxPool: it sums nothing) of a storage that accumulates in float."""
+    return plan.wide(pl) and dtypes.accumulate_dtype(dtype) != np.float64
 
 
 def fast_mode(pl: PoolPlan) -> FastMode | None:
@@ -265,7 +271,8 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
                      ) -> tuple[records.Instantiation, launcher.Shape, np.ndarray] | None:
     """(instantiation, (grid, block), PoolFastGeom struct) of the fast kernel, or None where the
     plan needs the generic one (rank > 3, LpPool p not in {1, 2}, a window summing in double
-    (plan.wide), or a coordinate, per-plane size or thread index past 2**31 - 1). Offsets and output indices past 2**31 - 1 take its 64-bit
+    (plan.wide), or a coordinate, per-plane size or thread index past 2**31 - 1). Offsets and
+    output indices past 2**31 - 1 take its 64-bit
     instantiation."""
     mode = fast_mode(pl)
     if mode is None or pl.nd not in FAST_RANKS or plan.wide(pl):
@@ -371,7 +378,7 @@ def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, 
     numerator ((o + 1) * n + m - 1) fits an int; an average of windows of more than
     plan.WIDE_SUMS elements sums in double (ADAPTIVE_WIDE, 64-bit indices)."""
     total, ins, outs = math.prod(pl.out_shape), pl.in_shape[2:], pl.out_shape[2:]
-    wide = plan.accumulate_dtype(pl, dtype) != dtypes.accumulate_dtype(dtype)   # double sums
+    wide = _double_sums(pl, dtype)
     bits = 64 if wide else launcher.index_bits(
         total, arrays.index_reach(pl.in_shape, x_strides),
         *((m + 1) * n + m for n, m in zip(ins, outs)))
