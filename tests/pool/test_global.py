@@ -21,7 +21,7 @@ from onnx import helper
 
 import onnx_cupy
 from onnx_cupy.core import arrays, launcher, opsets
-from onnx_cupy.pool import numpy as numpy_pool
+from onnx_cupy.pool import numpy_global
 
 FUNCTIONS = {"GlobalAveragePool": onnx_cupy.global_average_pool,
              "GlobalMaxPool": onnx_cupy.global_max_pool,
@@ -165,7 +165,7 @@ def no_work(monkeypatch):
         raise AssertionError("work done before validation failed")
     monkeypatch.setattr(arrays, "output", fail)
     monkeypatch.setattr(launcher, "launch", fail)
-    monkeypatch.setattr(numpy_pool, "prepare_global", fail)
+    monkeypatch.setattr(numpy_global, "prepare_global", fail)
 
 
 X = np.random.default_rng(3).uniform(-2, 3, (1, 2, 5)).astype(np.float32)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import arrays, calls, execution, opsets
 from ..core.execution import ArrayT, Indices, NumPyArray, ScalarT
-from . import kernel, plan
+from . import kernel, numpy_global, plan
 from . import numpy as numpy_path
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -58,7 +58,7 @@ def _prepare(op: str, x: Any, backend: str, opset: int, attrs: dict[str, Any],
     prepare it for the input's layout and path."""
     if op in plan.GLOBAL_OPS:
         gl = plan.global_plan(op, opset, tuple(x.shape), np.dtype(x.dtype), attrs.get("p"))
-        return numpy_path.prepare_global(gl, np.dtype(x.dtype)) if backend == "numpy" else \
+        return numpy_global.prepare_global(gl, np.dtype(x.dtype)) if backend == "numpy" else \
             kernel.prepare_global(gl, x, backend)
     check_return_indices(op, opset, return_indices)
     pl = plan.make(op, tuple(x.shape), x.dtype, opset, **attrs)
