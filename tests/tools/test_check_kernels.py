@@ -165,8 +165,10 @@ NO_BARRIER = (r"\(grid-stride axes narrowed\): KernelCheckError: racecheck: race
               r"pool_global<.*__shared__ partial")
 EDITS = {
     # the last element of every plane's walk, then one past it: memcheck in the last plane
-    "read past the plane": ("for (I i = (I)t; i < (I)g.length; i += (I)OC_BLOCK)",
-                            "for (I i = (I)t; i <= (I)g.length; i += (I)OC_BLOCK)", OFF_BY_ONE),
+    "read past the plane": (
+        "for (int j = 0; j < POOL_SEGMENT && i < (I)g.length; ++j, i += (I)OC_BLOCK)",
+        "for (int j = 0; j < POOL_SEGMENT && i <= (I)g.length; ++j, i += (I)OC_BLOCK)",
+        OFF_BY_ONE),
     # the next plane's partials written while thread 0 reads this plane's: only where one
     # block serves several planes (the narrowed runs)
     "no barrier before the next plane": (
