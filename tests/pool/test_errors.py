@@ -11,8 +11,7 @@ from onnx_cupy import average_pool, lp_pool, max_pool
 from onnx_cupy.core import calls as arrays_calls
 from onnx_cupy.core import opsets
 from onnx_cupy.core.standin import StandIn
-from onnx_cupy.pool import numpy as numpy_pool
-from onnx_cupy.pool import numpy_passes
+from onnx_cupy.pool import numpy_global, numpy_passes
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool}
 X = np.random.default_rng(7).uniform(-2, 3, (1, 2, 5, 5)).astype(np.float32)
@@ -287,7 +286,7 @@ def test_lp_pool_p_zero_is_refused(cpu_backend, no_work):
 def test_global_pool_reads_views_in_place(op, view, length, rng, monkeypatch):
     """A broadcast view, or one whose planes no view flattens, is read block by block (the
     sums stage no block of more than a chunk or one segment of every lane of one plane,
-    numpy_pool.GROUP elements; the maximum copies nothing) and gives the contiguous copy's
+    numpy_global.GROUP elements; the maximum copies nothing) and gives the contiguous copy's
     bits: the sums' order does not depend on the blocks."""
     base = rng.standard_normal((2, 3, *length)).astype(np.float32)
     x = {"broadcast_rows": np.broadcast_to(base[:, :, :1], base.shape),
@@ -296,21 +295,21 @@ def test_global_pool_reads_views_in_place(op, view, length, rng, monkeypatch):
     fn = getattr(onnx_cupy, op)
     with onnx_cupy.backend("numpy"):
         want = fn(np.ascontiguousarray(x))
-    monkeypatch.setattr(numpy_pool, "CHUNK_BYTES", 4 * numpy_pool.GROUP)
+    monkeypatch.setattr(numpy_global, "CHUNK_BYTES", 4 * numpy_global.GROUP)
     staged = []
-    real_copy = numpy_pool._copy_flat
-    monkeypatch.setattr(numpy_pool, "_copy_flat", lambda src, first, n, out: staged.append(
+    real_copy = numpy_global._copy_flat
+    monkeypatch.setattr(numpy_global, "_copy_flat", lambda src, first, n, out: staged.append(
         out.size) or real_copy(src, first, n, out))
     arrays_calls.clear()
     with onnx_cupy.backend("numpy"):
         got = fn(x)
     arrays_calls.clear()
     assert got.tobytes() == want.tobytes()
-    assert max(staged, default=0) <= numpy_pool.GROUP
+    assert max(staged, default=0) <= numpy_global.GROUP
 
 
 def test_planes_view_without_copy():
     x = np.broadcast_to(np.float32(1), (1, 1, 2**31 + 7))
-    planes = numpy_pool._planes(x, 1, 2**31 + 7)
+    planes = numpy_global._planes(x, 1, 2**31 + 7)
     assert planes is not None and planes.strides == (0, 0)
-    assert numpy_pool._planes(np.ones((2, 3, 4), np.float32).transpose(0, 2, 1), 2, 12) is None
+    assert numpy_global._planes(np.ones((2, 3, 4), np.float32).transpose(0, 2, 1), 2, 12) is None

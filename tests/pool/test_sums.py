@@ -12,8 +12,7 @@ from helpers.util import BF16, FLOAT_DTYPES, random, to_numpy
 import onnx_cupy
 from onnx_cupy.core import execution, numerics
 from onnx_cupy.pool import kernel as pool_kernel
-from onnx_cupy.pool import numpy as numpy_pool
-from onnx_cupy.pool import plan
+from onnx_cupy.pool import numpy_global, plan
 from onnx_cupy.pool.api import adaptive_pool
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -238,5 +237,5 @@ def test_short_planes_leave_out_only_zero_lanes():
     """_PlaneSums of short planes splits the last warp into runs of a power of two lanes."""
     for length, runs in [(1, [(0, 1)]), (9, [(0, 8), (8, 1)]), (49, [(32, 16), (48, 1)]),
                          (64, []), (95, [(64, 16), (80, 8), (88, 4), (92, 2), (94, 1)])]:
-        sums = numpy_pool._PlaneSums(4, length, np.dtype(np.float32), None, True, True)
+        sums = numpy_global._PlaneSums(4, length, np.dtype(np.float32), None, True, True)
         assert sums.runs == runs and sums.full == length // 32

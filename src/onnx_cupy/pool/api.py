@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import kernel_call, opsets
 from ..core.execution import ArrayT, Indices, NumPyArray, ScalarT
-from . import kernel, plan
+from . import kernel, numpy_global, plan
 from . import numpy as numpy_path
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -58,7 +58,8 @@ def _global(op: str) -> kernel_call.KernelCall:
         op, _X,
         lambda x, opset, attrs: plan.make_global(op, opset, tuple(x.shape), np.dtype(x.dtype),
                                                  attrs.get("p")),
-        lambda pl, x: numpy_path.prepare_global(pl, np.dtype(x.dtype)), kernel.prepare_global,
+        lambda pl, x: numpy_global.prepare_global(pl, np.dtype(x.dtype)),
+        kernel.prepare_global,
         walks=kernel.walks_global)
 
 

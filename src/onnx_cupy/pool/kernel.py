@@ -248,6 +248,12 @@ def _double_sums(pl: PoolPlan | plan.AdaptivePlan, dtype: np.dtype) -> bool:
     return plan.wide(pl) and dtypes.accumulate_dtype(dtype) != np.float64
 
 
+def _double_sums(pl: PoolPlan | plan.AdaptivePlan, dtype: np.dtype) -> bool:
+    """Whether `pl`'s sums take the double-summing instantiations (WIDE, ADAPTIVE_WIDE): a wide
+    plan (no MaxPool: it sums nothing) of a storage that accumulates in float."""
+    return plan.wide(pl) and dtypes.accumulate_dtype(dtype) != np.float64
+
+
 def fast_mode(pl: PoolPlan) -> FastMode | None:
     """The fast kernel's mode for this plan, or None (LpPool with p other than 1 and 2)."""
     if pl.op == "MaxPool":
