@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import arrays, calls, execution
+from . import arrays, calls, execution, workspaces
 
 Body = Callable[..., Any]   # body(*inputs, out) -> the outputs
 
@@ -162,7 +162,7 @@ class KernelCall:
             or not self.walks(pl, i, a)) for i, (spec, a) in enumerate(zip(self.inputs, xs)))
         with device.cuda.Device(device_id):
             if any(copied):   # C-contiguous copies in the workspace, beside the body's scratch
-                space = calls.Scratch(device, *((tuple(a.shape), a.dtype)
+                space = workspaces.Scratch(device, *((tuple(a.shape), a.dtype)
                                                 for a, c in zip(xs, copied) if c), level=1)
                 body = self.kernel(pl, device, *_placed(xs, copied, space()))
             else:
