@@ -1,5 +1,6 @@
-"""The stand-in cupy refuses what CuPy and the driver refuse (so that the CuPy path, tested on
-it, holds on a GPU): the rules of CuPy's `Function.__call__` and `_launch`
+"""The emulated device, and the stand-in cupy the tests build on it (tests/helpers/standin.py),
+refuse what CuPy and the driver refuse (so that the CuPy path, tested on them, holds on a GPU):
+the rules of CuPy's `Function.__call__` and `_launch`
 (cupy/cuda/function.pyx: tuples for grid and block, scalars of its kernel types), the driver's
 launch limits and a kernel's `__launch_bounds__`, `Stream.begin_capture`'s refusal of the null
 and legacy streams and `is_capturing`'s error where CUDA's query fails (cupy/cuda/stream.pyx),
@@ -10,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import fake_cupy
+from helpers.standin import StandIn
 
 from onnx_cupy.core import cuda_compile, loader
-from onnx_cupy.core.standin import StandIn
 
 
 @pytest.fixture

@@ -190,11 +190,13 @@ def test_warmup_creates_the_modules_and_a_first_call_compiles_nothing(monkeypatc
     assert {launch.device for launch in fake.launches} == {1}
 
 
+TESTS = Path(__file__).resolve().parents[1]
 _PROCESS = """
 import json, sys
+sys.path.insert(0, sys.argv[2])   # the tests folder, for helpers
 import numpy as np
 import onnx_cupy as oc
-from onnx_cupy.core.standin import StandIn
+from helpers.standin import StandIn
 
 fake = StandIn(executing=False)   # the compiles and loads are what is counted
 with fake.installed():
@@ -214,8 +216,9 @@ def test_a_process_after_warmup_compiles_nothing(monkeypatch):
     root = fake_cupy.fresh_kernel_cache(monkeypatch)
 
     def run(what):
-        done = subprocess.run([sys.executable, "-c", _PROCESS, what], capture_output=True,
-                              text=True, check=False, env={**os.environ, "ONNX_CUPY_CACHE": root})
+        done = subprocess.run([sys.executable, "-c", _PROCESS, what, str(TESTS)],
+                              capture_output=True, text=True, check=False,
+                              env={**os.environ, "ONNX_CUPY_CACHE": root})
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

@@ -1,5 +1,5 @@
-"""The stand-in cupy (onnx_cupy.core.standin, the one the benchmark's host section uses) for
-the tests: `install` makes a fresh one the library's cupy for the rest of a test."""
+"""The stand-in cupy (tests/helpers/standin.py) for the tests: `install` makes a fresh one the
+library's cupy for the rest of a test."""
 from __future__ import annotations
 
 import collections
@@ -8,8 +8,8 @@ import tempfile
 
 import pytest
 
+from helpers.standin import CaptureError, StandIn
 from onnx_cupy.core import calls, cuda_compile, execution, loader
-from onnx_cupy.core.standin import CaptureError, StandIn
 
 __all__ = ["CaptureError", "StandIn", "install"]
 

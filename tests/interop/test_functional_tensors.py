@@ -139,7 +139,7 @@ def test_cuda_stand_in_takes_the_cupy_path(monkeypatch, rng):
     """A CUDA tensor is read by cupy.from_dlpack (zero-copy) and runs the CuPy path; the
     results come back through the tensor module's from_dlpack as CUDA tensors."""
     fake = fake_cupy.install(monkeypatch)
-    fake.from_dlpack = lambda t: fake.ndarray(t.data, fake.device)
+    fake.from_dlpack = lambda t: fake.wrap(t.data)
     t = fake_torch.Tensor(random(rng, (1, 2, 6, 6), np.float32), cuda=True)
     y, i = F.adaptive_max_pool2d(t, 3, return_indices=True)
     assert y.cuda and i.cuda and y.shape == i.shape == (1, 2, 3, 3) and i.dtype == np.int64
