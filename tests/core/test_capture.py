@@ -108,8 +108,8 @@ REFUSED = ("to device", "to host", "synchronize", "wait", "compile")
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    return fake_cupy.install(monkeypatch)
+def fake(request):
+    return fake_cupy.install(request)
 
 
 def _input(fake, rng, shape, dtype):

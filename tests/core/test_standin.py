@@ -17,8 +17,8 @@ from onnx_cupy.core import cuda_compile, loader
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    return fake_cupy.install(monkeypatch)
+def fake(request):
+    return fake_cupy.install(request)
 
 
 def _kernel(fake, template="pool_global", dtype="float32"):
