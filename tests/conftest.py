@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import fake_install
+from helpers.standin import StandIn
 
 from onnx_cupy.core import calls, execution, launcher
-from onnx_cupy.core.standin import StandIn
 
 BACKENDS = ["numpy", "emulated", "cupy"]
 GPU = execution.gpu_available()   # a real GPU, seen before any stand-in is installed
@@ -16,7 +16,7 @@ def pytest_report_header(config):
     header = [f"onnx-cupy default backend: {execution.default_backend()}"]
     if not GPU:
         header.append("no GPU is visible: every test's cupy case runs on the executing stand-in "
-                      "cupy (onnx_cupy.core.standin: the kernels on the emulator)")
+                      "cupy (tests/helpers/standin.py: the kernels on the emulator)")
     return header
 
 

@@ -3,8 +3,8 @@
 - A Python block runs in a fresh interpreter from an empty folder; where a ```text block follows
   it, that is what it prints.
 - A Python block whose first line is a comment starting "# runs on a GPU" runs against the
-  stand-in cupy (tests/helpers/fake_cupy.py: arrays that say they live on a device, launches
-  recorded, kernels not run) and must compile and launch kernels (a warm-up: compile them).
+  stand-in cupy (tests/helpers/standin.py: arrays that say they live on a device, launches
+  recorded and run on the emulator) and must compile and launch kernels (a warm-up: compile them).
 - A Python block whose first line starts "# runs with PyTorch" runs where torch is importable
   (CI does not install it: skipped there, with the reason).
 - A Python block whose first line starts "# not run in the test suite:" says why; it must compile.
@@ -91,17 +91,18 @@ ALL = [b for page in PAGES for b in blocks(page)]
 PYTHON = [b for b in ALL if b.language == "python"]
 SHELL = [b for b in ALL if b.language in SHELLS]
 
-# The stand-in cupy as a module: FakeCupy's device, modules and launches, plus the few NumPy-like
+# The stand-in cupy as a module: its arrays, modules and launches, plus the few NumPy-like
 # functions that examples call (arrays made on the host and said to live on the device).
 STAND_IN = """
-import sys, types
+import contextlib, sys, types
 import numpy as np
 import pytest
 from helpers import fake_cupy
+from helpers.standin import StandIn
 
-fake = fake_cupy.install(pytest.MonkeyPatch())
-fake.ndarray.astype = lambda self, dtype, copy=True: fake.ndarray(self.host.astype(dtype),
-                                                                  self._device)
+fake_cupy.fresh_kernel_cache(pytest.MonkeyPatch())
+installed = contextlib.ExitStack()   # for the rest of the process
+fake = installed.enter_context(StandIn().installed())
 rng = np.random.default_rng(0)
 random = types.SimpleNamespace(
     standard_normal=lambda shape, dtype=np.float64: fake.asarray(

@@ -225,7 +225,7 @@ def test_usage_graph_capture_example_runs_on_the_standin(monkeypatch, tmp_path):
     """docs/usage.md's CUDA graph example, as pasted, with the stand-in cupy (which refuses
     what CUDA refuses during a capture) as `cupy`: the captured graph holds the three kernels,
     and each replay launches them."""
-    from onnx_cupy.core.standin import StandIn
+    from helpers.standin import StandIn
 
     usage = (DOCS / "usage.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"## Repeated calls and CUDA graphs\n.*?```python\n(.*?)```", usage,

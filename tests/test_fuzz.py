@@ -105,7 +105,7 @@ def test_judge_finds_each_kind_of_problem(monkeypatch):
 def test_judge_on_the_cupy_path(monkeypatch):
     """On the cupy path the judge gives the function device arrays in the call's layout and
     reports a host result for a device X, and a result that differs."""
-    from onnx_cupy.core.standin import StandIn
+    from helpers.standin import StandIn
 
     x = np.arange(16, dtype=np.float32).reshape(1, 2, 8)[..., ::2]   # a strided view
     seen = []

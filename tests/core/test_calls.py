@@ -77,10 +77,10 @@ def test_frozen_refuses_other_objects(value):
         calls.frozen(value)
 
 
-def test_frozen_never_reads_a_device_array(monkeypatch):
+def test_frozen_never_reads_a_device_array(request):
     """A CuPy array (here the stand-in's) in a key part makes the call unkeyed before any of
     its own code runs: no copy to the host, no synchronization."""
-    fake = fake_cupy.install(monkeypatch)
+    fake = fake_cupy.install(request)
     a = fake.asarray(np.arange(4.0))
     since = len(fake.operations)
     for value in (a, [1, a], {"scales": a}, (Source(1.0, (2.0,)), [a])):
@@ -173,8 +173,8 @@ P3 = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    return fake_cupy.install(monkeypatch)
+def fake(request):
+    return fake_cupy.install(request)
 
 
 @pytest.mark.parametrize("call", [

@@ -1,4 +1,4 @@
-"""Capture-safe repeat calls, on the stand-in cupy (onnx_cupy.core.standin), which records every
+"""Capture-safe repeat calls, on the stand-in cupy (tests/helpers/standin.py), which records every
 allocation, host-device copy, synchronization and event wait: after the first call of a
 configuration, a call of every operator, of the PyTorch-style functions (max_unpool2d with its
 per-plane indices among them) and of run_node allocates its outputs and launches, nothing else; a sequence of such calls captured into a CUDA
@@ -83,16 +83,17 @@ def _unpooled_by_plane(x):
     return y, indices, F.max_unpool2d(y, indices, 3, 2, 1, output_size=x.shape[2:])
 
 
-_INDICES = weakref.WeakKeyDictionary()   # the stand-in's array type -> {shape: indices}
+_INDICES = weakref.WeakKeyDictionary()   # the library's cupy (a stand-in) -> {shape: indices}
 
 
 def _plane_indices(x, plane):
-    """Random per-plane indices in [0, plane) of x's shape (repeats among them) on x's stand-in,
-    made at the first call of each shape, as a caller keeps its indices."""
-    made = _INDICES.setdefault(type(x), {})
+    """Random per-plane indices in [0, plane) of x's shape (repeats among them) on the
+    library's cupy, made at the first call of each shape, as a caller keeps its indices."""
+    cp = execution.cupy_module()
+    made = _INDICES.setdefault(cp, {})
     if x.shape not in made:
         rng = np.random.default_rng(len(x.shape))
-        made[x.shape] = execution.cupy_module().asarray(rng.integers(0, plane, x.shape))
+        made[x.shape] = cp.asarray(rng.integers(0, plane, x.shape))
     return made[x.shape]
 
 
@@ -107,8 +108,8 @@ REFUSED = ("to device", "to host", "synchronize", "wait", "compile")
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    return fake_cupy.install(monkeypatch)
+def fake(request):
+    return fake_cupy.install(request)
 
 
 def _input(fake, rng, shape, dtype):

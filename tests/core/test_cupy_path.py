@@ -11,10 +11,10 @@ import types
 
 import pytest
 from helpers import fake_install
+from helpers.standin import StandIn
 
 import onnx_cupy as oc
 from onnx_cupy.core import cupy_path, execution
-from onnx_cupy.core.standin import StandIn
 
 
 def test_forcing_cupy_without_a_gpu_names_the_drivers_error(no_gpu):

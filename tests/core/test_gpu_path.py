@@ -1,4 +1,4 @@
-"""The CuPy path run for real on the executing stand-in (onnx_cupy.core.standin): what a launch
+"""The CuPy path run for real on the executing stand-in (tests/helpers/standin.py): what a launch
 reads is owned by the prepared call that launches it, every input address is read as the
 kernels can, workspaces are bounded and released. The emulated backend is the same path (the
 CuPy path's host code over the emulated device), so each test runs on 'emulated' and 'cupy'."""
@@ -8,11 +8,12 @@ import threading
 
 import numpy as np
 import pytest
+from helpers.standin import StandIn
 from helpers.util import to_numpy
 
 import onnx_cupy as oc
 from onnx_cupy.core import checker, execution, workspaces
-from onnx_cupy.core.standin import ALIGN, StandIn
+from onnx_cupy.core.emulated_device import ALIGN
 from onnx_cupy.nn import functional as F
 
 KERNEL_PATHS = ["emulated", "cupy"]

@@ -56,8 +56,8 @@ CALLS = {
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    return fake_cupy.install(monkeypatch)
+def fake(request):
+    return fake_cupy.install(request)
 
 
 def _input(fake, rng, shape, dtype):
@@ -119,8 +119,8 @@ def test_each_device_loads_its_own(fake, rng, case):
 
 @pytest.mark.parametrize("case", ["averagepool-fast-1d-f16", "lppool-p3-generic-f32",
                                   "hardmax-scan-merge-f64", "resize-cubic-f64"])
-def test_concurrent_first_calls_compile_once(monkeypatch, rng, case):
-    fake = fake_cupy.install(monkeypatch, compile_seconds=0.05)
+def test_concurrent_first_calls_compile_once(request, rng, case):
+    fake = fake_cupy.install(request, compile_seconds=0.05)
     _, kernels, shape, dtype, call = CALLS[case]
     inputs = [_input(fake, rng, shape, dtype) for _ in range(8)]
     barrier = threading.Barrier(len(inputs))

@@ -1,5 +1,6 @@
-"""The stand-in cupy refuses what CuPy and the driver refuse (so that the CuPy path, tested on
-it, holds on a GPU): the rules of CuPy's `Function.__call__` and `_launch`
+"""The emulated device, and the stand-in cupy the tests build on it (tests/helpers/standin.py),
+refuse what CuPy and the driver refuse (so that the CuPy path, tested on them, holds on a GPU):
+the rules of CuPy's `Function.__call__` and `_launch`
 (cupy/cuda/function.pyx: tuples for grid and block, scalars of its kernel types), the driver's
 launch limits and a kernel's `__launch_bounds__`, `Stream.begin_capture`'s refusal of the null
 and legacy streams and `is_capturing`'s error where CUDA's query fails (cupy/cuda/stream.pyx),
@@ -10,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import fake_cupy
+from helpers.standin import StandIn
 
-from onnx_cupy.core import cuda_compile, loader
-from onnx_cupy.core.standin import StandIn
+from onnx_cupy.core import cuda_compile, emulated_device, loader
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    return fake_cupy.install(monkeypatch)
+def fake(request):
+    return fake_cupy.install(request)
 
 
 def _kernel(fake, template="pool_global", dtype="float32"):
@@ -177,3 +178,33 @@ def test_invalid_devices_are_refused():
     fake = StandIn(executing=False)
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         fake.cuda.Device(2)
+
+
+def test_the_package_device_is_device_0_without_records_or_capture():
+    """The emulated backend's device and the host section's: one device, no records, no
+    stream capture (the tests' stand-in adds those)."""
+    device = emulated_device.emulated_device()
+    assert device is emulated_device.emulated_device() and device.executing
+    for d in (device, emulated_device.EmulatedDevice(executing=False)):
+        assert d.cuda.runtime.getDeviceCount() == 1 and d.cuda.Device().id == 0
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            d.cuda.Device(1)
+        stream = d.cuda.Stream(non_blocking=True)
+        assert not stream.is_capturing() and not hasattr(stream, "begin_capture")
+        assert not any(hasattr(d, name) for name in ("launches", "operations", "modules",
+                                                      "compiles", "capturing"))
+
+
+@pytest.mark.parametrize("executing", [True, False])
+def test_the_package_device_launches_with_cupys_rules(executing):
+    """A launch on the emulated device itself: CuPy's rules hold, it runs where the device
+    executes, and computes nothing where it does not (the host section's device)."""
+    device = emulated_device.EmulatedDevice(executing)
+    with device.installed():
+        fn, _ = _kernel(device)
+        args, _, y = _global_args(device, planes=1)
+        y.host[...] = -1
+        with pytest.raises(TypeError, match="Argument 'grid' has incorrect type"):
+            fn([1], (256,), args)
+        fn((1,), (256,), args)
+    assert y.get()[0] == (1.5 if executing else -1)

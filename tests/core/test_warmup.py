@@ -157,8 +157,8 @@ def test_every_registered_instantiation_is_warmed_once():
 
 
 @pytest.mark.parametrize("op,dtype", OP_DTYPES, ids=lambda v: str(v))
-def test_calls_launch_only_warmed_instantiations(monkeypatch, rng, op, dtype):
-    fake = fake_cupy.install(monkeypatch)
+def test_calls_launch_only_warmed_instantiations(request, rng, op, dtype):
+    fake = fake_cupy.install(request)
     for shape, call in _calls(op, dtype):
         call(fake.asarray(_values(rng, shape, dtype)))
     launched = {launch.expression for launch in fake.launches
@@ -172,8 +172,8 @@ def test_calls_launch_only_warmed_instantiations(monkeypatch, rng, op, dtype):
 
 
 @pytest.mark.parametrize("op", list(CALLS))
-def test_warmup_creates_the_modules_and_a_first_call_compiles_nothing(monkeypatch, rng, op):
-    fake = fake_cupy.install(monkeypatch)
+def test_warmup_creates_the_modules_and_a_first_call_compiles_nothing(request, rng, op):
+    fake = fake_cupy.install(request)
     with fake.cuda.Device(1):
         warmed = oc.warmup(op, "float32", "cupy", jobs=3)
     expected = sorted(k.expression for k in warmed)
@@ -190,11 +190,13 @@ def test_warmup_creates_the_modules_and_a_first_call_compiles_nothing(monkeypatc
     assert {launch.device for launch in fake.launches} == {1}
 
 
+TESTS = Path(__file__).resolve().parents[1]
 _PROCESS = """
 import json, sys
+sys.path.insert(0, sys.argv[2])   # the tests folder, for helpers
 import numpy as np
 import onnx_cupy as oc
-from onnx_cupy.core.standin import StandIn
+from helpers.standin import StandIn
 
 fake = StandIn(executing=False)   # the compiles and loads are what is counted
 with fake.installed():
@@ -214,8 +216,9 @@ def test_a_process_after_warmup_compiles_nothing(monkeypatch):
     root = fake_cupy.fresh_kernel_cache(monkeypatch)
 
     def run(what):
-        done = subprocess.run([sys.executable, "-c", _PROCESS, what], capture_output=True,
-                              text=True, check=False, env={**os.environ, "ONNX_CUPY_CACHE": root})
+        done = subprocess.run([sys.executable, "-c", _PROCESS, what, str(TESTS)],
+                              capture_output=True, text=True, check=False,
+                              env={**os.environ, "ONNX_CUPY_CACHE": root})
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
@@ -227,8 +230,8 @@ def test_a_process_after_warmup_compiles_nothing(monkeypatch):
     assert run("call") == [0, 2]                     # after the warm-up: loaded, not compiled
 
 
-def test_dry_run_compiles_nothing(monkeypatch):
-    fake = fake_cupy.install(monkeypatch)
+def test_dry_run_compiles_nothing(request):
+    fake = fake_cupy.install(request)
     assert oc.warmup(backend="cupy", dry_run=True)
     assert not fake.modules
     assert oc.warmup(backend="numpy") == []

@@ -133,11 +133,11 @@ def test_grid_of_another_array_type():
     assert grid_sample(X4, Other()).shape == (2, 3, 6, 7)   # a CPU DLPack grid: NumPy
 
 
-def test_grid_on_another_path(monkeypatch):
+def test_grid_on_another_path(monkeypatch, request):
     """A CuPy X with a NumPy grid (here the stand-in cupy): a TypeError before any work."""
     from helpers import fake_cupy
 
-    fake = fake_cupy.install(monkeypatch)
+    fake = fake_cupy.install(request)
     forbid_work(monkeypatch)
     with pytest.raises(TypeError, match=r"input 'grid' must be a cupy\.ndarray like X, got "
                                         r"numpy.ndarray"):

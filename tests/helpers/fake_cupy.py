@@ -1,17 +1,17 @@
-"""The stand-in cupy (onnx_cupy.core.standin, the one the benchmark's host section uses) for
-the tests: `install` makes a fresh one the library's cupy for the rest of a test."""
+"""The stand-in cupy (tests/helpers/standin.py) for a test: `install` makes a fresh one the
+library's cupy for the rest of the test, with an empty NVRTC image cache."""
 from __future__ import annotations
 
-import collections
+import contextlib
 import os
 import tempfile
 
 import pytest
 
-from onnx_cupy.core import calls, cuda_compile, execution, loader
-from onnx_cupy.core.standin import CaptureError, StandIn
+from helpers.standin import CaptureError, StandIn
+from onnx_cupy.core import cuda_compile
 
-__all__ = ["CaptureError", "StandIn", "install"]
+__all__ = ["CaptureError", "StandIn", "fresh_kernel_cache", "install"]
 
 
 def fresh_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> str:
@@ -27,17 +27,11 @@ def fresh_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> str:
     return root
 
 
-def install(monkeypatch: pytest.MonkeyPatch, compile_seconds: float = 0.0) -> StandIn:
-    """A fresh stand-in as the library's cupy, with no prepared call, workspace, compiled
-    function or NVRTC image of before (`fresh_kernel_cache`; `monkeypatch` restores the cupy
-    module, workspaces, functions and the cache at the end of the test; the prepared calls are
-    cleared at the next test's start)."""
-    fresh_kernel_cache(monkeypatch)
-    fake = StandIn(compile_seconds)
-    monkeypatch.setattr(execution, "_substitutes", [fake])
-    monkeypatch.setattr(calls, "_workspaces", collections.OrderedDict())
-    monkeypatch.setattr(calls, "_graph_kept", [])
-    monkeypatch.setattr(loader, "_functions", {})
-    monkeypatch.setattr(loader, "_compiling", {})
-    calls.clear()   # and conftest's fresh_calls clears them before the next test
-    return fake
+def install(request: pytest.FixtureRequest, compile_seconds: float = 0.0) -> StandIn:
+    """A fresh stand-in as the library's cupy until the end of the test (or of the fixture
+    whose `request` this is): `StandIn.installed()` entered (no prepared call, workspace or
+    compiled function of before, none kept after), with a `fresh_kernel_cache`."""
+    fresh_kernel_cache(request.getfixturevalue("monkeypatch"))
+    stack = contextlib.ExitStack()
+    request.addfinalizer(stack.close)
+    return stack.enter_context(StandIn(compile_seconds).installed())

@@ -697,7 +697,7 @@ def judge(call: Call, path: str) -> list[str]:
     first put on the device (`_on_device`), and no backend is forced: the array types choose,
     as in a CuPy user's program; an accepted call must return device arrays where X is one."""
     if path == "cupy" and _device() is None:   # no GPU: an executing stand-in for the call
-        from onnx_cupy.core.standin import StandIn
+        from helpers.standin import StandIn
 
         with StandIn(recording=False).installed():
             return judge(call, path)
@@ -776,7 +776,7 @@ def main(argv: list[str]) -> None:
     attributes.memory_limit = lambda: MEMORY
     with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
         if path == "cupy" and not gpu:   # the executing stand-in, keeping no records
-            from onnx_cupy.core.standin import StandIn
+            from helpers.standin import StandIn
 
             stack.enter_context(StandIn(recording=False).installed())
         for i in indices:

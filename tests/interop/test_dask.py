@@ -13,11 +13,11 @@ import pytest
 da = pytest.importorskip("dask.array")
 
 import dask
+from helpers.standin import StandIn
 
 import onnx_cupy as oc
 import onnx_cupy.dask as ocd
 from onnx_cupy.core import execution
-from onnx_cupy.core.standin import StandIn
 
 SHAPE, CHUNKS = (4, 6, 9, 11), (3, 4, 5, 6)
 

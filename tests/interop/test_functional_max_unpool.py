@@ -136,7 +136,7 @@ def test_errors(k, x_shape, indices, args, kw, error, pattern, cpu_backend):
         run(k, x, i, cpu_backend, *args, **kw)
 
 
-def test_indices_must_be_int64_and_of_the_input_s_shape_and_kind(monkeypatch):
+def test_indices_must_be_int64_and_of_the_input_s_shape_and_kind(request):
     x = np.ones((1, 1, 4), np.float32)
     with pytest.raises(TypeError, match=r"max_unpool1d: elements in indices should be type "
                                         r"int64, got int32"):
@@ -144,7 +144,7 @@ def test_indices_must_be_int64_and_of_the_input_s_shape_and_kind(monkeypatch):
     with pytest.raises(ValueError, match=r"max_unpool1d: Expected shape of indices to be same "
                                          r"as that of the input tensor \(\[1, 1, 4\]\)"):
         F.max_unpool1d(x, np.zeros((1, 1, 3), np.int64), 2)
-    fake = fake_cupy.install(monkeypatch)
+    fake = fake_cupy.install(request)
     with pytest.raises(TypeError, match=r"max_unpool1d: indices must be a numpy.ndarray like "
                                         r"input, got .*ndarray"):
         F.max_unpool1d(x, fake.asarray(np.zeros((1, 1, 4), np.int64)), 2)

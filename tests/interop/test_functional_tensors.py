@@ -135,11 +135,11 @@ def test_input_by_keyword_and_other_arrays_unchanged(rng):
         F.avg_pool2d(input=x)   # what is missing is named
 
 
-def test_cuda_stand_in_takes_the_cupy_path(monkeypatch, rng):
+def test_cuda_stand_in_takes_the_cupy_path(request, rng):
     """A CUDA tensor is read by cupy.from_dlpack (zero-copy) and runs the CuPy path; the
     results come back through the tensor module's from_dlpack as CUDA tensors."""
-    fake = fake_cupy.install(monkeypatch)
-    fake.from_dlpack = lambda t: fake.ndarray(t.data, fake.device)
+    fake = fake_cupy.install(request)
+    fake.from_dlpack = lambda t: fake.wrap(t.data)
     t = fake_torch.Tensor(random(rng, (1, 2, 6, 6), np.float32), cuda=True)
     y, i = F.adaptive_max_pool2d(t, 3, return_indices=True)
     assert y.cuda and i.cuda and y.shape == i.shape == (1, 2, 3, 3) and i.dtype == np.int64

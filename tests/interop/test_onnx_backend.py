@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 import pytest
 from helpers import node_tests
+from helpers.standin import StandIn
 from helpers.util import assert_close, node_model
 from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.test import BackendTest
@@ -22,7 +23,6 @@ from onnx.backend.test import BackendTest
 import onnx_cupy
 from onnx_cupy import onnx_backend
 from onnx_cupy.core import emulator, execution
-from onnx_cupy.core.standin import StandIn
 from onnx_cupy.onnx_backend import OnnxCupyBackend
 
 NODE_TESTS = re.compile(   # not AffineGrid's `_expanded` variants: graphs of other operators

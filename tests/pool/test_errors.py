@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.standin import StandIn
 from helpers.util import BF16, forbid_work
 from onnx import helper
 
@@ -10,7 +11,6 @@ import onnx_cupy
 from onnx_cupy import average_pool, lp_pool, max_pool
 from onnx_cupy.core import calls as arrays_calls
 from onnx_cupy.core import opsets
-from onnx_cupy.core.standin import StandIn
 from onnx_cupy.pool import numpy_global, numpy_passes
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool, "MaxPool": max_pool}

@@ -5,11 +5,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers.standin import StandIn
 from helpers.util import forbid_work
 
 from onnx_cupy import resize
 from onnx_cupy.core import execution
-from onnx_cupy.core.standin import StandIn
 from onnx_cupy.resize import plan as resize_op
 
 X4 = np.ones((1, 2, 3, 4), dtype=np.float32)

@@ -233,11 +233,11 @@ def test_rois_of_another_array_type():
         oc.roi_align(X, [[0, 0, 1, 1]], np.array([0]))
 
 
-def test_the_cupy_path_on_the_stand_in(monkeypatch, rng):
+def test_the_cupy_path_on_the_stand_in(request, rng):
     """The CuPy path's host code on the stand-in cupy (which records launches, runs none): one
     launch of the dtype's instantiation on the inputs' device, an output of Y's shape there;
     a strided X is copied into the workspace first."""
-    fake = fake_cupy.install(monkeypatch)
+    fake = fake_cupy.install(request)
     x = rng.standard_normal((2, 3, 9, 8)).astype(np.float16)
     boxes = rng.uniform(-1, 9, (4, 4)).astype(np.float16)
     batch = np.array([0, 1, 1, 0])

@@ -73,8 +73,8 @@ def test_dry_run_times_each_instantiation_and_the_whole_family(tmp_path, capsys)
     assert dtype_row[:3] == ["Hardmax", "float16", str(len(expected))]
 
 
-def test_warmup_command_compiles_on_the_current_device(monkeypatch, capsys):
-    fake = fake_cupy.install(monkeypatch)
+def test_warmup_command_compiles_on_the_current_device(request, capsys):
+    fake = fake_cupy.install(request)
     assert cli.main(["warmup", "--backend", "cupy", "--op", "LpPool", "--dtype", "float32",
                      "--dtype", "bfloat16", "--jobs", "2"]) == 0
     expected = warmup.instantiations("LpPool", ["float32", "bfloat16"])
@@ -120,8 +120,8 @@ def test_emulated_warmup_command_times_the_builds_and_the_whole_family(monkeypat
     assert len(list(tmp_path.glob("emulator/hardmax-*.so"))) == 10
 
 
-def test_before_without_a_whole_family_measure_is_refused(monkeypatch, capsys):
-    fake = fake_cupy.install(monkeypatch)
+def test_before_without_a_whole_family_measure_is_refused(request, capsys):
+    fake = fake_cupy.install(request)
     assert cli.main(["warmup", "--backend", "cupy", "--before", "--op", "Hardmax"]) == 2
     assert "warmup: --before needs --dry-run or --backend emulated" in capsys.readouterr().err
     assert not fake.modules

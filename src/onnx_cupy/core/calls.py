@@ -79,8 +79,8 @@ def clear() -> None:
 @contextlib.contextmanager
 def isolated() -> Iterator[None]:
     """Inside the block, no prepared call, workspace or compiled function from outside it (and
-    none of the block's after it): for a substitute cupy module (the stand-in), whose arrays and
-    functions must not reach the real one, nor the real one's the substitute."""
+    none of the block's after it): for a substitute cupy module (an emulated device), whose
+    arrays and functions must not reach the real one, nor the real one's the substitute."""
     kept = [dict(c) for c in _caches]
     for cache in _caches:
         cache.clear()

@@ -6,8 +6,8 @@ error, or what to install and what for).
 The one answer to "why can the cupy backend not run here" is
 `onnx_cupy.core.execution.cupy_unusable`, which asks this module once per process and keeps the
 answer; the command line, `onnx-cupy info`, `backend("cupy")` and `warmup(backend="cupy")` all
-give that answer. A substitute cupy that is not a module (the stand-in of
-onnx_cupy.core.standin, which builds the kernels with the host compiler) is checked for its
+give that answer. A substitute cupy that is not a module (an emulated device,
+onnx_cupy.core.emulated_device, which runs the kernels on the emulator) is checked for its
 devices only.
 """
 from __future__ import annotations
@@ -131,7 +131,7 @@ def checks(cp: Any) -> list[Check]:
 def unusable(cp: Any) -> str | None:
     """Why the cupy path cannot run with `cp` as its cupy, in one line (every problem, joined
     by '; ', which no problem's own words use); None where it can."""
-    if not isinstance(cp, types.ModuleType):   # the stand-in: a device count, and no more
+    if not isinstance(cp, types.ModuleType):   # an emulated device: a device count, no more
         try:
             if cp.cuda.runtime.getDeviceCount() > 0:
                 return None

@@ -47,7 +47,7 @@ Indices: TypeAlias = npt.NDArray[np.int64]     # flat positions, as MaxPool's In
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_backend", default=None)
 
 
-_substitutes: list[Any] = []   # modules standing in for cupy (`cupy_substitute`), innermost last
+_substitutes: list[Any] = []   # objects standing in for cupy (`cupy_substitute`), innermost last
 
 
 def cupy_module() -> Any:   # the module, or None
@@ -71,8 +71,9 @@ def _imported_cupy() -> Any:
 
 @contextlib.contextmanager
 def cupy_substitute(module: Any) -> Iterator[Any]:
-    """Inside the block, `module` is the library's cupy (the stand-in that measures host cost
-    without a GPU: onnx_cupy.core.standin; None: no cupy, as where CuPy is not installed)."""
+    """Inside the block, `module` is the library's cupy (an emulated device, which runs the CuPy
+    path without a GPU: onnx_cupy.core.emulated_device, whose `installed()` uses this; None: no
+    cupy, as where CuPy is not installed)."""
     _substitutes.append(module)
     try:
         yield module

@@ -16,7 +16,8 @@ shape and dtype. From that the dispatcher builds, here and nowhere else:
   run with that device current;
 - the `out=` check (arrays.check_out), the same on every path;
 - the emulated path: the CuPy path's call prepared and run on the emulated device
-  (onnx_cupy.core.standin), NumPy arrays copied to it and back as a user of CuPy would.
+  (onnx_cupy.core.emulated_device), NumPy arrays copied to it and back as a user of CuPy
+  would.
 
 A family's kernel preparation `kernel(plan, device, *inputs)` gets the device object the call
 runs on (the cupy module, or the emulated device) and device arrays laid out as the call's
@@ -164,7 +165,7 @@ class KernelCall:
                 raise ValueError(f"{op}: input '{name}' is on device {a.device.id}, X on device "
                                  f"{device_id}")
         address = _address
-        copied = tuple(a is not None and (
+        copied = tuple(a is not None and bool(
             address(a) % alignment(a.dtype) or (spec.contiguous and not a.flags.c_contiguous)
             or not self.walks(pl, i, a)) for i, (spec, a) in enumerate(zip(self.inputs, xs)))
         with device.cuda.Device(device_id):
@@ -197,9 +198,9 @@ class KernelCall:
         the emulated device for device arrays of the same layouts (shapes, strides,
         alignment); a call copies its inputs to the device, runs there and copies its outputs
         back (into `out`, a NumPy array, where given)."""
-        from . import standin
+        from . import emulated_device
 
-        device = standin.emulated_device()
+        device = emulated_device.emulated_device()
         mirrored = tuple(None if a is None else device.mirror(a, copy=False) for a in xs)
         body = self._on_device(device, pl, mirrored, shape, dtype)
         op, names, check = self.op, self._names(), self.check

@@ -46,7 +46,7 @@ def _cupy_path() -> list[str]:
     checks = cupy_path.checks(cp)
     lines += [f"  {c.what}: {c.found}" for c in checks]
     gpu = next(c for c in checks if c.what == "GPU")
-    if gpu.problem is None and isinstance(cp, types.ModuleType):   # not the stand-in
+    if gpu.problem is None and isinstance(cp, types.ModuleType):   # not the emulated device
         rt = cp.cuda.runtime
         props = rt.getDeviceProperties(rt.getDevice())
         lines += [f"  device {rt.getDevice()}: {props['name'].decode()} (compute capability "
@@ -329,7 +329,7 @@ def parser() -> argparse.ArgumentParser:
                           "JSON report of an earlier run, e.g. after a change to their layout")
     ben.add_argument("--no-host", action="store_true",
                      help="leave out the host section (host time per call of the CuPy path, "
-                          "measured on the stand-in for CuPy)")
+                          "measured on the emulated device, without a GPU)")
     ker = sub.add_parser("kernels", help="static cost of every kernel instantiation (NVRTC, "
                                          "ptxas and SASS counts; no GPU needed)")
     ker.add_argument("--family", action="append", choices=loader.families(),

@@ -1,10 +1,11 @@
 """`onnx-cupy bench`'s host section: microseconds of host time per repeated call on the CuPy
-path, measured on the stand-in for CuPy (onnx_cupy.core.standin), so without a GPU: each call
-builds its key, finds its prepared call, allocates its outputs from the stand-in's pool and packs
-its launches' arguments as CuPy does (the stand-in runs no kernel, keeps no records here and
-leaves out the driver's own launch time; see its docstring). The operators' rows are held to
-targets (the median over them, and the slowest); the PyTorch-style functions, run_node and the
-ONNX backend's run, and the stand-in's own allocation and launch, are reported beside them.
+path, measured on a non-executing emulated device standing in for CuPy
+(onnx_cupy.core.emulated_device), so without a GPU: each call builds its key, finds its prepared
+call, allocates its outputs from the device's pool and packs its launches' arguments as CuPy
+does (the device runs no kernel, keeps no records and leaves out the driver's own launch time;
+see its docstring). The operators' rows are held to targets (the median over them, and the
+slowest); the PyTorch-style functions, run_node and the ONNX backend's run, and the device's own
+allocation and launch, are reported beside them.
 """
 from __future__ import annotations
 
@@ -139,38 +140,38 @@ CALLS: tuple[HostCall, ...] = (
 
 def measure(samples: int = 15, calls: int = CALLS_PER_SAMPLE) -> dict[str, Any]:
     """Microseconds per call of every row (median and range over `samples` samples of `calls`
-    calls each, the rows taking turns sample by sample), on a stand-in installed for the run;
-    the targets judged on the operators' rows."""
+    calls each, the rows taking turns sample by sample), on a non-executing emulated device
+    installed as the library's cupy for the run; the targets judged on the operators' rows."""
     import onnx_cupy as oc
 
     from ..core import loader
-    from ..core.standin import StandIn
+    from ..core.emulated_device import EmulatedDevice
     from ..nn import functional as F
 
-    fake = StandIn(recording=False, executing=False)   # the library's host work alone
-    with fake.installed():
+    device = EmulatedDevice(executing=False)   # the library's host work alone
+    with device.installed():
         rng = np.random.default_rng(0)
         runs: dict[str, Callable[[], Any]] = {}
         for c in CALLS:
-            runs[c.name] = functools.partial(c.run, oc, F, fake.asarray(
+            runs[c.name] = functools.partial(c.run, oc, F, device.asarray(
                 rng.standard_normal(c.shape).astype(np.float32)),
-                *map(fake.asarray, c.others(c.shape)))
+                *map(device.asarray, c.others(c.shape)))
         try:
-            runs["onnx_backend rep.run (output to NumPy)"] = _backend_run(oc, fake.asarray(
+            runs["onnx_backend rep.run (output to NumPy)"] = _backend_run(oc, device.asarray(
                 rng.standard_normal((1, 64, 56, 56)).astype(np.float32)))
         except ImportError:   # onnx is not installed
             pass
-        y, g = fake.empty((64, 28, 28), np.float32), np.zeros(1, np.dtype([("n", "<i8")]))
-        x = fake.asarray(np.zeros(8, np.float32))
+        y, g = device.empty((64, 28, 28), np.float32), np.zeros(1, np.dtype([("n", "<i8")]))
+        x = device.asarray(np.zeros(8, np.float32))
         # pool_global: (x, y, struct), the struct passed by its address
         launch = loader.cuda_function(next(k for k in loader.instantiations("pool")
                                            if k.template == "pool_global"))
-        runs["stand-in: cupy.empty((1, 64, 28, 28))"] = lambda: fake.empty((1, 64, 28, 28),
-                                                                           np.float32)
-        runs["stand-in: a launch of (x, y, struct)"] = lambda: launch(
-            (1, 1, 1), (256, 1, 1), (x, y, fake.cuda.function.CPointer(g.ctypes.data)))
+        runs["emulated device: cupy.empty((1, 64, 28, 28))"] = lambda: device.empty(
+            (1, 64, 28, 28), np.float32)
+        runs["emulated device: a launch of (x, y, struct)"] = lambda: launch(
+            (1, 1, 1), (256, 1, 1), (x, y, device.cuda.function.CPointer(g.ctypes.data)))
         for run in runs.values():
-            run()      # the first call: plan, compile (on the stand-in), upload
+            run()      # the first call: plan, compile (on the device's NVRTC), upload
         times: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(samples):
             for name, run in runs.items():

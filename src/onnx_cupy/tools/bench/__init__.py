@@ -39,8 +39,8 @@ def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False,
     """Measure every case of `ops` (all when empty) at each size and dtype on `backend`
     ('numpy', 'emulated' or 'cupy'), `repeat` times over (all rows, then all rows again, ...);
     returns the report (header, peers, notes, rows, and with `host_section` the host time per
-    call on the stand-in: onnx_cupy.tools.host), each row giving the median and range over the
-    runs."""
+    call on the emulated device: onnx_cupy.tools.host), each row giving the median and range
+    over the runs."""
     if repeat < 1:
         raise ValueError(f"bench: repeat must be >= 1, got {repeat}")
     found, notes = available(backend)

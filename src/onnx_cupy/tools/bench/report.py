@@ -272,10 +272,10 @@ def summary(report: dict[str, Any]) -> str:
                "over.")]
     if "host" in report:
         hs = report["host"]
-        lines += ["", ("Host time per call of the CuPy path, on the stand-in for CuPy "
-                       "(onnx_cupy.core.standin: the library's work per call in full; CuPy's "
-                       "allocation and argument packing as a Python model of them, without the "
-                       "stand-in's records; no driver launch): median and range over "
+        lines += ["", ("Host time per call of the CuPy path, on the emulated device standing "
+                       "in for CuPy (onnx_cupy.core.emulated_device, not executing: the "
+                       "library's work per call in full; CuPy's allocation and argument packing "
+                       "as a Python model of them; no driver launch): median and range over "
                        f"{hs['samples']} samples of "
                        f"{hs['calls_per_sample']} repeated calls each, the rows in turns."), "",
                   host.table(hs)]

@@ -1,23 +1,27 @@
-"""The stand-in cupy's NVRTC (`cuda.nvrtc`, as CuPy's binding `cupy.cuda.nvrtc`): a program
-"compiles" into an image naming its kernels, which the stand-in's `cuda.function.Module` loads
-and whose functions run the registered instantiations on the emulator. Each compile is recorded
-(`CompileRecord`); CuPy's binding's rules hold: str sources, names and options, name expressions
-added before the compile and lowered after it, a CUBIN only for an `sm_` architecture."""
+"""The emulated device's NVRTC (`cuda.nvrtc`, as CuPy's binding `cupy.cuda.nvrtc`): a program
+"compiles" into an image naming its kernels, which the device's `cuda.function.Module` loads and
+whose functions run the registered instantiations on the emulator. CuPy's binding's rules hold:
+str sources, names and options, name expressions added before the compile and lowered after it,
+a CUBIN only for an `sm_` architecture; a name expression that names no template of the source
+fails the compile."""
 from __future__ import annotations
 
 import hashlib
 import itertools
 import json
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .standin import StandIn
+from . import loader
 
-VERSION = (0, 0)            # the stand-in's NVRTC version (apart from any real one in a cache key)
-ARCHITECTURES = (80, 90)    # the architectures it "supports"
-MAGIC = b"onnx-cupy stand-in image\n"
+if TYPE_CHECKING:
+    from .emulated_device import EmulatedDevice
+
+# its version (part of an image's cache key: its images never meet a real NVRTC's, nor those
+# of an older image format), and the architectures it "supports"
+VERSION = (0, 1)
+ARCHITECTURES = (80, 90)
+MAGIC = b"onnx-cupy emulated image\n"
 
 
 class NVRTCError(RuntimeError):
@@ -25,16 +29,10 @@ class NVRTCError(RuntimeError):
 
 
 @dataclass
-class CompileRecord:
-    """One program compiled by the stand-in's NVRTC: its source, options and name expressions."""
+class Program:
+    """A program: its source and name, the name expressions added, the architecture it was
+    compiled for (once compiled)."""
 
-    code: str
-    options: tuple[str, ...]
-    name_expressions: tuple[str, ...]
-
-
-@dataclass
-class _Program:
     source: str
     name: str
     expressions: list[str]
@@ -43,27 +41,26 @@ class _Program:
 
 
 def lowered(expression: str) -> str:
-    """The stand-in's mangled name of a name expression (NVRTC's is the C++ ABI's)."""
-    return "_Zstandin_" + hashlib.sha1(expression.encode()).hexdigest()[:20]
+    """The emulated NVRTC's mangled name of a name expression (NVRTC's is the C++ ABI's)."""
+    return "_Zemulated_" + hashlib.sha1(expression.encode()).hexdigest()[:20]
 
 
 def image_names(data: bytes) -> dict[str, str]:
-    """lowered name -> name expression of a stand-in image; ValueError for any other bytes."""
+    """lowered name -> name expression of an emulated image; ValueError for any other bytes."""
     if not data.startswith(MAGIC):
         raise ValueError("CUDA_ERROR_INVALID_IMAGE: device kernel image is invalid")
     names = json.loads(data[len(MAGIC):])
     return {str(k): str(v) for k, v in names.items()}
 
 
-class StandInNVRTC:
-    """NVRTC for one stand-in: records every compile in `owner.compiles` and sleeps
-    `owner.compile_seconds` per compile (NVRTC's cost, where a test wants one)."""
+class NVRTC:
+    """NVRTC of one device object (`owner`), which notes each compile (`note("compile")`)."""
 
     _handles = itertools.count(1)
 
-    def __init__(self, owner: StandIn) -> None:
-        self._owner = owner
-        self._programs: dict[int, _Program] = {}
+    def __init__(self, owner: EmulatedDevice) -> None:
+        self.owner = owner
+        self._programs: dict[int, Program] = {}
 
     def getVersion(self) -> tuple[int, int]:
         return VERSION
@@ -73,34 +70,33 @@ class StandInNVRTC:
 
     def createProgram(self, src: str, name: str, headers: Any, include_names: Any) -> int:
         if type(src) is not str or type(name) is not str:
-            raise TypeError("stand-in nvrtc: createProgram takes str source and name")
+            raise TypeError("emulated nvrtc: createProgram takes str source and name")
         if len(headers) != len(include_names):
-            raise AssertionError("stand-in nvrtc: as many headers as include names")
+            raise AssertionError("emulated nvrtc: as many headers as include names")
         handle = next(self._handles)
-        self._programs[handle] = _Program(src, name, [])
+        self._programs[handle] = Program(src, name, [])
         return handle
 
-    def _program(self, prog: int) -> _Program:
+    def program(self, prog: int) -> Program:
+        """The program of handle `prog` (NVRTCError for a handle it does not hold)."""
         try:
             return self._programs[prog]
         except KeyError:
             raise NVRTCError("NVRTC_ERROR_INVALID_PROGRAM (5)") from None
 
     def addNameExpression(self, prog: int, name: str) -> None:
-        program = self._program(prog)
+        program = self.program(prog)
         if type(name) is not str:
-            raise TypeError("stand-in nvrtc: a name expression is a str")
+            raise TypeError("emulated nvrtc: a name expression is a str")
         if program.compiled:
             raise NVRTCError("NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION (10)")
         program.expressions.append(name)
 
     def compileProgram(self, prog: int, options: Any) -> None:
-        from . import loader
-
-        program = self._program(prog)
+        program = self.program(prog)
         options = list(options)
         if any(type(o) is not str for o in options):   # CuPy's binding encodes each
-            raise TypeError(f"stand-in nvrtc: options are str, got {options!r}")
+            raise TypeError(f"emulated nvrtc: options are str, got {options!r}")
         archs = [o.split("=", 1)[1] for o in options
                  if o.startswith(("--gpu-architecture=", "-arch="))]
         arch = archs[-1] if archs else "compute_52"
@@ -117,35 +113,30 @@ class StandInNVRTC:
             except ValueError:
                 raise NVRTCError(f"NVRTC_ERROR_COMPILATION (6): no __global__ {k.template} in "
                                  f"{program.name}") from None
-        owner = self._owner
-        owner.note("compile", what=", ".join(program.expressions))
-        with owner._record:
-            owner.compiles.append(CompileRecord(program.source, tuple(options),
-                                                tuple(program.expressions)))
-        time.sleep(owner.compile_seconds)
+        self.owner.note("compile", what=", ".join(program.expressions))
         program.arch, program.compiled = arch, True
 
     def getLoweredName(self, prog: int, name: str) -> str:
-        program = self._program(prog)
+        program = self.program(prog)
         if not program.compiled or name not in program.expressions:
             raise NVRTCError("NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID (9)")
         return lowered(name)
 
     def getPTX(self, prog: int) -> bytes:
-        program = self._program(prog)
+        program = self.program(prog)
         if not program.compiled:
             raise NVRTCError("NVRTC_ERROR_INVALID_INPUT (3)")
         return MAGIC + json.dumps({lowered(e): e for e in program.expressions}).encode()
 
     def getCUBIN(self, prog: int) -> bytes:
-        if not self._program(prog).arch.startswith("sm_"):
+        if not self.program(prog).arch.startswith("sm_"):
             raise RuntimeError("cubin is requested, but the real arch (sm_XX) is not provided")
         return self.getPTX(prog)
 
     def getProgramLog(self, prog: int) -> str:
-        self._program(prog)
+        self.program(prog)
         return ""
 
     def destroyProgram(self, prog: int) -> None:
-        self._program(prog)
+        self.program(prog)
         del self._programs[prog]
