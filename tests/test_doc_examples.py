@@ -227,7 +227,7 @@ def test_installs_name_existing_extras():
 
 
 def _resolve(dotted: str) -> object:
-    """The object a dotted name such as onnx_cupy.core.emulator.schedule names."""
+    """The object a dotted name such as onnx_cupy.core.emulator.launch names."""
     parts = dotted.split(".")
     for i in range(len(parts), 0, -1):
         try:

@@ -231,12 +231,12 @@ def test_threads_on_one_stream_get_their_own_workspace(fake):
     scratch data from a workspace of its own; one thread's calls reuse its own."""
     import threading
 
-
+    scratch = workspaces.Scratch(fake, ((256,), np.dtype(np.float32)))   # a call's scratch
     taken = {}
     both = threading.Barrier(2)   # both threads alive at once (an ended thread's id is reused)
 
     def take(n: int) -> None:
-        taken[n] = calls.workspace("cupy", 1024)
+        (taken[n],) = scratch()
         both.wait(timeout=10)
 
     threads = [threading.Thread(target=take, args=(n,)) for n in range(2)]
@@ -244,8 +244,9 @@ def test_threads_on_one_stream_get_their_own_workspace(fake):
         t.start()
     for t in threads:
         t.join()
-    assert taken[0] is not taken[1]
-    assert calls.workspace("cupy", 1024) is calls.workspace("cupy", 512)
+    assert taken[0].data.ptr != taken[1].data.ptr
+    (mine,) = scratch()
+    assert scratch()[0] is mine
 
 
 @pytest.mark.parametrize("op", ["grid_sample", "upsample"])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.util import build_file
 
 import onnx_cupy as oc
 from onnx_cupy.core import checker, emulator, loader
@@ -40,7 +41,7 @@ SEEDS = range(3)
 
 @pytest.fixture(scope="module")
 def broken() -> emulator.Module:
-    return emulator.build_file(HERE / "broken.cu", BROKEN, checked=True)
+    return build_file(HERE / "broken.cu", BROKEN, checked=True)
 
 
 def line_of(text: str) -> int:
@@ -241,7 +242,7 @@ def test_reads_between_the_elements_of_a_strided_view(broken, rng):
 
 
 def test_collective_with_exited_lanes():
-    module = emulator.build_file(HERE / "cooperative.cu", COOPERATIVE, checked=True)
+    module = build_file(HERE / "cooperative.cu", COOPERATIVE, checked=True)
     e = caught(lambda: module.launch("exited_lanes", (1, 1, 1), (32, 1, 1),
                                      (np.zeros(32, np.int32),), cooperative=True))
     assert (e.check, e.kind) == ("synccheck", "warp collective naming an exited lane")
@@ -256,7 +257,7 @@ def test_collective_with_exited_lanes():
 def test_correct_cooperative_kernels_run_clean(rng, seed, grid, block):
     """The emulator's own test kernels (a barrier tree in shared memory, every warp collective
     with partial masks, atomics, vector types) give their results and no error."""
-    module = emulator.build_file(HERE / "cooperative.cu", COOPERATIVE, checked=True)
+    module = build_file(HERE / "cooperative.cu", COOPERATIVE, checked=True)
     x = rng.integers(-1000, 1000, size=int(np.prod(grid) * np.prod(block))).astype(np.int32)
     out = np.zeros(int(np.prod(grid)), np.int32)
     with checker.checking() as session:
@@ -332,8 +333,8 @@ def test_environment_variable_turns_checking_on(tmp_path):
 
 def test_checked_libraries_are_cached_apart():
     source = HERE / "cooperative.cu"
-    plain = emulator.build_file(source, {"vectors": "vectors"})
-    checked = emulator.build_file(source, {"vectors": "vectors"}, checked=True)
+    plain = build_file(source, {"vectors": "vectors"})
+    checked = build_file(source, {"vectors": "vectors"}, checked=True)
     assert plain.path != checked.path and "-checked-" in checked.path.name
     assert not plain.checked and checked.checked
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.util import build_file, schedule
 
 from onnx_cupy.core import emulator, execution, loader, records
 
@@ -20,7 +21,7 @@ EXPRESSIONS = {"block_sum<true>": "block_sum", "block_sum<false>": "block_sum",
 
 @pytest.fixture(scope="module")
 def module() -> emulator.Module:
-    return emulator.build_file(SOURCE, EXPRESSIONS)
+    return build_file(SOURCE, EXPRESSIONS)
 
 
 def block_sum(module, x, grid, block, barriers=True, seed=0, cooperative=True):
@@ -128,7 +129,7 @@ def test_schedule_sets_the_seed_of_registered_kernels(monkeypatch):
     one, two = (records.Instantiation("fake", "k", (records.argument("n", n),), ("Fake",),
                                       ("float32",), (), cooperative=n == 1) for n in (1, 2))
     emulator.launch(one, (1, 1, 1), (1, 1, 1), ())
-    with emulator.schedule(7):
+    with schedule(7):
         emulator.launch(one, (1, 1, 1), (1, 1, 1), ())
         emulator.launch(two, (1, 1, 1), (1, 1, 1), ())
     assert seen == [(True, 0), (True, 7), (False, 7)]
@@ -226,6 +227,6 @@ def test_the_emulated_backend_needs_linux(platform, byteorder, pointer, monkeypa
     with pytest.raises(RuntimeError, match=message), onnx_cupy.backend("emulated"):
         pass
     with pytest.raises(RuntimeError, match=message):
-        emulator.build_file(SOURCE, {"block_sum<true>": "block_sum"})
+        build_file(SOURCE, {"block_sum<true>": "block_sum"})
     assert cli.main(["info"]) == 0
     assert "emulated path: unavailable: the emulated backend needs Linux" in capsys.readouterr().out

@@ -4,6 +4,7 @@ kernels can, workspaces are bounded and released. The emulated backend is the sa
 CuPy path's host code over the emulated device), so each test runs on 'emulated' and 'cupy'."""
 from __future__ import annotations
 
+import gc
 import threading
 
 import numpy as np
@@ -201,6 +202,38 @@ def test_unaligned_out_is_refused_by_name(kernel_path, rng):
     with pytest.raises(ValueError, match="AveragePool: out must be aligned to 4 bytes"):
         run(kernel_path, lambda v, o: oc.average_pool(v, kernel_shape=[3, 3], strides=[2, 2],
                                                       out=o), x, out)
+
+
+@pytest.mark.parametrize("call", ["max_unpool", "hardmax-scan", "unaligned-copy"])
+def test_release_workspaces_frees_the_memory(call, rng):
+    """release_workspaces() gives the workspaces' memory back: the allocations a prepared
+    call's scratch held are no longer in use (the stand-in's live allocations), though the
+    prepared call, which still holds its Scratch, stays cached; its next call allocates anew."""
+    x = rng.uniform(-1, 1, (2, 4000, 3)).astype(np.float32)
+    fake = StandIn()
+    with fake.installed():
+        if call == "max_unpool":
+            v = fake.asarray(x.reshape(1, 1, 8000, 3)[:, :, :4000])
+            i = fake.asarray(np.arange(12000, dtype=np.int64).reshape(1, 1, 4000, 3) * 4)
+            run = lambda: oc.max_unpool(v, i, kernel_shape=[4, 1], strides=[4, 1])  # noqa: E731
+        elif call == "hardmax-scan":
+            v = fake.asarray(x)
+            run = lambda: oc.hardmax(v, axis=1)   # noqa: E731 (the scan's candidates)
+        else:
+            block = fake.empty(x.size + 1, np.float32)
+            v = block[1:].reshape(x.shape)   # 4 bytes off: copied to an aligned workspace
+            v[...] = fake.asarray(x)
+            run = lambda: oc.average_pool(v, kernel_shape=[3, 1])   # noqa: E731
+        y = run()
+        gc.collect()
+        held = fake.live_bytes()   # the inputs, y and the workspace
+        assert oc.release_workspaces() >= 1
+        gc.collect()
+        freed = held - fake.live_bytes()
+        assert freed > 0, f"{held} bytes still in use after release_workspaces()"
+        again = run()
+        np.testing.assert_array_equal(to_numpy(again), to_numpy(y))
+        assert fake.live_bytes() > held - freed   # the call took a workspace again
 
 
 def test_short_lived_streams_leave_a_bounded_workspace(rng):

@@ -23,7 +23,7 @@ C_TYPES = {
 }
 
 BLOCKS = [(family, struct, dtype) for family in loader.families()
-          for struct, dtype in loader.parameter_structs(family).items()]
+          for struct, dtype in loader.family(family).structs.items()]
 
 
 def natural_layout(dtype: np.dtype) -> tuple[dict[str, int], int]:
@@ -175,5 +175,5 @@ def test_launches_pass_single_structs(monkeypatch):
         assert len(blocks) == 1, (family, args)
         (g,) = blocks
         assert g.shape == (1,) and g.flags.c_contiguous and not g.flags.writeable
-        assert g.dtype in loader.parameter_structs(family).values()
+        assert g.dtype in loader.family(family).structs.values()
         assert all(a is None or isinstance(a, np.ndarray) for a in args)

@@ -44,7 +44,7 @@ def index_width(monkeypatch):
         grid_kernel.sample_args.cache_clear()
         calls.clear()
         if bits == 64:
-            monkeypatch.setattr(dtypes, "index_bits", lambda *extents: 64)
+            monkeypatch.setattr(dtypes, "offset_bits", lambda *extents: 64)
 
     yield use
     grid_kernel.sample_args.cache_clear()

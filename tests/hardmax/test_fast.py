@@ -9,11 +9,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from helpers.hardmax_cases import rule_rows, sample
-from helpers.util import FLOAT_DTYPES, replan
+from helpers.util import FLOAT_DTYPES, replan, schedule
 from numpy.lib.stride_tricks import as_strided
 
 from onnx_cupy import hardmax
-from onnx_cupy.core import dtypes, emulator, execution, launcher, loader
+from onnx_cupy.core import dtypes, execution, launcher, loader
 from onnx_cupy.hardmax import kernel as ops
 from onnx_cupy.hardmax import plan as hardmax_plans
 
@@ -74,7 +74,7 @@ def test_block_per_row_under_many_thread_orders(rng, launches):
     x[1, 7::300] = np.nan
     expected = both(x)[1]
     for seed in range(6):
-        with execution.backend("emulated"), emulator.schedule(seed):
+        with execution.backend("emulated"), schedule(seed):
             np.testing.assert_array_equal(hardmax(x), expected)
     (_, (grid, block)), *_ = launches
     assert block == (ops.MAX_ROW_GROUP, 1, 1) and grid == (3, 1, 1)
@@ -85,7 +85,7 @@ def test_block_per_row_under_many_thread_orders(rng, launches):
 def test_warp_groups_under_thread_orders(seed, rng):
     x = sample(rng, (70, 45), ml_dtypes.bfloat16)
     expected = both(x)[1]
-    with execution.backend("emulated"), emulator.schedule(seed):
+    with execution.backend("emulated"), schedule(seed):
         np.testing.assert_array_equal(hardmax(x).view(np.uint16), expected.view(np.uint16))
 
 

@@ -21,6 +21,7 @@ import dataclasses
 import threading
 import time
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -225,6 +226,7 @@ class StandIn(EmulatedDevice):
         self.launches: list[LaunchRecord] = []
         self.operations: list[Operation] = []
         self.captures: set[Any] = set()   # the streams being captured, by any thread
+        self._live: weakref.WeakSet[Any] = weakref.WeakSet()   # allocations in use
         self.compile_seconds = compile_seconds
         self.recording = recording
         self._record = threading.Lock()
@@ -275,7 +277,18 @@ class StandIn(EmulatedDevice):
         else:
             run()
 
+    def allocate(self, nbytes: int) -> Any:
+        """A device allocation, counted among the live ones while an array holds it."""
+        block = super().allocate(nbytes)
+        self._live.add(block)
+        return block
+
     # ---------------------------------------------------------------- records
+
+    def live_bytes(self) -> int:
+        """Bytes of the allocations some array or workspace still holds (what a GPU's memory
+        pool could not give to another allocation)."""
+        return sum(block.at[2] for block in list(self._live))
 
     def compiled(self) -> list[str]:
         """The name expressions its NVRTC compiled, in order."""

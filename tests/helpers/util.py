@@ -1,7 +1,9 @@
 """Test helpers: backend array conversion, random inputs, single-node ONNX models and oracles."""
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import ml_dtypes
@@ -165,3 +167,27 @@ def record_builds(monkeypatch: Any, cache: Any) -> list[list[str]]:
 
     monkeypatch.setattr(emulator.subprocess, "run", counting_run)
     return builds
+
+
+def build_file(path: Any, kernels: dict[str, str], checked: bool = False) -> Any:
+    """The emulator's library of the CUDA source file at `path` (the loader's common defines),
+    with the instantiations `kernels` (name expression -> the __global__ it instantiates)."""
+    from pathlib import Path
+
+    from onnx_cupy.core import emulator, loader
+
+    path = Path(path)
+    return emulator.build(f'#line 1 "{path.name}"\n' + path.read_text(), kernels, path.stem,
+                          loader.COMMON_DEFINES, checked)
+
+
+@contextlib.contextmanager
+def schedule(seed: int) -> Iterator[None]:
+    """Inside the block, the emulator's cooperative launches order their threads by `seed`."""
+    from onnx_cupy.core import emulator
+
+    token = emulator._seed.set(int(seed))
+    try:
+        yield
+    finally:
+        emulator._seed.reset(token)

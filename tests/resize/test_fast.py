@@ -59,7 +59,7 @@ def index_width(monkeypatch):
     def use(bits: int) -> None:
         clear()
         if bits == 64:
-            monkeypatch.setattr(dtypes, "index_bits", lambda *extents: 64)
+            monkeypatch.setattr(dtypes, "offset_bits", lambda *extents: 64)
 
     yield use
     clear()

@@ -294,7 +294,7 @@ def test_long_long_offsets(monkeypatch, rng, launches, mode):
 
     expected = call()
     kernel.kernel_args.cache_clear()
-    monkeypatch.setattr(kernel.launcher, "index_bits", lambda *sizes: 64)
+    monkeypatch.setattr(kernel.dtypes, "offset_bits", lambda *sizes: 64)
     with oc.backend("emulated"):
         got = call()
     kernel.kernel_args.cache_clear()

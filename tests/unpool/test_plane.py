@@ -90,7 +90,7 @@ def test_the_kernel_skips_indices_outside_the_plane(bits, monkeypatch):
     written for it, also where it would fall in another plane (4 in a plane of 4)."""
     x = np.array([[[5.0, 6.0]], [[7.0, 8.0]]], np.float32)
     indices = np.array([[[-1, 3]], [[4, 0]]])
-    monkeypatch.setattr(kernel.launcher, "index_bits", lambda *sizes: bits)
+    monkeypatch.setattr(kernel.dtypes, "offset_bits", lambda *sizes: bits)
     replan(kernel.kernel_args)
     with execution.backend("emulated"):
         y = api.run(x, indices, None, 22, {"kernel_shape": [2], "strides": [2]},
@@ -107,7 +107,7 @@ def test_the_per_plane_scatter_and_64_bit_offsets(output_shape, monkeypatch, lau
     out = tuple(output_shape or (2, 3, 6, 6))
     indices = rng.integers(0, math.prod(out[2:]), size=x.shape)   # repeats among them
     narrow = run("emulated", x, indices, output_shape, kernel_shape=[2, 2], strides=[2, 2])
-    monkeypatch.setattr(kernel.launcher, "index_bits", lambda *sizes: 64)
+    monkeypatch.setattr(kernel.dtypes, "offset_bits", lambda *sizes: 64)
     replan(kernel.kernel_args)
     wide = run("emulated", x, indices, output_shape, kernel_shape=[2, 2], strides=[2, 2])
     replan(kernel.kernel_args)

@@ -227,7 +227,7 @@ def test_64_bit_offsets_give_the_same_bits(output_shape, monkeypatch, launches, 
         narrow = oc.max_unpool(x, indices, output_shape, **kw)
         kernel.kernel_args.cache_clear()
         calls.clear()   # the prepared call kept the 32-bit launches
-        monkeypatch.setattr(kernel.launcher, "index_bits", lambda *sizes: 64)
+        monkeypatch.setattr(kernel.dtypes, "offset_bits", lambda *sizes: 64)
         wide = oc.max_unpool(x, indices, output_shape, **kw)
     kernel.kernel_args.cache_clear()
     assert [k.index_bits for k, _ in launches] == [32, 32, 64, 64]

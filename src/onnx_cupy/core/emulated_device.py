@@ -318,7 +318,7 @@ class _Block:
     """A device allocation: `at` (device, stream, rounded bytes) and its `memory` (host memory
     standing for the device's); back to its pool when the last array using it goes."""
 
-    __slots__ = ("address", "at", "memory", "owner")
+    __slots__ = ("__weakref__", "address", "at", "memory", "owner")
 
     def __init__(self, owner: EmulatedDevice, at: tuple[int, int, int], memory: np.ndarray,
                  address: int) -> None:

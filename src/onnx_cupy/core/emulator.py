@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,6 @@ ERRORS = {1: "deadlock: threads wait at a __syncthreads or warp collective that 
           2: "a warp collective's mask names a lane that has exited",
           3: "the kernel synchronizes (__syncthreads or a warp collective) but was launched "
              "sequentially: register its record with cooperative=True"}
-CHECK_STOPPED = 4   # oc_emulate's code for a launch the checker stopped
 
 
 class Module:
@@ -347,14 +346,6 @@ def _local_name(symbol: str) -> str:
     return symbol
 
 
-def build_file(path: str | os.PathLike[str], kernels: Mapping[str, str],
-               checked: bool = False) -> Module:
-    """`build` for the CUDA source file at `path` (with the loader's common defines)."""
-    path = Path(path)
-    return build(f'#line 1 "{path.name}"\n' + path.read_text(), kernels, path.stem,
-                 loader.COMMON_DEFINES, checked)
-
-
 def library(k: Instantiation, checked: bool = False) -> Module:
     """The emulation library of the instantiation `k` (`checked`: in checking mode): built on
     first use (once per source text, cached on disk), loaded once per process."""
@@ -370,16 +361,6 @@ def library(k: Instantiation, checked: bool = False) -> Module:
             _libraries[key] = build(loader.source(k.family), {k.expression: k.template},
                                     k.family, loader.defines(k.family), checked)
         return _libraries[key]
-
-
-@contextlib.contextmanager
-def schedule(seed: int) -> Iterator[None]:
-    """Inside the block, cooperative launches order their threads by `seed` (default 0)."""
-    token = _seed.set(int(seed))
-    try:
-        yield
-    finally:
-        _seed.reset(token)
 
 
 def _arg_pointer(arg: Any, keep: list[object]) -> int:

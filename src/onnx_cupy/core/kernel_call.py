@@ -114,11 +114,13 @@ class KernelCall:
         for spec, a in zip(self.inputs, xs):
             if a is None and not spec.optional:
                 raise TypeError(f"{self.op}: input '{spec.name}' is required")
+        pl = self.plan(*xs, *arguments)
+        for spec, a in zip(self.inputs, xs):   # what the plan takes but no kernel has
             if backend != "numpy" and a is not None and a.dtype.kind in "OUS":
                 which = "" if spec is self.inputs[0] else f"input '{spec.name}': "
                 raise TypeError(f"{self.op}: {which}string tensors run on the NumPy backend "
                                 f"only (got dtype {a.dtype} on backend {backend!r})")
-        return self.prepare_plan(backend, self.plan(*xs, *arguments), xs)
+        return self.prepare_plan(backend, pl, xs)
 
     def prepare_plan(self, backend: str, pl: Any, xs: tuple[Any, ...]) -> Body:
         """The call of the plan `pl` on inputs laid out as `xs` on `backend` (after every

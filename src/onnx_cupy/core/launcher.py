@@ -71,11 +71,11 @@ def divider(d: int) -> tuple[int, int]:
     return (2**32 * (2**shift - d)) // d + 1, shift
 
 
-def index_bits(work_items: int, *extents: int) -> int:
+def grid_offset_bits(work_items: int, *extents: int) -> int:
     """Index width for a grid-stride launch over `work_items`: 32 when the extents and the loop
     index (which passes `work_items` by up to one grid's worth of threads) all fit an int."""
     (blocks, _, _), (block, _, _) = grid_for(work_items)
-    return dtypes.index_bits(*extents, work_items + blocks * block)
+    return dtypes.offset_bits(*extents, work_items + blocks * block)
 
 
 Shape = tuple[tuple[int, int, int], tuple[int, int, int]]

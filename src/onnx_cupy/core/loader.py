@@ -171,9 +171,9 @@ def struct_parameters(k: Instantiation) -> tuple[Any, ...]:
                  for p in kernel_parameters(source(k.family), k.template))
 
 
-def parameter_structs(family: str) -> dict[str, Any]:
-    """The family's parameter structs: C name -> NumPy structured dtype."""
-    return dict(_FAMILIES[family].structs)
+def family(name: str) -> Family:
+    """What family `name` registered (KeyError for a name no family registered)."""
+    return _FAMILIES[name]
 
 
 def block_size(k: Instantiation) -> int:

@@ -184,7 +184,7 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
         from . import emulator  # only the emulated path needs the host compiler
 
         emulator.shim_header(wait=True)  # precompiled once, for the builds that follow
-        compile_one = emulator.library
+        compile_one = emulator.library   # type: ignore[assignment]
 
     def timed(w: Warmed) -> Warmed:
         start = time.perf_counter()

@@ -136,7 +136,7 @@ def sample_args(pl: SamplePlan, dtype: np.dtype, x_strides: tuple[int, ...],
             *launcher.grid_yz(items))
     if grid[2] > launcher.MAX_GRID_YZ:
         raise ValueError(f"{SAMPLE}: {items} batch items and channel chunks exceed the grid")
-    bits = dtypes.index_bits(arrays.index_reach(pl.x_shape, x_strides), math.prod(pl.out_shape),
+    bits = dtypes.offset_bits(arrays.index_reach(pl.x_shape, x_strides), math.prod(pl.out_shape),
                              arrays.index_reach(pl.grid_shape, grid_strides),
                              points + grid[0] * loader.BLOCK)
     merged = arrays.merged_stride(pl.grid_shape[1:-1], grid_strides[1:-1])
@@ -191,7 +191,7 @@ def affine_args(pl: AffinePlan, dtype: np.dtype, theta_strides: tuple[int, ...]
     """The launch of an AffineGrid plan for theta of `dtype` with these element strides."""
     positions = math.prod(pl.lengths)
     total = pl.out_shape[0] * positions
-    bits = launcher.index_bits(total, math.prod(pl.out_shape),
+    bits = launcher.grid_offset_bits(total, math.prod(pl.out_shape),
                                arrays.index_reach(pl.theta_shape, theta_strides))
     geom = launcher.parameter_struct(_AFFINE_GEOM, total=total, positions=positions,
                                      theta_stride=theta_strides, length=pl.lengths,

@@ -149,7 +149,7 @@ def launches(pl: HardmaxPlan, dtype: np.dtype, x_strides: tuple[int, ...], align
         raise ValueError(f"{OP}: strides {x_strides} do not form the [outer, n, inner] view of "
                          f"shape {pl.shape}")
     name = dtype.name  # a float of the table: the plan validated it
-    bits = dtypes.index_bits(arrays.index_reach(pl.shape, x_strides),
+    bits = dtypes.offset_bits(arrays.index_reach(pl.shape, x_strides),
                              math.prod(pl.shape) + GRID_SLACK)
     g = geometry(pl, view)
     fast: launcher.LaunchSpec | None = None

@@ -237,15 +237,9 @@ def kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...], indic
     if _double_sums(pl, dtype):
         return launcher.LaunchSpec(WIDE[name, pl.nd], None, size,
                                    (geometry(pl, x_strides, 64, indices),))
-    bits = launcher.index_bits(size, reach(pl, x_strides))
+    bits = launcher.grid_offset_bits(size, reach(pl, x_strides))
     return launcher.LaunchSpec(GENERIC[name, bits, pl.nd], None, size,
                                (geometry(pl, x_strides, bits, indices),))
-
-
-def _double_sums(pl: PoolPlan | plan.AdaptivePlan, dtype: np.dtype) -> bool:
-    """Whether `pl`'s sums take the double-summing instantiations (WIDE, ADAPTIVE_WIDE): a wide
-    plan (no MaxPool: it sums nothing) of a storage that accumulates in float."""
-    return plan.wide(pl) and dtypes.accumulate_dtype(dtype) != np.float64
 
 
 def _double_sums(pl: PoolPlan | plan.AdaptivePlan, dtype: np.dtype) -> bool:
@@ -292,10 +286,10 @@ def fast_kernel_args(pl: PoolPlan, dtype: np.dtype, x_strides: tuple[int, ...]
     gx = numerics.cdiv(work, bx)
     grid = (gx, max(1, min(numerics.cdiv(planes, by), launcher.MAX_GRID_YZ,
                            THREADS // (gx * bx * by))), 1)
-    if dtypes.index_bits(coordinate_reach(pl), math.prod(out), grid[0] * bx,
+    if dtypes.offset_bits(coordinate_reach(pl), math.prod(out), grid[0] * bx,
                          planes + grid[1] * by, out[-1] + OUTPUTS) != 32:
         return None
-    bits = dtypes.index_bits(math.prod(pl.out_shape), offset_reach(pl, x_strides))
+    bits = dtypes.offset_bits(math.prod(pl.out_shape), offset_reach(pl, x_strides))
     rank = pl.nd
     g = launcher.parameter_struct(
         _FAST_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=x_strides[0],
@@ -363,7 +357,7 @@ def prepare_global(pl: GlobalPlan, device: Any, x: Any) -> kernel_call.Body:
     empty, dtype = device.empty, x.dtype   # X's dtype: the key holds it
     if not planes:
         return lambda X, out: empty(pl.out_shape, dtype) if out is None else out
-    bits = dtypes.index_bits(arrays.index_reach(pl.in_shape, strides) + loader.BLOCK
+    bits = dtypes.offset_bits(arrays.index_reach(pl.in_shape, strides) + loader.BLOCK
                              * max(1, abs(walk[1])), planes + launcher.MAX_BLOCKS)
     g = launcher.parameter_struct(
         _GLOBAL_GEOM, planes=planes, channels=pl.in_shape[1], stride_n=strides[0],
@@ -390,7 +384,7 @@ def adaptive_args(pl: plan.AdaptivePlan, dtype: np.dtype, x_strides: tuple[int, 
     indices)."""
     total, ins, outs = math.prod(pl.out_shape), pl.in_shape[2:], pl.out_shape[2:]
     wide = _double_sums(pl, dtype)
-    bits = 64 if wide else launcher.index_bits(
+    bits = 64 if wide else launcher.grid_offset_bits(
         total, arrays.index_reach(pl.in_shape, x_strides),
         *((m + 1) * n + m for n, m in zip(ins, outs)))
     dividers = {}

@@ -283,12 +283,12 @@ def _step(pl: ResizePlan, device: Any, dtype: np.dtype, strides: tuple[int, ...]
         (table,) = workspaces.upload(device, fast_table(pl, table_of.weight, table_of.strides,
                                                         table_of.bits)[0])
         return launcher.Launch(device, spec, table, table[table_of.inner:])
-    spec = kernel_args(pl, dtype, strides)
-    if spec is None:  # the plan checked that C order merges to at most MAX_DIMS dims
+    generic = kernel_args(pl, dtype, strides)
+    if generic is None:  # the plan checked that C order merges to at most MAX_DIMS dims
         raise RuntimeError(f"{pl.op}: {len(pl.out_shape)} dims do not merge to {MAX_DIMS} in "
                            f"C order")
     index, weight = workspaces.upload(device, *kernel_tables(pl)[:2])
-    return launcher.Launch(device, spec, *((index,) if pl.mode == "nearest" else
+    return launcher.Launch(device, generic, *((index,) if pl.mode == "nearest" else
                                            (index, weight)))
 
 
@@ -331,7 +331,7 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
     entries = sum(t.index.shape[0] for t in pl.tables)
     v = _outputs(dtype, ranks, taps, 32)
     grid, block = _fast_grid(n, batch[0] * rows, v)
-    bits = dtypes.index_bits(math.prod(pl.out_shape), arrays.index_reach(pl.in_shape, x_strides),
+    bits = dtypes.offset_bits(math.prod(pl.out_shape), arrays.index_reach(pl.in_shape, x_strides),
                              n + grid[0] * block[0] * v, grid[1] * grid[2] * block[1], entries)
     if bits == 64 and _outputs(dtype, ranks, taps, 64) != v:
         v = _outputs(dtype, ranks, taps, 64)
@@ -368,7 +368,7 @@ def kernel_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
     if dims is None:
         return None
     rank, g = dims
-    bits = launcher.index_bits(math.prod(pl.out_shape), arrays.index_reach(pl.in_shape, x_strides),
+    bits = launcher.grid_offset_bits(math.prod(pl.out_shape), arrays.index_reach(pl.in_shape, x_strides),
                              kernel_tables(pl)[0].size)
     k = NEAREST[dtype.itemsize, rank, bits] if pl.mode == "nearest" else \
         WEIGHTED[dtype.name, rank, bits]

@@ -57,7 +57,7 @@ def kernel_args(pl: RoiPlan, dtype: np.dtype) -> launcher.LaunchSpec:
     """The launch of a plan for X of `dtype`: one thread per output, grid-stride."""
     n, c, h, w = pl.shape
     total = math.prod(pl.out_shape)
-    bits = launcher.index_bits(total, n * c * h * w, pl.regions * COLUMNS[pl.op])
+    bits = launcher.grid_offset_bits(total, n * c * h * w, pl.regions * COLUMNS[pl.op])
     dividers = {"by_pw": launcher.divider(pl.pooled[1]), "by_ph": launcher.divider(pl.pooled[0]),
                 "by_c": launcher.divider(max(c, 1))} if bits == 32 else {}
     g = launcher.parameter_struct(

@@ -22,11 +22,6 @@ CHUNK_ELEMENTS = 1 << 18   # (region, bin, channel) elements per step of the wal
 LOWEST = float(np.finfo(np.float32).min)   # -FLT_MAX: MaxRoiPool's start
 
 
-def _keep_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """std::max(a, b): b where a < b, else a."""
-    return np.where(a < b, b, a)
-
-
 def _corners(pl: RoiPlan, rois: np.ndarray, acc: np.dtype
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(x0, y0, x2, y2, finite) of each region: its coordinates times spatial_scale (minus
@@ -247,7 +242,7 @@ def prepare(pl: RoiPlan, x: np.ndarray, *others: np.ndarray) -> Call:
         if not Y.size:
             return Y
         with np.errstate(all="ignore"):
-            if pl.op == ROI_ALIGN:
+            if batch is not None:   # RoiAlign
                 _align(pl, X, rois, batch, acc, Y)
             else:
                 _pool(pl, X, rois, acc, Y)

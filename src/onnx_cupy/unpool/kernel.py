@@ -85,7 +85,7 @@ def kernel_args(pl: UnpoolPlan, dtype: np.dtype
     the index space fit them, else 64-bit ones. Per plane: the planes' element counts of X and
     Y (the scatter adds (e // plane_count) * plane_total); 1 and 0 otherwise."""
     count, total = math.prod(pl.in_shape), math.prod(pl.out_shape)
-    bits = launcher.index_bits(max(count, total), pl.index_total, count + 1)
+    bits = launcher.grid_offset_bits(max(count, total), pl.index_total, count + 1)
     extents = [n for n, _ in pl.remap]
     planes = (math.prod(pl.in_shape[2:]), math.prod(pl.out_shape[2:])) if pl.per_plane else \
         (1, 0)
