@@ -220,10 +220,10 @@ def test_release_workspaces_frees_the_memory(call, rng):
             v = fake.asarray(x)
             run = lambda: oc.hardmax(v, axis=1)   # noqa: E731 (the scan's candidates)
         else:
-            block = fake.empty(x.size + 1, np.float32)
-            v = block[1:].reshape(x.shape)   # 4 bytes off: copied to an aligned workspace
+            raw = fake.empty(x.nbytes + 2, np.uint8)
+            v = raw[2:].view(np.float32).reshape(x.shape)   # copied to an aligned workspace
             v[...] = fake.asarray(x)
-            run = lambda: oc.average_pool(v, kernel_shape=[3, 1])   # noqa: E731
+            run = lambda: oc.average_pool(v, kernel_shape=[3])   # noqa: E731
         y = run()
         gc.collect()
         held = fake.live_bytes()   # the inputs, y and the workspace
