@@ -19,6 +19,7 @@ from onnx_cupy.core import arrays, attributes, launcher
 from onnx_cupy.hardmax import plan as hardmax_plan
 from onnx_cupy.nn import functional as F
 from onnx_cupy.pool import numpy as pool_numpy
+from onnx_cupy.pool import numpy_global
 from onnx_cupy.pool import plan as pool_plan
 from onnx_cupy.resize import numpy as resize_numpy
 from onnx_cupy.resize import plan as resize_plan
@@ -118,7 +119,7 @@ def nothing_done(monkeypatch):
         raise AssertionError("work done before validation failed")
 
     for module, name in ((arrays, "output"), (launcher, "launch"), (pool_numpy, "prepare"),
-                         (pool_numpy, "prepare_global"), (resize_numpy, "prepare")):
+                         (numpy_global, "prepare_global"), (resize_numpy, "prepare")):
         monkeypatch.setattr(module, name, forbidden)
     sizes = {k: c.cache_info().currsize for k, c in CACHES.items()}
     yield
