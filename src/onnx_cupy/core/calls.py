@@ -181,11 +181,19 @@ def key(backend: str, inputs: tuple[Any, ...], parts: tuple[Any, ...],
     (`_plain`), others `frozen` together; where NumPy arrays are among the vectors, each
     vector's place holds its dtype, shape and bytes, or None for a vector of another type
     (which then goes with the parts)."""
-    if backend == "numpy":
-        layout: tuple[Hashable, ...] = tuple(
-            None if a is None else (a.shape, a.strides, a.dtype) for a in inputs)
+    if len(inputs) == 1:   # the common call, without a loop
+        x = inputs[0]
+        if backend == "numpy":
+            layout: tuple[Hashable, ...] = ((x.shape, x.strides, x.dtype),)
+        elif backend == "cupy":
+            data = x.data
+            layout = ((data.device_id, x.shape, x.strides, x.dtype, data.ptr % 8),)
+        else:
+            layout = ((x.shape, x.strides, x.dtype, x.__array_interface__["data"][0] % 8),)
+    elif backend == "numpy":
+        layout = tuple(None if a is None else (a.shape, a.strides, a.dtype) for a in inputs)
     elif backend == "cupy":
-        layout = tuple(None if a is None else (a.device.id, a.shape, a.strides, a.dtype,
+        layout = tuple(None if a is None else (a.data.device_id, a.shape, a.strides, a.dtype,
                                                a.data.ptr % 8) for a in inputs)
     else:
         layout = tuple(None if a is None else (a.shape, a.strides, a.dtype,

@@ -68,8 +68,8 @@ def grid_sample(X: ArrayT, grid: Any, *, align_corners: int = 0, mode: str | Non
     >>> oc.grid_sample(x, grid, align_corners=1)
     array([[[[1. , 2.5, 4. ]]]], dtype=float32)
     """
-    y: ArrayT = run_sample(X, grid, opset, {
-        "align_corners": align_corners, "mode": mode, "padding_mode": padding_mode}, out=out)
+    y: ArrayT = SAMPLE(X, grid, parts=(opset, 0, 0, {
+        "align_corners": align_corners, "mode": mode, "padding_mode": padding_mode}), out=out)
     return y   # the array type of X
 
 

@@ -164,10 +164,10 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
                  ceil_mode: int = 0, count_include_pad: int = 0, dilations: Any = None,
                  pads: Any = None, strides: Any = None, opset: int = 22,
                  out: ArrayT | None = None) -> ArrayT:
-    y: ArrayT = run("AveragePool", X, opset, {
+    y: ArrayT = CALLS["AveragePool"](X, parts=(opset, {
         "kernel_shape": kernel_shape, "auto_pad": auto_pad, "ceil_mode": ceil_mode,
         "count_include_pad": count_include_pad, "dilations": dilations, "pads": pads,
-        "strides": strides}, out=out)
+        "strides": strides}), out=out)
     return y   # the array type of X
 
 
@@ -185,9 +185,9 @@ def average_pool(X: ArrayT, *, kernel_shape: Any = None, auto_pad: str = "NOTSET
 def lp_pool(X: ArrayT, *, kernel_shape: Any = None, p: float = 2, auto_pad: str = "NOTSET",
             ceil_mode: int = 0, dilations: Any = None, pads: Any = None, strides: Any = None,
             opset: int = 22, out: ArrayT | None = None) -> ArrayT:
-    y: ArrayT = run("LpPool", X, opset, {
+    y: ArrayT = CALLS["LpPool"](X, parts=(opset, {
         "kernel_shape": kernel_shape, "auto_pad": auto_pad, "ceil_mode": ceil_mode,
-        "dilations": dilations, "pads": pads, "strides": strides, "p": p}, out=out)
+        "dilations": dilations, "pads": pads, "strides": strides, "p": p}), out=out)
     return y   # the array type of X
 
 

@@ -87,13 +87,13 @@ def resize(X: ArrayT, roi: Any = None, scales: Any = None, sizes: Any = None, *,
            [3., 3., 4., 4.],
            [3., 3., 4., 4.]], dtype=float32)
     """
-    y: ArrayT = run(X, roi, scales, sizes, opset, {
+    y: ArrayT = RESIZE(X, parts=(opset, None, {
         "antialias": antialias, "axes": axes,
         "coordinate_transformation_mode": coordinate_transformation_mode,
         "cubic_coeff_a": cubic_coeff_a, "exclude_outside": exclude_outside,
         "extrapolation_value": extrapolation_value,
         "keep_aspect_ratio_policy": keep_aspect_ratio_policy, "mode": mode,
-        "nearest_mode": nearest_mode}, out=out)
+        "nearest_mode": nearest_mode}), vectors=(roi, scales, sizes), out=out)
     return y   # the array type of X
 
 

@@ -80,7 +80,7 @@ def roi_align(X: ArrayT, rois: Any, batch_indices: Any, *, mode: str = "avg",
     attrs = {"mode": mode, "output_height": output_height, "output_width": output_width,
              "sampling_ratio": sampling_ratio, "spatial_scale": spatial_scale,
              "coordinate_transformation_mode": coordinate_transformation_mode}
-    y: ArrayT = run_align(X, rois, batch_indices, opset, attrs, out=out)
+    y: ArrayT = ALIGN(X, rois, batch_indices, parts=(opset, attrs, "float32"), out=out)
     return y
 
 

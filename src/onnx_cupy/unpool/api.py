@@ -75,8 +75,9 @@ def max_unpool(X: ArrayT, I: NDArray, output_shape: Any = None, *,
            [0., 0., 0., 0.],
            [0., 7., 0., 8.]], dtype=float32)
     """
-    y: ArrayT = run(X, I, output_shape, opset, {
-        "kernel_shape": kernel_shape, "pads": pads, "strides": strides}, out=out)
+    y: ArrayT = CALL(X, I, parts=(opset, "unpooled", {
+        "kernel_shape": kernel_shape, "pads": pads, "strides": strides}),
+        vectors=(output_shape,), out=out)
     return y   # the array type of X
 
 
