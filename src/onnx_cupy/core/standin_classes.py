@@ -51,7 +51,11 @@ class LaunchRecord:
 class Operation:
     """One device-side operation other than a launch: `kind` is "allocate", "to device" (a
     host-to-device copy), "to host", "synchronize", "wait" (a stream waiting on an event),
-    "compile", "memset" or "elementwise" (one of CuPy's own kernels)."""
+    "compile", "memset" or "elementwise" (one of CuPy's own kernels). `flushes`, for one of
+    CuPy's own kernels: it does float arithmetic, or converts to, from or between floats (float
+    operands or results, and not a copy, fill or view within one dtype), which CuPy's own
+    compile (-ftz=true) flushes to zero on a GPU where an operand or result is subnormal
+    (onnx_cupy.core.standin.flushing)."""
 
     kind: str
     device: int
@@ -59,6 +63,7 @@ class Operation:
     nbytes: int = 0
     captured: bool = False
     what: str = ""
+    flushes: bool = False
 
 
 DEVICES = 2   # the stand-in's devices (ordinals 0 and 1)
