@@ -146,3 +146,19 @@ def test_lp_pool3d_unbatched_strided(kernel_path, rng, name):
     x = inputs(rng, name, "coarse")[0, :, 1:, ::2][:, None]   # (3, 1, 6, 4): (C, D, H, W)
     got, expected = _paths(lambda v: F.lp_pool3d(v, 2, (1, 2, 2)), x, kernel_path)
     _bits(got, expected, f"lp_pool3d, {name}, strided on {kernel_path}")
+
+
+@pytest.mark.parametrize("name", NAMES[:1] + NAMES[2:])   # NumPy's byte orders: not bfloat16
+def test_inputs_in_the_other_byte_order(cpu_backend, rng, name):
+    """A big-endian X gives the native X's results: its steps take it in either byte order (a
+    float64 X is copied to native order before its float64 pooling)."""
+    x = inputs(rng, name, "coarse")
+    swapped = x.astype(x.dtype.newbyteorder(">" if x.dtype.byteorder != ">" else "<"))
+    for fn in (lambda v: F.lp_pool2d(v, 2, 2), lambda v: F.avg_pool2d(v, 3, 2, 1,
+                                                                       divisor_override=2)):
+        with execution.backend("numpy"):
+            expected = fn(x)
+        with execution.backend(cpu_backend):
+            got = fn(swapped)
+        assert got.dtype == expected.dtype == x.dtype
+        _bits(got, expected, f"{name} byte-swapped on {cpu_backend}")

@@ -29,7 +29,7 @@ def prepared(step: Step, x: Any, backend: str) -> calls.Call:
 
 
 def _prepare(step: Step, x: Any, backend: str) -> calls.Call:
-    if np.dtype(x.dtype) != plan.dtype_of(step.source):
+    if np.dtype(x.dtype).name != step.source:   # in either byte order (NumPy's)
         raise TypeError(f"{step.op}: its {step.kind} step takes {step.source}, got {x.dtype}")
     return numpy_path.prepare(step) if backend == "numpy" else kernel.prepare(step, x, backend)
 

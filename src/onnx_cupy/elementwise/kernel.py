@@ -106,6 +106,8 @@ def prepare(step: Step, x: Any, backend: str) -> calls.Call:
     'emulated'): call(X, out) -> Y (a new array where `out` is None). An X that is not
     C-contiguous is read from a copy in the workspace (COPY_LEVEL)."""
     size, target = step.size, dtype_of(step.target)
+    if step.kind == WIDEN and step.source == step.target:   # float64: a copy (a byte swap)
+        return _copying(step, backend)
     copy = size > 0 and not x.flags.c_contiguous
     if size:
         k, g = kernel_args(step)
@@ -127,5 +129,17 @@ def prepare(step: Step, x: Any, backend: str) -> calls.Call:
             copied[...] = X
             X = copied
         launch(X, Y)
+        return Y
+    return call
+
+
+def _copying(step: Step, backend: str) -> calls.Call:
+    """call(X, out) -> a copy of X (one dtype: CuPy's copy, no float instruction)."""
+    empty, dtype = arrays.module_of(backend).empty, dtype_of(step.target)
+
+    def call(X: Any, out: Any) -> Any:
+        Y = empty(step.shape, dtype) if out is None else \
+            arrays.output(out, X, step.shape, dtype, backend, step.op)
+        Y[...] = X
         return Y
     return call

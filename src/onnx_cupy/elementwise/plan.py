@@ -6,7 +6,7 @@ that is its NumPy path computes it (numpy.py; the kernels of kernel.py compute t
            past T's range); x ** p is NumPy's power loop of T with a scalar exponent (a scale
            of 1 multiplies by nothing). lp_pool's x ** p, and its mean times the kernel volume,
            to the power 1 / p.
-  WIDEN    y = float64(x) (exact): divisor_override pools X in float64.
+  WIDEN    y = float64(x) (exact; a copy of a float64 X): divisor_override pools X in float64.
   NARROW   y = T(w * factor[i % plane]) from a float64 w: the float64 product, rounded once to
            T, factor a float64 table (C-contiguous) of the last axes' elements (divisor_override:
            count / divisor per output position of a plane).
@@ -94,11 +94,8 @@ def power(op: str, shape: tuple[int, ...], dtype: Any, exponent: float, scale: f
 
 
 def widen(op: str, shape: tuple[int, ...], dtype: Any) -> Step:
-    """WIDEN of X of `shape` and a float `dtype` other than float64."""
-    name = _float(op, dtype)
-    if name == FLOAT64:
-        raise ValueError(f"{op}: float64 needs no widening")
-    return Step(op, WIDEN, tuple(shape), name, FLOAT64)
+    """WIDEN of X of `shape` and a float `dtype` (float64: a copy, in native byte order)."""
+    return Step(op, WIDEN, tuple(shape), _float(op, dtype), FLOAT64)
 
 
 def narrow(op: str, shape: tuple[int, ...], dtype: Any, factor: np.ndarray) -> Step:

@@ -64,7 +64,7 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     wide = np.dtype(np.float64)
     pl = pool_plan.make("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
     factor = pool_plan.divisor(pl, wide) / divisor_override
-    widened = x.dtype != wide
+    widened = x.dtype != wide   # (a float64 X in the other byte order: copied)
     layouts = (((tuple(x.shape), wide),) if widened else ()) + ((pl.out_shape, wide),)
     with arrays.on_device(x, backend):
         *xw, yw = calls.scratch(backend, *layouts)   # layouts the steps are prepared for
@@ -154,7 +154,8 @@ def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
     # (mean of x ** p) * kernel volume, to the power 1 / p, each step on x's dtype as NumPy
     # computes it (NaN and inf as PyTorch's); x ** p and the mean go to the workspace, so that
     # a call allocates only its output
-    layouts = ((tuple(x.shape), x.dtype), (pl.out_shape, x.dtype))
+    native = x.dtype.newbyteorder("=")
+    layouts = ((tuple(x.shape), native), (pl.out_shape, native))
     with arrays.on_device(x, backend):
         powered, pooled = calls.scratch(backend, *layouts)   # layouts the steps are prepared for
         power = elementwise_api.prepared(elementwise_plan.power(name, x.shape, x.dtype, p), x,
