@@ -94,9 +94,10 @@ def kernel_args(step: Step) -> tuple[records.Instantiation, np.ndarray]:
     size = step.size
     bits = launcher.index_bits(size, size)
     by_plane = {"by_plane": launcher.divider(step.plane)} if bits == 32 else {}
-    g = launcher.parameter_struct(
-        _GEOM, count=size, plane=step.plane, scale_f=step.scale, exponent_f=step.exponent,
-        scale_d=step.scale, exponent_d=step.exponent, **by_plane)
+    with np.errstate(over="ignore"):   # a float64 step's scalars past float's range: unread
+        single = {"scale_f": np.float32(step.scale), "exponent_f": np.float32(step.exponent)}
+    g = launcher.parameter_struct(_GEOM, count=size, plane=step.plane, scale_d=step.scale,
+                                  exponent_d=step.exponent, **single, **by_plane)
     return instantiation(step, bits), g
 
 
