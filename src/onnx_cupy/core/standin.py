@@ -12,7 +12,8 @@ CuPy's own kernels (copies, casts, memsets, NumPy functions through NEP 13/18) c
 NumPy on the device memory.
 
 Every operation a CUDA graph capture cares about is recorded as an `Operation` (allocations,
-host-device copies, synchronizations, event waits, compiles, CuPy's own kernels); inside
+host-device copies, synchronizations, event waits, compiles, CuPy's own kernels: those say whether
+CuPy's own -ftz=true compile would flush subnormals in them, `flushing`); inside
 `Stream.begin_capture() ... end_capture()` those CUDA refuses during a capture raise
 `CaptureError`, and launches are kept, as the capture read them, in the `Graph` that runs them
 when launched. What only a GPU shows: concurrency (a launch runs to its end before the host goes
@@ -28,18 +29,40 @@ import functools
 import math
 import threading
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
-from . import calls, execution, standin_classes
+from . import calls, dtypes, execution, standin_classes
 from .standin_classes import CaptureError, LaunchRecord, ModuleRecord, Operation
 from .standin_nvrtc import CompileRecord
 
 ROUND = 512   # bytes: allocations are rounded up to this, as CuPy's memory pool does
 ALIGN = 256   # bytes: every allocation starts at a multiple of this, as cudaMalloc's
 POOLED, POOLED_BYTES = 16, 1 << 26   # free blocks kept per (device, stream, size), their size
+# CuPy's own kernels that move elements without computing with them: within one dtype no float
+# instruction runs (between dtypes they convert, which is float arithmetic where a float is in)
+MOVES = frozenset({"copy", "fill", "astype", "concatenate", "stack", "ascontiguousarray",
+                   "reshape", "ravel", "transpose", "broadcast_to", "squeeze", "expand_dims"})
+
+
+def flushing(name: str, operands: Iterable[Any], results: Iterable[Any]) -> bool:
+    """Whether one of CuPy's own kernels, `name` over operands and results of these dtypes, runs
+    float instructions, which CuPy's own compile (-ftz=true, whatever options a caller gives)
+    makes flush subnormal operands and results to zero on a GPU: float arithmetic or
+    comparisons, and conversions to, from or between floats (a subnormal float32 widened to
+    float64 is read as 0 too). True where some operand or result is a float (bfloat16 and
+    complex included) and it is not a move (MOVES) within one dtype."""
+    kinds = {np.dtype(d) for d in (*operands, *results)}
+    if not any(d.kind in "fc" or d.name in dtypes.FLOAT_TYPES for d in kinds):
+        return False
+    return not (name in MOVES and len(kinds) == 1)
+
+
+def _dtype_of(value: Any) -> np.dtype:
+    """The dtype a kernel takes a scalar operand in (a Python float as float64, as CuPy)."""
+    return np.asarray(value).dtype
 
 
 class _Thread(threading.local):
@@ -114,9 +137,11 @@ class StandIn:
 
     # ---------------------------------------------------------------- records
 
-    def note(self, kind: str, nbytes: int = 0, what: str = "", *, refused: str = "") -> None:
+    def note(self, kind: str, nbytes: int = 0, what: str = "", *, refused: str = "",
+             flushes: bool = False) -> None:
         """Record an operation on the current device and stream; `refused`: why a capture
-        refuses it (CaptureError while one runs)."""
+        refuses it (CaptureError while one runs); `flushes`: one of CuPy's own kernels that
+        -ftz=true flushes (`flushing`)."""
         local = self._local
         capture = local.capture
         if capture is not None and refused:
@@ -125,7 +150,7 @@ class StandIn:
             return
         stream = local.streams[-1] if local.streams else self._null
         self.operations.append(Operation(kind, local.device, stream.ptr, nbytes,
-                                         capture is not None, what))   # append: atomic
+                                         capture is not None, what, flushes))   # atomic
 
     def compiled(self) -> list[str]:
         """The name expressions its NVRTC compiled, in order."""
@@ -250,7 +275,9 @@ class StandIn:
         shape = np.broadcast_shapes(*[a.shape for a in arrays])
         if out is None:
             out = self.empty(shape, dtype)
-        self.note("elementwise", out.nbytes, name)
+        self.note("elementwise", out.nbytes, name, flushes=flushing(
+            name, [a.dtype if isinstance(a, self.ndarray) else _dtype_of(a) for a in args],
+            [out.dtype]))
         target = out
 
         def run() -> None:
@@ -281,7 +308,7 @@ class StandIn:
     def _standard_normal(self, size: Any = None, dtype: Any = float) -> Any:
         """cupy.random.standard_normal: a new array from a generator kernel."""
         y = self.empty(() if size is None else size, dtype)
-        self.note("elementwise", y.nbytes, "random")
+        self.note("elementwise", y.nbytes, "random", flushes=flushing("random", [], [y.dtype]))
 
         def run() -> None:
             y.host[...] = np.random.default_rng().standard_normal(y.shape)
@@ -301,7 +328,8 @@ class StandIn:
         """`fn` (NumPy's) on the host memory of device arrays among `args` and `kwargs` (also
         inside lists and tuples), its array results as device arrays: views of an input's
         memory stay views of it (as CuPy's broadcast_to, reshape, ...), others are new (an
-        `out=` device array is written in place)."""
+        `out=` device array is written in place). Its record says whether it flushes
+        (`flushing`: the device arrays' dtypes, a ufunc's scalar operands and the results')."""
         out = kwargs.get("out")
         inputs: list[Any] = []
 
@@ -314,10 +342,15 @@ class StandIn:
             return a
         hosts = [unwrap(a) for a in args]
         named = {k: unwrap(v) for k, v in kwargs.items()}
-        self.note("elementwise", 0, name)
-        self._launched(f"elementwise {name}", (), (), ())   # computed at once, even in a capture
         with np.errstate(all="ignore"):
             result = fn(*hosts, **named)
+        ufunc = isinstance(fn, np.ufunc) or isinstance(getattr(fn, "__self__", None), np.ufunc)
+        scalars = [_dtype_of(a) for a in args if ufunc and isinstance(a, (int, float, np.generic))]
+        results = [r.dtype for r in (result if isinstance(result, (tuple, list)) else (result,))
+                   if isinstance(r, (np.ndarray, np.generic))]
+        self.note("elementwise", 0, name, flushes=flushing(
+            name, [*(a.dtype for a in inputs), *scalars], results))
+        self._launched(f"elementwise {name}", (), (), ())   # computed at once, even in a capture
         if out is not None and isinstance(out, self.ndarray):
             return out
         return self.device_result(result, inputs)

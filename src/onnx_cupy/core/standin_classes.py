@@ -51,7 +51,11 @@ class LaunchRecord:
 class Operation:
     """One device-side operation other than a launch: `kind` is "allocate", "to device" (a
     host-to-device copy), "to host", "synchronize", "wait" (a stream waiting on an event),
-    "compile", "memset" or "elementwise" (one of CuPy's own kernels)."""
+    "compile", "memset" or "elementwise" (one of CuPy's own kernels). `flushes`, for one of
+    CuPy's own kernels: it does float arithmetic, or converts to, from or between floats (float
+    operands or results, and not a copy, fill or view within one dtype), which CuPy's own
+    compile (-ftz=true) flushes to zero on a GPU where an operand or result is subnormal
+    (onnx_cupy.core.standin.flushing)."""
 
     kind: str
     device: int
@@ -59,9 +63,11 @@ class Operation:
     nbytes: int = 0
     captured: bool = False
     what: str = ""
+    flushes: bool = False
 
 
 DEVICES = 2   # the stand-in's devices (ordinals 0 and 1)
+CHECKED = 4   # launch shapes a kernel function remembers as checked
 _ARITHMETIC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
                "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power}
 _COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
@@ -350,7 +356,10 @@ def build(fake: StandIn) -> None:
             self._kernel = loader.instantiation(name)   # its registered instantiation
             self._structs = loader.struct_parameters(self._kernel)
             self._threads = loader.max_threads(self._kernel)   # its __launch_bounds__
-            self._checked: tuple[Any, Any] = ((), ())   # the (grid, block) checked last
+            # the (grid, block) tuples checked last, most recent first: a function that
+            # prepared calls launch with a few shapes (one instantiation, two steps) checks each
+            # once, as CuPy's compiled launch costs the same whatever shape came before
+            self._checked: tuple[tuple[Any, Any], ...] = ()
 
         def _read(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]
                   ) -> Callable[[], None]:
@@ -409,9 +418,12 @@ def build(fake: StandIn) -> None:
                      shared_mem: int = 0, stream: Any = None,
                      enable_cooperative_groups: bool = False) -> None:
             checked = self._checked   # a prepared call launches the same tuples every time
-            if grid is not checked[0] or block is not checked[1]:
+            for seen_grid, seen_block in checked:
+                if grid is seen_grid and block is seen_block:
+                    break
+            else:
                 self._check(grid, block)
-                self._checked = (grid, block)
+                self._checked = ((grid, block), *checked[:CHECKED - 1])
             if shared_mem and (type(shared_mem) is not int or not 0 <= shared_mem <= 48 * 1024):
                 raise RuntimeError(f"CUDA_ERROR_INVALID_VALUE: shared_mem {shared_mem!r} (at "
                                    f"most 48 KiB of dynamic shared memory without opting in)")

@@ -11,6 +11,8 @@ import numpy as np
 from ...core import arrays, calls
 from ...core.attributes import is_int, is_real
 from ...core.execution import ArrayT, Indices, NumPyArray, ScalarT
+from ...elementwise import api as elementwise_api
+from ...elementwise import plan as elementwise_plan
 from ...pool import api as pool_api
 from ...pool import plan as pool_plan
 from .arguments import (
@@ -50,34 +52,47 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     if divisor_override is not None and divisor_override == 0:
         raise ValueError(f"{name}: divisor_override must be not zero")
     _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode)
-    attrs = {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
-             "count_include_pad": int(bool(count_include_pad) and divisor_override is None),
-             "dilations": None, "pads": list(pads) * 2, "strides": list(strides)}
-    pool = pool_api.prepared("AveragePool", x, backend, _POOL_OPSET, attrs)
+    attrs = _average(kernel, strides, pads, ceil_mode,
+                     bool(count_include_pad) and divisor_override is None)
     if divisor_override is None:
+        pool = pool_api.prepared("AveragePool", x, backend, _POOL_OPSET, attrs)
         return _unbatched(lambda xb: pool(xb, None), unbatched)
     # sum / divisor = mean over the real elements * (their count / divisor), in float64 and
-    # rounded once to x's dtype (as PyTorch divides its sum): one table, uploaded once; the
-    # float64 input and mean in the workspace, so that a call allocates only its output
+    # rounded once to x's dtype (as PyTorch divides its sum): X widened to float64 (a float64 X
+    # pooled as it is) and the mean in the workspace, the factors a table of the step that
+    # narrows (uploaded once), so that a call allocates only its output
     wide = np.dtype(np.float64)
     pl = pool_plan.make("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
-    counts = pool_plan.divisor(pl, wide)
-    layouts = ((tuple(x.shape), wide), (pl.out_shape, wide))
+    factor = pool_plan.divisor(pl, wide) / divisor_override
+    widened = x.dtype != wide   # (a float64 X in the other byte order: copied)
+    layouts = (((tuple(x.shape), wide),) if widened else ()) + ((pl.out_shape, wide),)
     with arrays.on_device(x, backend):
-        (factor,) = calls.upload(backend, counts / divisor_override)
-        wide_pool = pool_api.prepared("AveragePool", calls.scratch(backend, *layouts)[0],
-                                      backend, _POOL_OPSET, attrs)   # owned by this call
+        *xw, yw = calls.scratch(backend, *layouts)   # layouts the steps are prepared for
+        widen = elementwise_api.prepared(elementwise_plan.widen(name, x.shape, x.dtype), x,
+                                         backend) if widened else None
+        wide_pool = pool_api.prepared("AveragePool", xw[0] if widened else x, backend,
+                                      _POOL_OPSET, attrs)
+        narrow = elementwise_api.prepared(
+            elementwise_plan.narrow(name, pl.out_shape, x.dtype, factor), yw, backend)
+    space = calls.Scratch(backend, *layouts)
 
     def call(xb: Any) -> Any:
         with arrays.on_device(xb, backend):
-            xw, yw = calls.scratch(backend, *layouts)
-            xw[...] = xb
-            wide_pool(xw, yw)
-            yw *= factor
-            if backend == "cupy":   # a graph captured with this call reads its factors
-                calls.keep_for_graphs(factor)
-            return yw.astype(xb.dtype)   # a new array, rounded once
+            *xw, yw = space()
+            if widen is not None:
+                widen(xb, xw[0])
+                xb = xw[0]
+            wide_pool(xb, yw)
+            return narrow(yw, None)   # a new array, rounded once
     return _unbatched(call, unbatched)
+
+
+def _average(kernel: tuple[int, ...], strides: tuple[int, ...], pads: tuple[int, ...],
+             ceil_mode: bool, count_include_pad: bool) -> dict[str, Any]:
+    """AveragePool's attributes of a PyTorch average pooling."""
+    return {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
+            "count_include_pad": int(count_include_pad), "dilations": None,
+            "pads": list(pads) * 2, "strides": list(strides)}
 
 
 @_tensors
@@ -129,26 +144,34 @@ def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
                          f"1 / norm_type), got {norm_type!r}")
     _check_bools(name, ceil_mode=ceil_mode)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
-    # every check before x ** p is computed (avg_pool repeats them on the power)
-    _check_pool(name, tuple(_batched(x, name, k)[0].shape), kernel,
-                _strides(name, stride, kernel), (0,) * k, ceil_mode)
+    x, unbatched = _batched(x, name, k)
+    strides = _strides(name, stride, kernel)
+    # every check before x ** p is computed
+    _check_pool(name, tuple(x.shape), kernel, strides, (0,) * k, ceil_mode)
     p = float(norm_type)
-    xp = _xp(x)
-    scale = x.dtype.type(math.prod(kernel))
-    # x ** p goes to the workspace (a call allocates no more than its output)
-    layout = (tuple(x.shape), x.dtype)
+    attrs = _average(kernel, strides, (0,) * k, ceil_mode, True)
+    pl = pool_plan.make("AveragePool", tuple(x.shape), x.dtype, _POOL_OPSET, **attrs)
+    # (mean of x ** p) * kernel volume, to the power 1 / p, each step on x's dtype as NumPy
+    # computes it (NaN and inf as PyTorch's); x ** p and the mean go to the workspace, so that
+    # a call allocates only its output
+    native = x.dtype.newbyteorder("=")
+    layouts = ((tuple(x.shape), native), (pl.out_shape, native))
     with arrays.on_device(x, backend):
-        (powered,) = calls.scratch(backend, layout)
-    mean = _prepare_avg_pool(powered, backend, name, k, kernel, stride, 0, ceil_mode, True, None)
+        powered, pooled = calls.scratch(backend, *layouts)   # layouts the steps are prepared for
+        power = elementwise_api.prepared(elementwise_plan.power(name, x.shape, x.dtype, p), x,
+                                         backend)
+        mean = pool_api.prepared("AveragePool", powered, backend, _POOL_OPSET, attrs)
+        root = elementwise_api.prepared(elementwise_plan.power(
+            name, pl.out_shape, x.dtype, 1.0 / p, scale=math.prod(kernel)), pooled, backend)
+    space = calls.Scratch(backend, *layouts)
 
-    def call(x: Any) -> Any:
-        with arrays.on_device(x, backend), np.errstate(invalid="ignore", over="ignore"):
-            (powered,) = calls.scratch(backend, layout)
-            xp.power(x, p, out=powered)   # x ** p: NaN and inf as PyTorch's
-            total = mean(powered)
-            total *= scale
-            return xp.power(total, 1.0 / p, out=total)
-    return call
+    def call(xb: Any) -> Any:
+        with arrays.on_device(xb, backend):
+            powered, pooled = space()
+            power(xb, powered)
+            mean(powered, pooled)
+            return root(pooled, None)
+    return _unbatched(call, unbatched)
 
 
 @_tensors
