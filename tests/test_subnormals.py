@@ -393,7 +393,7 @@ def _(rng, dt):   # pooled in float64, then scaled and rounded to X's dtype
 
 @case("lp_pool2d-p2-squares", "functional", "normal", dtypes=("bfloat16", "float32", "float64"),
       reaches="squares")
-def _(rng, dt):   # x ** 2 and the scaling by the window size are CuPy's own elementwise kernels
+def _(rng, dt):   # x ** 2 and the scaling by the window size: the elementwise family's kernels
     return call(F.lp_pool2d, norm_type=2, kernel_size=3, stride=2), \
         squares_subnormal(rng, NCHW, dt), ()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from .core.execution import backend, default_backend
 from .core.warmup import warmup
 from .core.workspaces import release_workspaces
+from .elementwise import kernel as _elementwise  # noqa: F401 (registers its kernels)
 from .grid.api import affine_grid, grid_sample
 from .hardmax.api import hardmax
 from .interop.nodes import run_node

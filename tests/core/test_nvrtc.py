@@ -77,7 +77,7 @@ def test_one_instantiation_per_template_compiles_ieee(nvrtc, family):
     assert ptx((*loader.options(family), "--fmad=false")) == ours
     cupy = ptx(kernel_report.cupy_options(family))
     assert cupy[1] >= ours[1]
-    if family in ("grid", "pool", "resize", "roi"):   # float arithmetic in their float32 kernels
+    if family in ("elementwise", "grid", "pool", "resize", "roi"):   # float32 arithmetic
         assert cupy[0] > 0, f"{family}: CuPy's route shows no .ftz: the check would see none"
 
 
@@ -150,4 +150,7 @@ def test_family_compiles_ieee(family, arch):
     assert all(name.encode() in image.data for name in lowered.values())
     flushing, _ = kernel_report.ptx_counts(image.ptx)
     approximations = set(re.findall(r"\b[\w.]*\.ftz[\w.]*", image.ptx.decode()))
-    assert flushing == 0 and approximations <= {"rcp.approx.ftz.f32"}, approximations
+    # the reciprocal seeds inside CUDA's own sequences (pow's logarithm takes the reciprocal of
+    # a mantissa near 1, never subnormal)
+    assert flushing == 0 and approximations <= {"rcp.approx.ftz.f32", "rcp.approx.ftz.f64"}, \
+        approximations

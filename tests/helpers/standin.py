@@ -22,13 +22,13 @@ import threading
 import time
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from onnx_cupy.core import emulated_cuda, emulated_nvrtc
+from onnx_cupy.core import dtypes, emulated_cuda, emulated_nvrtc
 from onnx_cupy.core.emulated_device import EmulatedDevice
 
 __all__ = ["CaptureError", "CompileRecord", "Graph", "LaunchRecord", "ModuleRecord",
@@ -76,7 +76,11 @@ class LaunchRecord:
 class Operation:
     """One device-side operation other than a launch: `kind` is "allocate", "to device" (a
     host-to-device copy), "to host", "synchronize", "wait" (a stream waiting on an event),
-    "compile", "memset" or "elementwise" (one of CuPy's own kernels)."""
+    "compile", "memset" or "elementwise" (one of CuPy's own kernels). `flushes`, for one of
+    CuPy's own kernels: it does float arithmetic, or converts to, from or between floats (float
+    operands or results, and not a copy, fill or view within one dtype), which CuPy's own
+    compile (-ftz=true) flushes to zero on a GPU where an operand or result is subnormal
+    (`flushing`)."""
 
     kind: str
     device: int
@@ -84,6 +88,26 @@ class Operation:
     nbytes: int = 0
     captured: bool = False
     what: str = ""
+    flushes: bool = False
+
+
+# CuPy's own kernels that move elements without computing with them: within one dtype no float
+# instruction runs (between dtypes they convert, which is float arithmetic where a float is in)
+MOVES = frozenset({"copy", "fill", "astype", "concatenate", "stack", "ascontiguousarray",
+                   "reshape", "ravel", "transpose", "broadcast_to", "squeeze", "expand_dims"})
+
+
+def flushing(name: str, operands: Iterable[Any], results: Iterable[Any]) -> bool:
+    """Whether one of CuPy's own kernels, `name` over operands and results of these dtypes, runs
+    float instructions, which CuPy's own compile (-ftz=true, whatever options a caller gives)
+    makes flush subnormal operands and results to zero on a GPU: float arithmetic or
+    comparisons, and conversions to, from or between floats (a subnormal float32 widened to
+    float64 is read as 0 too). True where some operand or result is a float (bfloat16 and
+    complex included) and it is not a move (MOVES) within one dtype."""
+    kinds = {np.dtype(d) for d in (*operands, *results)}
+    if not any(d.kind in "fc" or d.name in dtypes.FLOAT_TYPES for d in kinds):
+        return False
+    return not (name in MOVES and len(kinds) == 1)
 
 
 class Graph:
@@ -240,9 +264,12 @@ class StandIn(EmulatedDevice):
 
     # ---------------------------------------------------------------- the device's hooks
 
-    def note(self, kind: str, nbytes: int = 0, what: str = "", *, refused: str = "") -> None:
+    def note(self, kind: str, nbytes: int = 0, what: str = "", *, refused: str = "",
+             operand_dtypes: tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]] | None = None
+             ) -> None:
         """Record an operation on the current device and stream; `refused`: why a capture
-        refuses it (CaptureError while one runs in this thread)."""
+        refuses it (CaptureError while one runs in this thread); `operand_dtypes`: one of CuPy's own
+        kernels' operand and result dtypes, read for `flushing`."""
         capture = self._capture.stream
         if capture is not None and refused:
             raise CaptureError(f"stand-in cupy: {kind} {what} during stream capture: {refused}")
@@ -250,8 +277,9 @@ class StandIn(EmulatedDevice):
             return
         local = self._local
         stream = local.streams[-1] if local.streams else self._null
+        flushes = operand_dtypes is not None and flushing(what, *operand_dtypes)
         self.operations.append(Operation(kind, local.device, stream.ptr, nbytes,
-                                         capture is not None, what))   # append: atomic
+                                         capture is not None, what, flushes))   # atomic
 
     def note_launch(self, name: str, grid: tuple[int, ...], block: tuple[int, ...],
                     args: tuple[Any, ...], stream: Any = None) -> None:
@@ -303,7 +331,7 @@ class StandIn(EmulatedDevice):
     def _standard_normal(self, size: Any = None, dtype: Any = float) -> Any:
         """cupy.random.standard_normal: a new array from a generator kernel."""
         y = self.empty(() if size is None else size, dtype)
-        self.note("elementwise", y.nbytes, "random")
+        self.note("elementwise", y.nbytes, "random", operand_dtypes=((), (y.dtype,)))
         self.note_launch("elementwise random standard_normal", (), (), ())
         if self.executing:
             def run() -> None:

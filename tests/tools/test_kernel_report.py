@@ -168,7 +168,7 @@ def test_held_and_budgets():
     assert pool_kernel.FAST["float32", 32, mode, 2, None].budget == 150
     assert pool_kernel.FAST["float32", 64, mode, 2, None].budget == 225
     assert kernel_report.budgets() == {"grid": 120, "hardmax": 30, "pool": 150, "resize": 40,
-                                       "unpool": 30, "roi": 345}
+                                       "unpool": 30, "roi": 345, "elementwise": 140}
 
 
 def test_unknown_arch():
@@ -202,7 +202,7 @@ def test_fast_path_targets(kernel):
 
 # Families none of whose instantiations (every dtype, index width, rank and window) may use local
 # memory: no stack frame, no spills, no LDL/STL.
-LOCAL_MEMORY_FREE = ["grid", "hardmax", "pool", "unpool", "roi"]
+LOCAL_MEMORY_FREE = ["grid", "hardmax", "pool", "unpool", "roi", "elementwise"]
 
 
 @pytest.mark.parametrize("arch", kernel_report.ARCHS)

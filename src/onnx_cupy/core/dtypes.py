@@ -42,6 +42,12 @@ def storage_type(name: str) -> str:
     return FLOAT_TYPES[name][0] if name in FLOAT_TYPES else INT_TYPES[name]
 
 
+def float_name(dtype: np.dtype) -> str | None:
+    """The table name of a floating dtype, or None if the table has no such float."""
+    name = np.dtype(dtype).name
+    return name if name in FLOAT_TYPES else None
+
+
 # The per-version dtype tables of the families (e.g. pool.plan.DTYPES) map each input dtype an
 # operator takes to the version of the operator that brought it: a version takes every dtype
 # brought by it or before it (no version of these operators dropped one). Keys are NumPy dtype

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from .emulated_device import EmulatedDevice
 
 
+CHECKED = 4   # launch shapes a kernel function remembers as checked
+
 class Cuda:
     """`cupy.cuda` of one device object: its classes made for it (`Device`, `Stream`, `Event`,
     `function.Module`: the owner's class attributes of those names), `runtime`, `nvrtc` and
@@ -202,7 +204,10 @@ class Function:
         self._kernel = loader.instantiation(name)   # its registered instantiation
         self._structs = loader.struct_parameters(self._kernel)
         self._threads = loader.max_threads(self._kernel)   # its __launch_bounds__
-        self._checked: tuple[Any, Any] = ((), ())   # the (grid, block) checked last
+        # the (grid, block) tuples checked last, most recent first: a function that prepared
+        # calls launch with a few shapes (one instantiation, two steps) checks each once, as
+        # CuPy's compiled launch costs the same whatever shape came before
+        self._checked: tuple[tuple[Any, Any], ...] = ()
 
     def _read(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]
               ) -> Callable[[], None]:
@@ -261,9 +266,12 @@ class Function:
                  shared_mem: int = 0, stream: Any = None,
                  enable_cooperative_groups: bool = False) -> None:
         checked = self._checked   # a prepared call launches the same tuples every time
-        if grid is not checked[0] or block is not checked[1]:
+        for seen_grid, seen_block in checked:
+            if grid is seen_grid and block is seen_block:
+                break
+        else:
             self._check(grid, block)
-            self._checked = (grid, block)
+            self._checked = ((grid, block), *checked[:CHECKED - 1])
         if shared_mem and (type(shared_mem) is not int or not 0 <= shared_mem <= 48 * 1024):
             raise RuntimeError(f"CUDA_ERROR_INVALID_VALUE: shared_mem {shared_mem!r} (at most "
                                f"48 KiB of dynamic shared memory without opting in)")

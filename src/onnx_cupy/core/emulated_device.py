@@ -107,8 +107,11 @@ class EmulatedDevice:
 
     # ---------------------------------------------------------------- hooks
 
-    def note(self, kind: str, nbytes: int = 0, what: str = "", *, refused: str = "") -> None:
-        """An operation on the current device and stream (nothing here; see the class)."""
+    def note(self, kind: str, nbytes: int = 0, what: str = "", *, refused: str = "",
+             operand_dtypes: tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]] | None = None
+             ) -> None:
+        """An operation on the current device and stream (nothing here; see the class);
+        `operand_dtypes`: for one of CuPy's own kernels, its operands' and results' dtypes."""
 
     def note_launch(self, name: str, grid: tuple[int, ...], block: tuple[int, ...],
                     args: tuple[Any, ...], stream: Any = None) -> None:
@@ -236,7 +239,9 @@ class EmulatedDevice:
         shape = np.broadcast_shapes(*[a.shape for a in arrays])
         if out is None:
             out = self.empty(shape, dtype)
-        self.note("elementwise", out.nbytes, name)
+        self.note("elementwise", out.nbytes, name, operand_dtypes=(tuple(
+            a.dtype if isinstance(a, self.ndarray) else np.asarray(a).dtype for a in args),
+            (out.dtype,)))
         self.note_launch(f"elementwise {name}", (), (), ())
         if self.executing:
             target = out
@@ -274,10 +279,16 @@ class EmulatedDevice:
             return a
         hosts = [unwrap(a) for a in args]
         named = {k: unwrap(v) for k, v in kwargs.items()}
-        self.note("elementwise", 0, name)
-        self.note_launch(f"elementwise {name}", (), (), ())   # computed at once, whatever else
         with np.errstate(all="ignore"):
             result = fn(*hosts, **named)
+        ufunc = isinstance(fn, np.ufunc) or isinstance(getattr(fn, "__self__", None), np.ufunc)
+        scalars = tuple(np.asarray(a).dtype for a in args
+                        if ufunc and isinstance(a, (int, float, np.generic)))
+        self.note("elementwise", 0, name, operand_dtypes=(
+            (*(a.dtype for a in inputs), *scalars),
+            tuple(r.dtype for r in (result if isinstance(result, (tuple, list)) else (result,))
+                  if isinstance(r, (np.ndarray, np.generic)))))
+        self.note_launch(f"elementwise {name}", (), (), ())   # computed at once, whatever else
         if out is not None and isinstance(out, self.ndarray):
             return out
         return self.device_result(result, inputs)

@@ -173,7 +173,8 @@ class KernelCall:
         with device.cuda.Device(device_id):
             if any(copied):   # C-contiguous copies in the workspace, beside the body's scratch
                 space = workspaces.Scratch(device, *((tuple(a.shape), a.dtype)
-                                                for a, c in zip(xs, copied) if c), level=1)
+                                                for a, c in zip(xs, copied) if c),
+                                           level=workspaces.COPIES)
                 body = self.kernel(pl, device, *_placed(xs, copied, space()))
             else:
                 space, body = None, self.kernel(pl, device, *xs)

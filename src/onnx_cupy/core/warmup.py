@@ -162,7 +162,7 @@ def warmup(ops: Any = None, dtypes: Any = None, backend: str | None = None, *,
     (10, 'hardmax_scan<float, int>', ('Hardmax',), ('float32',))
     >>> sorted({k.family for k in oc.warmup(ops=["AveragePool", "Resize"], dry_run=True,
     ...                                     backend="emulated")})
-    ['pool', 'resize']
+    ['elementwise', 'pool', 'resize']
     """
     backend = execution.default_backend() if backend is None else backend
     if backend not in execution.BACKENDS:

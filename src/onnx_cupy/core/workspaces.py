@@ -18,6 +18,13 @@ SCRATCH_ALIGN = 256   # bytes: each array `scratch` carves starts at a multiple 
 MAX_STREAMS = 8       # workspaces kept per host thread and device: its most recently used streams
 
 
+# The workspace levels: each level is a workspace of its own at a place, so that arrays carved
+# at one level never share memory with those of another that are alive at the same time.
+CALL = 0     # a prepared call's own scratch (partial results between its launches)
+COPIES = 1   # the copies of inputs the kernels cannot read as they lie (core.kernel_call)
+STEPS = 2    # a layer in front's arrays between the family calls it chains (nn.functional)
+
+
 class Scratch:
     """The scratch arrays of one prepared call's launches on `device` (the cupy module or the
     emulated device): C-contiguous arrays of `layouts` ((shape, dtype) each), carved from the
@@ -26,11 +33,10 @@ class Scratch:
     (the partial results a launch accumulates into) by memsets on the current stream. A
     repeated call finds its arrays with one look-up of the workspace it used last on that
     stream and thread, while that workspace lives (release_workspaces ends it: its memory is
-    freed whatever holds it). `level`: 1 for a call's copies of its inputs, beside the level-0
-    scratch of the call that reads them."""
+    freed whatever holds it). `level`: CALL, COPIES or STEPS (above)."""
 
     def __init__(self, device: Any, *layouts: tuple[tuple[int, ...], np.dtype],
-                 zeroed: tuple[int, ...] = (), level: int = 0) -> None:
+                 zeroed: tuple[int, ...] = (), level: int = CALL) -> None:
         self.device, self.layouts, self.zeroed, self.level = device, layouts, zeroed, level
         self._stream: Any = device.cuda.get_current_stream
         # (stream, host thread) -> the workspace found there last, while it lives

@@ -18,6 +18,7 @@ import numpy as np
 from ..core import execution
 from ..core.attributes import is_int
 from ..core.execution import NDArray
+from ..elementwise import api as elementwise_api
 from ..roi import api as roi_api
 from . import tensors
 
@@ -41,16 +42,23 @@ def _size(name: str, output_size: Any) -> tuple[int, int]:
                      f"{output_size!r}")
 
 
+def _as(a: Any, dtype: Any, name: str) -> Any:
+    """`a` of `dtype`: on the device converted by the library's kernel (CuPy's casts flush
+    subnormals to zero), NumPy's astype on the host; `a` itself where it has the dtype."""
+    if execution.is_cupy_array(a):
+        return elementwise_api.convert(a, dtype, name)
+    return np.asarray(a, dtype=dtype)
+
+
 def _part(value: Any, x: Any, name: str) -> Any:
     """One boxes array as an array of x's kind and dtype."""
     a, _ = tensors.intake(value, name)
     if not (isinstance(a, np.ndarray) or execution.is_cupy_array(a)):
         interface = hasattr(a, "__dlpack__") or hasattr(a, "__cuda_array_interface__")
         a = execution.as_array(a, name) if interface else np.asarray(a)
-    xp = execution.cupy_module() if execution.is_cupy_array(x) else np
     if execution.is_cupy_array(a) != execution.is_cupy_array(x):
         raise TypeError(f"{name}: boxes must be on the input's device, as {type(x).__name__}")
-    return xp.asarray(a, dtype=x.dtype)
+    return _as(a, x.dtype, name)
 
 
 def _rois(name: str, boxes: Any, x: Any) -> tuple[Any, Any]:
@@ -69,7 +77,7 @@ def _rois(name: str, boxes: Any, x: Any) -> tuple[Any, Any]:
     if rois.ndim != 2 or rois.shape[1] != 5:
         raise ValueError(f"{name}: boxes must be a (K, 5) array (index, x1, y1, x2, y2) or a list "
                          f"of (L, 4) arrays, got shape {tuple(rois.shape)}")
-    return xp.ascontiguousarray(rois[:, 1:]), rois[:, 0].astype(np.int64)
+    return xp.ascontiguousarray(rois[:, 1:]), _as(rois[:, 0], np.int64, name)
 
 
 def roi_align(input: _In, boxes: Any, output_size: Any, spatial_scale: float = 1.0,
@@ -177,7 +185,7 @@ def roi_pool(input: _In, boxes: Any, output_size: Any, spatial_scale: float = 1.
     if isinstance(boxes, (list, tuple)):
         rois, batch = _rois(name, boxes, x)
         xp = execution.cupy_module() if execution.is_cupy_array(x) else np
-        full = xp.concatenate([batch.astype(x.dtype)[:, None], rois], axis=1)
+        full = xp.concatenate([_as(batch, x.dtype, name)[:, None], rois], axis=1)
     else:
         full = _part(boxes, x, name)
     y = roi_api.run_pool(x, full, _OPSET, {"pooled_shape": _size(name, output_size),

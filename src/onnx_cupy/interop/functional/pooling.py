@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload
 
 import numpy as np
 
-from ...core import workspaces
+from ...core import execution, workspaces
 from ...core.attributes import is_int, is_real
 from ...core.execution import ArrayT, Indices, NumPyArray, ScalarT
+from ...elementwise import api as elementwise_api
+from ...elementwise import plan as elementwise_plan
 from ...pool import api as pool_api
 from ...pool import plan as pool_plan
 from .arguments import (
@@ -51,36 +53,49 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     if divisor_override is not None and divisor_override == 0:
         raise ValueError(f"{name}: divisor_override must be not zero")
     _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode)
-    attrs = {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
-             "count_include_pad": int(bool(count_include_pad) and divisor_override is None),
-             "dilations": None, "pads": list(pads) * 2, "strides": list(strides)}
+    attrs = _average(kernel, strides, pads, ceil_mode,
+                     bool(count_include_pad) and divisor_override is None)
     if divisor_override is None:
         return _unbatched(lambda xb: pool_api.run("AveragePool", xb, _POOL_OPSET, attrs),
                           unbatched)
     # sum / divisor = mean over the real elements * (their count / divisor), in float64 and
-    # rounded once to x's dtype (as PyTorch divides its sum): one table, uploaded once; the
-    # float64 input and mean in the workspace, so that a call allocates only its output
+    # rounded once to x's dtype (as PyTorch divides its sum): X widened to float64 (a float64 X
+    # pooled as it is) and the mean in the workspace (the STEPS level, between the family calls
+    # this chains), the factors a table of the step that narrows, so that a call allocates only
+    # its output
     wide = np.dtype(np.float64)
     pl = pool_plan.make("AveragePool", tuple(x.shape), wide, _POOL_OPSET, **attrs)
-    counts = pool_plan.divisor(pl, wide)
-    layouts = ((tuple(x.shape), wide), (pl.out_shape, wide))
-    device = _xp(x)
-    with _on_device(x):
-        (factor,) = workspaces.upload(device, counts / divisor_override) \
-            if backend == "cupy" else (counts / divisor_override,)
-        space = workspaces.Scratch(device, *layouts) if backend == "cupy" else None
+    factor = pool_plan.divisor(pl, wide) / divisor_override
+    widen = elementwise_plan.widen(name, x.shape, x.dtype) if x.dtype != wide else None
+    narrow = elementwise_plan.narrow(name, pl.out_shape, x.dtype, factor)
+    space = _steps_scratch(x, *(((tuple(x.shape), wide),) if widen is not None else ()),
+                           (pl.out_shape, wide))
 
     def call(xb: Any) -> Any:
         with _on_device(xb):
-            xw, yw = space() if space is not None else (np.empty(*layouts[0]),
-                                                         np.empty(*layouts[1]))
-            xw[...] = xb
-            pool_api.run("AveragePool", xw, _POOL_OPSET, attrs, out=yw)
-            yw *= factor
-            if space is not None:   # a graph captured with this call reads its factors
-                workspaces.keep_for_graphs(device, factor)
-            return yw.astype(xb.dtype)   # a new array, rounded once
+            *xw, yw = space()
+            if widen is not None:
+                xb = elementwise_api.run(widen, xb, out=xw[0])
+            pool_api.run("AveragePool", xb, _POOL_OPSET, attrs, out=yw)
+            return elementwise_api.run(narrow, yw)   # a new array, rounded once
     return _unbatched(call, unbatched)
+
+
+def _steps_scratch(x: Any, *layouts: tuple[tuple[int, ...], np.dtype]) -> Callable[[], Any]:
+    """The arrays of `layouts` a chain of family calls passes between them: carved from the
+    workspace (at its STEPS level) for a CuPy `x`, new NumPy arrays for a NumPy `x` (the NumPy
+    and emulated paths)."""
+    if execution.is_cupy_array(x):
+        return workspaces.Scratch(_xp(x), *layouts, level=workspaces.STEPS)
+    return lambda: tuple(np.empty(shape, dtype) for shape, dtype in layouts)
+
+
+def _average(kernel: tuple[int, ...], strides: tuple[int, ...], pads: tuple[int, ...],
+             ceil_mode: bool, count_include_pad: bool) -> dict[str, Any]:
+    """AveragePool's attributes of a PyTorch average pooling."""
+    return {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
+            "count_include_pad": int(count_include_pad), "dilations": None,
+            "pads": list(pads) * 2, "strides": list(strides)}
 
 
 @_tensors
@@ -132,25 +147,28 @@ def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
                          f"1 / norm_type), got {norm_type!r}")
     _check_bools(name, ceil_mode=ceil_mode)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
-    # every check before x ** p is computed (avg_pool repeats them on the power)
-    _check_pool(name, tuple(_batched(x, name, k)[0].shape), kernel,
-                _strides(name, stride, kernel), (0,) * k, ceil_mode)
+    x, unbatched = _batched(x, name, k)
+    strides = _strides(name, stride, kernel)
+    # every check before x ** p is computed
+    _check_pool(name, tuple(x.shape), kernel, strides, (0,) * k, ceil_mode)
     p = float(norm_type)
-    xp = _xp(x)
-    scale = x.dtype.type(math.prod(kernel))
-    # x ** p goes to the workspace (a call allocates no more than its output)
-    layout = (tuple(x.shape), x.dtype)
-    space = workspaces.Scratch(xp, layout) if backend == "cupy" else None
-    mean = _prepare_avg_pool(x, backend, name, k, kernel, stride, 0, ceil_mode, True, None)
+    attrs = _average(kernel, strides, (0,) * k, ceil_mode, True)
+    pl = pool_plan.make("AveragePool", tuple(x.shape), x.dtype, _POOL_OPSET, **attrs)
+    # (mean of x ** p) * kernel volume, to the power 1 / p, each step on x's dtype as NumPy
+    # computes it (NaN and inf as PyTorch's); x ** p and the mean go to the workspace, so that
+    # a call allocates only its output
+    native = x.dtype.newbyteorder("=")
+    power = elementwise_plan.power(name, x.shape, x.dtype, p)
+    root = elementwise_plan.power(name, pl.out_shape, x.dtype, 1.0 / p, scale=math.prod(kernel))
+    space = _steps_scratch(x, (tuple(x.shape), native), (pl.out_shape, native))
 
-    def call(x: Any) -> Any:
-        with _on_device(x), np.errstate(invalid="ignore", over="ignore"):
-            (powered,) = space() if space is not None else (np.empty(*layout),)
-            xp.power(x, p, out=powered)   # x ** p: NaN and inf as PyTorch's
-            total = mean(powered)
-            total *= scale
-            return xp.power(total, 1.0 / p, out=total)
-    return call
+    def call(xb: Any) -> Any:
+        with _on_device(xb):
+            powered, pooled = space()
+            elementwise_api.run(power, xb, out=powered)
+            pool_api.run("AveragePool", powered, _POOL_OPSET, attrs, out=pooled)
+            return elementwise_api.run(root, pooled)
+    return _unbatched(call, unbatched)
 
 
 @_tensors

@@ -1,0 +1,49 @@
+"""The NumPy path of the elementwise steps: each step is the NumPy call it is defined by
+(onnx_cupy.elementwise.plan), into `out` or a new array."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core.calls import Call
+from .plan import CONVERT, NARROW, POWER, Step, dtype_of
+
+
+def prepare(step: Step) -> Call:
+    """call(X, out) -> Y of `step` on NumPy arrays."""
+    target = dtype_of(step.target)
+
+    def output(x: np.ndarray, out: Any) -> np.ndarray:
+        y: np.ndarray = np.empty(step.shape, target) if out is None else out
+        return y
+
+    if step.kind == POWER:
+        exponent, scale = target.type(step.exponent), target.type(step.scale)
+        scaled = step.scale != 1
+
+        def power(x: np.ndarray, out: Any) -> np.ndarray:
+            y = output(x, out)
+            with np.errstate(invalid="ignore", over="ignore"):   # NaN and inf as PyTorch's
+                if scaled:
+                    np.multiply(x, scale, out=y)
+                    x = y
+                np.power(x, exponent, out=y)
+            return y
+        return power
+    if step.kind == NARROW:
+        factor = step.table
+
+        def narrow(w: np.ndarray, out: Any) -> np.ndarray:
+            y = output(w, out)   # the float64 product, then rounded once (NumPy's cast)
+            np.multiply(w, factor, out=y, dtype=np.float64, casting="unsafe")
+            return y
+        return narrow
+    assert step.kind in (CONVERT, "widen")
+
+    def convert(x: np.ndarray, out: Any) -> np.ndarray:
+        y = output(x, out)
+        with np.errstate(invalid="ignore"):   # NaN to int64
+            y[...] = x
+        return y
+    return convert
