@@ -1,7 +1,7 @@
 """No float instruction of CuPy's own on the cupy path: CuPy compiles its own kernels (copies,
 casts, ufuncs) with -ftz=true, so on a GPU a float operation in one of them flushes subnormal
 operands and results to zero, where the library's kernels (compiled with IEEE options) and the
-NumPy path keep them. The stand-in cupy (onnx_cupy.core.standin) records each of CuPy's own
+NumPy path keep them. The stand-in cupy (tests/helpers/standin.py) records each of CuPy's own
 kernels with whether it runs such an instruction (`Operation.flushes`: float arithmetic,
 comparisons, conversions to, from or between floats); every public function (onnx_cupy.*,
 onnx_cupy.nn.functional.*, onnx_cupy.ops.*) is called on float32 inputs, a first and a repeated
@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import pytest
 from helpers import fake_cupy
-from onnx_cupy.core.standin import flushing
+from helpers.standin import flushing
 
 import onnx_cupy as oc
 from onnx_cupy import ops

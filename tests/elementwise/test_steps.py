@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers.standin import StandIn
 from helpers.util import BF16, FLOAT_DTYPES, to_numpy, ulp_distance
-from onnx_cupy.core.standin import StandIn
 
 from onnx_cupy.core import dtypes, execution
 from onnx_cupy.elementwise import api, plan
@@ -80,10 +80,10 @@ def _bits_equal(got: np.ndarray, expected: np.ndarray) -> np.ndarray:
 def _run(step: plan.Step, x: np.ndarray, path: str) -> tuple[np.ndarray, np.ndarray]:
     """(the NumPy path's Y, the kernel path's Y) of `step` on X."""
     with execution.backend("numpy"), np.errstate(all="ignore"):
-        expected = api.prepared(step, x, "numpy")(x, None)
+        expected = api.run(step, x)
     moved = execution.cupy_module().asarray(x) if path == "cupy" else x
     with execution.backend(path):
-        got = to_numpy(api.prepared(step, moved, path)(moved, None))
+        got = to_numpy(api.run(step, moved))
     return got, expected
 
 
@@ -190,11 +190,10 @@ def test_power_reads_strided_views_and_writes_out(kernel_path, rng, name):
     x = values(rng, name, 600)[: 20 * 30].reshape(20, 30)[::2, 1::3]
     step = plan.power("test", x.shape, x.dtype, 2.0, 3.0)
     with np.errstate(all="ignore"):
-        expected = api.prepared(step, x, "numpy")(x, None)
+        expected = api.run(step, x)
     moved = execution.cupy_module().asarray(x) if kernel_path == "cupy" else x
     with execution.backend(kernel_path):
-        call = api.prepared(step, moved, kernel_path)
         out = execution.cupy_module().empty(x.shape, x.dtype) if kernel_path == "cupy" else \
             np.empty(x.shape, x.dtype)
-        assert call(moved, out) is out
+        assert api.run(step, moved, out=out) is out
     _assert_bits(to_numpy(out), expected, x, f"{name} strided on {kernel_path}")

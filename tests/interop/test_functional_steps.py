@@ -18,8 +18,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers.standin import StandIn
 from helpers.util import BF16, FLOAT_DTYPES, to_numpy, ulp_distance
-from onnx_cupy.core.standin import StandIn
 
 from onnx_cupy.core import execution
 from onnx_cupy.nn import functional as F
