@@ -138,9 +138,9 @@ CASES: dict[str, Callable[[np.random.Generator], Any]] = {
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(request):
     """A stand-in cupy that records and runs nothing (what a call runs is in its records)."""
-    installed = fake_cupy.install(monkeypatch)
+    installed = fake_cupy.install(request)
     installed.executing = False
     return installed
 

@@ -107,26 +107,11 @@ def zero(a: Any) -> None:
     a.data.memset_async(0, a.nbytes)
 
 
-def plain(a: Any, op: str, name: str = "X") -> Any:
-    """`a` with NumPy subclasses taken as the arrays they are: a memmap, a matrix or a user's
-    subclass as a numpy.ndarray view of the same memory (its methods and ufunc overrides play
-    no part, on every path alike); a masked array refused with a TypeError naming `name`,
-    since no operator here has a meaning for a mask. Anything else unchanged."""
-    if type(a) is np.ndarray or not isinstance(a, np.ndarray):
-        return a
-    if isinstance(a, np.ma.MaskedArray):
-        raise TypeError(f"{op}: {name} is a numpy.ma.MaskedArray; masked arrays are not taken "
-                        f"(no operator here has a meaning for a mask): pass {name}.filled(value) "
-                        f"or {name}.data")
-    return a.view(np.ndarray)
-
-
-
 def partner(value: Any, x: Any, op: str, name: str) -> Any:
     """An input after X (`name`: GridSample's grid, MaxUnpool's I, RoiAlign's rois, ...) as an
     array of X's kind, NumPy or CuPy: NumPy subclasses as `plain` takes them, DLPack and CUDA
     array interface objects as execution.as_array does; a TypeError naming it otherwise."""
-    value = plain(value, op, name)
+    value = execution.plain(value, op, name)
     if type(value) is type(x):
         return value
     try:

@@ -16,9 +16,9 @@ raised by the validation as on a first call.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
+import itertools
 import pickle
 import threading
 from collections.abc import Callable, Hashable, Iterator
@@ -39,35 +39,50 @@ class Unkeyed(Exception):
     """A value that cannot key a cache (raised by `frozen`, caught by `key`)."""
 
 
-class Cache(collections.OrderedDict[Hashable, Call]):
-    """The prepared calls of one family, by key: at most MAX_CALLS of them, the least recently
-    used evicted first. The one cache of the family's calls: what a kept call's launches read
-    (parameter structs, uploaded tables, scratch) is owned by the call, never by a cache below
-    it. `get` finds a call (None for a None key, an unkeyed call) and makes it the most
-    recently used."""
+class Cache:
+    """The prepared calls of one declared call (or of a layer in front), by key: at most
+    MAX_CALLS of them, the least recently used evicted first (each entry holds the tick of its
+    last use: a hit hashes its key once). The one cache of those calls: what a kept call's
+    launches read (parameter structs, uploaded tables, scratch) is owned by the call, never by
+    a cache below it."""
+
+    __slots__ = ("_entries", "_lock", "_ticks", "name")
 
     def __init__(self, name: str) -> None:
-        super().__init__()
         self.name = name
+        self._entries: dict[Hashable, list[Any]] = {}   # key -> [call, tick of its last use]
+        self._ticks = itertools.count()
         self._lock = threading.Lock()
         _caches.append(self)
 
-    def get(self, key: Hashable | None,  # type: ignore[override]
-            default: Call | None = None) -> Call | None:
+    def get(self, key: Hashable | None) -> Call | None:
+        """The call kept for `key`, made the most recently used; None where none is kept (a
+        None key, an unkeyed call, is never kept)."""
         try:
-            self.move_to_end(key)   # (a None key is never kept)
-            return self[key]
+            entry = self._entries[key]
         except (KeyError, TypeError):   # not kept (or evicted meanwhile), or unhashable
-            return default
+            return None
+        entry[1] = next(self._ticks)
+        return cast(Call, entry[0])
 
     def put(self, key: Hashable | None, call: Call) -> Call:
         """Keep `call` for `key` (unless the call is unkeyed); returns `call`."""
         if key is not None:
+            entries = self._entries
             with self._lock:
-                while len(self) >= MAX_CALLS:
-                    self.popitem(last=False)
-                self[key] = call
+                while len(entries) >= MAX_CALLS:
+                    del entries[min(entries, key=lambda k: entries[k][1])]
+                entries[key] = [call, next(self._ticks)]
         return call
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._entries
+
+    def clear(self) -> None:
+        self._entries.clear()
 
 
 def clear() -> None:
@@ -81,17 +96,16 @@ def isolated() -> Iterator[None]:
     """Inside the block, no prepared call, workspace or compiled function from outside it (and
     none of the block's after it): for a substitute cupy module (an emulated device), whose
     arrays and functions must not reach the real one, nor the real one's the substitute."""
-    kept = [dict(c) for c in _caches]
+    kept = [c._entries for c in _caches]
     for cache in _caches:
-        cache.clear()
+        cache._entries = {}
     functions = loader.swap_functions({})
     try:
         with workspaces.isolated():
             yield
     finally:
         for cache, entries in zip(_caches, kept):
-            cache.clear()
-            cache.update(entries)
+            cache._entries = entries
         loader.swap_functions(functions)
 
 
@@ -105,18 +119,21 @@ def frozen(value: Any) -> Hashable:
     read to key a call. (Equal sets may pickle in different orders: they miss each other.)"""
     if type(value) in _EXACT:
         return cast(Hashable, value)
-    local = _picklers.__dict__   # this thread's: its key pickler, taken while it pickles
-    pickler, written = local.pop("kept", None) or _pickler()
+    try:   # an idle key pickler (one per thread pickling at once; list pop and append are atomic)
+        pickler, written = _idle.pop()
+    except IndexError:
+        pickler, written = _pickler()
     try:
         pickler.dump(value)
-        return written[0] if len(written) == 1 else b"".join(written)   # large: in frames
+        part = written[0] if len(written) == 1 else b"".join(written)   # large: in frames
     except Unkeyed:
         raise
     except Exception as exc:   # what pickle refuses (a class defined in a function, a cycle)
         raise Unkeyed(type(value)) from exc
     finally:
         written.clear()
-        local["kept"] = (pickler, written)
+        _idle.append((pickler, written))
+    return part
 
 
 def _pickler() -> tuple[_KeyPickler, list[bytes]]:
@@ -127,8 +144,7 @@ def _pickler() -> tuple[_KeyPickler, list[bytes]]:
     return pickler, written
 
 
-_EXACT = frozenset({int, str, type(None)})   # types whose values equal only their own type's
-_picklers = threading.local()   # `kept`: each thread's idle key pickler and what it writes to
+_idle: list[tuple[_KeyPickler, list[bytes]]] = []   # key picklers not pickling, with their output
 
 
 class _Sink:
@@ -199,12 +215,13 @@ def key(backend: str, inputs: tuple[Any, ...], parts: tuple[Any, ...],
         layout = tuple(None if a is None else (a.shape, a.strides, a.dtype,
                                                a.__array_interface__["data"][0] % 8)
                        for a in inputs)
-    for v in vectors:
-        if type(v) is np.ndarray:   # the arrays' bytes without a pickle
-            places, vectors = _apart(vectors)
-            layout += places
-            break
-    parts += vectors
+    if vectors:
+        for v in vectors:
+            if type(v) is np.ndarray:   # the arrays' bytes without a pickle
+                places, vectors = _apart(vectors)
+                layout += places
+                break
+        parts += vectors
     plain = _plain(parts)
     if plain is not None:
         return (backend, *layout, plain)
@@ -214,24 +231,25 @@ def key(backend: str, inputs: tuple[Any, ...], parts: tuple[Any, ...],
         return None
 
 
+_EXACT = frozenset({int, str, type(None)})   # types whose values equal only their own type's
+
+
 def _plain(parts: tuple[Any, ...]) -> tuple[Hashable, ...] | None:
-    """`parts` as they are where all are ints, strings or None, a dict of such values (an
-    operator's attributes) spelled as its size, names and values; else None (the parts are
+    """`parts` as they are where all are ints, strings or None, or dicts of such values (an
+    operator's attributes, spelled as their size, names and values); else None (the parts are
     pickled). Such a tuple never equals a pickle, so the two kinds of key never meet."""
     flat: list[Hashable] = []
     for p in parts:
         kind = type(p)
         if kind is dict:
-            values = p.values()
-            for v in values:   # the first other value ends the look (a list: pickled)
-                if type(v) not in _EXACT:
-                    return None
-            flat += (len(p), *p, *values)
+            if not _EXACT.issuperset(map(type, p.values())):
+                return None   # a list, a float, ...: pickled
+            flat += (len(p), *p, *p.values())
         elif kind in _EXACT:
             flat.append(p)
         else:
             return None
-    return tuple(flat)
+    return (*flat,)
 
 
 def _apart(vectors: tuple[Any, ...]) -> tuple[tuple[Hashable, ...], tuple[Any, ...]]:

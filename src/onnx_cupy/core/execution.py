@@ -241,14 +241,28 @@ def as_array(x: Any, op: str) -> Any:
     )
 
 
-def select(x: Any, op: str) -> tuple[Any, str]:
-    """(`x` as a NumPy/CuPy array, the backend that runs `op` on it); TypeError for array types
-    that the forced backend cannot take."""
+def plain(a: Any, op: str, name: str = "X") -> Any:
+    """`a` with NumPy subclasses taken as the arrays they are: a memmap, a matrix or a user's
+    subclass as a numpy.ndarray view of the same memory (its methods and ufunc overrides play
+    no part, on every path alike); a masked array refused with a TypeError naming `name`,
+    since no operator here has a meaning for a mask. Anything else unchanged."""
+    if type(a) is np.ndarray or not isinstance(a, np.ndarray):
+        return a
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(f"{op}: {name} is a numpy.ma.MaskedArray; masked arrays are not taken "
+                        f"(no operator here has a meaning for a mask): pass {name}.filled(value) "
+                        f"or {name}.data")
+    return a.view(np.ndarray)
+
+
+def select(x: Any, op: str, name: str = "X") -> tuple[Any, str]:
+    """(`x` as a NumPy/CuPy array (`plain`; `name` names it in errors), the backend that runs
+    `op` on it); TypeError for array types that the forced backend cannot take."""
     if type(x) is not np.ndarray:   # NumPy and CuPy arrays as they are, without a look-up
         cp = _substitutes[-1] if _substitutes else _imported_cupy()
         if cp is not None and type(x) is cp.ndarray and _forced.get() in (None, "cupy"):
             return x, "cupy"
-        x = as_array(x, op)
+        x = plain(x, op, name) if isinstance(x, np.ndarray) else as_array(x, op)
     forced = _forced.get()
     if isinstance(x, np.ndarray):
         if forced == "cupy":

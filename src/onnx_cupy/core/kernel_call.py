@@ -94,7 +94,7 @@ class KernelCall:
         if type(X) is np.ndarray and execution.forced() is None:
             x, backend = X, "numpy"
         else:
-            x, backend = execution.select(arrays.plain(X, self.op, self.inputs[0].name), self.op)
+            x, backend = execution.select(X, self.op, self.inputs[0].name)
         xs = (x, *self._partners(x, others)) if others else (x,)
         key = calls.key(backend, xs, parts, vectors)
         call = self.cache.get(key)
@@ -181,17 +181,17 @@ class KernelCall:
         current, Device = device.cuda.runtime.getDevice, device.cuda.Device
 
         def call(*args: Any) -> Any:
-            *inputs, out = args
+            out = args[-1]
             if out is not None:
-                arrays.check_out(op, out, shape, dtype, inputs, names, device_id)
+                arrays.check_out(op, out, shape, dtype, args[:-1], names, device_id)
             if space is not None:
                 if current() != device_id:
                     with Device(device_id):
-                        return body(*_copied(inputs, copied, space()), out)
-                return body(*_copied(inputs, copied, space()), out)
+                        return body(*_copied(args[:-1], copied, space()), out)
+                return body(*_copied(args[:-1], copied, space()), out)
             if current() != device_id:
                 with Device(device_id):
-                    return body(*inputs, out)
+                    return body(*args)
             return body(*args)
         return call
 
@@ -234,7 +234,7 @@ def _placed(xs: tuple[Any, ...], copied: tuple[bool, ...], carved: tuple[Any, ..
     return [next(it) if c else a for a, c in zip(xs, copied)]
 
 
-def _copied(xs: list[Any], copied: tuple[bool, ...], carved: tuple[Any, ...]) -> list[Any]:
+def _copied(xs: tuple[Any, ...], copied: tuple[bool, ...], carved: tuple[Any, ...]) -> list[Any]:
     """`xs` with each input marked in `copied` copied into the next of the `carved` arrays."""
     it = iter(carved)
     out = []

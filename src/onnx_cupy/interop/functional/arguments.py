@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import numpy as np
 
-from ...core import arrays, execution
+from ...core import execution
 from ...core.attributes import is_int
 from ...core.execution import NDArray
 from ...pool import plan as pool_plan
@@ -56,7 +56,7 @@ def _on_device(x: Any) -> contextlib.AbstractContextManager[Any]:
 
 
 def _array(x: Any, name: str) -> Any:
-    return execution.select(arrays.plain(x, name), name)[0]
+    return execution.select(x, name)[0]
 
 
 def _tuple(name: str, what: str, value: Any, k: int, optional: bool = False) -> tuple[int, ...]:

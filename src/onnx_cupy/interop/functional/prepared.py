@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...core import arrays, calls, execution
+from ...core import calls, execution
 
 _CALLS = calls.Cache("nn.functional")
 Prepared = Callable[[Any], Any]   # the prepared call of a function on inputs of one layout
@@ -20,7 +20,7 @@ def _cached(prepare: Callable[..., Callable[..., Any]], input: Any, name: str, *
     occurrence of its key (onnx_cupy.core.calls: the arrays' layouts, path and device, the
     arguments), then kept; it takes (x, *others). Each array of `others` is of the input's
     kind (the translation checks it, naming it)."""
-    x, backend = execution.select(arrays.plain(input, name, "input"), name)
+    x, backend = execution.select(input, name, "input")
     key = calls.key(backend, (x, *others) if type(others[0]) is type(x) else (x,),
                     (name, *args, *(type(a).__name__ for a in others))) if others else \
         calls.key(backend, (x,), (name, *args))
