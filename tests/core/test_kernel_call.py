@@ -77,3 +77,52 @@ def test_an_input_on_another_device_is_refused_by_name(case, rng):
         with pytest.raises(ValueError, match=rf"input '{name}' is on device 1, X on device 0"):
             calls[case]()
         assert fake.launches == [] or all(r.device == 0 for r in fake.launches)
+
+
+class _Framed(StandIn):
+    """A stand-in that notes, at each launch, the library's own frames on the stack (the
+    emulated device's, which stand in for CuPy's, not counted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depths: list[int] = []
+
+    def note_launch(self, *args, **kwargs):
+        import sys
+
+        depth, frame = 0, sys._getframe(1)
+        while frame is not None:
+            name = frame.f_code.co_filename.replace("\\", "/")
+            if "/onnx_cupy/" in name and "/core/emulated_" not in name:
+                depth += 1
+            frame = frame.f_back
+        self.depths.append(depth)
+        return super().note_launch(*args, **kwargs)
+
+
+_REPEATED = {
+    "average_pool": lambda x, i, g: oc.average_pool(x, kernel_shape=[3, 3], strides=[2, 2]),
+    "max_pool": lambda x, i, g: oc.max_pool(x, kernel_shape=[2, 2], pads=[1, 1, 1, 1]),
+    "global_average_pool": lambda x, i, g: oc.global_average_pool(x),
+    "hardmax": lambda x, i, g: oc.hardmax(x),
+    "resize": lambda x, i, g: oc.resize(x, scales=[1, 1, 2, 2], mode="linear"),
+    "max_unpool": lambda x, i, g: oc.max_unpool(x, i, kernel_shape=[2, 2], strides=[2, 2]),
+    "grid_sample": lambda x, i, g: oc.grid_sample(x, g),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_REPEATED))
+def test_a_repeated_call_reaches_its_launch_within_six_library_frames(name, rng):
+    """From the public function to the launch, a repeated call on the CuPy path passes at most
+    six of the library's frames (the public function, the declared call, the prepared call,
+    the family's body, the launch, one step of the family's own)."""
+    x = rng.uniform(-1, 1, (1, 2, 6, 8)).astype(np.float32)
+    i = (np.arange(96, dtype=np.int64).reshape(1, 2, 6, 8) % 48) * 4
+    g = rng.uniform(-1, 1, (1, 3, 5, 2)).astype(np.float32)
+    fake = _Framed()
+    with fake.installed():
+        args = fake.asarray(x), fake.asarray(i), fake.asarray(g)
+        _REPEATED[name](*args)   # the first call: prepared
+        fake.depths.clear()
+        _REPEATED[name](*args)
+    assert fake.depths and max(fake.depths) <= 6, fake.depths
