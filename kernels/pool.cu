@@ -632,3 +632,199 @@ pool_global(const T* __restrict__ x, T* __restrict__ y, const PoolGlobalGeom g) 
     __syncthreads();  // partial is reused by the next plane
   }
 }
+
+// ------------------------------------------------------------------------------ the gradients
+// The vector-Jacobian products of the pools, dY in, dX out (onnx_cupy.pool.numpy_grad has the
+// formulas): one thread per input element gathers, in row-major order of the outputs o whose
+// window holds it, from +0 in Acc, the terms
+//   AveragePool: dY[o] / D(o) (the window's count, or PyTorch's divisor_override: `divisor`)
+//   LpPool:      dY[o] / Y[o]^(p-1), 0 where Y[o] = 0; the sum then times sign(x) |x|^(p-1)
+//   MaxPool:     dY[o] where Indices[o] names this element
+// and stores the sum rounded once. No floating-point atomics: each dX element is one thread's
+// sum in a fixed order, PyTorch's CPU order (outputs ascending), the NumPy path's too.
+
+struct PoolGradGeom {
+  long long total;     // input elements (dX's)
+  long long channels;  // C
+  long long stride_n;  // X's element strides of N and C (LpPool reads X)
+  long long stride_c;
+  long long mode;      // POOL_AVERAGE, POOL_LP or POOL_MAX
+  long long divisor;   // AveragePool: PyTorch's divisor_override, 0 for each window's count
+  long long plane_size;  // input elements per (n, c) plane: the indices' plane step
+  long long out_plane;   // output elements per (n, c) plane
+  long long in_shape[POOL_MAXD];
+  long long in_stride[POOL_MAXD];
+  long long out_shape[POOL_MAXD];
+  long long out_stride[POOL_MAXD];   // dY's element strides in a plane (C order)
+  long long kernel[POOL_MAXD];
+  long long step[POOL_MAXD];
+  long long dilation[POOL_MAXD];
+  long long pad_begin[POOL_MAXD];
+  long long count_begin[POOL_MAXD];
+  long long count_end[POOL_MAXD];
+  long long index_stride[POOL_MAXD];
+  double p;
+};
+
+namespace oc {
+
+// LpPool's share of output o: dY / Y^(p-1), 0 where Y = 0 (the norm's subgradient there).
+template <typename Acc> __device__ __forceinline__ Acc lp_share(Acc d, Acc y, Acc p) {
+  if (y == Acc(0)) return Acc(0);
+  if (p == Acc(1)) return d;
+  if (p == Acc(2)) return d / y;
+  return d / pow(y, p - Acc(1));
+}
+
+// LpPool's factor of input element x: sign(x) |x|^(p-1), 0 at x = 0 (x itself for p = 2).
+template <typename Acc> __device__ __forceinline__ Acc lp_factor(Acc x, Acc p) {
+  if (p == Acc(2)) return x;
+  if (x == Acc(0)) return Acc(0);
+  const Acc sign = x > Acc(0) ? Acc(1) : x < Acc(0) ? Acc(-1) : x;  // NaN stays NaN
+  if (p == Acc(1)) return sign;
+  return sign * pow(fabs(x), p - Acc(1));
+}
+
+// Visits the outputs o whose window holds the input element at `w`, row-major (axis A
+// outermost, ascending): along axis a, tap j of output o lands on o * step - pad_begin +
+// j * dilation, so the taps descending give the outputs ascending. `at` is o's offset in dY so
+// far, `count` the product of its window's counted taps so far (with `counting`).
+template <int A, int R, typename I, typename Visit>
+__device__ __forceinline__ void for_each_window(const PoolGradGeom& g, const I (&w)[R], I at,
+                                                long long count, bool counting, Visit& visit) {
+  if constexpr (A == R) {
+    visit(at, count);
+  } else {
+    const I step = (I)g.step[A], dilation = (I)g.dilation[A], taps = (I)g.kernel[A];
+    const I reach = w[A] + (I)g.pad_begin[A];
+#pragma unroll 1
+    for (I j = taps - 1; j >= 0; --j) {
+      const I from = reach - j * dilation;  // o * step
+      if (from < 0) continue;
+      const I o = from / step;
+      if (o >= (I)g.out_shape[A]) break;
+      if (o * step != from) continue;
+      long long counted = 1;
+      if (counting) {  // the taps of o's window in [count_begin, count_end)
+        const I start = from - (I)g.pad_begin[A];
+        const I first = ceil_div<I>(imax<I>((I)g.count_begin[A] - start, 0), dilation);
+        const I end = imin<I>(taps, ceil_div<I>(imax<I>((I)g.count_end[A] - start, 0),
+                                                 dilation));
+        counted = (long long)imax<I>(end - first, 0);
+      }
+      for_each_window<A + 1, R>(g, w, at + o * (I)g.out_stride[A], count * counted, counting,
+                                visit);
+    }
+  }
+}
+
+}  // namespace oc
+
+template <typename T, typename Acc, typename I, int R>
+__global__ void pool_grad(const T* __restrict__ x, const T* __restrict__ dy,
+                          const T* __restrict__ y, const long long* __restrict__ indices,
+                          T* __restrict__ dx, const PoolGradGeom geom) {
+  static_assert(1 <= R && R <= POOL_MAXD, "spatial rank out of range");
+  const long long mode = geom.mode;
+  const bool counting = mode == POOL_AVERAGE && geom.divisor == 0;
+  const Acc p = (Acc)geom.p;
+#pragma unroll 1  // grid-stride loop: no trip-count division
+  for (I idx = oc::first_index<I>(); idx < (I)geom.total; idx += oc::grid_stride<I>()) {
+    I w[R];
+    const I plane = oc::unravel<R>(idx, w, [&](int a, I v) { return v / (I)geom.in_shape[a]; },
+                                   [&](int a) { return (I)geom.in_shape[a]; });
+    long long index = (long long)plane * geom.plane_size;  // this element's MaxPool index
+#pragma unroll
+    for (int a = 0; a < R; ++a) index += (long long)w[a] * geom.index_stride[a];
+    Acc sum = Acc(0);
+    auto add = [&](I at, long long count) {
+      const Acc d = oc::load<Acc>(dy + at);
+      if (mode == POOL_MAX) {
+        if (indices[at] == index) sum += d;
+      } else if (mode == POOL_LP) {
+        sum += oc::lp_share<Acc>(d, oc::load<Acc>(y + at), p);
+      } else {
+        sum += d / (Acc)(counting ? count : geom.divisor);
+      }
+    };
+    oc::for_each_window<0, R>(geom, w, plane * (I)geom.out_plane, 1LL, counting, add);
+    if (mode == POOL_LP) {
+      const I n = plane / (I)geom.channels;
+      I offset = n * (I)geom.stride_n + (plane - n * (I)geom.channels) * (I)geom.stride_c;
+#pragma unroll
+      for (int a = 0; a < R; ++a) offset += w[a] * (I)geom.in_stride[a];
+      sum = sum * oc::lp_factor<Acc>(oc::load<Acc>(x + offset), p);
+    }
+    oc::store<Acc>(dx + idx, sum);
+  }
+}
+
+// PyTorch's adaptive pooling's gradient: output o of an axis of input length n and output length
+// m holds the elements [floor(o n / m), ceil((o + 1) n / m)), so element w is in the windows of
+// o in [floor(w m / n), ceil((w + 1) m / n)); the terms, outputs ascending row-major:
+//   average: dY[o] / len_1(o) / ... / len_R(o)  (each division rounded, PyTorch's order)
+//   max:     dY[o] where Indices[o] (within the plane, row-major) names this element
+
+struct PoolAdaptiveGradGeom {
+  long long total;     // input elements (dX's)
+  long long max;       // 1: the maximum's gradient, 0: the average's
+  long long out_plane;   // output elements per (n, c) plane
+  long long in_shape[POOL_MAXD];
+  long long out_shape[POOL_MAXD];
+  long long out_stride[POOL_MAXD];   // dY's element strides in a plane (C order)
+  long long plane_stride[POOL_MAXD]; // the input plane's row-major strides (the indices')
+};
+
+namespace oc {
+
+// Visits the outputs o whose adaptive window holds the input element at `w`, row-major (axis A
+// outermost, ascending); `at` is o's offset in dY so far, length[a] its window's length along
+// axis a.
+template <int A, int R, typename I, typename Visit>
+__device__ __forceinline__ void for_each_adaptive(const PoolAdaptiveGradGeom& g,
+                                                  const I (&w)[R], I at, I (&length)[R],
+                                                  Visit& visit) {
+  if constexpr (A == R) {
+    visit(at);
+  } else {
+    const I n = (I)g.in_shape[A], m = (I)g.out_shape[A];
+    const I first = w[A] * m / n, end = ((w[A] + 1) * m + n - 1) / n;
+#pragma unroll 1
+    for (I o = first; o < end; ++o) {
+      length[A] = ((o + 1) * n + m - 1) / m - o * n / m;
+      for_each_adaptive<A + 1, R>(g, w, at + o * (I)g.out_stride[A], length, visit);
+    }
+  }
+}
+
+}  // namespace oc
+
+template <typename T, typename Acc, typename I, int R>
+__global__ void pool_adaptive_grad(const T* __restrict__ dy,
+                                   const long long* __restrict__ indices, T* __restrict__ dx,
+                                   const PoolAdaptiveGradGeom geom) {
+  static_assert(1 <= R && R <= POOL_MAXD, "spatial rank out of range");
+  const bool max = geom.max != 0;
+#pragma unroll 1  // grid-stride loop: no trip-count division
+  for (I idx = oc::first_index<I>(); idx < (I)geom.total; idx += oc::grid_stride<I>()) {
+    I w[R], length[R];
+    const I plane = oc::unravel<R>(idx, w, [&](int a, I v) { return v / (I)geom.in_shape[a]; },
+                                   [&](int a) { return (I)geom.in_shape[a]; });
+    long long index = 0;  // this element's index within its plane
+#pragma unroll
+    for (int a = 0; a < R; ++a) index += (long long)w[a] * geom.plane_stride[a];
+    Acc sum = Acc(0);
+    auto add = [&](I at) {
+      Acc d = oc::load<Acc>(dy + at);
+      if (max) {
+        if (indices[at] == index) sum += d;
+      } else {
+#pragma unroll
+        for (int a = 0; a < R; ++a) d = d / (Acc)length[a];
+        sum += d;
+      }
+    };
+    oc::for_each_adaptive<0, R>(geom, w, plane * (I)geom.out_plane, length, add);
+    oc::store<Acc>(dx + idx, sum);
+  }
+}

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import kernel_call, opsets
 from ..core.execution import ArrayT, Indices, NumPyArray, ScalarT
-from . import kernel, numpy_global, plan
+from . import kernel, kernel_grad, numpy_global, numpy_grad, plan
 from . import numpy as numpy_path
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -347,3 +347,41 @@ def adaptive_pool(op: str, X: ArrayT, sizes: Any, return_indices: bool = False) 
     ValueError for another rank, an empty spatial axis or bad sizes; TypeError for another dtype.
     """
     return CALLS[op](X, parts=(sizes, int(bool(return_indices))))
+
+
+def gradient(op: str, X: Any, dY: Any, parts: tuple[Any, ...], *, saved: Any = None,
+             out: Any = None) -> Any:
+    """The pooling family's gradient entry point (onnx_cupy.vjp and the PyTorch-style
+    functions' autograd come here): dX, the vector-Jacobian product of `op` at X with the
+    cotangent dY (the formulas of pool/numpy_grad.py, the same bits on every path). `parts`:
+    the forward's (opset, attributes), an AveragePool's (opset, attributes, divisor_override)
+    with PyTorch's divisor, an adaptive pool's (sizes,). `saved`: the forward's Y (LpPool,
+    GlobalLpPool) or Indices (MaxPool's, an adaptive maximum's within each plane), computed
+    from X where None."""
+    return GRADIENTS[op](X, dY, saved, parts=parts, out=out)
+
+
+def _gradient(op: str) -> kernel_call.KernelCall:
+    """The declared gradient of `op`: inputs X, dY and the saved output, planned as
+    plan.GradientPlan."""
+    def make(x: Any, dy: Any, saved: Any, *parts: Any) -> plan.GradientPlan:
+        forward: plan.PoolPlan | plan.GlobalPlan | plan.AdaptivePlan
+        if op in plan.ADAPTIVE_OPS:
+            forward = plan.make_adaptive(op, tuple(x.shape), x.dtype, parts[0])
+            return plan.gradient(op, forward, x.dtype, dy, saved)
+        opset, attrs, *override = parts
+        if op in plan.GLOBAL_OPS:
+            forward = plan.make_global(op, opset, tuple(x.shape), x.dtype, attrs.get("p"))
+        else:
+            forward = plan.make(op, tuple(x.shape), x.dtype, opset, **attrs)
+        return plan.gradient(op, forward, x.dtype, dy, saved, *override)
+    return kernel_call.KernelCall(
+        f"{op} gradient",
+        (kernel_call.Input("X"), kernel_call.Input("dY", contiguous=True),
+         kernel_call.Input(plan.saved_name(op), optional=True, contiguous=True)),
+        make, lambda gp, x, dy, saved: numpy_grad.prepare(gp, np.dtype(x.dtype)),
+        kernel_grad.prepare, output=lambda gp, x, *rest: (tuple(x.shape), x.dtype),
+        walks=kernel_grad.walks)
+
+
+GRADIENTS = {op: _gradient(op) for op in (*plan.OPS, *plan.GLOBAL_OPS, *plan.ADAPTIVE_OPS)}

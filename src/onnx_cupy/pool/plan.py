@@ -346,3 +346,76 @@ def _adaptive_plan(op: str, shape: tuple[int, ...], dtype: np.dtype, sizes: tupl
         raise ValueError(f"{op}: X must have non-empty spatial axes, got shape {shape}")
     attributes.fits(op, (*shape[:2], *sizes), dtype, f"'sizes' = {list(sizes)}")
     return AdaptivePlan(op, shape, (*shape[:2], *sizes))
+
+
+@dataclass(frozen=True)
+class GradientPlan:
+    """The gradient of a pooling `op`: `forward` is the plan its sums run over (a global pool's
+    as the window of the whole plane), `source` the forward's own plan where that differs (a
+    global pool's GlobalPlan, which computes Y), `divisor_override` PyTorch's divisor of an
+    average pooling (None: the forward's)."""
+
+    op: str
+    forward: PoolPlan | AdaptivePlan
+    source: GlobalPlan | None = None
+    divisor_override: int | None = None
+
+    @property
+    def saved(self) -> str:
+        """The forward output the gradient reads: Indices (the maxima) or Y (LpPool), else
+        nothing ("")."""
+        kind = self.forward.op
+        return "Indices" if kind in ("MaxPool", "AdaptiveMaxPool") else \
+            "Y" if kind == "LpPool" else ""
+
+
+def saved_name(op: str) -> str:
+    """The name of the forward output `op`'s gradient reads (GradientPlan.saved), for any op."""
+    return "Indices" if op in ("MaxPool", "GlobalMaxPool", "AdaptiveMaxPool") else "Y"
+
+
+def window_of(pl: GlobalPlan) -> PoolPlan:
+    """A global pool as the windowed pool of one window per plane (its gradient's sums)."""
+    sp = pl.in_shape[2:]
+    nd = len(sp)
+    return PoolPlan(GLOBAL_OPS_AS[pl.op], pl.version, pl.in_shape, pl.out_shape, sp, (1,) * nd,
+                    (1,) * nd, (0,) * nd, (0,) * nd, (0,) * nd, sp, pl.op == "GlobalLpPool",
+                    pl.p)
+
+
+GLOBAL_OPS_AS = dict(zip(GLOBAL_OPS, OPS))
+
+
+def gradient(op: str, forward: PoolPlan | GlobalPlan | AdaptivePlan, dtype: Any, dy: Any,
+             saved: Any, divisor_override: Any = None) -> GradientPlan:
+    """Validate a gradient of `op` on the forward's plan: X of a floating `dtype`, the
+    cotangent dY (an array) of Y's shape and X's dtype, the saved output (Y, or int64
+    Indices; None: computed) of Y's shape, PyTorch's divisor_override a nonzero int."""
+    name = f"{op} gradient"
+    dtype = np.dtype(dtype)
+    if dtype.name not in dtypes.FLOAT_TYPES:
+        raise TypeError(f"{name}: X has dtype {dtype}; gradients are defined for floating "
+                        f"dtypes only")
+    shape = tuple(forward.out_shape)
+    if tuple(dy.shape) != shape:
+        raise ValueError(f"{name}: dY has shape {tuple(dy.shape)}, expected Y's shape {shape}")
+    if dy.dtype != dtype:
+        raise TypeError(f"{name}: dY has dtype {dy.dtype}, expected X's dtype {dtype}")
+    kept = saved_name(op)
+    if saved is not None:
+        if tuple(saved.shape) != shape:
+            raise ValueError(f"{name}: {kept} has shape {tuple(saved.shape)}, expected Y's "
+                             f"shape {shape}")
+        want = np.dtype(np.int64) if kept == "Indices" else dtype
+        if saved.dtype != want:
+            raise TypeError(f"{name}: {kept} has dtype {saved.dtype}, expected {want}")
+    if divisor_override is not None:
+        if op != "AveragePool" or not attributes.is_int(divisor_override):
+            raise TypeError(f"{name}: divisor_override must be an int (AveragePool only), got "
+                            f"{divisor_override!r}")
+        if divisor_override == 0:
+            raise ValueError(f"{name}: divisor_override must not be 0")
+        divisor_override = int(divisor_override)
+    if isinstance(forward, GlobalPlan):
+        return GradientPlan(op, window_of(forward), forward)
+    return GradientPlan(op, forward, None, divisor_override)

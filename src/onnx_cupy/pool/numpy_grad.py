@@ -1,0 +1,214 @@
+"""The pooling family's gradients on the NumPy path: vector-Jacobian products, dY in, dX out.
+
+  AveragePool:   dX[n,c,w] = sum_{o : w in W(o)} dY[n,c,o] / D(o)
+                 D(o): the forward's divisor, or PyTorch's divisor_override where given
+  LpPool:        dX[n,c,w] = f(X[n,c,w]) * sum_{o : w in W(o)} g(o),
+                 g(o) = dY[n,c,o] / Y[n,c,o]^(p-1) (0 where Y[n,c,o] = 0),
+                 f(x) = sign(x) |x|^(p-1) (0 at x = 0)
+  MaxPool:       dX[n,c,w] = sum_{o : w in W(o), Indices[n,c,o] = w} dY[n,c,o]
+  adaptive mean: dX[n,c,w] = sum_{o : w in A(o)} dY[n,c,o] / len_1(o) / ... / len_d(o)
+  adaptive max:  as MaxPool, over the windows A(o), the indices counted within each plane
+
+W(o) is the forward's window (plan.py), A(o) the adaptive window. Every sum runs over the
+outputs o in row-major order, from +0, in the accumulation type (float32 for 16- and 32-bit
+floats, float64 for float64), each term rounded to it before it is added, and is rounded to
+X's dtype once at the end: PyTorch's CPU order (each output's share added to the elements of
+its window, outputs in order) and the kernels' (kernels/pool.cu, pool_grad: each input element
+gathers the same terms in the same order), so the paths agree bit for bit. A sum never holds
+-0 (it starts at +0), so adding +0 where a term is absent changes nothing.
+
+Here the terms go in by one slice-add per window tap, the taps in descending order (tap j of
+output o lands on o*s - b + j*d: for one element, a later tap is an earlier output), so every
+element receives its terms in ascending output order; the adaptive windows, whose starts are
+not evenly spaced, add with np.add.at, which adds repeated positions in index order.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..core import dtypes
+from . import numpy as numpy_path
+from . import numpy_global, plan
+
+if TYPE_CHECKING:
+    from .plan import AdaptivePlan, GradientPlan, PoolPlan
+
+Body = Callable[..., Any]
+
+
+def prepare(gp: GradientPlan, dtype: np.dtype) -> Body:
+    """The NumPy gradient of `gp` for an X of `dtype`: body(x, dy, saved, out) -> dX, the saved
+    forward output (Y or Indices) computed where None."""
+    fw = gp.forward
+    if isinstance(fw, plan.AdaptivePlan):
+        return adaptive(fw, numpy_path.prepare_adaptive(fw, indices=True))
+    if fw.op == "MaxPool":
+        return maximum(fw, numpy_path.prepare(fw, dtype, indices=True))
+    if fw.op == "LpPool":
+        source = numpy_global.prepare_global(gp.source, dtype) if gp.source is not None \
+            else numpy_path.prepare(fw, dtype)
+        return lp(fw, source)
+    acc = dtypes.accumulate_dtype(dtype)
+    divisor = plan.divisor(fw, np.dtype(np.int64)).astype(acc) if gp.divisor_override is None \
+        else acc.type(gp.divisor_override)
+    return average(fw, divisor)
+
+
+def window_sums(pl: PoolPlan, terms: np.ndarray, where: Callable[..., Any] | None = None
+                ) -> np.ndarray:
+    """S[n,c,w] = sum of terms[n,c,o] over the outputs o whose window W(o) holds w, in
+    ascending o, in terms' dtype (the shape of X); `where(taps, positions)` (MaxPool) masks
+    each tap's terms: positions are the flat spatial indices of the elements the tap lands on
+    (per axis, broadcastable), taps the tap's numbers."""
+    n_c, in_sp, out_sp = pl.in_shape[:2], pl.in_shape[2:], pl.out_shape[2:]
+    # the positions any tap reaches, from -b on: [0, extent) of the padded sums
+    extent = [max(n + b, (m - 1) * s + (k - 1) * d + 1 if m else 0)
+              for n, m, k, s, d, b in zip(in_sp, out_sp, pl.kernel, pl.strides, pl.dilations,
+                                          pl.pads_begin)]
+    sums = np.zeros((*n_c, *extent), terms.dtype)
+    if terms.size:
+        for taps in itertools.product(*(range(k - 1, -1, -1) for k in pl.kernel)):
+            at = (..., *(slice(j * d, j * d + (m - 1) * s + 1, s)
+                         for j, d, m, s in zip(taps, pl.dilations, out_sp, pl.strides)))
+            if where is None:
+                sums[at] += terms
+            else:
+                np.add(sums[at], terms, out=sums[at], where=where(taps))
+    return sums[(..., *(slice(b, b + n) for b, n in zip(pl.pads_begin, in_sp)))]
+
+
+def tap_positions(pl: PoolPlan, taps: tuple[int, ...]) -> np.ndarray:
+    """The flat spatial index (pl.index_strides: MaxPool's Indices order) of the element tap
+    `taps` of each output lands on, -1 where it lands outside X; shaped as the output's
+    spatial axes."""
+    total = np.zeros((), np.int64)
+    inside = np.ones((), bool)
+    for axis, (j, m, s, d, b, n, step) in enumerate(zip(
+            taps, pl.out_shape[2:], pl.strides, pl.dilations, pl.pads_begin, pl.in_shape[2:],
+            pl.index_strides)):
+        w = np.arange(m, dtype=np.int64) * s - b + j * d
+        shape = (-1,) + (1,) * (pl.nd - 1 - axis)
+        total = total + (w * step).reshape(shape)
+        inside = inside & ((w >= 0) & (w < n)).reshape(shape)
+    return np.where(inside, total, -1)
+
+
+def plane_indices(indices: np.ndarray, plane: int) -> np.ndarray:
+    """ONNX MaxPool's Indices (flat over N, C and the spatial axes) as indices within each
+    (n, c) plane; an index of another plane becomes -2 (it wins no element of this one)."""
+    n_c = indices.shape[:2]
+    base = (np.arange(math.prod(n_c), dtype=np.int64) * plane).reshape(*n_c, *(1,) * (
+        indices.ndim - 2))
+    within = indices - base
+    return np.where((within >= 0) & (within < plane), within, -2)
+
+
+def average(pl: PoolPlan, divisor: np.ndarray | float) -> Body:
+    """AveragePool's gradient: body(x, dy, _, out) -> dX, the terms dY / D in the
+    accumulation type."""
+    def body(x: np.ndarray, dy: np.ndarray, _: Any, out: np.ndarray | None) -> np.ndarray:
+        acc = dtypes.accumulate_dtype(x.dtype)
+        terms = dy.astype(acc) / divisor
+        return _result(window_sums(pl, terms), x.dtype, out)
+    return body
+
+
+def lp(pl: PoolPlan, forward: Body) -> Body:
+    """LpPool's gradient: body(x, dy, y, out) -> dX (Y computed by `forward` where None)."""
+    def body(x: np.ndarray, dy: np.ndarray, y: np.ndarray | None, out: np.ndarray | None
+             ) -> np.ndarray:
+        acc = dtypes.accumulate_dtype(x.dtype)
+        if y is None:
+            y = forward(x, None)
+        terms = lp_shares(dy.astype(acc), y.astype(acc), pl.p)
+        return _result(window_sums(pl, terms) * lp_factor(x.astype(acc), pl.p), x.dtype, out)
+    return body
+
+
+def lp_shares(dy: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
+    """g = dY / Y^(p-1), 0 where Y = 0 (the norm's subgradient there), in dy's dtype."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if p == 1:
+            g = dy.copy()
+        elif p == 2:
+            g = dy / y
+        else:
+            g = dy / np.power(y, y.dtype.type(p - 1))
+    g[y == 0] = 0
+    return g
+
+
+def lp_factor(x: np.ndarray, p: float) -> np.ndarray:
+    """f(x) = sign(x) |x|^(p-1), 0 at x = 0, in x's dtype."""
+    if p == 1:
+        return np.sign(x)
+    if p == 2:
+        return x
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.sign(x) * np.power(np.abs(x), x.dtype.type(p - 1))
+    f[x == 0] = 0
+    return f
+
+
+def maximum(pl: PoolPlan, forward: Body) -> Body:
+    """MaxPool's gradient: body(x, dy, indices, out) -> dX (Indices computed by `forward`
+    where None): each output's dY to the element its index names."""
+    plane = math.prod(pl.in_shape[2:])
+
+    def body(x: np.ndarray, dy: np.ndarray, indices: np.ndarray | None,
+             out: np.ndarray | None) -> np.ndarray:
+        if indices is None:
+            indices = forward(x, None)[1]
+        within = plane_indices(indices, plane)
+        terms = dy.astype(dtypes.accumulate_dtype(x.dtype))
+        return _result(window_sums(pl, terms, lambda taps: within == tap_positions(pl, taps)),
+                       x.dtype, out)
+    return body
+
+
+def adaptive(pl: AdaptivePlan, forward: Body) -> Body:
+    """The adaptive pools' gradient: body(x, dy, indices, out) -> dX (the maximum's Indices,
+    within each plane, computed by `forward` where None)."""
+    bounds = [pl.bounds(axis) for axis in range(pl.nd)]
+    longest = [int((end - start).max(initial=0)) for start, end in bounds]
+    plane_strides = np.cumprod((1, *pl.in_shape[:1:-1]))[::-1][1:] if pl.nd else ()
+    mean = pl.op == "AdaptiveAveragePool"
+
+    def body(x: np.ndarray, dy: np.ndarray, indices: np.ndarray | None,
+             out: np.ndarray | None) -> np.ndarray:
+        acc = dtypes.accumulate_dtype(x.dtype)
+        terms = dy.astype(acc)
+        if mean:   # dY / len_1 / ... / len_d, each division rounded, as PyTorch's
+            for axis, (start, end) in enumerate(bounds):
+                terms = terms / (end - start).astype(acc).reshape(
+                    (-1,) + (1,) * (pl.nd - 1 - axis))
+        elif indices is None:
+            indices = forward(x, None)[1]
+        sums = np.zeros(pl.in_shape, acc)
+        if terms.size:
+            for taps in itertools.product(*(range(k - 1, -1, -1) for k in longest)):
+                at, inside, position = [], np.ones((), bool), np.zeros((), np.int64)
+                for axis, (j, (start, end)) in enumerate(zip(taps, bounds)):
+                    shape = (-1,) + (1,) * (pl.nd - 1 - axis)
+                    w = start + j
+                    inside = inside & (w < end).reshape(shape)
+                    w = np.minimum(w, pl.in_shape[2 + axis] - 1)
+                    position = position + (w * plane_strides[axis]).reshape(shape)
+                    at.append(w.reshape(shape))
+                hit = inside if mean else inside & (indices == position)
+                np.add.at(sums, (slice(None), slice(None), *at), np.where(hit, terms, 0))
+        return _result(sums, x.dtype, out)
+    return body
+
+
+def _result(sums: np.ndarray, dtype: np.dtype, out: np.ndarray | None) -> np.ndarray:
+    """The sums rounded once to `dtype`, into `out` where given."""
+    if out is None:
+        return sums.astype(dtype)
+    np.copyto(out, sums, casting="unsafe")
+    return out
