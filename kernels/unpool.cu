@@ -35,6 +35,31 @@ struct UnpoolGeom {
   unsigned int by_plane_count[2];  // oc::fast_div divisor of plane_count (32-bit I)
 };
 
+namespace oc {
+
+// The offset in Y of the flat index `at` of element e (valid: 0 <= at < index_total): the
+// merged index space's coordinates times Y's strides, plus e's plane start per plane.
+template <typename I, int R, bool PER_PLANE>
+__device__ __forceinline__ I unpool_offset(const UnpoolGeom& g, I e, I at) {
+  I coord[R];
+  coord[0] = oc::unravel<R, 1>(at, coord, [&](int a, I v) {
+    if constexpr (sizeof(I) == sizeof(int)) return (I)oc::fast_div(v, g.by_extent[a]);
+    else return v / (I)g.extent[a];
+  }, [&](int a) { return (I)g.extent[a]; });
+  I offset = 0;
+#pragma unroll
+  for (int a = 0; a < R; ++a) offset += coord[a] * (I)g.stride[a];
+  if constexpr (PER_PLANE) {  // the start of e's (n, c) plane in Y
+    I plane;
+    if constexpr (sizeof(I) == sizeof(int)) plane = (I)oc::fast_div(e, g.by_plane_count);
+    else plane = e / (I)g.plane_count;
+    offset += plane * (I)g.plane_total;
+  }
+  return offset;
+}
+
+}  // namespace oc
+
 template <typename Index, typename I, int R, bool PER_PLANE>
 __global__ void unpool_scatter(const Index* __restrict__ indices,
                                typename oc::offset_of<I>::type* __restrict__ winner,
@@ -45,21 +70,21 @@ __global__ void unpool_scatter(const Index* __restrict__ indices,
   for (I e = oc::first_index<I>(); e < (I)g.count; e += oc::grid_stride<I>()) {
     const Index at = indices[e];
     if (at < 0 || at >= (Index)g.index_total) continue;
-    I coord[R];
-    coord[0] = oc::unravel<R, 1>((I)at, coord, [&](int a, I v) {
-      if constexpr (sizeof(I) == sizeof(int)) return (I)oc::fast_div(v, g.by_extent[a]);
-      else return v / (I)g.extent[a];
-    }, [&](int a) { return (I)g.extent[a]; });
-    I offset = 0;
-#pragma unroll
-    for (int a = 0; a < R; ++a) offset += coord[a] * (I)g.stride[a];
-    if constexpr (PER_PLANE) {  // the start of e's (n, c) plane in Y
-      I plane;
-      if constexpr (sizeof(I) == sizeof(int)) plane = (I)oc::fast_div(e, g.by_plane_count);
-      else plane = e / (I)g.plane_count;
-      offset += plane * (I)g.plane_total;
-    }
-    atomicMax(winner + offset, (W)e + 1);
+    atomicMax(winner + oc::unpool_offset<I, R, PER_PLANE>(g, e, (I)at), (W)e + 1);
+  }
+}
+
+// MaxUnpool's gradient (PyTorch's): dx[e] = dy[the offset I[e] names], 0 for an index outside
+// [0, index_total); a gather by index, no atomics. T moves elements as raw words (rsz::pod).
+template <typename T, typename Index, typename I, int R, bool PER_PLANE>
+__global__ void unpool_grad(const Index* __restrict__ indices, const T* __restrict__ dy,
+                            T* __restrict__ dx, const UnpoolGeom g) {
+  static_assert(1 <= R && R <= UNPOOL_MAXR, "merged rank out of range");
+#pragma unroll 1  // grid-stride loop: no trip-count division
+  for (I e = oc::first_index<I>(); e < (I)g.count; e += oc::grid_stride<I>()) {
+    const Index at = indices[e];
+    dx[e] = at < 0 || at >= (Index)g.index_total
+                ? T() : dy[oc::unpool_offset<I, R, PER_PLANE>(g, e, (I)at)];
   }
 }
 

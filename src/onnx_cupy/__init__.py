@@ -11,6 +11,7 @@ from .elementwise import kernel as _elementwise  # noqa: F401 (registers its ker
 from .grid.api import affine_grid, grid_sample
 from .hardmax.api import hardmax
 from .interop.nodes import run_node
+from .interop.vjp import vjp
 from .pool.api import (
     average_pool,
     global_average_pool,
@@ -27,5 +28,4 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "affine_grid", "average_pool", "backend", "default_backend",
            "global_average_pool", "global_lp_pool", "global_max_pool", "grid_sample", "hardmax",
            "lp_pool", "max_pool", "max_roi_pool", "max_unpool", "release_workspaces", "resize",
-           "roi_align", "run_node",
-           "upsample", "warmup"]
+           "roi_align", "run_node", "upsample", "vjp", "warmup"]

@@ -125,6 +125,18 @@ def partner(value: Any, x: Any, op: str, name: str) -> Any:
                         f"{type(value).__module__}.{type(value).__name__}")
     return a
 
+def check_like(op: str, name: str, a: Any, shape: tuple[int, ...], dtype: np.dtype,
+               whose: str) -> None:
+    """ValueError where the input `name` (a gradient's cotangent dY, a saved forward output)
+    has another shape than `shape`, TypeError where another dtype than `dtype` (`whose`: what
+    they are, for the message: "Y's", "X's")."""
+    if tuple(a.shape) != tuple(shape):
+        raise ValueError(f"{op}: {name} has shape {tuple(a.shape)}, expected {whose} shape "
+                         f"{tuple(shape)}")
+    if a.dtype != dtype:
+        raise TypeError(f"{op}: {name} has dtype {a.dtype}, expected {np.dtype(dtype)}")
+
+
 def check_out(op: str, out: Any, shape: tuple[int, ...], dtype: np.dtype,
               inputs: list[Any] | tuple[Any, ...], names: tuple[str, ...],
               device_id: int | None) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import attributes, dtypes, numerics, opsets
+from ..core import arrays, attributes, dtypes, numerics, opsets
 
 OPS = ("AveragePool", "LpPool", "MaxPool")
 GLOBAL_OPS = ("GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool")
@@ -397,18 +397,11 @@ def gradient(op: str, forward: PoolPlan | GlobalPlan | AdaptivePlan, dtype: Any,
         raise TypeError(f"{name}: X has dtype {dtype}; gradients are defined for floating "
                         f"dtypes only")
     shape = tuple(forward.out_shape)
-    if tuple(dy.shape) != shape:
-        raise ValueError(f"{name}: dY has shape {tuple(dy.shape)}, expected Y's shape {shape}")
-    if dy.dtype != dtype:
-        raise TypeError(f"{name}: dY has dtype {dy.dtype}, expected X's dtype {dtype}")
+    arrays.check_like(name, "dY", dy, shape, dtype, "Y's")
     kept = saved_name(op)
     if saved is not None:
-        if tuple(saved.shape) != shape:
-            raise ValueError(f"{name}: {kept} has shape {tuple(saved.shape)}, expected Y's "
-                             f"shape {shape}")
-        want = np.dtype(np.int64) if kept == "Indices" else dtype
-        if saved.dtype != want:
-            raise TypeError(f"{name}: {kept} has dtype {saved.dtype}, expected {want}")
+        arrays.check_like(name, kept, saved, shape,
+                          np.dtype(np.int64) if kept == "Indices" else dtype, "Y's")
     if divisor_override is not None:
         if op != "AveragePool" or not attributes.is_int(divisor_override):
             raise TypeError(f"{name}: divisor_override must be an int (AveragePool only), got "

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import kernel_call
+from ..core import arrays, kernel_call
 from ..core.execution import ArrayT, NDArray
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -107,6 +107,31 @@ CALL = kernel_call.KernelCall(OP, _INPUTS, _plan, numpy_path.prepare, kernel.pre
                               check=lambda pl, x, indices: check_indices(pl, indices))
 UNCHECKED = kernel_call.KernelCall(OP, _INPUTS, _plan, numpy_path.prepare,
                                    kernel.prepare)
+
+
+def gradient(X: Any, I: Any, dY: Any, output_shape: Any, opset: int, attrs: dict[str, Any], *,
+             index_space: str = "unpooled", out: Any = None) -> Any:
+    """MaxUnpool's gradient entry point (onnx_cupy.vjp and the PyTorch-style functions'
+    autograd come here): dX[e] = dY at the position I[e] names in Y, for every element e of X
+    (PyTorch's max_unpool gradient: an element whose position a later one overwrote in Y
+    receives that position's cotangent too); an index outside [0, prod(U)) is an error on
+    host arrays, as in the forward (the GPU path gives such an element 0)."""
+    return GRADIENT(X, I, dY, parts=(opset, index_space, attrs), vectors=(output_shape,),
+                    out=out)
+
+
+def _gradient_plan(x: Any, indices: Any, dy: Any, opset: int, index_space: str,
+                   attrs: dict[str, Any], output_shape: Any) -> plan.UnpoolPlan:
+    pl = _plan(x, indices, opset, index_space, attrs, output_shape)
+    arrays.check_like(f"{OP} gradient", "dY", dy, pl.out_shape, x.dtype, "Y's")
+    return pl
+
+
+GRADIENT = kernel_call.KernelCall(
+    f"{OP} gradient", (*_INPUTS, kernel_call.Input("dY", contiguous=True)), _gradient_plan,
+    numpy_path.prepare_gradient, kernel.prepare_gradient,
+    output=lambda pl, x, *others: (pl.in_shape, x.dtype),
+    check=lambda pl, x, indices, dy: check_indices(pl, indices))
 
 
 def check_indices(pl: plan.UnpoolPlan, indices: np.ndarray) -> None:

@@ -71,19 +71,32 @@ GATHER = {(t, b): records.Instantiation(
     grid_stride="x", fast=True, budget=records.fast_budget(BUDGET, b))
     for t in DTYPES for b in dtypes.INDEX_TYPES}
 
-loader.register(FAMILY, [*SCATTER.values(), *PLANE_SCATTER.values(), *GATHER.values()],
+# the gradient (a gather by index) by (element bytes, bits, merged rank, per plane): elements
+# moved as unsigned words of their size
+WORDS = {2: "uint16", 4: "uint32", 8: "uint64"}
+GRADIENT = {(size, b, r, per_plane): records.Instantiation(
+    FAMILY, "unpool_grad", (records.storage(word), records.storage("int64"), records.index(b),
+                            records.argument("rank", r),
+                            records.argument("per_plane", per_plane,
+                                             "true" if per_plane else "false")),
+    (f"{OP} gradient",), tuple(t for t in DTYPES if np.dtype(t).itemsize == size),
+    grid_stride="x",
+    variant="gradient, " + ("per (n, c) plane" if per_plane else "per merged rank"), rank=r)
+    for size, word in WORDS.items() for b in dtypes.INDEX_TYPES
+    for r, per_plane in ((*((r, False) for r in RANKS), (1, True)))}
+
+loader.register(FAMILY, [*SCATTER.values(), *PLANE_SCATTER.values(), *GATHER.values(),
+                         *GRADIENT.values()],
                 {"UnpoolGeom": _GEOM},
                 defines={"UNPOOL_MAXR": MAX_RANK})
 
 
 @functools.lru_cache(maxsize=512)
-def kernel_args(pl: UnpoolPlan, dtype: np.dtype
-                ) -> tuple[launcher.LaunchSpec, launcher.LaunchSpec, np.dtype]:
-    """(scatter, gather, the winner buffer's dtype) of a plan and X's dtype, the launches
-    grid-stride over X's and Y's elements with their UnpoolGeom struct:
-    32-bit offsets (unsigned int winners, multiply-shift divisors) where X's and Y's sizes and
-    the index space fit them, else 64-bit ones. Per plane: the planes' element counts of X and
-    Y (the scatter adds (e // plane_count) * plane_total); 1 and 0 otherwise."""
+def geometry(pl: UnpoolPlan) -> tuple[int, np.ndarray]:
+    """(offset bits, the UnpoolGeom struct) of a plan: 32-bit offsets (unsigned int winners,
+    multiply-shift divisors) where X's and Y's sizes and the index space fit them, else 64-bit
+    ones. Per plane: the planes' element counts of X and Y (the kernels add
+    (e // plane_count) * plane_total); 1 and 0 otherwise."""
     count, total = math.prod(pl.in_shape), math.prod(pl.out_shape)
     bits = launcher.grid_offset_bits(max(count, total), pl.index_total, count + 1)
     extents = [n for n, _ in pl.remap]
@@ -92,9 +105,19 @@ def kernel_args(pl: UnpoolPlan, dtype: np.dtype
     dividers = {"by_extent": [launcher.divider(n) for n in (
         *extents, *(1,) * (MAX_RANK - len(extents)))],
         "by_plane_count": launcher.divider(planes[0])} if bits == 32 else {}
-    g = launcher.parameter_struct(_GEOM, count=count, index_total=pl.index_total, total=total,
-                                  extent=extents, stride=[s for _, s in pl.remap],
-                                  plane_count=planes[0], plane_total=planes[1], **dividers)
+    return bits, launcher.parameter_struct(
+        _GEOM, count=count, index_total=pl.index_total, total=total, extent=extents,
+        stride=[s for _, s in pl.remap], plane_count=planes[0], plane_total=planes[1],
+        **dividers)
+
+
+@functools.lru_cache(maxsize=512)
+def kernel_args(pl: UnpoolPlan, dtype: np.dtype
+                ) -> tuple[launcher.LaunchSpec, launcher.LaunchSpec, np.dtype]:
+    """(scatter, gather, the winner buffer's dtype) of a plan and X's dtype, the launches
+    grid-stride over X's and Y's elements with their UnpoolGeom struct (`geometry`)."""
+    count, total = math.prod(pl.in_shape), math.prod(pl.out_shape)
+    bits, g = geometry(pl)
     scatter = PLANE_SCATTER[bits] if pl.per_plane else SCATTER[bits, len(pl.remap)]
     return (launcher.LaunchSpec(scatter, None, count, (g,)),
             launcher.LaunchSpec(GATHER[dtype.name, bits], None, total, (g,)), WINNER_DTYPES[bits])
@@ -125,4 +148,25 @@ def prepare(pl: UnpoolPlan, device: Any, x: Any, indices: Any) -> kernel_call.Bo
         scattering(indices, winner)
         gathering(X, winner, Y)
         return Y
+    return body
+
+
+def prepare_gradient(pl: UnpoolPlan, device: Any, x: Any, indices: Any, dy: Any
+                     ) -> kernel_call.Body:
+    """The body of MaxUnpool's gradient on `device` for C-contiguous arrays laid out as (x,
+    indices, dy): body(X, indices, dY, out) -> dX, dX[e] = dY at the offset I[e] names (0 for
+    an index outside [0, pl.index_total)), by unpool_grad over X's elements."""
+    count = math.prod(pl.in_shape)
+    empty, dtype = device.empty, x.dtype   # X's dtype: the key holds it
+    if not count:
+        return lambda X, indices, dY, out: empty(pl.in_shape, dtype) if out is None else out
+    bits, g = geometry(pl)
+    rank = 1 if pl.per_plane else len(pl.remap)
+    step = launcher.Launch(device, launcher.LaunchSpec(
+        GRADIENT[np.dtype(dtype).itemsize, bits, rank, pl.per_plane], None, count, (g,)))
+
+    def body(X: Any, indices: Any, dY: Any, out: Any) -> Any:
+        dX = empty(pl.in_shape, dtype) if out is None else out
+        step(indices, dY, dX)
+        return dX
     return body

@@ -67,3 +67,18 @@ def run(pl: UnpoolPlan, starts: np.ndarray | None, x: np.ndarray, indices: np.nd
     last = winner[at] == position   # the last element of X at its offset
     flat_y[at[last]] = values[last]
     return y
+
+
+def prepare_gradient(pl: UnpoolPlan, x: np.ndarray, indices: np.ndarray, dy: np.ndarray
+                     ) -> Callable[..., np.ndarray]:
+    """MaxUnpool's gradient (PyTorch's): call(x, indices, dy, out) -> dX with dX[e] = dY at the
+    offset I[e] names (every index lies in [0, pl.index_total): the caller checked)."""
+    starts = plane_starts(pl)
+
+    def call(x: np.ndarray, indices: np.ndarray, dy: np.ndarray, out: np.ndarray | None
+             ) -> np.ndarray:
+        dx: np.ndarray = np.empty(pl.in_shape, x.dtype) if out is None else out
+        if dx.size:
+            dx.reshape(-1)[...] = dy.reshape(-1)[offsets(pl, indices.reshape(-1), starts)]
+        return dx
+    return call

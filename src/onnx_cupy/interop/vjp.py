@@ -1,0 +1,85 @@
+"""`onnx_cupy.vjp`: the gradient of an operator's output with respect to its inputs, on NumPy or
+CuPy arrays, without torch: the vector-Jacobian product, the cotangent of the first output in,
+one gradient per input out (None for an input with none, such as indices)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..core import opsets
+from ..pool import api as pool_api
+from ..unpool import api as unpool_api
+
+Gradient = Callable[[tuple[Any, ...], Any, int, dict[str, Any], Any], tuple[Any, ...]]
+
+
+def _pooled(op: str) -> Gradient:
+    """The gradient of the pooling `op` (inputs: X): (dX,)."""
+    def gradient(inputs: tuple[Any, ...], cotangent: Any, opset: int,
+                 attributes: dict[str, Any], out: Any) -> tuple[Any, ...]:
+        return (pool_api.gradient(op, inputs[0], cotangent, (opset, attributes), out=out),)
+    return gradient
+
+
+def _unpooled(inputs: tuple[Any, ...], cotangent: Any, opset: int, attributes: dict[str, Any],
+              out: Any) -> tuple[Any, ...]:
+    """MaxUnpool's gradient (inputs: X, I and the optional output_shape): (dX, None[, None])."""
+    X, I, *shape = inputs
+    dx = unpool_api.gradient(X, I, cotangent, shape[0] if shape else None, opset, attributes,
+                             out=out)
+    return (dx, None, *(None for _ in shape))
+
+
+# function -> (its operator, its fewest and most inputs, its gradient)
+_GRADIENTS: dict[Callable[..., Any], tuple[str, int, int, Gradient]] = {
+    **{f: (op, 1, 1, _pooled(op)) for f, op in (
+        (pool_api.average_pool, "AveragePool"), (pool_api.lp_pool, "LpPool"),
+        (pool_api.max_pool, "MaxPool"), (pool_api.global_average_pool, "GlobalAveragePool"),
+        (pool_api.global_lp_pool, "GlobalLpPool"), (pool_api.global_max_pool, "GlobalMaxPool"))},
+    unpool_api.max_unpool: ("MaxUnpool", 2, 3, _unpooled),
+}
+
+
+def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int = 22,
+        out: Any = None, **attributes: Any) -> tuple[Any, ...]:
+    """The vector-Jacobian product of `function` (one of the operators below) at `inputs`:
+    with Y = function(*inputs, **attributes) and the cotangent dY (Y's shape and dtype, on its
+    device), the gradients of sum(dY * Y) with respect to each input, a tuple with one entry
+    per input (None for an input with no gradient). The attributes are the function's own
+    (names and values checked as the function checks them, at `opset`); `out` receives the
+    first gradient.
+
+    Operators and their gradients (each sum in ascending output order from +0 in float32, or
+    float64 for float64, rounded once; the same bits on the NumPy, emulated and CuPy paths
+    given the same forward output):
+
+    - average_pool: dX[w] = sum over the windows o holding w of dY[o] / count(o);
+    - lp_pool, global_lp_pool: dX[w] = sign(X[w]) |X[w]|^(p-1) * sum over o of
+      dY[o] / Y[o]^(p-1) (a window whose Y is 0 gives 0);
+    - max_pool, global_max_pool: dY[o] to the element MaxPool's Indices name (the first
+      maximum in window order, the last NaN);
+    - global_average_pool: dX = dY / (D1 * ... * Dk);
+    - max_unpool(X, I[, output_shape]): (dX, None), dX[e] = dY at the position I[e] names.
+
+    Raises TypeError for another function, an attribute the function does not have or a
+    cotangent of another dtype or array type; ValueError for a cotangent of another shape or
+    device, and for what the forward call would refuse.
+
+    Examples
+    --------
+    >>> import numpy as np, onnx_cupy as oc
+    >>> x = np.array([[[1.0, 3.0, 2.0, 5.0]]], dtype=np.float32)
+    >>> oc.vjp(oc.max_pool, x, cotangent=np.ones((1, 1, 2), np.float32), kernel_shape=[2],
+    ...        strides=[2])
+    (array([[[0., 1., 0., 1.]]], dtype=float32),)
+    """
+    known = _GRADIENTS.get(function)
+    name = getattr(function, "__name__", repr(function))
+    if known is None:
+        raise TypeError(f"vjp: {name} has no gradient here (gradients: "
+                        f"{', '.join(f.__name__ for f in _GRADIENTS)})")
+    op, fewest, most, gradient = known
+    if not fewest <= len(inputs) <= most:
+        raise TypeError(f"vjp: {name} takes {fewest} to {most} inputs, got {len(inputs)}")
+    opsets.check_given(op, opset, dict.fromkeys(attributes, True))
+    return gradient(inputs, cotangent, opset, attributes, out)
