@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 from helpers import fake_install
 from helpers.standin import StandIn
+from helpers.util import replan_launches
 
-from onnx_cupy.core import calls, execution, launcher
+from onnx_cupy.core import calls, dtypes, execution, launcher
 
 BACKENDS = ["numpy", "emulated", "cupy"]
 GPU = execution.gpu_available()   # a real GPU, seen before any stand-in is installed
@@ -75,3 +76,34 @@ def launches(monkeypatch):
 
     monkeypatch.setattr(launcher.Launch, "__call__", spy)
     return seen
+
+
+@pytest.fixture
+def index_width(monkeypatch):
+    """A function `use(bits)` after which every launch prepared indexes with `bits`-bit offsets,
+    whatever the sizes (64: the long long instantiations run on small inputs, which reach them
+    in production only past 2**31 - 1 elements); the prepared calls and every family's cached
+    launch arguments are cleared at each use and after the test."""
+    def use(bits: int) -> None:
+        replan_launches()
+        monkeypatch.setattr(dtypes, "offset_bits", lambda *extents: bits)
+
+    yield use
+    replan_launches()
+
+
+@pytest.fixture
+def launch_limits(monkeypatch):
+    """A function `limit(**limits)` that lowers the launcher's grid limits for the launches
+    prepared after it (`MAX_GRID_YZ`, `MAX_BLOCKS`: 65535 and 2**20 in production), so that
+    small inputs reach the loops and grid axes that only large ones need; the prepared calls
+    and every family's cached launch arguments are cleared at each use and after the test."""
+    def limit(**limits: int) -> None:
+        unknown = set(limits) - {"MAX_GRID_YZ", "MAX_BLOCKS"}
+        assert not unknown, unknown
+        replan_launches()
+        for name, value in limits.items():
+            monkeypatch.setattr(launcher, name, value)
+
+    yield limit
+    replan_launches()

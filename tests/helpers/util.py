@@ -34,6 +34,27 @@ def replan(*cached: Any) -> None:
     calls.clear()
 
 
+def launch_caches() -> list[Any]:
+    """Every cached function of the families' kernel launches (the functools caches of each
+    registered family's onnx_cupy.<family>.kernel module) and the launcher's grid arithmetic:
+    what a patched offset width or grid limit must not find filled before it."""
+    import importlib
+
+    from onnx_cupy.core import launcher, loader
+
+    found: list[Any] = [launcher.grid_for]
+    for family in loader.families():
+        module = importlib.import_module(f"onnx_cupy.{family}.kernel")
+        found += [fn for fn in vars(module).values() if hasattr(fn, "cache_clear")
+                  and getattr(fn, "__module__", None) == module.__name__]
+    return found
+
+
+def replan_launches() -> None:
+    """`replan` of every family's cached launch arguments (launch_caches)."""
+    replan(*launch_caches())
+
+
 def to_backend(x: Any, backend: str) -> Any:
     if backend == "cupy" and isinstance(x, np.ndarray):
         return execution.cupy_module().asarray(x)
