@@ -170,6 +170,16 @@ def forbid_work(monkeypatch: Any) -> None:
     monkeypatch.setattr(kernel_call.KernelCall, "prepare_plan", forbidden)
 
 
+def forget_libraries(monkeypatch: Any) -> dict[Any, Any]:
+    """For the rest of the test, no emulator library loaded in this process (as a new process
+    starts: the disk cache, if any, serves the next build); returns the emulator's table of
+    the libraries the process loads from now on."""
+    from onnx_cupy.core import emulator
+
+    monkeypatch.setattr(emulator, "_libraries", {})
+    return emulator._libraries
+
+
 def record_builds(monkeypatch: Any, cache: Any) -> list[list[str]]:
     """Point the emulator at an empty cache `cache`, with no library loaded in this process, and
     return the list that every compiler run from now on is appended to (its command)."""
@@ -178,7 +188,7 @@ def record_builds(monkeypatch: Any, cache: Any) -> list[list[str]]:
     from onnx_cupy.core import emulator
 
     monkeypatch.setenv("ONNX_CUPY_CACHE", str(cache))
-    monkeypatch.setattr(emulator, "_libraries", {})
+    forget_libraries(monkeypatch)
     builds: list[list[str]] = []
     real_run = subprocess.run
 
