@@ -107,3 +107,24 @@ def launch_limits(monkeypatch):
 
     yield limit
     replan_launches()
+
+
+@pytest.fixture
+def fresh_family_reports():
+    """The kernel report's family reports made afresh during the test and forgotten after it:
+    none made before under other conditions is served, none made under the test's is kept
+    (the compiles below them stay cached)."""
+    from onnx_cupy.tools import kernel_report
+
+    kernel_report.family_report.cache_clear()
+    yield
+    kernel_report.family_report.cache_clear()
+
+
+@pytest.fixture
+def no_nvdisasm(monkeypatch, fresh_family_reports):
+    """As where the disassembler (nvidia-cuda-nvdisasm, or one on PATH) is not installed: the
+    kernel report finds none, and its family reports are made without SASS counts."""
+    from onnx_cupy.tools import kernel_report
+
+    monkeypatch.setattr(kernel_report, "nvdisasm", lambda: None)
