@@ -128,3 +128,32 @@ def no_nvdisasm(monkeypatch, fresh_family_reports):
     from onnx_cupy.tools import kernel_report
 
     monkeypatch.setattr(kernel_report, "nvdisasm", lambda: None)
+
+
+@pytest.fixture
+def pool_gather(monkeypatch):
+    """A function `gather(entries)` after which the pooling NumPy path makes a call from one
+    gather where it has at most `entries` slots (taps x outputs; 2**12 in production): 0 takes
+    the window passes for every call, 2**40 the gather for every small one. Prepared calls are
+    cleared at each use (the choice is made when a call is prepared)."""
+    from onnx_cupy.pool import numpy as numpy_pool
+
+    def gather(entries: int) -> None:
+        calls.clear()
+        monkeypatch.setattr(numpy_pool, "GATHER_ENTRIES", entries)
+
+    return gather
+
+
+@pytest.fixture
+def pool_whole_rows(monkeypatch):
+    """A function `whole_rows(outputs)` after which the pooling NumPy path's window passes run
+    over whole rows from `outputs` outputs of a pass on (2**12 in production): 0 always, 2**62
+    never (row by row). Prepared calls are cleared at each use."""
+    from onnx_cupy.pool import numpy_passes
+
+    def whole_rows(outputs: int) -> None:
+        calls.clear()
+        monkeypatch.setattr(numpy_passes, "WHOLE_ROWS", outputs)
+
+    return whole_rows
