@@ -185,12 +185,20 @@ def one_case(monkeypatch):
     monkeypatch.setattr(bench, "DTYPES", ("float32",))
 
 
-def test_default_out_is_a_new_temporary_folder(one_case, monkeypatch, tmp_path):
-    cwd, tmp = tmp_path / "cwd", tmp_path / "tmp"
+@pytest.fixture
+def temporary_root(monkeypatch, tmp_path):
+    """tmp_path/"tmp" as the folder of this process's new temporary files and folders
+    (tempfile.gettempdir), not made yet."""
+    tmp = tmp_path / "tmp"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
+
+
+def test_default_out_is_a_new_temporary_folder(one_case, monkeypatch, tmp_path, temporary_root):
+    cwd, tmp = tmp_path / "cwd", temporary_root
     cwd.mkdir()
     tmp.mkdir()
     monkeypatch.chdir(cwd)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     folders = []
     for _ in range(2):
         rc, stdout = _run_cli([])
@@ -205,13 +213,12 @@ def test_default_out_is_a_new_temporary_folder(one_case, monkeypatch, tmp_path):
     assert not any(cwd.iterdir())     # nothing written to ./benchmarks/results
 
 
-def test_out_writes_only_there(one_case, monkeypatch, tmp_path):
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "unused"))
+def test_out_writes_only_there(one_case, tmp_path, temporary_root):
     out = tmp_path / "given" / "dir"
     rc, stdout = _run_cli(["--out", str(out)])
     assert rc == 0 and "temporary" not in stdout
     assert (out / "numpy-quick.json").is_file()
-    assert not (tmp_path / "unused").exists()
+    assert not temporary_root.exists()
 
 
 def test_peer_model_as_exported():
