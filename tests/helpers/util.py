@@ -113,7 +113,8 @@ def node_model(op: str, inputs: list[tuple[str, Any]], attrs: dict[str, Any], op
     stored in the graph. Uses make_model_gen_version so current onnxruntime accepts the IR
     version (IR 3 for opsets it lists none for)."""
     initializers = initializers or {}
-    node = helper.make_node(op, [n for n, _ in inputs], [f"Y{i}" for i in range(n_outputs)], **attrs)
+    node = helper.make_node(op, [n for n, _ in inputs], [f"Y{i}" for i in range(n_outputs)],
+                            **attrs)
     graph = helper.make_graph(
         [node], "g",
         [helper.make_tensor_value_info(n, tensor_type(t), shape if k == 0 else None)

@@ -329,7 +329,8 @@ def test_divider_is_exact():
     for d in divisors:
         mul, shift = launcher.divider(d)
         assert 0 < mul < 2**32 and 0 <= shift <= 31
-        for n in [0, 1, d - 1, d, d + 1, 2 * d - 1, 2**31 - 1, *rng.integers(0, 2**31, 50).tolist()]:
+        for n in [0, 1, d - 1, d, d + 1, 2 * d - 1, 2**31 - 1,
+                  *rng.integers(0, 2**31, 50).tolist()]:
             if 0 <= n < 2**31:
                 t = (n * mul) >> 32
                 assert t + n < 2**32 and (t + n) >> shift == n // d, (n, d)

@@ -403,7 +403,8 @@ def test_generic_ranks_pad_to_an_instantiated_rank():
 
 @pytest.fixture(scope="module")
 def report():
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings (cuda-python) is not installed")
+    pytest.importorskip("cuda.bindings.nvrtc",
+                        reason="cuda.bindings (cuda-python) is not installed")
     if kernel_report.nvdisasm() is None:
         pytest.skip(f"{kernel_report.NVDISASM_WHEEL} is not installed")
     return {k.expression: k for k in kernel_report.family_report("resize", "sm_90")}
