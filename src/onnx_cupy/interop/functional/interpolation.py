@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ...core import numerics
+from ...core import calls, numerics
 from ...core.attributes import is_int, is_real
 from ...pool import api as pool_api
 from ...resize import api as resize_api
@@ -217,7 +217,8 @@ def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_facto
     if source is not None and antialias and sizes[-1] == 1 and sizes[0] != spatial[0]:
         source = dataclasses.replace(source, first_row=True)
     target, attrs = [*x.shape[:2], *sizes], {**resize_plan.DEFAULTS, **attrs}
-    return lambda xb: resize_api.run(xb, None, None, target, _RESIZE_OPSET, attrs, source=source)
+    keyed = calls.Keyed(source)   # keyed once: the family call's key writes its bytes
+    return lambda xb: resize_api.run(xb, None, None, target, _RESIZE_OPSET, attrs, source=keyed)
 
 
 _FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)
