@@ -57,7 +57,8 @@ found = {}
 for public, implementation in %r:
     module, source = importlib.import_module(public), importlib.import_module(implementation)
     defined = sorted(n for n, v in vars(source).items() if not n.startswith("_") and
-                     (inspect.isfunction(v) or inspect.isclass(v)) and v.__module__ == source.__name__)
+                     (inspect.isfunction(v) or inspect.isclass(v))
+                     and v.__module__ == source.__name__)
     found[public] = {"registered": sys.modules[public].__name__, "file": module.__file__,
                      "all": sorted(module.__all__), "doc": module.__doc__ == source.__doc__,
                      "same": sorted(n for n in module.__all__

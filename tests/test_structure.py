@@ -1,6 +1,8 @@
-"""The layout's rules, read from the source: imports go one way (no cycle, `core` imports no
-family, also not inside functions), no module replaces itself in `sys.modules`, and nothing
-parses a kernel's name expression back (the records' fields are read instead)."""
+"""The layout's rules, read from the source: each operator family is a folder of the package with
+the same rooms (api, plan, kernel, numpy) and its kernels/<family>.cu, found from the tree so
+that a new one cannot be missed; imports go one way (no cycle, `core` imports no family, also
+not inside functions), no module replaces itself in `sys.modules`, and nothing parses a
+kernel's name expression back (the records' fields are read instead)."""
 from __future__ import annotations
 
 import ast
@@ -10,10 +12,15 @@ from pathlib import Path
 import pytest
 
 import onnx_cupy
+from onnx_cupy.core import loader
 
 PACKAGE = Path(onnx_cupy.__file__).parent
 TESTS = Path(__file__).parent
-FAMILIES = ("pool", "resize", "hardmax", "unpool", "grid")
+ROOMS = ("api.py", "plan.py", "kernel.py", "numpy.py")   # a family's rooms (DESIGN's layout)
+# the package's folders that hold any of the rooms: the families, which must hold them all
+HOLDERS = sorted(d.name for d in PACKAGE.iterdir() if (d / "__init__.py").is_file()
+                 and any((d / room).is_file() for room in ROOMS))
+FAMILIES = tuple(f for f in HOLDERS if all((PACKAGE / f / room).is_file() for room in ROOMS))
 
 
 def _module(path: Path) -> str:
@@ -62,6 +69,17 @@ def test_the_graph_covers_the_package():
     assert "onnx_cupy.interop.functional" in GRAPH["onnx_cupy.nn.functional"]
 
 
+def test_every_family_has_its_rooms_and_kernels():
+    """A folder with a family's room has them all, and its kernels in kernels/<family>.cu; every
+    .cu there belongs to a family, and every family registers its instantiations under its
+    name (the package imported: its families registered)."""
+    assert {"pool", "resize", "hardmax"} <= set(FAMILIES)   # the discovery finds families at all
+    assert FAMILIES == tuple(HOLDERS), sorted(set(HOLDERS) - set(FAMILIES))
+    sources = sorted(p.stem for p in (PACKAGE / "kernels").glob("*.cu"))
+    assert sources == sorted(FAMILIES)
+    assert loader.families() == sorted(FAMILIES)
+
+
 def test_no_import_cycle():
     state: dict[str, int] = {}
 
@@ -94,7 +112,7 @@ def test_no_module_replaces_itself():
 # an expression string taken apart: split, searched, sliced by its text or matched by a pattern
 PARSING = re.compile(r"expression\w*\)?\.(split|startswith|endswith|index|find|partition|"
                      r"removeprefix|removesuffix|replace)\(|re\.\w+\([^)]*expression|"
-                     r"\.(startswith|endswith)\(\"(pool|resize|hardmax)|\.split\(\"<\"\)")
+                     rf"\.(startswith|endswith)\(\"({'|'.join(FAMILIES)})|\.split\(\"<\"\)")
 
 
 @pytest.mark.parametrize("root", [PACKAGE, TESTS], ids=["src", "tests"])

@@ -86,7 +86,8 @@ def test_short_names_of_revealed_types():
                   "numpy._typing._nbit_base._16Bit]]]") == "ndarray[float16]"
     assert _short("tuple[numpy.ndarray[tuple[int, int], numpy.dtype[numpy.float64]], "
                   "numpy.ndarray[tuple[Any, ...], numpy.dtype[numpy.signedinteger["
-                  "numpy._typing._nbit_base._64Bit]]]]") == "tuple[ndarray[float64], ndarray[int64]]"
+                  "numpy._typing._nbit_base._64Bit]]]]") == \
+        "tuple[ndarray[float64], ndarray[int64]]"
     assert _short("list[tuple[a.B, tuple[str, ...], float | None, fallback=x.y.Warmed]]") == \
         "list[Warmed]"
     assert _short("numpy.ndarray[tuple[Any, ...], numpy.dtype[Any]]") == "ndarray[Any]"

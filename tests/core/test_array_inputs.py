@@ -1,5 +1,6 @@
 """Array interop (CuPy conventions): zero-copy acceptance of __cuda_array_interface__ and DLPack
-inputs, thread-safe one-time kernel compilation, streams and devices on a GPU."""
+inputs, thread-safe one-time kernel compilation, streams and devices (on the GPU where one is
+visible, else on the executing stand-in cupy)."""
 from __future__ import annotations
 
 import threading
@@ -7,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from helpers.standin import StandIn
 from helpers.util import assert_close, random, record_builds, to_numpy
 
 import onnx_cupy as oc
@@ -34,7 +36,8 @@ class FakeCupy:
 
 
 class CudaInterface:
-    __cuda_array_interface__: ClassVar[dict] = {"shape": (1,), "typestr": "<f4", "data": (0, False), "version": 3}
+    __cuda_array_interface__: ClassVar[dict] = {"shape": (1,), "typestr": "<f4",
+                                                "data": (0, False), "version": 3}
 
 
 class DLPack:
@@ -49,10 +52,9 @@ class DLPack:
 
 
 @pytest.fixture
-def fake_cupy(monkeypatch):
-    fake = FakeCupy()
-    monkeypatch.setattr(execution, "cupy_module", lambda: fake)
-    return fake
+def fake_cupy():
+    with execution.cupy_substitute(FakeCupy()) as fake:
+        yield fake
 
 
 def test_cuda_array_interface_goes_to_cupy_asarray(fake_cupy):
@@ -83,17 +85,17 @@ def test_cpu_dlpack_becomes_numpy_without_copy(rng):
     np.testing.assert_array_equal(oc.average_pool(CpuTensor(), **POOL), oc.average_pool(x, **POOL))
 
 
-def test_cuda_input_without_cupy_is_a_clear_type_error(monkeypatch):
-    monkeypatch.setattr(execution, "cupy_module", lambda: None)
-    with pytest.raises(TypeError, match=r"AveragePool: X is a CUDA array \(CudaInterface\); install "
-                                        r"CuPy to run on it: pip install \"cupy-cuda12x"):
+def test_cuda_input_without_cupy_is_a_clear_type_error():
+    with execution.cupy_substitute(None), pytest.raises(
+            TypeError, match=r"AveragePool: X is a CUDA array \(CudaInterface\); install CuPy "
+                             r"to run on it: pip install \"cupy-cuda12x"):
         oc.average_pool(CudaInterface(), kernel_shape=[1])
 
 
 @pytest.mark.parametrize("bad", [[[1.0]], 3.0, DLPack(device_type=4)])  # list, scalar, OpenCL
 def test_unsupported_array_types(bad):
-    with pytest.raises(TypeError, match=r"Hardmax: X must be a numpy.ndarray, a cupy.ndarray or an "
-                                        r"array exposing __cuda_array_interface__ or DLPack"):
+    with pytest.raises(TypeError, match=r"Hardmax: X must be a numpy.ndarray, a cupy.ndarray or "
+                                        r"an array exposing __cuda_array_interface__ or DLPack"):
         oc.hardmax(bad)
 
 
@@ -119,31 +121,46 @@ def test_concurrent_calls_compile_each_kernel_once(monkeypatch, tmp_path, rng):
         assert_close(y, oc.average_pool(x, **POOL))   # the NumPy path, summed in its own order
 
 
-gpu = pytest.mark.skipif(not execution.gpu_available(), reason="needs a visible GPU")
+@pytest.fixture
+def cp():
+    """The cupy module on the GPU where one is visible, else a fresh executing stand-in cupy
+    (tests/helpers/standin.py: two devices, its launches recorded) installed for the test."""
+    if execution.gpu_available():
+        yield execution.cupy_module()
+        return
+    with StandIn().installed() as fake:
+        yield fake
 
 
-@gpu
-def test_non_default_stream_is_used():
-    import cupy as cp
+def assert_pooled(y, x):
+    """`y` is the pooling of `x` (POOL): the bits of the same kernels on the emulated backend,
+    and within float32's tolerance of the NumPy path (which sums in its own order)."""
+    host = to_numpy(x)
+    with oc.backend("emulated"):
+        assert to_numpy(y).tobytes() == oc.average_pool(host, **POOL).tobytes()
+    assert_close(y, oc.average_pool(host, **POOL))
 
+
+def test_non_default_stream_is_used(cp):
     x = cp.asarray(random(np.random.default_rng(1), (4, 8, 33, 35), np.float32))
+    before = len(getattr(cp, "launches", ()))
     with cp.cuda.Stream(non_blocking=True) as stream:
         y = oc.average_pool(x, **POOL)
         h = oc.hardmax(x, axis=1)
         stream.synchronize()
-    np.testing.assert_allclose(to_numpy(y), oc.average_pool(to_numpy(x), **POOL), rtol=1e-5)
+    if isinstance(cp, StandIn):   # what only the stand-in records: the launches on the stream
+        inside = cp.launches[before:]
+        assert len(inside) >= 2 and all(r.stream == stream.ptr != 0 for r in inside)
+    assert_pooled(y, x)
     np.testing.assert_array_equal(to_numpy(h), oc.hardmax(to_numpy(x), axis=1))
 
 
-@gpu
-@pytest.mark.skipif(execution.gpu_available() and __import__("cupy").cuda.runtime.getDeviceCount() < 2,
-                    reason="needs a second GPU")
-def test_output_on_the_input_device():
-    import cupy as cp
-
+def test_output_on_the_input_device(cp):
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs a second GPU")
     with cp.cuda.Device(1):
         x = cp.asarray(random(np.random.default_rng(2), (2, 3, 17, 19), np.float32))
     with cp.cuda.Device(0):
         y = oc.average_pool(x, **POOL)
     assert y.device.id == 1
-    np.testing.assert_allclose(to_numpy(y), oc.average_pool(to_numpy(x), **POOL), rtol=1e-5)
+    assert_pooled(y, x)

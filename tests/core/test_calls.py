@@ -246,3 +246,14 @@ def test_frozen_inside_frozen(monkeypatch):
     got = calls.frozen(value)
     monkeypatch.setitem(REENTER, "on", False)
     assert got == calls.frozen(value)
+
+
+@pytest.mark.parametrize("a, b", [((1.5, "x"), (1.5, "x")), ((1.5, "x"), (-1.5, "x")),
+                                  (np.float32(0.0), np.float32(-0.0))])
+def test_a_keyed_part_keys_as_its_value(a, b):
+    """A part keyed once keys as the value it wraps: equal values alike, others apart, and
+    never equal to the bare value's key (a Keyed part and a plain one never share a call)."""
+    assert (calls.frozen(calls.Keyed(a)) == calls.frozen(calls.Keyed(b))) == (
+        calls.frozen(a) == calls.frozen(b))
+    assert calls.frozen(calls.Keyed(a)) != calls.frozen(a)
+    assert calls.Keyed(a).value is a

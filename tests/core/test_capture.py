@@ -1,9 +1,9 @@
 """Capture-safe repeat calls, on the stand-in cupy (tests/helpers/standin.py), which records every
 allocation, host-device copy, synchronization and event wait: after the first call of a
 configuration, a call of every operator, of the PyTorch-style functions (max_unpool2d with its
-per-plane indices among them) and of run_node allocates its outputs and launches, nothing else; a sequence of such calls captured into a CUDA
-graph raises nothing and replays its launches; a first call, which uploads and waits, is refused
-under capture."""
+per-plane indices among them) and of run_node allocates its outputs and launches, nothing else; a
+sequence of such calls captured into a CUDA graph raises nothing and replays its launches; a first
+call, which uploads and waits, is refused under capture."""
 from __future__ import annotations
 
 import weakref

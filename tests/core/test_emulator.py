@@ -3,6 +3,8 @@ warp collectives (with partial masks and widths), atomics, vector types, several
 3-D blocks, and a seeded random thread order under which a missing barrier shows."""
 from __future__ import annotations
 
+import struct
+import sys
 import warnings
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 from helpers.util import build_file, schedule
 
-from onnx_cupy.core import emulator, execution, loader, records
+from onnx_cupy.core import emulator, loader, records
 
 SOURCE = Path(__file__).parent / "kernels" / "cooperative.cu"
 # name expression -> the kernel it instantiates
@@ -158,12 +160,14 @@ def test_nvrtc_compiles_the_same_source():
 
 @pytest.fixture
 def failing_gcc(tmp_path, monkeypatch):
-    """A GCC (by its --version) that fails every compile, an empty cache and a fresh process's
-    state of the shim header build."""
+    """A GCC (by its --version) that fails every compile, each compile's arguments appended to
+    the file beside it with the suffix .log; an empty cache and a fresh process's state of the
+    shim header build."""
     cxx = tmp_path / "failing-g++"
     cxx.write_text("#!/bin/sh\n"
                    'if [ "$1" = --version ]; then echo "g++ (fake) 1.0"; '
                    'echo "Copyright (C) Free Software Foundation, Inc."; exit 0; fi\n'
+                   f'echo "$@" >> "{cxx.with_suffix(".log")}"\n'
                    'echo "host_shim.h:1: error: out of coffee" >&2; exit 3\n')
     cxx.chmod(0o755)
     monkeypatch.setenv("CXX", str(cxx))
@@ -211,17 +215,18 @@ def test_an_exception_in_the_shim_header_build_is_recorded(failing_gcc, monkeypa
 
 @pytest.mark.parametrize("platform, byteorder, pointer", [
     ("win32", "little", 8), ("darwin", "little", 8), ("linux", "big", 8), ("linux", "little", 4)])
-def test_the_emulated_backend_needs_linux(platform, byteorder, pointer, monkeypatch, capsys):
+def test_the_emulated_backend_needs_linux(platform, byteorder, pointer, failing_gcc,
+                                          monkeypatch, capsys):
     """Where ELF shared libraries built by g++ cannot be loaded, entering the emulated backend
-    (or building a kernel) says so, before any build; onnx-cupy info reports it."""
+    (or building a kernel) says so, before any build (the compiler records each one);
+    onnx-cupy info reports it."""
     import onnx_cupy
     from onnx_cupy.tools import cli
 
-    real = execution.struct.calcsize
-    monkeypatch.setattr(execution.sys, "platform", platform)
-    monkeypatch.setattr(execution.sys, "byteorder", byteorder)
-    monkeypatch.setattr(execution.struct, "calcsize", lambda f: pointer if f == "P" else real(f))
-    monkeypatch.setattr(emulator, "compile_library", None)   # no build may start
+    real = struct.calcsize
+    monkeypatch.setattr(sys, "platform", platform)
+    monkeypatch.setattr(sys, "byteorder", byteorder)
+    monkeypatch.setattr(struct, "calcsize", lambda f: pointer if f == "P" else real(f))
     message = (rf"the emulated backend needs Linux on a 64-bit little-endian machine .*; this is "
                rf"{platform} on .*, {pointer * 8}-bit {byteorder}-endian: use the numpy path")
     with pytest.raises(RuntimeError, match=message), onnx_cupy.backend("emulated"):
@@ -230,3 +235,4 @@ def test_the_emulated_backend_needs_linux(platform, byteorder, pointer, monkeypa
         build_file(SOURCE, {"block_sum<true>": "block_sum"})
     assert cli.main(["info"]) == 0
     assert "emulated path: unavailable: the emulated backend needs Linux" in capsys.readouterr().out
+    assert not failing_gcc.with_suffix(".log").exists()   # no build started

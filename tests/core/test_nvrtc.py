@@ -6,8 +6,10 @@ instantiation per kernel template runs in the quick suite."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+from helpers import fake_cupy
 
 import onnx_cupy  # noqa: F401  (importing the package registers every kernel family)
 from onnx_cupy.core import cuda_compile, loader
@@ -96,24 +98,32 @@ def test_contraction_is_what_the_options_stop(nvrtc):
     assert counts["cupy"][1] > 0 and counts["cupy"][0] > 0
 
 
-def test_the_loader_compiles_with_the_options_it_checks(nvrtc, monkeypatch, tmp_path):
+class VersionOnly:
+    """An NVRTC that tells its version (part of an image's cache key) and compiles nothing."""
+
+    def __init__(self, nvrtc):
+        self.getVersion = nvrtc.getVersion
+
+    def __getattr__(self, name):
+        raise AssertionError(f"NVRTC asked for {name}: a compile where the cache had the image")
+
+
+def test_the_loader_compiles_with_the_options_it_checks(nvrtc, monkeypatch):
     """The CuPy path's compile is cuda_compile.cached with the loader's options: its image, for
     a device's architecture, holds the instantiation under its lowered name, and a second
-    compile of the same key is read back from the disk cache."""
-    monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
-    monkeypatch.setattr(cuda_compile, "_images", {})
+    compile of the same key (in a later process) is read back from the disk cache."""
+    nvrtc_cache = Path(fake_cupy.fresh_kernel_cache(monkeypatch)) / "nvrtc"
     k = loader.instantiations("unpool")[0]
     image = cuda_compile.cached(nvrtc, loader.source("unpool"), k.expression, "sm_90",
                                 loader.options("unpool"), "unpool.cu")
     assert image.kind == "cubin" and image.data[:4] == b"\x7fELF"
     assert image.names[k.expression].encode() in image.data
-    (entry,) = (tmp_path / "nvrtc").iterdir()
-    monkeypatch.setattr(cuda_compile, "_images", {})
-    monkeypatch.setattr(cuda_compile, "compile", None)   # a second compile would fail
-    again = cuda_compile.cached(nvrtc, loader.source("unpool"), k.expression, "sm_90",
-                                loader.options("unpool"), "unpool.cu")
+    (entry,) = nvrtc_cache.iterdir()
+    fake_cupy.forget_images(monkeypatch)
+    again = cuda_compile.cached(VersionOnly(nvrtc), loader.source("unpool"), k.expression,
+                                "sm_90", loader.options("unpool"), "unpool.cu")
     assert (again.data, again.names) == (image.data, image.names)
-    assert list((tmp_path / "nvrtc").iterdir()) == [entry]
+    assert list(nvrtc_cache.iterdir()) == [entry]
 
 
 @pytest.mark.parametrize("capability, expected", [(90, "sm_90"), (89, "sm_89"),

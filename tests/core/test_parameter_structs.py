@@ -93,7 +93,8 @@ def _host_compile(family: str, extra: str) -> str | None:
     shim = str(loader.KERNEL_DIR / "host_shim.h")
     res = subprocess.run([cxx, *loader.options(family), "-fsyntax-only", "-include", shim, "-x",
                           "c++", "-"],
-                         input=loader.source(family) + extra, capture_output=True, text=True, check=False)
+                         input=loader.source(family) + extra, capture_output=True, text=True,
+                         check=False)
     return None if res.returncode == 0 else res.stderr
 
 

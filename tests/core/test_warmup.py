@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import fake_cupy
-from helpers.util import FLOAT_DTYPES, assert_close, random, record_builds
+from helpers.util import FLOAT_DTYPES, assert_close, forget_libraries, random, record_builds
 
 import onnx_cupy as oc
-from onnx_cupy.core import dtypes, emulator, execution, loader
+from onnx_cupy.core import dtypes, execution, loader
 from onnx_cupy.core import warmup as warmup_module
 from onnx_cupy.pool.api import adaptive_pool
 
@@ -247,7 +247,7 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
     assert all("-include" in cmd and ".gch" not in cmd[cmd.index("-include") + 1]
                and "shim-" in cmd[cmd.index("-include") + 1] for cmd in libraries)
     assert len(list((tmp_path / "emulator").glob("hardmax-*.so"))) == len(warmed)
-    monkeypatch.setattr(emulator, "_libraries", {})   # a later process: the disk cache only
+    libraries = forget_libraries(monkeypatch)   # a later process: the disk cache only
     builds.clear()
     for shape, call, _ in CALLS["Hardmax"]:
         x = random(rng, shape, np.float64)
@@ -255,7 +255,7 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
             got = call(x)
         assert_close(got, call(x))
     assert builds == []
-    assert len(emulator._libraries) >= 3
+    assert len(libraries) >= 3
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers.util import BF16
 
-from onnx_cupy.core import calls, dtypes, execution, records
+from onnx_cupy.core import calls, execution, records
 from onnx_cupy.grid import api as grid_api
 from onnx_cupy.grid import kernel as grid_kernel
 from onnx_cupy.tools import kernel_report
@@ -35,19 +35,6 @@ def emulated(x, grid, monkeypatch=None, pad_first=False, **attrs) -> np.ndarray:
             finally:
                 grid_kernel.sample_args.cache_clear()
                 calls.clear()
-
-
-@pytest.fixture
-def index_width(monkeypatch):
-    """Makes launches index with offsets of the bits it is given, whatever the sizes."""
-    def use(bits: int) -> None:
-        grid_kernel.sample_args.cache_clear()
-        calls.clear()
-        if bits == 64:
-            monkeypatch.setattr(dtypes, "offset_bits", lambda *extents: 64)
-
-    yield use
-    grid_kernel.sample_args.cache_clear()
 
 
 def pattern(a: np.ndarray) -> np.ndarray:
@@ -118,18 +105,14 @@ def test_generic_at_the_boundaries(rng, launches):
     assert launches[0][0].fast   # the orders differ under reflection only
 
 
-def test_grid_stride_loop_and_chunks(rng, launches, monkeypatch):
+def test_grid_stride_loop_and_chunks(rng, launches, launch_limits):
     """More positions than the grid's threads (the grid-stride loop), and channels split."""
-    monkeypatch.setattr(grid_kernel.launcher, "MAX_BLOCKS", 2)
-    grid_kernel.sample_args.cache_clear()
-    try:
-        x, g = data(rng, np.float32, shape=(1, 2, 5, 6), out=(30, 40))
-        got = emulated(x, g)
-        (grid, block) = launches[0][1]
-        assert grid[0] * block[0] < 30 * 40
-        np.testing.assert_array_equal(pattern(got), pattern(grid_api.run_sample(x, g, 22, {})))
-    finally:
-        grid_kernel.sample_args.cache_clear()
+    launch_limits(MAX_BLOCKS=2)
+    x, g = data(rng, np.float32, shape=(1, 2, 5, 6), out=(30, 40))
+    got = emulated(x, g)
+    (grid, block) = launches[0][1]
+    assert grid[0] * block[0] < 30 * 40
+    np.testing.assert_array_equal(pattern(got), pattern(grid_api.run_sample(x, g, 22, {})))
     x, g = data(rng, np.float32, shape=(1, 300, 3, 4), out=(1, 2))
     launches.clear()
     got = emulated(x, g, mode="nearest")

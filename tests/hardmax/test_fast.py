@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from helpers.hardmax_cases import rule_rows, sample
-from helpers.util import FLOAT_DTYPES, replan, schedule
+from helpers.util import FLOAT_DTYPES, schedule
 from numpy.lib.stride_tricks import as_strided
 
 from onnx_cupy import hardmax
@@ -101,14 +101,10 @@ def test_columns(dtype, shape, axis, rng, launches):
     assert grid[0] * block[0] >= inner and grid[1] * grid[2] * block[1] >= np.prod(shape[:axis])
 
 
-def test_columns_on_a_3d_grid(rng, monkeypatch, launches):
-    monkeypatch.setattr(launcher, "MAX_GRID_YZ", 4)
-    replan(ops.launches)
-    try:
-        x = sample(rng, (200, 4, 9), np.float16)
-        assert_exact(x, axis=1)
-    finally:
-        replan(ops.launches)
+def test_columns_on_a_3d_grid(rng, launch_limits, launches):
+    launch_limits(MAX_GRID_YZ=4)
+    x = sample(rng, (200, 4, 9), np.float16)
+    assert_exact(x, axis=1)
     ((kernel, (grid, block)),) = launches
     assert kernel.template == "hardmax_cols" and grid == (1, 4, 4) and block == (16, 16, 1)
 
@@ -150,12 +146,9 @@ def test_coerced_rows_of_the_old_opsets(rng, launches):
 
 
 @pytest.fixture
-def index64(monkeypatch):
+def index64(index_width):
     """Every size counts as past the 32-bit range: the long long instantiations run."""
-    monkeypatch.setattr(dtypes, "INT32_LIMIT", 16)
-    replan(ops.launches)
-    yield
-    replan(ops.launches)
+    index_width(64)
 
 
 @pytest.mark.parametrize("shape,axis,kernel", [((9, 300), -1, "hardmax_rows"),

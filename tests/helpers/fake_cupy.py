@@ -1,5 +1,6 @@
 """The stand-in cupy (tests/helpers/standin.py) for a test: `install` makes a fresh one the
-library's cupy for the rest of the test, with an empty NVRTC image cache."""
+library's cupy for the rest of the test, with an empty NVRTC image cache; `forget_images`
+makes the process forget the images it holds, as a later process would start."""
 from __future__ import annotations
 
 import contextlib
@@ -11,7 +12,13 @@ import pytest
 from helpers.standin import CaptureError, StandIn
 from onnx_cupy.core import cuda_compile
 
-__all__ = ["CaptureError", "StandIn", "fresh_kernel_cache", "install"]
+__all__ = ["CaptureError", "StandIn", "forget_images", "fresh_kernel_cache", "install"]
+
+
+def forget_images(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For the rest of the test, no NVRTC image in this process's memory (as a new process
+    starts: the disk cache, if any, serves the next compile)."""
+    monkeypatch.setattr(cuda_compile, "_images", {})
 
 
 def fresh_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> str:
@@ -23,7 +30,7 @@ def fresh_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> str:
     root = tempfile.mkdtemp(prefix="onnx-cupy-cache-")
     os.symlink(emulator, os.path.join(root, "emulator"))
     monkeypatch.setenv("ONNX_CUPY_CACHE", root)
-    monkeypatch.setattr(cuda_compile, "_images", {})
+    forget_images(monkeypatch)
     return root
 
 

@@ -45,7 +45,9 @@ KERNEL_POLICY_LAYOUTS: frozenset[str] = frozenset()
 class Call:
     """One call: `fn` (a name in FUNCTIONS) with `args` and `kwargs`; `names`, where the call
     holds a mistake, the words one of which an error message must hold (lower case), and the
-    arrays among the arguments (by position or keyword) that it must leave unchanged."""
+    arrays among the arguments (by position or keyword) that it must leave unchanged.
+    `function`: what runs in place of the library's function of that name (a stand-in with a
+    bug that the judge must find), in the call and in its reference run alike."""
 
     fn: str
     args: list[Any]
@@ -56,6 +58,7 @@ class Call:
     torch: bool = False   # an nn.functional call: PyTorch's error types are allowed too
     layout: str = "contiguous"
     keep: list[Any] = field(default_factory=list)
+    function: Callable[..., Any] | None = None
 
     def describe(self) -> str:
         return f"{self.fn} [{self.kind}: {self.what or self.layout}]"
@@ -478,7 +481,7 @@ def _out_mistake(rng: np.random.Generator, call: Call, folder: str) -> Call:
     if call.fn.startswith(("F.", "run_node")) or call.kwargs.get("return_indices"):
         return call
     with _path("numpy"):
-        want = _run(Call(call.fn, list(call.args), dict(call.kwargs)))
+        want = _run(Call(call.fn, list(call.args), dict(call.kwargs), function=call.function))
     if isinstance(want, tuple):
         return call
     choice = str(rng.choice(["right", "readonly_memmap", "readonly", "dtype", "big_endian",
@@ -610,7 +613,8 @@ def _on_device(call: Call) -> Call:
     cp = _device()
     return Call(call.fn, [_to_device(a, cp) for a in call.args],
                 {k: _to_device(v, cp, out=k == "out") for k, v in call.kwargs.items()},
-                call.kind, call.what, call.names, call.torch, call.layout)
+                call.kind, call.what, call.names, call.torch, call.layout,
+                function=call.function)
 
 
 def _host(a: Any) -> Any:
@@ -625,7 +629,8 @@ def _run(call: Call) -> Any:
     import onnx_cupy
     import onnx_cupy.nn.functional as F
 
-    fn = getattr(F, call.fn[2:]) if call.fn.startswith("F.") else getattr(onnx_cupy, call.fn)
+    fn = call.function or (getattr(F, call.fn[2:]) if call.fn.startswith("F.")
+                           else getattr(onnx_cupy, call.fn))
     result = fn(*call.args, **call.kwargs)
     return tuple(result) if isinstance(result, (tuple, list)) else result
 
@@ -736,7 +741,8 @@ def judge(call: Call, path: str) -> list[str]:
             problems += _device_results(call, got)
             got = _host(got)
         native = Call(host_call.fn, [_native(a) for a in host_call.args],
-                      {k: _native(v) for k, v in host_call.kwargs.items() if k != "out"})
+                      {k: _native(v) for k, v in host_call.kwargs.items() if k != "out"},
+                      function=host_call.function)
         try:
             with _path("numpy"), np.errstate(all="ignore"):
                 want = _run(native)

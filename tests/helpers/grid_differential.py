@@ -7,9 +7,9 @@ spatial rank from the product BASES (so every combination of them comes up, COUN
 times), and draws the rest from its own seeded generator: the opset (16 for 2-D only, with its
 mode names), shapes (odd sizes, several channels and batch items), the grid's dtype (mostly
 X's), its positions (uniform within 1 to 6 of the ends, on a 1/8 lattice where exact ties come
-up) and, in some, NaN, infinite and far-away positions. `KNOWN` lists, as predicates on the configuration, every
-case where the runtimes disagree and the side onnx-cupy follows ("ort", "ref", or "exact":
-neither, the oracle decides); `evaluate(index)` keeps (cached) what each check found."""
+up) and, in some, NaN, infinite and far-away positions. `KNOWN` lists, as predicates on the
+configuration, every case where the runtimes disagree and the side onnx-cupy follows ("ort", "ref",
+or "exact": neither, the oracle decides); `evaluate(index)` keeps (cached) what each check found."""
 from __future__ import annotations
 
 import functools

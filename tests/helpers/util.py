@@ -34,6 +34,27 @@ def replan(*cached: Any) -> None:
     calls.clear()
 
 
+def launch_caches() -> list[Any]:
+    """Every cached function of the families' kernel launches (the functools caches of each
+    registered family's onnx_cupy.<family>.kernel module) and the launcher's grid arithmetic:
+    what a patched offset width or grid limit must not find filled before it."""
+    import importlib
+
+    from onnx_cupy.core import launcher, loader
+
+    found: list[Any] = [launcher.grid_for]
+    for family in loader.families():
+        module = importlib.import_module(f"onnx_cupy.{family}.kernel")
+        found += [fn for fn in vars(module).values() if hasattr(fn, "cache_clear")
+                  and getattr(fn, "__module__", None) == module.__name__]
+    return found
+
+
+def replan_launches() -> None:
+    """`replan` of every family's cached launch arguments (launch_caches)."""
+    replan(*launch_caches())
+
+
 def to_backend(x: Any, backend: str) -> Any:
     if backend == "cupy" and isinstance(x, np.ndarray):
         return execution.cupy_module().asarray(x)
@@ -92,7 +113,8 @@ def node_model(op: str, inputs: list[tuple[str, Any]], attrs: dict[str, Any], op
     stored in the graph. Uses make_model_gen_version so current onnxruntime accepts the IR
     version (IR 3 for opsets it lists none for)."""
     initializers = initializers or {}
-    node = helper.make_node(op, [n for n, _ in inputs], [f"Y{i}" for i in range(n_outputs)], **attrs)
+    node = helper.make_node(op, [n for n, _ in inputs], [f"Y{i}" for i in range(n_outputs)],
+                            **attrs)
     graph = helper.make_graph(
         [node], "g",
         [helper.make_tensor_value_info(n, tensor_type(t), shape if k == 0 else None)
@@ -149,15 +171,23 @@ def forbid_work(monkeypatch: Any) -> None:
     monkeypatch.setattr(kernel_call.KernelCall, "prepare_plan", forbidden)
 
 
+def forget_libraries(monkeypatch: Any) -> dict[Any, Any]:
+    """For the rest of the test, no emulator library loaded in this process (as a new process
+    starts: the disk cache, if any, serves the next build); returns the emulator's table of
+    the libraries the process loads from now on."""
+    from onnx_cupy.core import emulator
+
+    monkeypatch.setattr(emulator, "_libraries", {})
+    return emulator._libraries
+
+
 def record_builds(monkeypatch: Any, cache: Any) -> list[list[str]]:
     """Point the emulator at an empty cache `cache`, with no library loaded in this process, and
     return the list that every compiler run from now on is appended to (its command)."""
     import subprocess
 
-    from onnx_cupy.core import emulator
-
     monkeypatch.setenv("ONNX_CUPY_CACHE", str(cache))
-    monkeypatch.setattr(emulator, "_libraries", {})
+    forget_libraries(monkeypatch)
     builds: list[list[str]] = []
     real_run = subprocess.run
 
@@ -165,7 +195,7 @@ def record_builds(monkeypatch: Any, cache: Any) -> list[list[str]]:
         builds.append(cmd)
         return real_run(cmd, *args, **kwargs)
 
-    monkeypatch.setattr(emulator.subprocess, "run", counting_run)
+    monkeypatch.setattr(subprocess, "run", counting_run)   # (the emulator's builds run through it)
     return builds
 
 

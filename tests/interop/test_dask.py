@@ -56,10 +56,11 @@ CASES = {
                                     "coordinate_transformation_mode": "asymmetric", "opset": 18},
                                (0, 2, 3)),
     "resize_cubic_last_axis": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float64,
-                               {"axes": [-1], "scales": [1.5], "mode": "cubic", "exclude_outside": 1},
-                               (0, 1, 2)),
+                               {"axes": [-1], "scales": [1.5], "mode": "cubic",
+                                "exclude_outside": 1}, (0, 1, 2)),
     "resize_listed_identity_axis": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                                    {"axes": [1, 2], "scales": [1.0, 2.0], "mode": "linear"}, (0, 1)),
+                                    {"axes": [1, 2], "scales": [1.0, 2.0], "mode": "linear"},
+                                    (0, 1)),
     "resize_nearest_identity_by_rounding": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
                                             {"axes": [1, 3], "scales": [1.05, 2.0]}, (0, 1, 2)),
     "resize_crop_identity_channel": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
@@ -67,12 +68,15 @@ CASES = {
                                           "coordinate_transformation_mode": "tf_crop_and_resize"},
                                      (0, 1, 2)),
     "resize_sizes_listed_identity": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
-                                     {"axes": [0, 3], "sizes": [4, 20], "mode": "linear"}, (0, 1, 2)),
+                                     {"axes": [0, 3], "sizes": [4, 20], "mode": "linear"},
+                                     (0, 1, 2)),
     "resize_antialias_sizes_u8": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.uint8,
-                                  {"axes": [2], "sizes": [5], "mode": "linear", "antialias": 1}, (0, 1)),
+                                  {"axes": [2], "sizes": [5], "mode": "linear", "antialias": 1},
+                                  (0, 1)),
     "resize_crop_roi": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
                         {"roi": [0, 0, 0.1, 0.2, 1, 1, 0.9, 1.0], "scales": [1, 1, 2, 3],
-                             "mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+                             "mode": "linear",
+                             "coordinate_transformation_mode": "tf_crop_and_resize",
                              "extrapolation_value": -1.0}, (0, 1)),
     "resize_not_larger": (ocd.resize, oc.resize, SHAPE, CHUNKS, np.float32,
                           {"axes": [2, 3], "sizes": [5, 20], "mode": "linear",
@@ -240,7 +244,8 @@ def test_import_onnx_cupy_does_not_import_dask():
 # one configuration per operator on CuPy chunks: (dask function, eager function, keywords)
 GPU_CASES = {
     "average_pool": (ocd.average_pool, oc.average_pool,
-                     {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
+                     {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
+                      "ceil_mode": 1}),
     "lp_pool": (ocd.lp_pool, oc.lp_pool, {"kernel_shape": [2, 3], "p": 3}),
     "hardmax": (ocd.hardmax, oc.hardmax, {"axis": 1}),
     "resize": (ocd.resize, oc.resize, {"axes": [2], "scales": [1.7], "mode": "cubic"}),
@@ -341,8 +346,8 @@ def test_max_unpool_errors():
     across = da.from_array(np.arange(16).reshape(2, 2, 2, 2)[::-1].copy() * 4, chunks=1)
     with pytest.raises(ValueError, match=r"MaxUnpool: input 'I' holds \d+, an index into the "
                                          r"\(n, c\) plane \(\d, \d\), outside the planes of its "
-                                         r"block \(n in \[\d, \d\), c in \[\d, \d\)\): rechunk N and "
-                                         r"C whole"):
+                                         r"block \(n in \[\d, \d\), c in \[\d, \d\)\): rechunk N "
+                                         r"and C whole"):
         ocd.max_unpool(x, across, kernel_shape=[2, 2], strides=[2, 2]).compute()
     assert_bitwise(ocd.max_unpool(x.rechunk({0: -1, 1: -1}), across, kernel_shape=[2, 2],
                                   strides=[2, 2]).compute(),

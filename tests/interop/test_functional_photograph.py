@@ -24,7 +24,8 @@ SHAPES = {"224": (1, 3, 224, 224), "345x456": (2, 3, 345, 456)}
 TARGETS = {"shrink": {"size": (160, 97)}, "grow": {"size": (301, 448)},
            "factor-0.6": {"scale_factor": 0.6}, "factor-1.7": {"scale_factor": (1.7, 2.3)},
            "factor-0.6-recompute": {"scale_factor": 0.6, "recompute_scale_factor": True}}
-MODES = {"bilinear": ("bilinear", False, False), "bilinear-align_corners": ("bilinear", False, True),
+MODES = {"bilinear": ("bilinear", False, False),
+         "bilinear-align_corners": ("bilinear", False, True),
          "bilinear-antialias": ("bilinear", True, False),
          "bilinear-antialias-align_corners": ("bilinear", True, True),
          "bicubic": ("bicubic", False, False), "bicubic-align_corners": ("bicubic", False, True),

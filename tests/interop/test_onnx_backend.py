@@ -22,7 +22,7 @@ from onnx.backend.test import BackendTest
 
 import onnx_cupy
 from onnx_cupy import onnx_backend
-from onnx_cupy.core import emulator, execution
+from onnx_cupy.core import execution
 from onnx_cupy.onnx_backend import OnnxCupyBackend
 
 NODE_TESTS = re.compile(   # not AffineGrid's `_expanded` variants: graphs of other operators
@@ -166,10 +166,8 @@ def test_forced_backend_conflicts_with_device():
         onnx_backend.prepare(m, "TPU")
 
 
-def test_forced_backend_holds_for_runs(monkeypatch):
+def test_forced_backend_holds_for_runs(launches):
     """A backend forced around prepare runs the prepared model outside the block too."""
-    launches = []
-    monkeypatch.setattr(emulator, "launch", lambda *args, **kw: launches.append(args))
     m = node_model("Hardmax", [("X", np.float32)], {}, 13)
     with onnx_cupy.backend("emulated"):
         rep = onnx_backend.prepare(m)

@@ -255,13 +255,13 @@ def test_non_contiguous_inputs(op, view, kernel, strides, monkeypatch, launches,
 
 
 @pytest.mark.parametrize("limits", [{"MAX_GRID_YZ": 2}, {"THREADS": 64}])
-def test_planes_loop_past_the_grid(limits, monkeypatch, launches, rng):
+def test_planes_loop_past_the_grid(limits, monkeypatch, launch_limits, launches, rng):
     """More N*C planes than grid y covers: each thread loops over planes (forced here by a
     lower grid-y limit or thread target; 65535 and 2**19 in production). N and C swapped in
     memory: a plane's offset needs both n and c."""
-    for name, value in limits.items():
-        monkeypatch.setattr(launcher if name == "MAX_GRID_YZ" else kernel_pool, name, value)
-    replan(kernel_pool.fast_kernel_args)
+    if "THREADS" in limits:   # the pool kernel's own thread target
+        monkeypatch.setattr(kernel_pool, "THREADS", limits["THREADS"])
+    launch_limits(**{k: v for k, v in limits.items() if k != "THREADS"})   # and replans
     try:
         x = random(rng, (151, 7, 3, 9), np.float32).transpose(1, 0, 2, 3)
         attrs = {"kernel_shape": [2, 3], "strides": [1, 2], "pads": [1, 1, 0, 1]}
@@ -329,7 +329,8 @@ def test_divider_is_exact():
     for d in divisors:
         mul, shift = launcher.divider(d)
         assert 0 < mul < 2**32 and 0 <= shift <= 31
-        for n in [0, 1, d - 1, d, d + 1, 2 * d - 1, 2**31 - 1, *rng.integers(0, 2**31, 50).tolist()]:
+        for n in [0, 1, d - 1, d, d + 1, 2 * d - 1, 2**31 - 1,
+                  *rng.integers(0, 2**31, 50).tolist()]:
             if 0 <= n < 2**31:
                 t = (n * mul) >> 32
                 assert t + n < 2**32 and (t + n) >> shift == n // d, (n, d)

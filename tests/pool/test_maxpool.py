@@ -14,8 +14,6 @@ from helpers.util import BF16, FLOAT_DTYPES, random, to_backend, to_numpy
 
 import onnx_cupy
 from onnx_cupy import max_pool
-from onnx_cupy.core import calls
-from onnx_cupy.pool import numpy as numpy_pool
 
 ALL_DTYPES = [*FLOAT_DTYPES, np.dtype(np.int8), np.dtype(np.uint8)]
 
@@ -151,7 +149,7 @@ def test_numpy_matches_emulated_bitwise(nd, dtype, rng):
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("indices", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_numpy_gathered_windows_keep_the_passes_bits(nd, dtype, indices, seed, monkeypatch):
+def test_numpy_gathered_windows_keep_the_passes_bits(nd, dtype, indices, seed, pool_gather):
     """A small call's windows from one gather give the passes' values and indices bit for bit:
     NaNs (the last wins), signed zeros (the first wins), infinities, ties, windows in the
     padding, every storage_order, with and without Indices."""
@@ -163,10 +161,9 @@ def test_numpy_gathered_windows_keep_the_passes_bits(nd, dtype, indices, seed, m
         pick = rng.random(x.shape) < 0.3
         x[pick] = special[rng.integers(0, len(special), int(pick.sum()))]
     attrs = random_attrs(rng, spatial)
-    monkeypatch.setattr(numpy_pool, "GATHER_ENTRIES", 1 << 40)
+    pool_gather(1 << 40)
     gathered = run(x, "numpy", return_indices=indices, **attrs)
-    calls.clear()
-    monkeypatch.setattr(numpy_pool, "GATHER_ENTRIES", 0)
+    pool_gather(0)
     passes = run(x, "numpy", return_indices=indices, **attrs)
     for a, b in zip(*(r if indices else (r,) for r in (gathered, passes))):
         assert a.size > 0 and a.dtype == b.dtype and a.tobytes() == b.tobytes()

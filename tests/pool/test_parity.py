@@ -11,7 +11,6 @@ import onnx_cupy
 from onnx_cupy import average_pool, lp_pool
 from onnx_cupy.core import calls, dtypes, launcher
 from onnx_cupy.pool import numpy as numpy_pool
-from onnx_cupy.pool import numpy_passes
 
 OPS = {"AveragePool": average_pool, "LpPool": lp_pool}
 
@@ -82,7 +81,7 @@ def with_specials(rng, x):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 @pytest.mark.parametrize("values", ["specials", "signed zeros"])
 @pytest.mark.parametrize("seed", range(3))
-def test_numpy_gathered_sums_keep_the_passes_bits(op, nd, dtype, values, seed, monkeypatch):
+def test_numpy_gathered_sums_keep_the_passes_bits(op, nd, dtype, values, seed, pool_gather):
     """A small call's sums from one gather give the window passes' bits (signed zeros and
     NaNs included), whatever the padding, dilations and ceil_mode."""
     rng = np.random.default_rng([nd, seed, FLOAT_DTYPES.index(dtype), len(values)])
@@ -93,11 +92,9 @@ def test_numpy_gathered_sums_keep_the_passes_bits(op, nd, dtype, values, seed, m
     else:   # every sum is a zero, its sign decided by the order of the additions
         x = np.where(x < 0, -0.0, 0.0).astype(dtype)
     attrs = random_attrs(rng, op, spatial)
-    m = monkeypatch.setattr
-    m(numpy_pool, "GATHER_ENTRIES", 1 << 40)
+    pool_gather(1 << 40)
     gathered = run(op, x, "numpy", **attrs)
-    calls.clear()
-    m(numpy_pool, "GATHER_ENTRIES", 0)
+    pool_gather(0)
     passes = run(op, x, "numpy", **attrs)
     assert gathered.size > 0
     np.testing.assert_array_equal(gathered.view(np.uint8), passes.view(np.uint8))
@@ -277,7 +274,7 @@ WHOLE_ROW_CASES = [(op, dtype, values) for op in POOLS for dtype in FLOAT_DTYPES
 @pytest.mark.parametrize("nd", [1, 2, 3])
 @pytest.mark.parametrize("window", FLAT_WINDOWS)
 def test_numpy_whole_row_passes_keep_the_row_passes_bits(op, nd, dtype, values, window,
-                                                         monkeypatch):
+                                                         pool_gather, pool_whole_rows):
     """Passes over whole rows (adjacent pairs of the whole axis, the last axis as one flat
     sequence with its borders redone, a strided maximum run densely) give the bits of the
     passes row by row: values, and MaxPool's Indices (asked for where X holds specials or
@@ -314,10 +311,10 @@ def test_numpy_whole_row_passes_keep_the_row_passes_bits(op, nd, dtype, values, 
             return onnx_cupy.max_pool(x, **attrs, return_indices=True)
         return (OPS[op](x, **attrs),)
 
-    monkeypatch.setattr(numpy_pool, "GATHER_ENTRIES", 0)
-    monkeypatch.setattr(numpy_passes, "WHOLE_ROWS", 0)
+    pool_gather(0)
+    pool_whole_rows(0)
     whole = pooled()
-    monkeypatch.setattr(numpy_passes, "WHOLE_ROWS", 1 << 62)
+    pool_whole_rows(1 << 62)
     rows = pooled()
     calls.clear()
     assert whole[0].size > 0
@@ -332,14 +329,13 @@ def test_numpy_whole_row_passes_keep_the_row_passes_bits(op, nd, dtype, values, 
     {"kernel_shape": [1, 2], "pads": [1, 0, 1, 0]},
     {"kernel_shape": [2, 3], "pads": [2, 1, 2, 1], "strides": [1, 2]},
 ], ids=["k1x2-p1", "k2x3-p2"])
-def test_numpy_empty_axis_padded_to_outputs(op, attrs, monkeypatch):
+def test_numpy_empty_axis_padded_to_outputs(op, attrs, pool_gather):
     """An input axis of length 0 that the padding gives outputs: every window empty (MaxPool
     -inf, AveragePool NaN or 0, LpPool 0), the large calls' passes as the small calls' gather."""
     x = np.zeros((4, 8, 0, 300), np.float32)
 
     def pooled(entries):
-        monkeypatch.setattr(numpy_pool, "GATHER_ENTRIES", entries)
-        calls.clear()
+        pool_gather(entries)
         fn = onnx_cupy.max_pool if op == "MaxPool" else OPS[op]
         return fn(x, **attrs)
 

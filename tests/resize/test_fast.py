@@ -11,7 +11,7 @@ import pytest
 from helpers.util import BF16, TOL, replan
 
 from onnx_cupy import resize
-from onnx_cupy.core import dtypes, execution, launcher, loader, records
+from onnx_cupy.core import execution, loader, records
 from onnx_cupy.resize import kernel as resize_kernel
 from onnx_cupy.resize import plan as resize_op
 from onnx_cupy.tools import kernel_report
@@ -46,23 +46,6 @@ def emulated(x: np.ndarray, monkeypatch=None, **kw) -> np.ndarray:
         finally:
             if m is not None:
                 replan()
-
-
-@pytest.fixture
-def index_width(monkeypatch):
-    """A function that makes launches index with offsets of the bits it is given, whatever the
-    sizes (64: the long long kernels run on small inputs); the host's cached launch arguments
-    are cleared before and after."""
-    def clear() -> None:
-        replan(resize_kernel.fast_args, resize_kernel.kernel_args)
-
-    def use(bits: int) -> None:
-        clear()
-        if bits == 64:
-            monkeypatch.setattr(dtypes, "offset_bits", lambda *extents: 64)
-
-    yield use
-    clear()
 
 
 class _null:
@@ -217,22 +200,18 @@ def test_kept_strided_inputs(mode, launches, monkeypatch):
           scales=[1, 1, 1.7, 1, 1], mode=mode)
 
 
-def test_rows_past_the_grid_y_limit(monkeypatch, launches):
+def test_rows_past_the_grid_y_limit(monkeypatch, launches, launch_limits):
     """Rows spread over grid y and z, blocks of rows straddling batch items: each thread finds
     its batch item and row."""
     rng = np.random.default_rng(12)
-    replan(resize_kernel.fast_args)
-    monkeypatch.setattr(launcher, "MAX_GRID_YZ", 2)
-    try:
-        for shape, scales, walk in [((2, 9, 11, 3), [1, 2, 2, 1], KEPT),
-                                    ((61, 3, 9), [1, 1.9, 0.6], RESIZED)]:
-            for mode in ("nearest", "linear"):
-                check(sample(rng, shape, np.dtype(np.float32)), launches, monkeypatch,
-                      walk=walk, scales=scales, mode=mode)
-                grid = launches[0][1][0]
-                assert grid[1] == 2 and grid[2] > 1, grid
-    finally:
-        replan(resize_kernel.fast_args)
+    launch_limits(MAX_GRID_YZ=2)
+    for shape, scales, walk in [((2, 9, 11, 3), [1, 2, 2, 1], KEPT),
+                                ((61, 3, 9), [1, 1.9, 0.6], RESIZED)]:
+        for mode in ("nearest", "linear"):
+            check(sample(rng, shape, np.dtype(np.float32)), launches, monkeypatch,
+                  walk=walk, scales=scales, mode=mode)
+            grid = launches[0][1][0]
+            assert grid[1] == 2 and grid[2] > 1, grid
 
 
 @pytest.mark.parametrize("bits", [32, 64])
@@ -279,7 +258,7 @@ def contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
 
 
-def test_fast_args_limits(monkeypatch):
+def test_fast_args_limits(launch_limits):
     """Offsets past 32 bits take the 64-bit fast kernel (records of int64 offsets); the launch
     shape, with the rows of every batch item on grid y and, past its limit, z; grids past the z
     limit take the generic kernel."""
@@ -303,31 +282,22 @@ def test_fast_args_limits(monkeypatch):
     wide, _ = resize_kernel.fast_args(nhwc, f32, (105, 21, 3, 2**30))
     assert wide.kernel is resize_kernel.FAST["float32", 2, 2, KEPT, 64]
     assert wide.constants[0]["walk_stride"] == 2**30
-    replan(resize_kernel.fast_args)
-    monkeypatch.setattr(launcher, "MAX_GRID_YZ", 9)
-    try:
-        assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))[0].shape[0] == (1, 9, 4)
-        replan(resize_kernel.fast_args)
-        monkeypatch.setattr(launcher, "MAX_GRID_YZ", 5)
-        assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # z: 6 > 5
-    finally:
-        replan(resize_kernel.fast_args)
+    launch_limits(MAX_GRID_YZ=9)
+    assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape))[0].shape[0] == (1, 9, 4)
+    launch_limits(MAX_GRID_YZ=5)
+    assert resize_kernel.fast_args(pl, f32, contiguous(pl.in_shape)) is None  # z: 6 > 5
 
 
-def test_grid_stride_loop(monkeypatch, launches):
+def test_grid_stride_loop(monkeypatch, launches, launch_limits):
     """Rows longer than the grid covers: each thread runs several iterations."""
     rng = np.random.default_rng(11)
     x = sample(rng, (2, 3, 1500), np.dtype(np.float32))
-    replan(resize_kernel.fast_args)
-    monkeypatch.setattr(launcher, "MAX_BLOCKS", 1)
-    try:
-        for mode in ("nearest", "linear"):
-            check(x, launches, monkeypatch, walk=RESIZED, scales=[1, 1.5, 1.9], mode=mode)
-            assert launches[0][1][0][0] == 1  # one block along the rows of 2850 outputs
-            check(x, launches, monkeypatch, walk=KEPT, scales=[1, 1.5, 1], mode=mode)
-            assert launches[0][1][0][0] == 1  # one block along the rows of 1500 outputs
-    finally:
-        replan(resize_kernel.fast_args)
+    launch_limits(MAX_BLOCKS=1)
+    for mode in ("nearest", "linear"):
+        check(x, launches, monkeypatch, walk=RESIZED, scales=[1, 1.5, 1.9], mode=mode)
+        assert launches[0][1][0][0] == 1  # one block along the rows of 2850 outputs
+        check(x, launches, monkeypatch, walk=KEPT, scales=[1, 1.5, 1], mode=mode)
+        assert launches[0][1][0][0] == 1  # one block along the rows of 1500 outputs
 
 
 def test_empty_output_launches_nothing(launches):
@@ -433,7 +403,8 @@ def test_generic_ranks_pad_to_an_instantiated_rank():
 
 @pytest.fixture(scope="module")
 def report():
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda.bindings (cuda-python) is not installed")
+    pytest.importorskip("cuda.bindings.nvrtc",
+                        reason="cuda.bindings (cuda-python) is not installed")
     if kernel_report.nvdisasm() is None:
         pytest.skip(f"{kernel_report.NVDISASM_WHEEL} is not installed")
     return {k.expression: k for k in kernel_report.family_report("resize", "sm_90")}

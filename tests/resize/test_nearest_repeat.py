@@ -155,9 +155,26 @@ def run(c: Config, x: np.ndarray) -> np.ndarray:
     return oc.resize(x, mode="nearest", out=out, **attrs)
 
 
-def both(c: Config, x: np.ndarray, monkeypatch: pytest.MonkeyPatch
-         ) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """(the fast passes' result, every pass a plain gather's result, the repeat factors found)."""
+@pytest.fixture
+def passes(monkeypatch):
+    """A function `passes(kind)` that chooses the NumPy path's nearest passes for the calls
+    prepared after it: "fast" (each pass, however small, repeats where its column is a repeat
+    and gathers the columns otherwise), "plain" (every pass a plain gather) or "default" (the
+    module's own choice by size, PLAIN_BYTES); the prepared calls are cleared at each use."""
+    sizes = {"fast": 0, "plain": 1 << 62, "default": numpy_path.PLAIN_BYTES}
+
+    def choose(kind: str) -> None:
+        replan()
+        monkeypatch.setattr(numpy_path, "PLAIN_BYTES", sizes[kind])
+
+    yield choose
+    replan()
+
+
+@pytest.fixture
+def found_repeats(monkeypatch):
+    """The repeat factors that the NumPy path's repeat detection finds from now on, in order
+    (`_repeat`'s k: 0 for a column that is no repeat)."""
     found: list[int] = []
     repeat = numpy_path._repeat
 
@@ -165,26 +182,33 @@ def both(c: Config, x: np.ndarray, monkeypatch: pytest.MonkeyPatch
         start, k = repeat(column)
         found.append(k)
         return start, k
+
+    monkeypatch.setattr(numpy_path, "_repeat", spy)
+    return found
+
+
+def both(c: Config, x: np.ndarray, passes, found_repeats: list[int],
+         monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(the fast passes' result, every pass a plain gather's result, the repeat factors found);
+    the module's own choice of passes again after it."""
+    start = len(found_repeats)
     with monkeypatch.context() as m:
-        m.setattr(numpy_path, "_repeat", spy)
         if c.chunk is not None:
             m.setattr(numpy_path, "CHUNK_BYTES", c.chunk)
-        replan()
-        m.setattr(numpy_path, "PLAIN_BYTES", 0)
+        passes("fast")
         fast = run(c, x)
-        replan()
-        m.setattr(numpy_path, "PLAIN_BYTES", 1 << 62)
+        passes("plain")
         plain = run(c, x)
-        replan()
-    return fast, plain, found
+        passes("default")
+    return fast, plain, found_repeats[start:]
 
 
 @pytest.mark.parametrize("c", CONFIGS, ids=[c.name for c in CONFIGS])
-def test_configuration(c, monkeypatch):
+def test_configuration(c, passes, found_repeats, monkeypatch):
     rng = np.random.default_rng([SEED, c.index, 1])
     x = sample(rng, c)
     before = x.copy()
-    fast, plain, found = both(c, x, monkeypatch)
+    fast, plain, found = both(c, x, passes, found_repeats, monkeypatch)
     assert fast.dtype == plain.dtype == c.dtype and fast.shape == plain.shape
     assert fast.tobytes() == plain.tobytes()
     assert x.tobytes() == before.tobytes()
@@ -199,7 +223,7 @@ def test_configuration(c, monkeypatch):
     assert default.tobytes() == plain.tobytes()
 
 
-def test_configurations_reach_both_kinds_of_pass(monkeypatch):
+def test_configurations_reach_both_kinds_of_pass(monkeypatch, passes):
     """The seeded configurations repeat along the last axis by the multiply (several widths),
     gather repeat columns elsewhere, and gather columns that are no repeat."""
     seen = {"multiply": set(), "repeat": 0, "gather": 0}
@@ -216,11 +240,9 @@ def test_configurations_reach_both_kinds_of_pass(monkeypatch):
             seen["gather"] += 1
         return nearest(column, axis, shape, dtype)
     monkeypatch.setattr(numpy_path, "_nearest", spy)
-    monkeypatch.setattr(numpy_path, "PLAIN_BYTES", 0)
     for c in CONFIGS:
-        replan()
+        passes("fast")
         run(c, sample(np.random.default_rng(c.index), c))
-    replan()
     assert seen["multiply"] >= {(1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (4, 2)}
     assert seen["repeat"] >= 40 and seen["gather"] >= 40
 
@@ -242,19 +264,15 @@ def test_repeat_detection(column, want):
     ("half_pixel", "floor", False), ("half_pixel", "ceil", False),
     ("asymmetric", "round_prefer_ceil", False), ("asymmetric", "ceil", False),
     ("align_corners", "floor", False), ("align_corners", "round_prefer_floor", True)])
-def test_which_resize_modes_repeat_at_2x(mode, nearest_mode, repeats, monkeypatch):
+def test_which_resize_modes_repeat_at_2x(mode, nearest_mode, repeats, passes, found_repeats):
     """At scale 2, half_pixel with either tie rule and asymmetric floor repeat each element
     twice; the other modes shift or stretch the runs and gather, but for align_corners rounded
     to nearest (12 -> 24: x = o * 11 / 23 = o / 2 - o / 46 rounds to o // 2): the columns
     decide, not the attributes."""
-    found: list[int] = []
-    repeat = numpy_path._repeat
-    monkeypatch.setattr(numpy_path, "_repeat", lambda col: found.append(repeat(col)[1]) or
-                        repeat(col))
-    monkeypatch.setattr(numpy_path, "PLAIN_BYTES", 0)
+    passes("fast")
     x = np.arange(12, dtype=np.float32)
     y = oc.resize(x, scales=[2.0], coordinate_transformation_mode=mode, nearest_mode=nearest_mode)
-    assert found == [2 if repeats else 0]
+    assert found_repeats == [2 if repeats else 0]
     assert (y.tobytes() == np.repeat(x, 2).tobytes()) == repeats
 
 
@@ -273,10 +291,10 @@ def test_the_multiply_keeps_every_bit_of_every_pattern():
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 8])
 @pytest.mark.parametrize("start", [0, 2])
 @pytest.mark.parametrize("axis", [0, 1, 2])
-def test_each_pass_and_its_into_variant_gather(dtype, k, start, axis, monkeypatch):
+def test_each_pass_and_its_into_variant_gather(dtype, k, start, axis, passes):
     """Both forms of a nearest pass equal a.take(column, axis) for repeat columns that start
     inside the axis (as a chunk of the first axis's rows gives), with its special values."""
-    monkeypatch.setattr(numpy_path, "PLAIN_BYTES", 0)
+    passes("fast")
     rng = np.random.default_rng([SEED, k, start, axis])
     shape = (3, 5, 7)
     c = Config(0, "Resize", dtype, shape, (1.0,) * 3, "stepped", (), False, None, False)

@@ -329,7 +329,8 @@ def test_numpy_matrix_product_matches_the_passes(monkeypatch, seed, values):
     if values != "finite":
         assert got.tobytes() == passes.tobytes(), case
     elif dtype.kind in "iu":
-        np.testing.assert_allclose(got.astype(np.float64), passes, rtol=0, atol=1, err_msg=str(case))
+        np.testing.assert_allclose(got.astype(np.float64), passes, rtol=0, atol=1,
+                                   err_msg=str(case))
     else:
         assert_matches(case, got, passes)
 

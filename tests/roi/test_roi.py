@@ -13,7 +13,7 @@ from helpers.util import FLOAT_DTYPES, to_backend, to_numpy
 
 import onnx_cupy as oc
 from onnx_cupy.core import execution
-from onnx_cupy.roi import api, kernel
+from onnx_cupy.roi import api
 
 X = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
 
@@ -279,7 +279,7 @@ def test_values_equal_to_valid_ones_are_judged_as_themselves():
 
 
 @pytest.mark.parametrize("mode", ["avg", "max", "pool"])
-def test_long_long_offsets(monkeypatch, rng, launches, mode):
+def test_long_long_offsets(index_width, rng, launches, mode):
     """The instantiations with 64-bit offsets (taken where X, rois or Y pass 2^31 elements),
     forced here on small inputs: the NumPy path's values bit for bit."""
     x = rng.standard_normal((2, 3, 9, 7)).astype(np.float32)
@@ -293,10 +293,8 @@ def test_long_long_offsets(monkeypatch, rng, launches, mode):
         return oc.roi_align(x, boxes, batch, mode=mode, output_height=3, output_width=2)
 
     expected = call()
-    kernel.kernel_args.cache_clear()
-    monkeypatch.setattr(kernel.dtypes, "offset_bits", lambda *sizes: 64)
+    index_width(64)
     with oc.backend("emulated"):
         got = call()
-    kernel.kernel_args.cache_clear()
     assert [k.index_bits for k, _ in launches] == [64]
     assert got.tobytes() == expected.tobytes()

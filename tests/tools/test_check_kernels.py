@@ -14,8 +14,9 @@ from pathlib import Path
 import cases
 import pytest
 from cases import global_pool, hardmax, maxpool, pool, resize
+from helpers.util import forget_libraries
 
-from onnx_cupy.core import emulator, loader
+from onnx_cupy.core import loader
 from onnx_cupy.tools import check_kernels, cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,7 +184,7 @@ def edited_kernels(monkeypatch, tmp_path):
     folder = tmp_path / "kernels"
     shutil.copytree(loader.KERNEL_DIR, folder)
     monkeypatch.setattr(loader, "KERNEL_DIR", folder)
-    monkeypatch.setattr(emulator, "_libraries", {})
+    libraries = forget_libraries(monkeypatch)
     loader.source.cache_clear()
 
     def edit(old: str, new: str) -> None:
@@ -191,7 +192,7 @@ def edited_kernels(monkeypatch, tmp_path):
         assert text.count(old) == 1
         (folder / "pool.cu").write_text(text.replace(old, new))
         loader.source.cache_clear()   # as a new process would read and build it
-        emulator._libraries.clear()
+        libraries.clear()
 
     yield edit
     loader.source.cache_clear()

@@ -234,9 +234,8 @@ def test_info_without_nvrtc_for_the_report(monkeypatch, capsys):
     assert report[2] == "  NVRTC: not found"
 
 
-def test_info_without_the_disassembler(monkeypatch, capsys):
+def test_info_without_the_disassembler(no_nvdisasm, capsys):
     pytest.importorskip("cuda.bindings.nvrtc")
-    monkeypatch.setattr(kernel_report, "nvdisasm", lambda: None)
     report = _report_lines(_info(capsys))
     assert re.fullmatch(r"kernel report: available \(NVRTC \d+\.\d+, without SASS counts: "
                         r"nvdisasm \(nvidia-cuda-nvdisasm\) is not installed \(the SASS counts "
@@ -244,9 +243,9 @@ def test_info_without_the_disassembler(monkeypatch, capsys):
     assert report[3] == "  nvdisasm: not installed"
 
 
-def test_info_without_a_host_compiler(capsys, monkeypatch):
+def test_info_without_a_host_compiler(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("CXX", "")
-    monkeypatch.setattr(emulator.shutil, "which", lambda name: None)
+    monkeypatch.setenv("PATH", str(tmp_path))   # no g++ or c++ to be found
     assert cli.main(["info"]) == 0
     out = capsys.readouterr().out
     assert "emulated path: unavailable: the emulated backend needs a host C++ compiler" in out

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from helpers import fake_cupy
+from helpers.util import forget_libraries
 
-from onnx_cupy.core import emulator, records, warmup
+from onnx_cupy.core import records, warmup
 from onnx_cupy.tools import cli, first_call
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +107,7 @@ def test_warmup_command_rejects_an_unknown_operator(capsys):
 def test_emulated_warmup_command_times_the_builds_and_the_whole_family(monkeypatch, tmp_path,
                                                                        capsys):
     monkeypatch.setenv("ONNX_CUPY_CACHE", str(tmp_path))
-    monkeypatch.setattr(emulator, "_libraries", {})   # what this process has loaded already
+    forget_libraries(monkeypatch)   # what this process has loaded already
     assert cli.main(["warmup", "--backend", "emulated", "--op", "Hardmax", "--dtype", "float32",
                      "--before"]) == 0
     text = capsys.readouterr().out

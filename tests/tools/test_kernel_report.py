@@ -250,21 +250,19 @@ def test_cli_json(capsys):
     assert all(r["registers"] > 0 and 0 < r["occupancy"] <= 1 for r in rows)
 
 
-def test_cli_without_nvdisasm(monkeypatch, capsys):
-    monkeypatch.setattr(kernel_report, "nvdisasm", lambda: None)
-    monkeypatch.setattr(kernel_report, "family_report", kernel_report.family_report.__wrapped__)
+def test_cli_without_nvdisasm(no_nvdisasm, capsys):
     assert cli.main(["kernels", "--family", "pool", "--arch", "sm_80"]) == 0
     captured = capsys.readouterr()
     assert f"pip install {kernel_report.NVDISASM_WHEEL}" in captured.err
     assert "pool<float, float, int, 2>" in captured.out
 
 
-def test_cli_without_nvrtc(monkeypatch, capsys):
+def test_cli_without_nvrtc(monkeypatch, fresh_family_reports, capsys):
     for name in [n for n in sys.modules if n == "cuda" or n.startswith("cuda.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "cuda", None)
+    # the compiles of this process, kept, would serve it: a compile is asked for as in a new one
     monkeypatch.setattr(kernel_report, "_compile", kernel_report._compile.__wrapped__)
-    monkeypatch.setattr(kernel_report, "family_report", kernel_report.family_report.__wrapped__)
     assert cli.main(["kernels", "--family", "pool"]) == 2
     err = capsys.readouterr().err
     assert 'pip install ".[kernels]"' in err and "Traceback" not in err

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers.unpool_differential import plane_oracle as oracle
 from helpers.unpool_differential import unpooled, window_attributes
-from helpers.util import FLOAT_DTYPES, random, replan
+from helpers.util import FLOAT_DTYPES, random
 
 import onnx_cupy as oc
 from onnx_cupy.core import execution
@@ -85,32 +85,28 @@ def test_an_index_outside_its_plane_is_an_error_on_host_arrays(cpu_backend):
 
 
 @pytest.mark.parametrize("bits", [32, 64])
-def test_the_kernel_skips_indices_outside_the_plane(bits, monkeypatch):
+def test_the_kernel_skips_indices_outside_the_plane(bits, index_width):
     """What the GPU path does with an index it cannot check without synchronizing: nothing is
     written for it, also where it would fall in another plane (4 in a plane of 4)."""
     x = np.array([[[5.0, 6.0]], [[7.0, 8.0]]], np.float32)
     indices = np.array([[[-1, 3]], [[4, 0]]])
-    monkeypatch.setattr(kernel.dtypes, "offset_bits", lambda *sizes: bits)
-    replan(kernel.kernel_args)
+    index_width(bits)
     with execution.backend("emulated"):
         y = api.run(x, indices, None, 22, {"kernel_shape": [2], "strides": [2]},
                     index_space="plane", checked=False)
-    replan(kernel.kernel_args)
     assert y.tolist() == [[[0, 0, 0, 6]], [[8, 0, 0, 0]]]
 
 
 @pytest.mark.parametrize("output_shape", [None, [2, 3, 9, 7]], ids=["unpooled", "larger"])
-def test_the_per_plane_scatter_and_64_bit_offsets(output_shape, monkeypatch, launches, rng):
+def test_the_per_plane_scatter_and_64_bit_offsets(output_shape, index_width, launches, rng):
     """The per-plane scatter (whatever the output's lengths: one plane of Y is one axis) and
     the gather; with long long offsets (forced here on a small tensor) the same bits."""
     x = random(rng, (2, 3, 3, 3), np.float64)
     out = tuple(output_shape or (2, 3, 6, 6))
     indices = rng.integers(0, math.prod(out[2:]), size=x.shape)   # repeats among them
     narrow = run("emulated", x, indices, output_shape, kernel_shape=[2, 2], strides=[2, 2])
-    monkeypatch.setattr(kernel.dtypes, "offset_bits", lambda *sizes: 64)
-    replan(kernel.kernel_args)
+    index_width(64)
     wide = run("emulated", x, indices, output_shape, kernel_shape=[2, 2], strides=[2, 2])
-    replan(kernel.kernel_args)
     assert [k for k, _ in launches] == [kernel.PLANE_SCATTER[32], kernel.GATHER["float64", 32],
                                         kernel.PLANE_SCATTER[64], kernel.GATHER["float64", 64]]
     assert wide.tobytes() == narrow.tobytes() == oracle(x, indices, out).tobytes()

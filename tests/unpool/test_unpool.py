@@ -12,7 +12,7 @@ from helpers.unpool_differential import oracle, unpooled, window_attributes
 from helpers.util import FLOAT_DTYPES, random, to_backend, to_numpy
 
 import onnx_cupy as oc
-from onnx_cupy.core import calls, execution
+from onnx_cupy.core import execution
 from onnx_cupy.unpool import api, kernel, plan
 
 X = np.array([[[[5.0, 6.0], [7.0, 8.0]]]], np.float32)
@@ -217,7 +217,7 @@ def test_out_and_strided_inputs(cpu_backend, rng):
 
 
 @pytest.mark.parametrize("output_shape", [None, [2, 3, 9, 7]], ids=["unpooled", "padded"])
-def test_64_bit_offsets_give_the_same_bits(output_shape, monkeypatch, launches, rng):
+def test_64_bit_offsets_give_the_same_bits(output_shape, index_width, launches, rng):
     """The long long instantiations (chosen where sizes pass 2^31 - 1), forced here on a small
     tensor: the bits of the int ones, with unsigned long long winners."""
     x = random(rng, (2, 3, 3, 3), np.float64)
@@ -225,11 +225,8 @@ def test_64_bit_offsets_give_the_same_bits(output_shape, monkeypatch, launches, 
     kw = {"kernel_shape": [2, 2], "strides": [2, 2]}
     with oc.backend("emulated"):
         narrow = oc.max_unpool(x, indices, output_shape, **kw)
-        kernel.kernel_args.cache_clear()
-        calls.clear()   # the prepared call kept the 32-bit launches
-        monkeypatch.setattr(kernel.dtypes, "offset_bits", lambda *sizes: 64)
+        index_width(64)   # also drops the prepared call, which kept the 32-bit launches
         wide = oc.max_unpool(x, indices, output_shape, **kw)
-    kernel.kernel_args.cache_clear()
     assert [k.index_bits for k, _ in launches] == [32, 32, 64, 64]
     assert wide.tobytes() == narrow.tobytes()
     assert narrow.tobytes() == oracle(x, indices, (2, 3, 6, 6), output_shape and tuple(

@@ -162,6 +162,18 @@ def _key_part(*fields: Any) -> None:
     raise TypeError("a key part is not unpickled")
 
 
+class Keyed:
+    """A key part keyed once: `value` (anything `frozen` takes) with its frozen key, made here,
+    for a part a caller passes unchanged at every call (a PyTorch-style function's coordinate
+    source): keying it then writes its key's bytes instead of pickling the value again. The
+    plan gets the value (core.kernel_call unwraps it)."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value, self.key = value, frozen(value)
+
+
 def _is_frozen_dataclass(kind: Any) -> bool:
     return bool(getattr(getattr(kind, "__dataclass_params__", None), "frozen", False))
 
@@ -176,11 +188,14 @@ class _KeyPickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         kind = type(obj)
+        if kind is Keyed:
+            return _key_part, (Keyed, obj.key)
         if kind is np.ndarray or isinstance(obj, np.generic):
             if obj.dtype.kind in "OV":   # objects, or fields that dtype.str does not name
                 raise Unkeyed(kind)
             return _key_part, (kind is np.ndarray, obj.dtype.str, obj.shape, obj.tobytes())
-        if obj is _key_part or (isinstance(obj, type) and _is_frozen_dataclass(obj)):
+        if obj is _key_part or obj is Keyed or (isinstance(obj, type)
+                                                and _is_frozen_dataclass(obj)):
             return NotImplemented   # pickled by name
         if _is_frozen_dataclass(kind):
             return _key_part, (kind, *(getattr(obj, f.name) for f in dataclasses.fields(obj)))

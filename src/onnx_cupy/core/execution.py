@@ -44,7 +44,8 @@ ArrayT = TypeVar("ArrayT", bound=NDArray)
 ScalarT = TypeVar("ScalarT", bound=np.generic)
 NumPyArray: TypeAlias = npt.NDArray[ScalarT]   # any shape
 Indices: TypeAlias = npt.NDArray[np.int64]     # flat positions, as MaxPool's Indices output
-_forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_backend", default=None)
+_forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("onnx_cupy_backend",
+                                                                     default=None)
 
 
 _substitutes: list[Any] = []   # objects standing in for cupy (`cupy_substitute`), innermost last

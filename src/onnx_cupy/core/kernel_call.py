@@ -114,7 +114,7 @@ class KernelCall:
         for spec, a in zip(self.inputs, xs):
             if a is None and not spec.optional:
                 raise TypeError(f"{self.op}: input '{spec.name}' is required")
-        pl = self.plan(*xs, *arguments)
+        pl = self.plan(*xs, *(a.value if type(a) is calls.Keyed else a for a in arguments))
         for spec, a in zip(self.inputs, xs):   # what the plan takes but no kernel has
             if backend != "numpy" and a is not None and a.dtype.kind in "OUS":
                 which = "" if spec is self.inputs[0] else f"input '{spec.name}': "

@@ -42,7 +42,8 @@ def grid_yz(blocks: int) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=1024)   # a prepared call's launches ask again at every call
-def grid_for(work_items: int, block: int = BLOCK) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+def grid_for(work_items: int, block: int = BLOCK
+             ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """1-D grid for a grid-stride loop over `work_items`."""
     blocks = max(1, min(MAX_BLOCKS, cdiv(work_items, block)))
     return (blocks, 1, 1), (block, 1, 1)
@@ -63,8 +64,9 @@ def parameter_struct(dtype: np.dtype, **fields: Any) -> np.ndarray:
 
 
 def divider(d: int) -> tuple[int, int]:
-    """(mul, shift) for oc::fast_div in kernels/common.cuh: n // d == (mulhi(n, mul) + n) >> shift for 0 <= n < 2**31,
-    with shift = ceil(log2 d) and mul = floor(2**32 * (2**shift - d) / d) + 1."""
+    """(mul, shift) for oc::fast_div in kernels/common.cuh:
+    n // d == (mulhi(n, mul) + n) >> shift for 0 <= n < 2**31, with shift = ceil(log2 d) and
+    mul = floor(2**32 * (2**shift - d) / d) + 1."""
     if not 1 <= d <= dtypes.INT32_LIMIT:
         raise ValueError(f"divider: divisor {d} is outside [1, 2**31)")
     shift = (d - 1).bit_length()

@@ -3,8 +3,8 @@
 A family registers each template instantiation of its `kernels/<family>.cu` as an
 `Instantiation`: the template's name, its template arguments by role (each with the value the
 host reads and its C++ spelling), the operators and input dtypes whose calls may launch it, the
-grid axes it walks in grid-stride loops, and, for a fast path, the outputs one thread writes per loop
-iteration and the instructions per output it is held to. The name expression a compiler gets,
+grid axes it walks in grid-stride loops, and, for a fast path, the outputs one thread writes per
+loop iteration and the instructions per output it is held to. The name expression a compiler gets,
 
     template<arg_1.cxx, ..., arg_k.cxx>,
 
@@ -66,8 +66,9 @@ class Instantiation:
     `cooperative`: its blocks synchronize (barriers, shared memory, warp collectives), so the
     emulator runs their threads as cooperating contexts; `grid_stride`: the grid axes (some of
     "xyz") it walks in a grid-stride loop, so that any number of blocks along them covers the work
-    (the kernel checker narrows them); `threads`: most threads per block of its launches; `variant`: what it is specialized for besides storage and offsets (the kernel
-    report's summary row), `rank`: the rank a generic kernel is instantiated for."""
+    (the kernel checker narrows them); `threads`: most threads per block of its launches; `variant`:
+    what it is specialized for besides storage and offsets (the kernel report's summary row),
+    `rank`: the rank a generic kernel is instantiated for."""
 
     family: str
     template: str

@@ -1,6 +1,7 @@
-"""The NumPy path of Hardmax: np.argmax over the plan's [outer, n, inner] view, in chunks of outer rows (first
-maximum; the first NaN wins, as NumPy defines argmax), then a zero fill and one scatter of ones.
-16-bit floats are ranked through int16 keys, which NumPy's argmax scans much faster than float16."""
+"""The NumPy path of Hardmax: np.argmax over the plan's [outer, n, inner] view, in chunks of outer
+rows (first maximum; the first NaN wins, as NumPy defines argmax), then a zero fill and one scatter
+of ones. 16-bit floats are ranked through int16 keys, which NumPy's argmax scans much faster than
+float16."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

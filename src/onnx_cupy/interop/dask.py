@@ -284,7 +284,8 @@ def global_lp_pool(X: da.Array, **attrs: Any) -> da.Array:
 @_doc(op="Hardmax",
       chunks="""The reduced axes are one chunk (`axis` at opset 13; `axis` and the axes after it at
     opsets 1 and 11); the others keep their chunks.""",
-      example=""">>> x = da.from_array(np.array([[1.0, 3.0], [2.0, 0.0]], dtype=np.float32), chunks=1)
+      example=""">>> x = da.from_array(np.array([[1.0, 3.0], [2.0, 0.0]], dtype=np.float32),
+    ...                    chunks=1)
     >>> ocd.hardmax(x, axis=-1).compute()
     array([[0., 1.],
            [1., 0.]], dtype=float32)""")

@@ -149,9 +149,9 @@ def _pool_doc(**parts: str) -> Callable[[_F], _F]:
 @_pool_doc(
     op="AveragePool", versions="1, 7, 10, 11, 19, 22", ceil_from="10", dilations_from="19",
     at_21="19",
-    formula="""Y[n, c, o] = sum over the taps w of window o inside X of X[n, c, w] / count(o), where window
-    o along axis i holds positions o_i * s_i - begin_i + j * d_i (0 <= j < k_i) and count(o) is
-    the number of its positions inside X (count_include_pad=0) or inside X plus its pads
+    formula="""Y[n, c, o] = sum over the taps w of window o inside X of X[n, c, w] / count(o), where
+    window o along axis i holds positions o_i * s_i - begin_i + j * d_i (0 <= j < k_i) and count(o)
+    is the number of its positions inside X (count_include_pad=0) or inside X plus its pads
     (count_include_pad=1; a ceil_mode overhang past the end pad never counts).""",
     own="""count_include_pad : {0, 1}, default 0 (from opset 7)
         Whether pad positions count in the divisor.""",
@@ -226,11 +226,11 @@ def max_pool(X: ArrayT, *, kernel_shape: Any = ..., auto_pad: str = ..., ceil_mo
         12; bfloat16 (ml_dtypes on NumPy) from opset 22.""",
     returns="""numpy.ndarray or cupy.ndarray, or (Y, Indices) with return_indices""",
     formula="""Y[n, c, o] = max over the taps w of window o inside X of X[n, c, w] (pads never
-    win), where window o along axis i holds positions o_i * s_i - begin_i + j * d_i (0 <= j < k_i). Taps are
-    visited axis 0 outermost, taps ascending: the first of equal maxima wins, a NaN always wins
-    (the last NaN of a window: NaN propagates as in PyTorch). A window with no element of X gives
-    -inf (an integer dtype's minimum) and index -1. Indices[n, c, o] (int64, opset >= 8) is the
-    winner's flat index into X: ((n * C + c) * D1 + p1) * D2 + p2 ... (storage_order=0), or
+    win), where window o along axis i holds positions o_i * s_i - begin_i + j * d_i (0 <= j < k_i).
+    Taps are visited axis 0 outermost, taps ascending: the first of equal maxima wins, a NaN always
+    wins (the last NaN of a window: NaN propagates as in PyTorch). A window with no element of X
+    gives -inf (an integer dtype's minimum) and index -1. Indices[n, c, o] (int64, opset >= 8) is
+    the winner's flat index into X: ((n * C + c) * D1 + p1) * D2 + p2 ... (storage_order=0), or
     (n * C + c) * D1 * ... * Dk + p1 + p2 * D1 + p3 * D1 * D2 ... (storage_order=1).""",
     own="""storage_order : {0, 1}, default 0 (from opset 8)
         Row-major (0) or column-major (1) order of the spatial dims in Indices.

@@ -7,7 +7,8 @@ AveragePool and LpPool sum axis by axis, outermost first (every pass but the las
 contiguous rows), each pass one slice-add per kernel tap, the taps covering the whole output
 first:
 
-  S = sum over taps j_1 (axis 1) of ... sum over taps j_m (axis m) of x[..., w_1(j_1), ..., w_m(j_m)]
+  S = sum over taps j_1 (axis 1) of ... sum over taps j_m (axis m) of
+      x[..., w_1(j_1), ..., w_m(j_m)]
   AveragePool: Y = S / count,  LpPool: Y = S^(1/p) with x replaced by |x|^p
 
 The accumulation type is the kernels' (plan.accumulate_dtype: float32 for 16- and 32-bit floats,

@@ -123,8 +123,8 @@ def _at(axis: int, s: slice) -> tuple[slice, ...]:
 
 DENSE_STRIDE = 4   # largest stride of a dense maximum (it computes stride times the outputs)
 SRC, DST, PAIRS = 0, 1, 2   # the buffers a pass's steps read and write (PAIRS: see Axis.fused)
-Ref = tuple[int, tuple[slice, ...]]                  # (buffer, index)
-Step = tuple["Ref | None", "Ref | None", Ref]        # out = op(a, b); b None: a copy, a None: a fill
+Ref = tuple[int, tuple[slice, ...]]            # (buffer, index)
+Step = tuple["Ref | None", "Ref | None", Ref]  # out = op(a, b); b None: a copy, a None: a fill
 
 
 def _within(outer: slice, inner: slice, n: int) -> slice:

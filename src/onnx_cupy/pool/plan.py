@@ -172,7 +172,8 @@ def plan(op: str, opset: int, shape: tuple[int, ...], dtype: np.dtype, kernel_sh
         raise ValueError(f"{op}: attribute 'kernel_shape' is required")
     per = f"for an input with {nd} spatial dimensions"
     kernel = attributes.ints(op, "kernel_shape", kernel_shape, nd, 1, per)
-    steps = attributes.ints(op, "strides", strides, nd, 1, per) if strides is not None else (1,) * nd
+    steps = attributes.ints(op, "strides", strides, nd, 1, per) if strides is not None \
+        else (1,) * nd
     dil = attributes.ints(op, "dilations", dilations, nd, 1, per) if dilations is not None \
         else (1,) * nd
     if not isinstance(auto_pad, str) or auto_pad not in AUTO_PADS:

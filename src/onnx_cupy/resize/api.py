@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import kernel_call
+from ..core import calls, kernel_call
 from ..core.execution import ArrayT
 from . import kernel, plan
 from . import numpy as numpy_path
@@ -98,7 +98,8 @@ def resize(X: ArrayT, roi: Any = None, scales: Any = None, sizes: Any = None, *,
 
 
 def run(X: Any, roi: Any, scales: Any, sizes: Any, opset: int, attrs: dict[str, Any], *,
-        source: plan.CoordinateSource | None = None, out: Any = None, op: str = plan.OP) -> Any:
+        source: plan.CoordinateSource | calls.Keyed | None = None, out: Any = None,
+        op: str = plan.OP) -> Any:
     """The Resize family's one entry point (the ONNX function, the node runner, the PyTorch
     layer and Dask all come here): validated and planned on the host on the first call of its
     key (onnx_cupy.core.kernel_call; `source`: where the axes sample, default the coordinate

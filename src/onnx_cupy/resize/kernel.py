@@ -1,10 +1,10 @@
 """The kernel path of Resize: a plan's (onnx_cupy.resize.plan) per-axis tables concatenated and
-uploaded once per prepared call (onnx_cupy.core.calls), the parameter struct, instantiation and grid of kernels/resize.cu,
-launched on the GPU or the emulator. Where 1-3 resized axes are the trailing ones or are followed
-only by unresized axes that merge into one (NHWC resized along H and W), the fast kernels run,
-over a grid of their own; the generic ones, instantiated per rank (dims left after merging,
-padded to the next of GENERIC_RANKS), take every other case. Both index with int where every
-offset fits 32 bits, else with long long."""
+uploaded once per prepared call (onnx_cupy.core.calls), the parameter struct, instantiation and grid
+of kernels/resize.cu, launched on the GPU or the emulator. Where 1-3 resized axes are the trailing
+ones or are followed only by unresized axes that merge into one (NHWC resized along H and W), the
+fast kernels run, over a grid of their own; the generic ones, instantiated per rank (dims left after
+merging, padded to the next of GENERIC_RANKS), take every other case. Both index with int where
+every offset fits 32 bits, else with long long."""
 from __future__ import annotations
 
 import functools
@@ -317,7 +317,8 @@ def fast_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
     ranks, taps = len(pl.tables), pl.tables[0].taps
     lead, last = pl.tables[0].axis, pl.tables[-1].axis
     if any(t.taps != taps for t in pl.tables) or any(
-            pl.out_shape[d] != 1 for d in range(lead, last) if d not in {t.axis for t in pl.tables}):
+            pl.out_shape[d] != 1 for d in range(lead, last)
+            if d not in {t.axis for t in pl.tables}):
         return None
     batch = arrays.merged_stride(pl.in_shape[:lead], x_strides[:lead])
     kept = arrays.merged_stride(pl.in_shape[last + 1:], x_strides[last + 1:])
@@ -368,8 +369,9 @@ def kernel_args(pl: ResizePlan, dtype: np.dtype, x_strides: tuple[int, ...]
     if dims is None:
         return None
     rank, g = dims
-    bits = launcher.grid_offset_bits(math.prod(pl.out_shape), arrays.index_reach(pl.in_shape, x_strides),
-                             kernel_tables(pl)[0].size)
+    bits = launcher.grid_offset_bits(math.prod(pl.out_shape),
+                                     arrays.index_reach(pl.in_shape, x_strides),
+                                     kernel_tables(pl)[0].size)
     k = NEAREST[dtype.itemsize, rank, bits] if pl.mode == "nearest" else \
         WEIGHTED[dtype.name, rank, bits]
     return launcher.LaunchSpec(k, None, math.prod(pl.out_shape), (g,))

@@ -1,5 +1,5 @@
-"""The NumPy path of Resize: the plan's per-axis (index, weight) tables applied one axis at a time (the
-tensor-product weights factor per axis). Along an axis with inner axes behind it, one gather
+"""The NumPy path of Resize: the plan's per-axis (index, weight) tables applied one axis at a time
+(the tensor-product weights factor per axis). Along an axis with inner axes behind it, one gather
 collects every tap and a batched matmul weighs them; along the last axis, per tap, a gather scaled
 by its weights. Shrinking axes go first, so temporaries stay within the larger of input and output;
 the work runs over chunks of output rows so that they also stay within CHUNK_BYTES.
@@ -134,7 +134,7 @@ def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: n
     # convert the smaller of the input and what the taps gather
     first = dtype != work and size <= m * taps * (size // shape[axis])
     gathered = work if first else dtype
-    if axis < len(shape) - 1:   # whole rows of the inner axes: the taps of an output row as a matmul
+    if axis < len(shape) - 1:  # whole rows of the inner axes: the taps of an output row as a matmul
         flat, weight = t.flat, t.weight[:, None, :]
         rows = (math.prod(shape[:axis]), m, taps, math.prod(shape[axis + 1:]))
 

@@ -185,8 +185,8 @@ def _adaptive_doc(kind: str, k: int, **parts: str) -> str:
     return _ADAPTIVE_DOC.format(
         kind=kind, k=k, shape=shape,
         what="maximum" if maximum else "mean",
-        rule=("\n    The first of equal values wins; a NaN propagates (the last NaN, with its index)."
-              if maximum else ""),
+        rule=("\n    The first of equal values wins; a NaN propagates (the last NaN, with its "
+              "index)." if maximum else ""),
         none="None keeps an axis' length" if k > 1 else "one int",
         indices="""
     return_indices : bool, default False
@@ -199,8 +199,8 @@ def _adaptive_doc(kind: str, k: int, **parts: str) -> str:
 
 
 
-_UNPOOL_DOC = """PyTorch's `torch.nn.functional.max_unpool{k}d` on a NumPy or CuPy array or a PyTorch
-    tensor.
+_UNPOOL_DOC = """PyTorch's `torch.nn.functional.max_unpool{k}d` on a NumPy or CuPy array or a
+    PyTorch tensor.
 
     Y = 0, then Y[n, c][indices[n, c, e]] = input[n, c, e] within each (n, c) plane: PyTorch's
     indices (max_pool{k}d's with return_indices) count the output's spatial positions of their

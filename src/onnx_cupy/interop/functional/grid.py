@@ -38,9 +38,9 @@ def grid_sample(input: _In, grid: Any, mode: str = "bilinear", padding_mode: str
     runtimes round first), which changes the pixel only at an exact tie under reflection with
     align_corners=False. Coordinates are computed in float32 (float64 for float64 inputs),
     operation by operation as PyTorch does (a 2-D grid with align_corners=False: x =
-    fma(g + 1, n / 2, -0.5), rounded once, as its vectorized kernel); a NaN coordinate samples the first pixel under border
-    and reflection and gives 0 (nearest) or NaN (bilinear, bicubic) under zeros, as PyTorch's
-    2-D kernels do.
+    fma(g + 1, n / 2, -0.5), rounded once, as its vectorized kernel); a NaN coordinate samples the
+    first pixel under border and reflection and gives 0 (nearest) or NaN (bilinear, bicubic) under
+    zeros, as PyTorch's 2-D kernels do.
 
     Parameters
     ----------

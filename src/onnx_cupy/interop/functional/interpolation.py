@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ...core import numerics
+from ...core import calls, numerics
 from ...core.attributes import is_int, is_real
 from ...pool import api as pool_api
 from ...resize import api as resize_api
@@ -88,14 +88,14 @@ def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: st
     pytorch_half_pixel takes x = 0), otherwise from n / size; nearest and nearest-exact compute
     it in float32, multiplying by float32(1 / scale_factor) (or float32(n) / float32(size)) as
     PyTorch does, and so do the other modes on float16, bfloat16 and float32 inputs, with
-    PyTorch's float32 weights and fused multiply-adds (float64 inputs: float64). An axis whose length stays is copied in the linear and antialiased modes and
-    in 2-D nearest, whatever the scale factor (1-D and 3-D nearest, nearest-exact and bicubic
-    resample it), and 2-D nearest takes element y // 2 where the length doubles (e.g. at
-    scale_factor 2.05), as PyTorch's CPU kernels do. The antialiased modes sample
-    x = (y + 0.5) * step - 0.5 and stretch the filter by step where step > 1: step is
-    1 / scale_factor or n / size, and with align_corners (n - 1) / (size - 1) (0 for one
-    output); where the output width is 1 and the height changes, every output row takes row 0's
-    samples, as PyTorch's kernels do. The model an exporter writes (scales =
+    PyTorch's float32 weights and fused multiply-adds (float64 inputs: float64). An axis whose
+    length stays is copied in the linear and antialiased modes and in 2-D nearest, whatever the
+    scale factor (1-D and 3-D nearest, nearest-exact and bicubic resample it), and 2-D nearest takes
+    element y // 2 where the length doubles (e.g. at scale_factor 2.05), as PyTorch's CPU kernels
+    do. The antialiased modes sample x = (y + 0.5) * step - 0.5 and stretch the filter by step where
+    step > 1: step is 1 / scale_factor or n / size, and with align_corners (n - 1) / (size - 1) (0
+    for one output); where the output width is 1 and the height changes, every output row takes row
+    0's samples, as PyTorch's kernels do. The model an exporter writes (scales =
     float32(scale_factor)) can differ from these results; see docs/pytorch.md.
 
     Parameters
@@ -217,7 +217,8 @@ def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_facto
     if source is not None and antialias and sizes[-1] == 1 and sizes[0] != spatial[0]:
         source = dataclasses.replace(source, first_row=True)
     target, attrs = [*x.shape[:2], *sizes], {**resize_plan.DEFAULTS, **attrs}
-    return lambda xb: resize_api.run(xb, None, None, target, _RESIZE_OPSET, attrs, source=source)
+    keyed = calls.Keyed(source)   # keyed once: the family call's key writes its bytes
+    return lambda xb: resize_api.run(xb, None, None, target, _RESIZE_OPSET, attrs, source=keyed)
 
 
 _FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)

@@ -122,11 +122,13 @@ def avg_pool3d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 
 
 
 avg_pool1d.__doc__ = _AVG_DOC.format(
-    k=1, returns=_RETURNS_DOC, window=_window_doc(1, "zeros"), divisor="", example_shape="1, 1, 5", example_kernel="2",
+    k=1, returns=_RETURNS_DOC, window=_window_doc(1, "zeros"), divisor="",
+    example_shape="1, 1, 5", example_kernel="2",
     example_result="array([[[1.5, 3.5, 5. ]]], dtype=float32)")
 avg_pool2d.__doc__ = _AVG_DOC.format(
-    k=2, returns=_RETURNS_DOC, window=_window_doc(2, "zeros"), divisor=_DIVISOR_DOC, example_shape="1, 1, 5",
-    example_kernel="(1, 2)", example_result="array([[[1.5, 3.5, 5. ]]], dtype=float32)")
+    k=2, returns=_RETURNS_DOC, window=_window_doc(2, "zeros"), divisor=_DIVISOR_DOC,
+    example_shape="1, 1, 5", example_kernel="(1, 2)",
+    example_result="array([[[1.5, 3.5, 5. ]]], dtype=float32)")
 avg_pool3d.__doc__ = _AVG_DOC.format(
     k=3, returns=_RETURNS_DOC, window=_window_doc(3, "zeros"), divisor=_DIVISOR_DOC,
     example_shape="1, 1, 1, 5", example_kernel="(1, 1, 2)",
@@ -190,14 +192,16 @@ def lp_pool3d(input: _In, norm_type: float, kernel_size: Any, stride: Any = None
 
 
 lp_pool1d.__doc__ = _LP_DOC.format(
-    k=1, returns=_RETURNS_DOC, shape="(N, C, L) or (C, L)", example_x="[[[3.0, 4.0, 0.0, 1.0]]]", example_kernel="2",
-    example_result="array([[[5., 1.]]], dtype=float32)")
+    k=1, returns=_RETURNS_DOC, shape="(N, C, L) or (C, L)", example_x="[[[3.0, 4.0, 0.0, 1.0]]]",
+    example_kernel="2", example_result="array([[[5., 1.]]], dtype=float32)")
 lp_pool2d.__doc__ = _LP_DOC.format(
-    k=2, returns=_RETURNS_DOC, shape="(N, C, H, W) or (C, H, W)", example_x="[[[[3.0, 4.0, 0.0, 1.0]]]]",
-    example_kernel="(1, 2)", example_result="array([[[[5., 1.]]]], dtype=float32)")
+    k=2, returns=_RETURNS_DOC, shape="(N, C, H, W) or (C, H, W)",
+    example_x="[[[[3.0, 4.0, 0.0, 1.0]]]]", example_kernel="(1, 2)",
+    example_result="array([[[[5., 1.]]]], dtype=float32)")
 lp_pool3d.__doc__ = _LP_DOC.format(
-    k=3, returns=_RETURNS_DOC, shape="(N, C, D, H, W) or (C, D, H, W)", example_x="[[[[[3.0, 4.0, 0.0, 1.0]]]]]",
-    example_kernel="(1, 1, 2)", example_result="array([[[[[5., 1.]]]]], dtype=float32)")
+    k=3, returns=_RETURNS_DOC, shape="(N, C, D, H, W) or (C, D, H, W)",
+    example_x="[[[[[3.0, 4.0, 0.0, 1.0]]]]]", example_kernel="(1, 1, 2)",
+    example_result="array([[[[[5., 1.]]]]], dtype=float32)")
 
 
 def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
@@ -292,8 +296,8 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 
 
 max_pool1d.__doc__ = _MAX_DOC.format(
-    k=1, window=_window_doc(1, "-inf"), example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]], [[0, 1, 0, 1, 2]]]",
-    example_kernel="2",
+    k=1, window=_window_doc(1, "-inf"),
+    example_x="[[[1.0, 3.0, 2.0, 5.0, 4.0]], [[0, 1, 0, 1, 2]]]", example_kernel="2",
     example_result="""(array([[[3., 5., 4.]],
     <BLANKLINE>
            [[1., 1., 2.]]], dtype=float32), array([[[1, 3, 4]],

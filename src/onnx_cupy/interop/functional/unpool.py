@@ -128,11 +128,13 @@ def max_unpool3d(input: _In, indices: Any, kernel_size: Any, stride: Any = None,
 
 
 max_unpool1d.__doc__ = _UNPOOL_DOC.format(
-    k=1, returns=_RETURNS_DOC, k2=3, shape="(N, C, L) or (C, L)", example_x="[[[1.0, 3.0, 2.0, 5.0]]]",
-    example_kernel="2", example_result="array([[[0., 3., 0., 5.]]], dtype=float32)")
+    k=1, returns=_RETURNS_DOC, k2=3, shape="(N, C, L) or (C, L)",
+    example_x="[[[1.0, 3.0, 2.0, 5.0]]]", example_kernel="2",
+    example_result="array([[[0., 3., 0., 5.]]], dtype=float32)")
 max_unpool2d.__doc__ = _UNPOOL_DOC.format(
-    k=2, returns=_RETURNS_DOC, k2=4, shape="(N, C, H, W) or (C, H, W)", example_x="[[[[1.0, 3.0, 2.0, 5.0]]]]",
-    example_kernel="(1, 2)", example_result="array([[[[0., 3., 0., 5.]]]], dtype=float32)")
+    k=2, returns=_RETURNS_DOC, k2=4, shape="(N, C, H, W) or (C, H, W)",
+    example_x="[[[[1.0, 3.0, 2.0, 5.0]]]]", example_kernel="(1, 2)",
+    example_result="array([[[[0., 3., 0., 5.]]]], dtype=float32)")
 max_unpool3d.__doc__ = _UNPOOL_DOC.format(
     k=3, returns=_RETURNS_DOC, k2=5, shape="(N, C, D, H, W) or (C, D, H, W)",
     example_x="[[[[[1.0, 3.0, 2.0, 5.0]]]]]", example_kernel="(1, 1, 2)",
