@@ -20,7 +20,8 @@ gathers the same terms in the same order), so the paths agree bit for bit. A sum
 Here the terms go in by one slice-add per window tap, the taps in descending order (tap j of
 output o lands on o*s - b + j*d: for one element, a later tap is an earlier output), so every
 element receives its terms in ascending output order; the adaptive windows, whose starts are
-not evenly spaced, add with np.add.at, which adds repeated positions in index order.
+not evenly spaced (and repeat where an axis grows), by one gather per step into the range of
+outputs holding each element (`adaptive`).
 """
 from __future__ import annotations
 
@@ -173,10 +174,19 @@ def maximum(pl: PoolPlan, forward: Body) -> Body:
 
 def adaptive(pl: AdaptivePlan, forward: Body) -> Body:
     """The adaptive pools' gradient: body(x, dy, indices, out) -> dX (the maximum's Indices,
-    within each plane, computed by `forward` where None)."""
+    within each plane, computed by `forward` where None). Each input element w gathers over
+    the outputs whose window holds it, along each axis o in [floor(w m / n), ceil((w + 1) m /
+    n)): one masked gather-add per tuple of steps t into those ranges, the tuples in
+    lexicographic order, so every element receives its terms in row-major output order (the
+    kernel's, pool_adaptive_grad) however the windows overlap."""
+    spans = []   # per axis: the first output holding each input position, and the end
+    for axis in range(pl.nd):
+        n, m = pl.in_shape[2 + axis], pl.out_shape[2 + axis]
+        w = np.arange(n, dtype=np.int64)
+        spans.append((w * m // n, -(-(w + 1) * m // n)))
+    most = [int((end - first).max(initial=0)) for first, end in spans]
     bounds = [pl.bounds(axis) for axis in range(pl.nd)]
-    longest = [int((end - start).max(initial=0)) for start, end in bounds]
-    plane_strides = np.cumprod((1, *pl.in_shape[:1:-1]))[::-1][1:] if pl.nd else ()
+    position = np.arange(math.prod(pl.in_shape[2:]), dtype=np.int64).reshape(pl.in_shape[2:])
     mean = pl.op == "AdaptiveAveragePool"
 
     def body(x: np.ndarray, dy: np.ndarray, indices: np.ndarray | None,
@@ -187,21 +197,22 @@ def adaptive(pl: AdaptivePlan, forward: Body) -> Body:
             for axis, (start, end) in enumerate(bounds):
                 terms = terms / (end - start).astype(acc).reshape(
                     (-1,) + (1,) * (pl.nd - 1 - axis))
+            indices = None   # the mean reads no saved output
         elif indices is None:
             indices = forward(x, None)[1]
         sums = np.zeros(pl.in_shape, acc)
         if terms.size:
-            for taps in itertools.product(*(range(k - 1, -1, -1) for k in longest)):
-                at, inside, position = [], np.ones((), bool), np.zeros((), np.int64)
-                for axis, (j, (start, end)) in enumerate(zip(taps, bounds)):
+            for steps in itertools.product(*map(range, most)):
+                at: list[Any] = [...]
+                inside = np.ones((), bool)
+                for axis, (t, (first, end)) in enumerate(zip(steps, spans)):
                     shape = (-1,) + (1,) * (pl.nd - 1 - axis)
-                    w = start + j
-                    inside = inside & (w < end).reshape(shape)
-                    w = np.minimum(w, pl.in_shape[2 + axis] - 1)
-                    position = position + (w * plane_strides[axis]).reshape(shape)
-                    at.append(w.reshape(shape))
-                hit = inside if mean else inside & (indices == position)
-                np.add.at(sums, (slice(None), slice(None), *at), np.where(hit, terms, 0))
+                    o = first + t
+                    inside = inside & (o < end).reshape(shape)
+                    at.append(np.minimum(o, pl.out_shape[2 + axis] - 1).reshape(shape))
+                where = tuple(at)
+                hit = inside if indices is None else inside & (indices[where] == position)
+                np.add(sums, terms[where], out=sums, where=hit)
         return _result(sums, x.dtype, out)
     return body
 
