@@ -132,26 +132,31 @@ def lp(pl: PoolPlan, forward: Body) -> Body:
 
 
 def lp_shares(dy: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
-    """g = dY / Y^(p-1), 0 where Y = 0 (the norm's subgradient there), in dy's dtype."""
+    """g = dY / Y^(p-1), 0 where Y = 0 (the norm's subgradient there), in dy's dtype: p rounded
+    to it first, as the forward's power and the kernel (oc::lp_share) take it."""
+    pa, one = dy.dtype.type(p), dy.dtype.type(1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        if p == 1:
-            g = dy.copy()
-        elif p == 2:
+        if pa == one:
+            g: np.ndarray = dy.copy()
+        elif pa == 2:
             g = dy / y
         else:
-            g = dy / np.power(y, y.dtype.type(p - 1))
+            g = dy / np.power(y, pa - one)
     g[y == 0] = 0
     return g
 
 
 def lp_factor(x: np.ndarray, p: float) -> np.ndarray:
-    """f(x) = sign(x) |x|^(p-1), 0 at x = 0, in x's dtype."""
-    if p == 1:
-        return np.sign(x)
-    if p == 2:
+    """f(x) = sign(x) |x|^(p-1), 0 at x = 0, in x's dtype: p rounded to it first, as the
+    kernel's oc::lp_factor takes it."""
+    pa, one = x.dtype.type(p), x.dtype.type(1)
+    if pa == 2:
         return x
+    sign: np.ndarray = np.sign(x)
+    if pa == one:
+        return sign
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.sign(x) * np.power(np.abs(x), x.dtype.type(p - 1))
+        f: np.ndarray = sign * np.power(np.abs(x), pa - one)
     f[x == 0] = 0
     return f
 
