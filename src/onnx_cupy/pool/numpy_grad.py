@@ -74,13 +74,17 @@ def window_sums(pl: PoolPlan, terms: np.ndarray, where: Callable[..., Any] | Non
     sums = np.zeros((*n_c, *extent), terms.dtype)
     if terms.size:
         for taps in itertools.product(*(range(k - 1, -1, -1) for k in pl.kernel)):
-            at = (..., *(slice(j * d, j * d + (m - 1) * s + 1, s)
-                         for j, d, m, s in zip(taps, pl.dilations, out_sp, pl.strides)))
+            at: tuple[Any, ...] = (Ellipsis, *(
+                slice(j * d, j * d + (m - 1) * s + 1, s)
+                for j, d, m, s in zip(taps, pl.dilations, out_sp, pl.strides)))
             if where is None:
                 sums[at] += terms
             else:
                 np.add(sums[at], terms, out=sums[at], where=where(taps))
-    return sums[(..., *(slice(b, b + n) for b, n in zip(pl.pads_begin, in_sp)))]
+    inside: tuple[Any, ...] = (Ellipsis, *(slice(b, b + n)
+                                           for b, n in zip(pl.pads_begin, in_sp)))
+    within: np.ndarray = sums[inside]
+    return within
 
 
 def tap_positions(pl: PoolPlan, taps: tuple[int, ...]) -> np.ndarray:
