@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers.util import BF16, FLOAT_DTYPES, random, to_backend, to_numpy
+from helpers.util import BF16, FLOAT_DTYPES, forbid_work, random, to_backend, to_numpy
 
 import onnx_cupy as oc
 from onnx_cupy.core import execution
@@ -399,3 +399,65 @@ def test_adaptive_against_the_definition(backend, rng, op, shape, sizes):
     saved = indices if op == "AdaptiveMaxPool" else None
     want = adaptive_definition(op, x, dy, indices, sizes)
     assert_same_bits(gradient(backend, op, x, dy, (sizes,), saved), want)
+
+
+# ------------------------------------------------------------------------------- bad input
+
+X = np.random.default_rng(7).uniform(-2, 3, (1, 2, 5, 5)).astype(np.float32)
+DY = np.random.default_rng(8).uniform(-2, 3, (1, 2, 4, 4)).astype(np.float32)
+K = {"kernel_shape": [2, 2]}
+
+
+def bad(name, exc, pattern, op="AveragePool", x=X, dy=DY, parts=(22, K), saved=None):
+    return pytest.param(exc, pattern, op, x, dy, parts, saved, id=name)
+
+
+BAD = [
+    bad("dY_shape", ValueError, r"AveragePool gradient: dY has shape \(1, 2, 4, 3\), expected "
+        r"Y's shape \(1, 2, 4, 4\)", dy=DY[..., :3]),
+    bad("dY_dtype", TypeError, "AveragePool gradient: dY has dtype float64, expected float32",
+        dy=DY.astype(np.float64)),
+    bad("dY_list", TypeError, r"input 'dY' must be a (numpy|cupy)\.ndarray like X, got "
+        "builtins.list",
+        dy=DY.tolist()),
+    bad("integer_X", TypeError, "MaxPool gradient: X has dtype int8; gradients are defined for "
+        "floating dtypes only", "MaxPool", x=X.astype(np.int8), dy=DY.astype(np.int8)),
+    bad("integer_X_average", TypeError, "AveragePool: input dtype int32 is not supported",
+        x=X.astype(np.int32), dy=DY.astype(np.int32)),
+    bad("indices_dtype", TypeError, "MaxPool gradient: Indices has dtype int32, expected int64",
+        "MaxPool", saved=np.zeros(DY.shape, np.int32)),
+    bad("indices_shape", ValueError, r"MaxPool gradient: Indices has shape \(1, 2, 4\), "
+        r"expected Y's shape", "MaxPool", saved=np.zeros(DY.shape[:3], np.int64)),
+    bad("Y_dtype", TypeError, "LpPool gradient: Y has dtype float64, expected float32",
+        "LpPool", parts=(22, {**K, "p": 3}), saved=DY.astype(np.float64)),
+    bad("divisor_zero", ValueError, "AveragePool gradient: divisor_override must not be 0",
+        parts=(22, K, 0)),
+    bad("divisor_float", TypeError, "divisor_override must be an int .AveragePool only., got "
+        "1.5", parts=(22, K, 1.5)),
+    bad("divisor_bool", TypeError, "divisor_override must be an int", parts=(22, K, True)),
+    bad("divisor_on_maxpool", TypeError, "MaxPool gradient: divisor_override must be an int "
+        r"\(AveragePool only\)", "MaxPool", parts=(22, K, 2)),
+    bad("divisor_past_int64", ValueError, "AveragePool gradient: divisor_override must fit "
+        "int64", parts=(22, K, 2**63)),
+    bad("divisor_below_int64", ValueError, "divisor_override must fit int64",
+        parts=(22, K, -2**63 - 1)),
+    bad("attribute_of_another_version", ValueError, "attribute 'dilations' is not defined at "
+        "opset 11", parts=(11, {**K, "dilations": [1, 1]})),
+    bad("float_p_past_LpPool_1", ValueError, "'p' must be an integer at opset 18", "LpPool",
+        parts=(18, {**K, "p": 2.5})),
+    bad("adaptive_sizes", ValueError, "AdaptiveAveragePool: 'sizes' has 3 values, expected 2",
+        "AdaptiveAveragePool", parts=((4, 4, 1),)),
+    bad("adaptive_dY", ValueError, r"AdaptiveMaxPool gradient: dY has shape \(1, 2, 4, 4\), "
+        r"expected Y's shape \(1, 2, 4, 3\)", "AdaptiveMaxPool", parts=((4, 3),)),
+    bad("global_dY", ValueError, r"GlobalAveragePool gradient: dY has shape \(1, 2, 4, 4\), "
+        r"expected Y's shape \(1, 2, 1, 1\)", "GlobalAveragePool", parts=(22, {})),
+]
+
+
+@pytest.mark.parametrize("exc, pattern, op, x, dy, parts, saved", BAD)
+def test_bad_input(backend, monkeypatch, exc, pattern, op, x, dy, parts, saved):
+    """Each refused with its type and a message naming the input or attribute, before
+    anything is allocated or launched, on every path."""
+    forbid_work(monkeypatch)
+    with pytest.raises(exc, match=pattern):
+        gradient(backend, op, x, dy, parts, saved)
