@@ -4,9 +4,13 @@ in the accumulation type (float32, float64 for float64), each term rounded to it
 rounded once to X's dtype. The NumPy path gives the loops' bits; the emulated and cupy paths
 (the kernels) give the same bits given the same forward output (Y or Indices), except that
 LpPool's powers are each path's `pow` (NumPy's own, the C library's on the emulator, CUDA's on a
-GPU): the definition takes the path's."""
+GPU): the definition takes the path's. Then, independently of the windows' geometry in plan.py,
+the gradients are the adjoints of the forward functions (float64) and LpPool's the limit of
+finite differences; the saved output given or computed; views, negative strides and byte
+offsets (the kernel checker on); out=; empty tensors; 64-bit offsets; bad input."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
@@ -17,11 +21,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers.util import BF16, FLOAT_DTYPES, forbid_work, random, to_backend, to_numpy
+from helpers.standin import StandIn
+from helpers.util import (
+    BF16,
+    FLOAT_DTYPES,
+    forbid_work,
+    random,
+    replan,
+    to_backend,
+    to_numpy,
+)
 
 import onnx_cupy as oc
-from onnx_cupy.core import execution
-from onnx_cupy.pool import api, plan
+from onnx_cupy.core import checker, execution, launcher
+from onnx_cupy.pool import api, kernel_grad, plan
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 GPU = execution.gpu_available()
@@ -352,6 +365,102 @@ def test_configurations_reach_every_case():
     assert any(0 in c.plan.out_shape for c in found)
 
 
+# ------------------------------------------------- the forward's adjoint, finite differences
+
+def _float64(c: Config) -> Config:
+    return dataclasses.replace(c, dtype=np.dtype(np.float64), values="uniform")
+
+
+def jacobian_product(c: Config, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """J v of the linear pools at X (float64), by their forward functions: the average pools'
+    outputs of v, the maxima's v at the Indices the forward gives for X (0 where -1)."""
+    a = c.attributes
+    if c.op == "AveragePool":
+        return oc.average_pool(v, opset=c.opset, **a)
+    if c.op == "GlobalAveragePool":
+        return oc.global_average_pool(v, opset=c.opset)
+    indices, plane = saved_of(c, x), math.prod(c.shape[2:])
+    if c.attributes.get("storage_order"):   # column-major within the plane: to row-major
+        within = np.unravel_index(indices % plane, c.shape[2:], order="F")
+        indices = indices // plane * plane + np.ravel_multi_index(within, c.shape[2:])
+    return np.where(indices >= 0, v.reshape(-1)[np.maximum(indices, 0)], 0.0)
+
+
+ADJOINT = [i for i in range(COUNT) if configuration(i).op in (
+    "AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool")
+    and configuration(i).divisor_override is None]
+LP = [i for i in range(COUNT) if configuration(i).op in ("LpPool", "GlobalLpPool")]
+
+
+@pytest.mark.parametrize("index", ADJOINT, ids=lambda i: configuration(i).name)
+def test_adjoint_of_the_forward(backend, index):
+    """<dX, v> = <dY, J v> for random v, J v by the forward functions (float64): the
+    gradients' windows, divisors and indices are the forward's, whatever plan.py computes."""
+    c = _float64(configuration(index))
+    rng = np.random.default_rng([SEED, index, 2])
+    x = rng.permutation(np.linspace(-3, 3, math.prod(c.shape))).reshape(c.shape)  # no ties
+    dy, v = (rng.uniform(-2, 2, s) for s in (c.plan.out_shape, c.shape))
+    dx = to_numpy(gradient(backend, c.op, x, dy, c.parts))
+    assert np.isfinite(dx).all()
+    jv = jacobian_product(c, x, v)
+    counted = ~np.isnan(jv)   # an average over no element of X: NaN, and no gradient
+    lhs, rhs = np.vdot(dx, v), np.vdot(dy[counted], jv[counted])
+    assert lhs == pytest.approx(rhs, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("index", LP, ids=lambda i: configuration(i).name)
+def test_lp_pool_is_the_limit_of_finite_differences(backend, index):
+    """LpPool's and GlobalLpPool's dX against central differences of <dY, Y(X + t v)> (float64,
+    X away from 0, where |x|^p is smooth): every p, pads, ceil_mode, float p at opset 1."""
+    c = _float64(configuration(index))
+    rng = np.random.default_rng([SEED, index, 3])
+    x = rng.choice([-1.0, 1.0], c.shape) * rng.uniform(0.5, 2.0, c.shape)
+    dy, v = rng.uniform(-2, 2, c.plan.out_shape), rng.uniform(-1, 1, c.shape)
+    fn = oc.lp_pool if c.op == "LpPool" else oc.global_lp_pool
+    h = 1e-6
+
+    def f(t: float) -> float:
+        return float(np.vdot(dy, fn(x + t * v, opset=c.opset, **c.attributes)))
+
+    dx = to_numpy(gradient(backend, c.op, x, dy, c.parts))
+    assert np.vdot(dx, v) == pytest.approx((f(h) - f(-h)) / (2 * h), rel=1e-6, abs=1e-8)
+
+
+def test_lp_pool_zero_windows_give_zero(backend):
+    """A window of zeros (Y = 0) gives +0 to its elements, not NaN, whatever its cotangent
+    (infinities included), for every p; an element that is 0 gets 0 from finite shares."""
+    x = np.zeros((1, 2, 6), np.float32)
+    x[0, 1, 3:] = [1.5, -2.0, 0.5]
+    dy = np.array([[[np.inf, 2.0, -3.0], [1.0, -4.0, 2.0]]], np.float32)
+    for p in (1, 2, 3):
+        parts = (22, {"kernel_shape": [2], "strides": [2], "p": p})
+        dx = to_numpy(gradient(backend, "LpPool", x, dy, parts))
+        assert not np.isnan(dx[0, 0]).any() and (dx[0, 0].view(np.uint32) == 0).all()
+        assert dx[0, 1, 2] == 0 and (dx[0, 1, 3:] != 0).all()
+        g = to_numpy(gradient(backend, "GlobalLpPool", np.zeros_like(x), dy[..., :1],
+                              (22, {"p": p})))
+        assert (g.view(np.uint32) == 0).all()
+
+
+# --------------------------------------------------------------------- the saved output
+
+SAVING = [i for i in range(COUNT) if configuration(i).op in (
+    "MaxPool", "LpPool", "GlobalMaxPool", "GlobalLpPool")][:16]
+
+
+@pytest.mark.parametrize("index", SAVING, ids=lambda i: configuration(i).name)
+def test_saved_output_given_or_computed(backend, index):
+    """Without Y or Indices a call computes them by the forward on its own path: the bits of
+    the call given that forward's output."""
+    c = configuration(index)
+    x, dy = inputs(c)
+    with oc.backend(backend):
+        saved = saved_of(c, to_backend(x, backend))
+    given = gradient(backend, c.op, x, dy, c.parts, to_numpy(saved))
+    assert_same_bits(gradient(backend, c.op, x, dy, c.parts), given)
+    assert_same_bits(gradient(backend, c.op, x, dy, c.parts), given)   # twice: same bits
+
+
 # ------------------------------------------------------------------------- adaptive pools
 
 def adaptive_windows(n: int, m: int) -> list[range]:
@@ -388,17 +497,22 @@ ADAPTIVE = [((2, 3, 7), (3,)), ((1, 2, 5), (13,)), ((2, 2, 2, 3), (5, 7)),
             ((1, 1, 4, 3, 5), (2, 6, 2))]
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 @pytest.mark.parametrize("shape, sizes", ADAPTIVE, ids=str)
 @pytest.mark.parametrize("op", ["AdaptiveAveragePool", "AdaptiveMaxPool"])
-def test_adaptive_against_the_definition(backend, rng, op, shape, sizes):
-    """Growing axes (windows that start together and overlap) included: every element takes
-    its terms in row-major output order on every path."""
-    x = random(rng, shape, np.float32)
+def test_adaptive_against_the_definition(backend, rng, op, shape, sizes, dtype):
+    """1-3 spatial axes, shrinking and growing (windows that start together and overlap),
+    every dtype, NaN and infinities in X and dY: every element takes its terms in row-major
+    output order on every path; without Indices, the maximum's computed ones'."""
+    x, dy = random(rng, shape, dtype), random(rng, (*shape[:2], *sizes), dtype, -3.0, 3.0)
+    x.reshape(-1)[::9], x.reshape(-1)[4::11] = np.nan, -np.inf
+    dy.reshape(-1)[::7], dy.reshape(-1)[3::10] = np.nan, np.inf
     _, indices = api.adaptive_pool("AdaptiveMaxPool", x, sizes, return_indices=True)
-    dy = random(rng, indices.shape, np.float32)
     saved = indices if op == "AdaptiveMaxPool" else None
     want = adaptive_definition(op, x, dy, indices, sizes)
     assert_same_bits(gradient(backend, op, x, dy, (sizes,), saved), want)
+    if op == "AdaptiveMaxPool":
+        assert_same_bits(gradient(backend, op, x, dy, (sizes,)), want)
 
 
 # ------------------------------------------------------------------------------- bad input
@@ -461,3 +575,232 @@ def test_bad_input(backend, monkeypatch, exc, pattern, op, x, dy, parts, saved):
     forbid_work(monkeypatch)
     with pytest.raises(exc, match=pattern):
         gradient(backend, op, x, dy, parts, saved)
+
+
+# ----------------------------------------------------------------- layouts, out=, empty
+
+# name -> (op, X's shape, parts)
+LAYOUT = {
+    "AveragePool-2d": ("AveragePool", (2, 4, 9, 8), (22, {
+        "kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1],
+        "count_include_pad": 1})),
+    "LpPool-3d": ("LpPool", (2, 4, 5, 4, 6), (22, {"kernel_shape": [2, 2, 3], "p": 3})),
+    "MaxPool-1d": ("MaxPool", (3, 4, 17), (22, {"kernel_shape": [3], "strides": [2],
+                                                "dilations": [2], "ceil_mode": 1})),
+    "GlobalLpPool-2d": ("GlobalLpPool", (2, 4, 5, 7), (22, {"p": 2})),
+    "GlobalMaxPool-2d": ("GlobalMaxPool", (2, 4, 5, 7), (22, {})),
+    "AdaptiveAveragePool-2d": ("AdaptiveAveragePool", (2, 4, 5, 7), ((7, 3),)),
+    "AdaptiveMaxPool-3d": ("AdaptiveMaxPool", (2, 4, 3, 5, 4), ((2, 6, 3),)),
+}
+
+
+def forward_of(op: str, x: Any, parts: tuple[Any, ...]) -> Any:
+    """The saved output of `op` at X (on X's path), None for the average pools."""
+    if op == "MaxPool":
+        return oc.max_pool(x, opset=parts[0], return_indices=True, **parts[1])[1]
+    if op == "GlobalMaxPool":
+        return oc.max_pool(x, kernel_shape=list(x.shape[2:]), return_indices=True)[1]
+    if op == "LpPool":
+        return oc.lp_pool(x, opset=parts[0], **parts[1])
+    if op == "GlobalLpPool":
+        return oc.global_lp_pool(x, opset=parts[0], **parts[1])
+    if op == "AdaptiveMaxPool":
+        return api.adaptive_pool(op, x, parts[0], return_indices=True)[1]
+    return None
+
+
+def layout_inputs(rng: np.random.Generator, name: str, dtype: Any = np.float32
+                  ) -> tuple[str, np.ndarray, np.ndarray, Any, tuple[Any, ...]]:
+    """(op, X, dY, the saved output, parts) of the LAYOUT case `name`, X of `dtype`."""
+    op, shape, parts = LAYOUT[name]
+    x = random(rng, shape, dtype)
+    if op.startswith("Adaptive"):
+        y_shape = api.adaptive_pool(op, x, parts[0]).shape
+    elif op.startswith("Global"):
+        y_shape = (*shape[:2], *(1,) * (len(shape) - 2))
+    else:
+        y_shape = api.run(op, x, *parts).shape
+    return op, x, random(rng, y_shape, dtype, -3.0, 3.0), forward_of(op, x, parts), parts
+
+
+def as_view(a: np.ndarray, view: str, backend: str, rng: np.random.Generator) -> Any:
+    """`a`'s values in a non-contiguous view on `backend`: its last axis read backwards from a
+    reversed copy (negative strides), N and C swapped in memory, or every other element of C
+    and of the last axis of a larger array holding other values between them."""
+    if view == "reversed":
+        return to_backend(np.ascontiguousarray(a[..., ::-1]), backend)[..., ::-1]
+    if view == "transposed":
+        axes = (1, 0, *range(2, a.ndim))
+        return to_backend(np.ascontiguousarray(a.transpose(axes)), backend).transpose(axes)
+    shape = (a.shape[0], 2 * a.shape[1], *a.shape[2:-1], 2 * a.shape[-1])
+    base = random(rng, shape, a.dtype) if a.dtype.kind == "f" else np.full(shape, 10**6,
+                                                                             a.dtype)
+    base[:, 1::2][..., ::2] = a
+    return to_backend(base, backend)[:, 1::2][..., ::2]
+
+
+@pytest.mark.parametrize("view", ["reversed", "transposed", "stepped"])
+@pytest.mark.parametrize("name", LAYOUT)
+def test_non_contiguous_inputs(backend, rng, name, view):
+    """X, dY and the saved output as strided, reversed (negative strides) or transposed views
+    give the contiguous inputs' bits, and stay unchanged."""
+    op, x, dy, saved, parts = layout_inputs(rng, name)
+    want = gradient(backend, op, x, dy, parts, saved)
+    views = [None if a is None else as_view(a, view, backend, rng) for a in (x, dy, saved)]
+    assert not views[0].flags.c_contiguous
+    assert not views[1].flags.c_contiguous or view == "reversed" and dy.shape[-1] == 1
+    got = gradient(backend, op, *views[:2], parts, views[2])
+    assert_same_bits(got, want)
+    for v, a in zip(views, (x, dy, saved)):
+        if a is not None:
+            np.testing.assert_array_equal(to_numpy(v), a)
+
+
+def _at_offset(a: np.ndarray, offset: int, backend: str) -> Any:
+    """`a`'s values in a view whose first element lies `offset` bytes past an aligned address,
+    on `backend` (a device array at the same offset on cupy)."""
+    align = 256
+    if backend == "cupy":
+        cp = execution.cupy_module()
+        raw = cp.empty(a.nbytes + offset, np.uint8)
+        view = raw[offset:].view(a.dtype).reshape(a.shape)
+        view[...] = cp.asarray(a)
+        return view
+    raw = np.empty(a.nbytes + align + offset, np.uint8)
+    start = -raw.ctypes.data % align + offset
+    view = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    view[...] = a
+    return view
+
+
+@pytest.mark.parametrize("offset", [1, 2, 4])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("name", ["AveragePool-2d", "MaxPool-1d", "LpPool-3d",
+                                  "AdaptiveMaxPool-3d", "GlobalLpPool-2d"])
+@pytest.mark.parametrize("path", ["emulated", "cupy"])
+def test_inputs_at_byte_offsets(path, rng, name, dtype, offset):
+    """X, dY and the saved output at a byte offset of 1, 2 or 4 from an aligned address (read
+    where the kernels can, copied where not) give the aligned inputs' bits, with the kernel
+    checker finding no access out of bounds or misaligned."""
+    op, x, dy, saved, parts = layout_inputs(rng, name, dtype)
+    want = gradient("numpy", op, x, dy, parts, saved)
+    with StandIn().installed() if path == "cupy" and not GPU else contextlib.nullcontext():
+        moved = [None if a is None else _at_offset(a, offset, path) for a in (x, dy, saved)]
+        assert all(a is None or _address(a) % 256 == offset % 256 for a in moved)
+        with checker.checking() as session:
+            got = to_numpy(gradient(path, op, *moved[:2], parts, moved[2]))
+        assert session.launches > 0
+    if op.startswith(("LpPool", "GlobalLpPool")):   # the C library's pow against NumPy's
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-3)
+    else:
+        assert_same_bits(got, want)
+
+
+def _address(a: Any) -> int:
+    return int(a.data.ptr) if hasattr(a.data, "ptr") else a.ctypes.data
+
+
+@pytest.mark.parametrize("name", LAYOUT)
+def test_out(backend, rng, name):
+    """out= receives dX (the array itself returned), the bits of a call without it; a wrong
+    out is refused by name: another shape, dtype, a non-contiguous view, one overlapping X or
+    dY, another array type."""
+    op, x, dy, saved, parts = layout_inputs(rng, name)
+    want = gradient(backend, op, x, dy, parts, saved)
+    xs, dys = to_backend(x, backend), to_backend(dy, backend)
+    out = to_backend(np.full(x.shape, np.nan, x.dtype), backend)
+    assert gradient(backend, op, xs, dys, parts, saved, out=out) is out
+    assert_same_bits(out, want)
+    wide = to_backend(np.zeros((*x.shape[:-1], 2 * x.shape[-1]), x.dtype), backend)
+    wrong = {"out has shape": to_backend(np.zeros(x.shape[:-1], x.dtype), backend),
+             "out has dtype float64": to_backend(np.zeros(x.shape), backend),
+             "out must be C-contiguous": wide[..., ::2],
+             "out overlaps the input X": xs}
+    if dy.shape == x.shape:
+        wrong["out overlaps the input dY"] = dys
+    if backend == "cupy":
+        wrong["out must be a ndarray like X, got ndarray"] = np.zeros(x.shape, x.dtype)
+    for message, bad_out in wrong.items():
+        pattern = "out must be a .*ndarray like X" if "like X" in message else message
+        with pytest.raises((TypeError, ValueError), match=f"{op} gradient: {pattern}"):
+            gradient(backend, op, xs, dys, parts, saved, out=bad_out)
+    np.testing.assert_array_equal(to_numpy(xs), x)
+
+
+EMPTY = {   # name -> (op, X's shape, parts): zero batch, zero channels, a zero-length output
+    "AveragePool-zero-batch": ("AveragePool", (0, 3, 5, 5), (22, {"kernel_shape": [2, 2]})),
+    "MaxPool-zero-channels": ("MaxPool", (2, 0, 5), (22, {"kernel_shape": [2]})),
+    "LpPool-zero-length-output": ("LpPool", (2, 3, 2, 4), (22, {
+        "kernel_shape": [3, 2], "strides": [3, 1], "auto_pad": "VALID", "p": 2})),
+    "AveragePool-zero-length-output": ("AveragePool", (1, 2, 4, 1), (22, {
+        "kernel_shape": [2, 3], "strides": [1, 4], "auto_pad": "VALID"})),
+    "MaxPool-zero-length-output": ("MaxPool", (1, 2, 1, 3), (22, {
+        "kernel_shape": [2, 1], "strides": [2, 1], "auto_pad": "VALID"})),
+    "GlobalAveragePool-zero-batch": ("GlobalAveragePool", (0, 2, 3), (22, {})),
+    "AdaptiveAveragePool-zero-sizes": ("AdaptiveAveragePool", (2, 3, 4, 5), ((0, 3),)),
+    "AdaptiveMaxPool-zero-batch": ("AdaptiveMaxPool", (0, 3, 4), ((2,),)),
+}
+
+
+@pytest.mark.parametrize("name", EMPTY)
+def test_empty_tensors(backend, rng, name):
+    """An empty X gives an empty dX; an X whose output is empty (a zero-length output axis)
+    gives zeros of X's shape (+0; LpPool's the empty sum times each element's factor); out=
+    is returned, written."""
+    op, shape, parts = EMPTY[name]
+    x = random(rng, shape, np.float32)
+    if op.startswith("Adaptive"):
+        y = api.adaptive_pool(op, x, parts[0]) if x.size else np.zeros((
+            *shape[:2], *parts[0]), x.dtype)
+    elif op.startswith("Global"):
+        y = np.zeros((*shape[:2], *(1,) * (len(shape) - 2)), x.dtype)
+    else:
+        y = api.run(op, x, *parts)
+    assert y.size == 0
+    dy = y.astype(np.float32)
+    dx = gradient(backend, op, x, dy, parts)
+    out = to_backend(np.full(shape, np.nan, np.float32), backend)
+    assert gradient(backend, op, x, dy, parts, out=out) is out
+    for got in (dx, out):
+        got = to_numpy(got)
+        assert got.shape == x.shape and got.dtype == x.dtype
+        if op == "LpPool":   # +0 times each element's factor sign(x) |x|^(p-1)
+            assert (got == 0).all() and (np.signbit(got) == (x < 0)).all()
+        else:
+            assert (got.view(np.uint32) == 0).all()
+
+
+@pytest.mark.parametrize("name", LAYOUT)
+def test_64_bit_offsets(rng, monkeypatch, launches, name):
+    """With 64-bit offsets (forced: every launch's index width), the gradient kernels give the
+    32-bit instantiations' bits."""
+    op, x, dy, saved, parts = layout_inputs(rng, name)
+    narrow = gradient("emulated", op, x, dy, parts, saved)
+    assert {k.index_bits for k, _ in launches} == {32}
+    launches.clear()
+    monkeypatch.setattr(launcher, "grid_offset_bits", lambda *extents: 64)
+    replan(kernel_grad.gradient_args, kernel_grad.adaptive_gradient_args)
+    wide = gradient("emulated", op, x, dy, parts, saved)
+    replan(kernel_grad.gradient_args, kernel_grad.adaptive_gradient_args)
+    ((k, _),) = launches
+    assert k.template in ("pool_grad", "pool_adaptive_grad") and k.index_bits == 64
+    assert_same_bits(wide, narrow)
+
+
+def test_inputs_on_another_device_are_refused():
+    """dY, the saved output or out on another device than X: a ValueError naming it (the
+    stand-in's second device)."""
+    if GPU:
+        pytest.skip("the stand-in's second device: no GPU may be visible")
+    rng = np.random.default_rng(3)
+    op, x, dy, saved, parts = layout_inputs(rng, "MaxPool-1d")
+    with StandIn().installed():
+        cp = execution.cupy_module()
+        xs, dys, ss = cp.asarray(x), cp.asarray(dy), cp.asarray(saved)
+        with cp.cuda.Device(1):
+            dy1, s1, out1 = cp.asarray(dy), cp.asarray(saved), cp.empty(x.shape, x.dtype)
+        for args, out, pattern in (((xs, dy1, ss), None, "input 'dY' is on device 1"),
+                                   ((xs, dys, s1), None, "input 'Indices' is on device 1"),
+                                   ((xs, dys, ss), out1, "out is on device 1")):
+            with pytest.raises(ValueError, match=f"MaxPool gradient: {pattern}, X on device 0"):
+                api.gradient(op, args[0], args[1], parts, saved=args[2], out=out)
