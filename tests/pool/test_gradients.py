@@ -674,7 +674,8 @@ def _at_offset(a: np.ndarray, offset: int, backend: str) -> Any:
 
 
 @pytest.mark.parametrize("offset", [1, 2, 4])
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("name", ["AveragePool-2d", "MaxPool-1d", "LpPool-3d",
                                   "AdaptiveMaxPool-3d", "GlobalLpPool-2d"])
 @pytest.mark.parametrize("path", ["emulated", "cupy"])
