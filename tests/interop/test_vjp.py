@@ -183,3 +183,12 @@ def test_cotangent_on_another_device_is_refused():
             oc.vjp(oc.average_pool, cp.asarray(X), cotangent=dy, **K)
         with pytest.raises(TypeError, match="input 'dY' must be a cupy.ndarray like X"):
             oc.vjp(oc.average_pool, cp.asarray(X), cotangent=DY, **K)
+
+
+def test_docstring_example():
+    """vjp's docstring example gives what it shows."""
+    import doctest
+
+    from onnx_cupy.interop import vjp as module
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0, result

@@ -62,7 +62,8 @@ def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int =
 
     Operators and their gradients (each sum in ascending output order from +0 in float32, or
     float64 for float64, rounded once; the same bits on the NumPy, emulated and CuPy paths
-    given the same forward output):
+    given the same forward output, but for the powers of lp_pool and global_lp_pool with p
+    other than 1 and 2, each path's `pow`):
 
     - average_pool: dX[w] = sum over the windows o holding w of dY[o] / count(o);
     - lp_pool, global_lp_pool: dX[w] = sign(X[w]) |X[w]|^(p-1) * sum over o of

@@ -14,8 +14,12 @@ outputs o in row-major order, from +0, in the accumulation type (float32 for 16-
 floats, float64 for float64), each term rounded to it before it is added, and is rounded to
 X's dtype once at the end: PyTorch's CPU order (each output's share added to the elements of
 its window, outputs in order) and the kernels' (kernels/pool.cu, pool_grad: each input element
-gathers the same terms in the same order), so the paths agree bit for bit. A sum never holds
--0 (it starts at +0), so adding +0 where a term is absent changes nothing.
+gathers the same terms in the same order), so the paths agree bit for bit given the same Y or
+Indices; LpPool with p other than 1 and 2 raises to p - 1 by each path's `pow` (NumPy's own,
+the C library's on the emulator, CUDA's on a GPU: docs/semantics.md), whose ulps a sum with
+cancellation can widen. p is rounded to the accumulation type first, as the forward's powers
+take it. A sum never holds -0 (it starts at +0), so adding +0 where a term is absent changes
+nothing.
 
 Here the terms go in by one slice-add per window tap, the taps in descending order (tap j of
 output o lands on o*s - b + j*d: for one element, a later tap is an earlier output), so every
