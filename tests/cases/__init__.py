@@ -8,7 +8,8 @@ AdaptiveMaxPool), the test id, and the onnx-cupy call on the configuration's see
 whatever backend is current. `cases(ops, quick)` lists them (`quick`: a representative subset).
 Families: pool (AveragePool, LpPool), maxpool, global_pool, adaptive, hardmax, resize, nearest
 (Resize's nearest rounding, as Resize cases), upsample, unpool (MaxUnpool), grid (GridSample,
-AffineGrid), roi (RoiAlign, MaxRoiPool); then layouts.
+AffineGrid), roi (RoiAlign, MaxRoiPool), gradients (the pools' and MaxUnpool's, as
+AveragePoolGrad ... MaxUnpoolGrad: for the kernel checker); then layouts.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from collections.abc import Iterable
 from . import (
     adaptive,
     global_pool,
+    gradients,
     grid,
     hardmax,
     layouts,
@@ -33,7 +35,7 @@ from .common import Case
 __all__ = ["Case", "cases", "operators"]
 # each with OPS and cases(wanted)
 FAMILIES = (pool, maxpool, global_pool, adaptive, hardmax, resize, nearest, upsample, unpool,
-            grid, roi)
+            grid, roi, gradients)
 
 
 def cases(ops: Iterable[str] | None = None, quick: bool = False) -> list[Case]:

@@ -3,6 +3,8 @@ CuPy arrays, without torch: the vector-Jacobian product, the cotangent of the fi
 one gradient per input out (None for an input with none, such as indices)."""
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -40,18 +42,28 @@ _GRADIENTS: dict[Callable[..., Any], tuple[str, int, int, Gradient]] = {
 }
 
 
+@functools.cache
+def _defaults(function: Callable[..., Any]) -> dict[str, Any]:
+    """The attributes `function` takes as keywords, with their defaults (those a call of the
+    function passes on when left out)."""
+    return {name: p.default for name, p in inspect.signature(function).parameters.items()
+            if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
+            and name not in ("opset", "out", "return_indices")}
+
+
 def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int = 22,
         out: Any = None, **attributes: Any) -> tuple[Any, ...]:
     """The vector-Jacobian product of `function` (one of the operators below) at `inputs`:
     with Y = function(*inputs, **attributes) and the cotangent dY (Y's shape and dtype, on its
     device), the gradients of sum(dY * Y) with respect to each input, a tuple with one entry
     per input (None for an input with no gradient). The attributes are the function's own
-    (names and values checked as the function checks them, at `opset`); `out` receives the
-    first gradient.
+    (names and values checked as the function checks them, at `opset`; one left out takes
+    the function's default, as lp_pool's p = 2); `out` receives the first gradient.
 
     Operators and their gradients (each sum in ascending output order from +0 in float32, or
     float64 for float64, rounded once; the same bits on the NumPy, emulated and CuPy paths
-    given the same forward output):
+    given the same forward output, but for the powers of lp_pool and global_lp_pool with p
+    other than 1 and 2, each path's `pow`):
 
     - average_pool: dX[w] = sum over the windows o holding w of dY[o] / count(o);
     - lp_pool, global_lp_pool: dX[w] = sign(X[w]) |X[w]|^(p-1) * sum over o of
@@ -82,4 +94,4 @@ def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int =
     if not fewest <= len(inputs) <= most:
         raise TypeError(f"vjp: {name} takes {fewest} to {most} inputs, got {len(inputs)}")
     opsets.check_given(op, opset, dict.fromkeys(attributes, True))
-    return gradient(inputs, cotangent, opset, attributes, out)
+    return gradient(inputs, cotangent, opset, {**_defaults(function), **attributes}, out)

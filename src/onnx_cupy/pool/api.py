@@ -353,7 +353,8 @@ def gradient(op: str, X: Any, dY: Any, parts: tuple[Any, ...], *, saved: Any = N
              out: Any = None) -> Any:
     """The pooling family's gradient entry point (onnx_cupy.vjp and the PyTorch-style
     functions' autograd come here): dX, the vector-Jacobian product of `op` at X with the
-    cotangent dY (the formulas of pool/numpy_grad.py, the same bits on every path). `parts`:
+    cotangent dY (the formulas of pool/numpy_grad.py, the same bits on every path but for
+    LpPool's powers with p other than 1 and 2, each path's `pow`). `parts`:
     the forward's (opset, attributes), an AveragePool's (opset, attributes, divisor_override)
     with PyTorch's divisor, an adaptive pool's (sizes,). `saved`: the forward's Y (LpPool,
     GlobalLpPool) or Indices (MaxPool's, an adaptive maximum's within each plane), computed

@@ -1,9 +1,9 @@
 """The kernel path of the pooling family's gradients: pool_grad (AveragePool, LpPool, MaxPool and
 the global pools as one window per plane) and pool_adaptive_grad (PyTorch's adaptive pools) of
 kernels/pool.cu, one thread per input element gathering its terms in a fixed order (the formulas
-and the order: onnx_cupy.pool.numpy_grad; the same bits as the NumPy path). The forward output a
-gradient reads (LpPool's Y, MaxPool's Indices) is computed by the forward's own kernels where
-the caller does not give it."""
+and the order: onnx_cupy.pool.numpy_grad; the same bits as the NumPy path, LpPool's powers
+apart). The forward output a gradient reads (LpPool's Y, MaxPool's Indices) is computed by the
+forward's own kernels where the caller does not give it."""
 from __future__ import annotations
 
 import functools

@@ -14,13 +14,18 @@ outputs o in row-major order, from +0, in the accumulation type (float32 for 16-
 floats, float64 for float64), each term rounded to it before it is added, and is rounded to
 X's dtype once at the end: PyTorch's CPU order (each output's share added to the elements of
 its window, outputs in order) and the kernels' (kernels/pool.cu, pool_grad: each input element
-gathers the same terms in the same order), so the paths agree bit for bit. A sum never holds
--0 (it starts at +0), so adding +0 where a term is absent changes nothing.
+gathers the same terms in the same order), so the paths agree bit for bit given the same Y or
+Indices; LpPool with p other than 1 and 2 raises to p - 1 by each path's `pow` (NumPy's own,
+the C library's on the emulator, CUDA's on a GPU: docs/semantics.md), whose ulps a sum with
+cancellation can widen. p is rounded to the accumulation type first, as the forward's powers
+take it. A sum never holds -0 (it starts at +0), so adding +0 where a term is absent changes
+nothing.
 
 Here the terms go in by one slice-add per window tap, the taps in descending order (tap j of
 output o lands on o*s - b + j*d: for one element, a later tap is an earlier output), so every
 element receives its terms in ascending output order; the adaptive windows, whose starts are
-not evenly spaced, add with np.add.at, which adds repeated positions in index order.
+not evenly spaced (and repeat where an axis grows), by one gather per step into the range of
+outputs holding each element (`adaptive`).
 """
 from __future__ import annotations
 
@@ -73,13 +78,17 @@ def window_sums(pl: PoolPlan, terms: np.ndarray, where: Callable[..., Any] | Non
     sums = np.zeros((*n_c, *extent), terms.dtype)
     if terms.size:
         for taps in itertools.product(*(range(k - 1, -1, -1) for k in pl.kernel)):
-            at = (..., *(slice(j * d, j * d + (m - 1) * s + 1, s)
-                         for j, d, m, s in zip(taps, pl.dilations, out_sp, pl.strides)))
+            at: tuple[Any, ...] = (Ellipsis, *(
+                slice(j * d, j * d + (m - 1) * s + 1, s)
+                for j, d, m, s in zip(taps, pl.dilations, out_sp, pl.strides)))
             if where is None:
                 sums[at] += terms
             else:
                 np.add(sums[at], terms, out=sums[at], where=where(taps))
-    return sums[(..., *(slice(b, b + n) for b, n in zip(pl.pads_begin, in_sp)))]
+    inside: tuple[Any, ...] = (Ellipsis, *(slice(b, b + n)
+                                           for b, n in zip(pl.pads_begin, in_sp)))
+    within: np.ndarray = sums[inside]
+    return within
 
 
 def tap_positions(pl: PoolPlan, taps: tuple[int, ...]) -> np.ndarray:
@@ -131,26 +140,31 @@ def lp(pl: PoolPlan, forward: Body) -> Body:
 
 
 def lp_shares(dy: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
-    """g = dY / Y^(p-1), 0 where Y = 0 (the norm's subgradient there), in dy's dtype."""
+    """g = dY / Y^(p-1), 0 where Y = 0 (the norm's subgradient there), in dy's dtype: p rounded
+    to it first, as the forward's power and the kernel (oc::lp_share) take it."""
+    pa, one = dy.dtype.type(p), dy.dtype.type(1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        if p == 1:
-            g = dy.copy()
-        elif p == 2:
+        if pa == one:
+            g: np.ndarray = dy.copy()
+        elif pa == 2:
             g = dy / y
         else:
-            g = dy / np.power(y, y.dtype.type(p - 1))
+            g = dy / np.power(y, pa - one)
     g[y == 0] = 0
     return g
 
 
 def lp_factor(x: np.ndarray, p: float) -> np.ndarray:
-    """f(x) = sign(x) |x|^(p-1), 0 at x = 0, in x's dtype."""
-    if p == 1:
-        return np.sign(x)
-    if p == 2:
+    """f(x) = sign(x) |x|^(p-1), 0 at x = 0, in x's dtype: p rounded to it first, as the
+    kernel's oc::lp_factor takes it."""
+    pa, one = x.dtype.type(p), x.dtype.type(1)
+    if pa == 2:
         return x
+    sign: np.ndarray = np.sign(x)
+    if pa == one:
+        return sign
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.sign(x) * np.power(np.abs(x), x.dtype.type(p - 1))
+        f: np.ndarray = sign * np.power(np.abs(x), pa - one)
     f[x == 0] = 0
     return f
 
@@ -173,10 +187,19 @@ def maximum(pl: PoolPlan, forward: Body) -> Body:
 
 def adaptive(pl: AdaptivePlan, forward: Body) -> Body:
     """The adaptive pools' gradient: body(x, dy, indices, out) -> dX (the maximum's Indices,
-    within each plane, computed by `forward` where None)."""
+    within each plane, computed by `forward` where None). Each input element w gathers over
+    the outputs whose window holds it, along each axis o in [floor(w m / n), ceil((w + 1) m /
+    n)): one masked gather-add per tuple of steps t into those ranges, the tuples in
+    lexicographic order, so every element receives its terms in row-major output order (the
+    kernel's, pool_adaptive_grad) however the windows overlap."""
+    spans = []   # per axis: the first output holding each input position, and the end
+    for axis in range(pl.nd):
+        n, m = pl.in_shape[2 + axis], pl.out_shape[2 + axis]
+        w = np.arange(n, dtype=np.int64)
+        spans.append((w * m // n, -(-(w + 1) * m // n)))
+    most = [int((end - first).max(initial=0)) for first, end in spans]
     bounds = [pl.bounds(axis) for axis in range(pl.nd)]
-    longest = [int((end - start).max(initial=0)) for start, end in bounds]
-    plane_strides = np.cumprod((1, *pl.in_shape[:1:-1]))[::-1][1:] if pl.nd else ()
+    position = np.arange(math.prod(pl.in_shape[2:]), dtype=np.int64).reshape(pl.in_shape[2:])
     mean = pl.op == "AdaptiveAveragePool"
 
     def body(x: np.ndarray, dy: np.ndarray, indices: np.ndarray | None,
@@ -187,21 +210,22 @@ def adaptive(pl: AdaptivePlan, forward: Body) -> Body:
             for axis, (start, end) in enumerate(bounds):
                 terms = terms / (end - start).astype(acc).reshape(
                     (-1,) + (1,) * (pl.nd - 1 - axis))
+            indices = None   # the mean reads no saved output
         elif indices is None:
             indices = forward(x, None)[1]
         sums = np.zeros(pl.in_shape, acc)
         if terms.size:
-            for taps in itertools.product(*(range(k - 1, -1, -1) for k in longest)):
-                at, inside, position = [], np.ones((), bool), np.zeros((), np.int64)
-                for axis, (j, (start, end)) in enumerate(zip(taps, bounds)):
+            for steps in itertools.product(*map(range, most)):
+                at: list[Any] = [...]
+                inside = np.ones((), bool)
+                for axis, (t, (first, end)) in enumerate(zip(steps, spans)):
                     shape = (-1,) + (1,) * (pl.nd - 1 - axis)
-                    w = start + j
-                    inside = inside & (w < end).reshape(shape)
-                    w = np.minimum(w, pl.in_shape[2 + axis] - 1)
-                    position = position + (w * plane_strides[axis]).reshape(shape)
-                    at.append(w.reshape(shape))
-                hit = inside if mean else inside & (indices == position)
-                np.add.at(sums, (slice(None), slice(None), *at), np.where(hit, terms, 0))
+                    o = first + t
+                    inside = inside & (o < end).reshape(shape)
+                    at.append(np.minimum(o, pl.out_shape[2 + axis] - 1).reshape(shape))
+                where = tuple(at)
+                hit = inside if indices is None else inside & (indices[where] == position)
+                np.add(sums, terms[where], out=sums, where=hit)
         return _result(sums, x.dtype, out)
     return body
 

@@ -391,7 +391,7 @@ def gradient(op: str, forward: PoolPlan | GlobalPlan | AdaptivePlan, dtype: Any,
              saved: Any, divisor_override: Any = None) -> GradientPlan:
     """Validate a gradient of `op` on the forward's plan: X of a floating `dtype`, the
     cotangent dY (an array) of Y's shape and X's dtype, the saved output (Y, or int64
-    Indices; None: computed) of Y's shape, PyTorch's divisor_override a nonzero int."""
+    Indices; None: computed) of Y's shape, PyTorch's divisor_override a nonzero int64."""
     name = f"{op} gradient"
     dtype = np.dtype(dtype)
     if dtype.name not in dtypes.FLOAT_TYPES:
@@ -409,6 +409,9 @@ def gradient(op: str, forward: PoolPlan | GlobalPlan | AdaptivePlan, dtype: Any,
                             f"{divisor_override!r}")
         if divisor_override == 0:
             raise ValueError(f"{name}: divisor_override must not be 0")
+        if not attributes.INT64_MIN <= divisor_override <= attributes.INT64_MAX:
+            raise ValueError(f"{name}: divisor_override must fit int64 (PyTorch's), got "
+                             f"{divisor_override}")
         divisor_override = int(divisor_override)
     if isinstance(forward, GlobalPlan):
         return GradientPlan(op, window_of(forward), forward)
