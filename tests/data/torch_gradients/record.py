@@ -127,7 +127,6 @@ def record() -> tuple[list[dict], dict[str, np.ndarray]]:
                     data[..., : max(1, data.shape[-1] // 3)] = 0.0   # zero windows
                     data[..., -1] = 0.0                               # zeros in windows
                 x = torch.tensor(data, dtype=dtype)
-                inputs = [x]
                 i = None
                 if name.startswith("max_unpool"):
                     pool = getattr(F, f"max_pool{k}d")
@@ -137,7 +136,6 @@ def record() -> tuple[list[dict], dict[str, np.ndarray]]:
                         x.shape[-k:], kw["kernel_size"], kw["stride"], kw["padding"])]
                     if case == 3 or list(shape[-k:]) != default:   # the pooled lengths
                         kw["output_size"] = list(shape[-k:])
-                    inputs = [x, i]
                 x = x.detach().clone().requires_grad_(True)
                 fn = getattr(F, name)
                 y = fn(x, i, **kw) if i is not None else fn(x, **kw)
