@@ -9,6 +9,8 @@
 //                                   count / divisor_override, rounded once to T)
 //   elementwise_convert<S, D, I>    y = D(x)                           (torchvision boxes and
 //                                   their image indices in the input's dtype and in int64)
+//   elementwise_product<T, Acc, I>  y = T(T(a * T(c * b)) * scale), masked by z where given:
+//                                   0 where z = 0, y - y where z is NaN (lp_pool's gradient)
 // The host rounds the scale and the exponent to T, as NumPy takes a Python scalar with an array
 // of T. x ** p is NumPy's power loop for T: for float and double its fast paths of a scalar
 // exponent (p = -1, 0, 0.5, 1, 2: 1 / x, 1, sqrt(x), x, x * x), else pow; for float16 and
@@ -31,6 +33,8 @@ struct ElementwiseGeom {
   float exponent_f;          // accumulate type: float ...
   double scale_d;            // ... and double
   double exponent_d;
+  float coefficient_f;       // elementwise_product: the coefficient, rounded to T
+  double coefficient_d;
 };
 
 namespace ew {
@@ -41,11 +45,17 @@ template <> struct scalars<float> {
   static __device__ __forceinline__ float exponent(const ElementwiseGeom& g) {
     return g.exponent_f;
   }
+  static __device__ __forceinline__ float coefficient(const ElementwiseGeom& g) {
+    return g.coefficient_f;
+  }
 };
 template <> struct scalars<double> {
   static __device__ __forceinline__ double scale(const ElementwiseGeom& g) { return g.scale_d; }
   static __device__ __forceinline__ double exponent(const ElementwiseGeom& g) {
     return g.exponent_d;
+  }
+  static __device__ __forceinline__ double coefficient(const ElementwiseGeom& g) {
+    return g.coefficient_d;
   }
 };
 
@@ -170,4 +180,28 @@ __global__ void __launch_bounds__(OC_BLOCK) elementwise_convert(const S* __restr
 #pragma unroll 1
   for (I i = oc::first_index<I>(); i < (I)g.count; i += oc::grid_stride<I>())
     y[i] = ew::convert<S, D>::of(x[i]);
+}
+
+template <typename T, typename Acc, typename I>
+__global__ void __launch_bounds__(OC_BLOCK) elementwise_product(const T* __restrict__ a,
+                                                                const T* __restrict__ b,
+                                                                const T* __restrict__ z,
+                                                                T* __restrict__ y,
+                                                                const ElementwiseGeom g) {
+  const Acc c = ew::scalars<Acc>::coefficient(g), scale = ew::scalars<Acc>::scale(g);
+#pragma unroll 1
+  for (I i = oc::first_index<I>(); i < (I)g.count; i += oc::grid_stride<I>()) {
+    // each product stored as T (NumPy's in-place products), the scale's by 1 exact
+    const Acc cb = oc::cvt<Acc, T>::load(
+        oc::cvt<Acc, T>::store(oc::rn<Acc>::mul(c, oc::cvt<Acc, T>::load(b[i]))));
+    const Acc ab = oc::cvt<Acc, T>::load(
+        oc::cvt<Acc, T>::store(oc::rn<Acc>::mul(oc::cvt<Acc, T>::load(a[i]), cb)));
+    Acc v = oc::cvt<Acc, T>::load(oc::cvt<Acc, T>::store(oc::rn<Acc>::mul(ab, scale)));
+    if (z != nullptr) {
+      const Acc m = oc::cvt<Acc, T>::load(z[i]);
+      if (m == Acc(0)) v = Acc(0);
+      else if (m != m) v = oc::rn<Acc>::sub(v, v);  // 0, or NaN for an infinite or NaN v
+    }
+    y[i] = oc::cvt<Acc, T>::store(v);
+  }
 }

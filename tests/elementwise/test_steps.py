@@ -197,3 +197,40 @@ def test_power_reads_strided_views_and_writes_out(kernel_path, rng, name):
             np.empty(x.shape, x.dtype)
         assert api.run(step, moved, out=out) is out
     _assert_bits(to_numpy(out), expected, x, f"{name} strided on {kernel_path}")
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["plain", "masked"])
+@pytest.mark.parametrize("scale", [1.0, 9.0])
+@pytest.mark.parametrize("name", NAMES)
+def test_product(kernel_path, rng, name, scale, masked):
+    """T(T(a * T(c * b)) * scale), each product rounded to the dtype, masked by z (0 where z is
+    0, y - y where z is NaN): the NumPy path's bits on every value pair, the special ones
+    included."""
+    a, b = values(rng, name), values(rng, name)[::-1].copy()
+    z = values(rng, name) if masked else None
+    if z is not None:
+        z[::7] = 0
+    step = plan.product("test", a.shape, a.dtype, 1 / 3, scale, masked)
+    with execution.backend("numpy"):
+        expected = api.product(step, a, b, z)
+    xp = execution.cupy_module() if kernel_path == "cupy" else np
+    moved = [None if v is None else xp.asarray(v) if kernel_path == "cupy" else v
+             for v in (a, b, z)]
+    with execution.backend(kernel_path):
+        got = to_numpy(api.product(step, *moved))
+    _assert_bits(got, expected, a, f"{name} product (scale {scale}) on {kernel_path}")
+    with np.errstate(all="ignore"):   # the definition, in the dtype
+        c, s = a.dtype.type(step.coefficient), a.dtype.type(scale)
+        direct = (a * (b * c)) * s
+        if z is not None:
+            direct = np.where(np.isnan(z), direct - direct, direct)
+            direct[z == 0] = 0
+    _assert_bits(expected, direct.astype(a.dtype), a, f"{name} product by its definition")
+
+
+def test_product_refuses_a_missing_or_extra_mask():
+    x = np.ones(3, np.float32)
+    with pytest.raises(TypeError, match="test: its product step takes Z"):
+        api.product(plan.product("test", (3,), np.float32, 2.0, masked=True), x, x)
+    with pytest.raises(TypeError, match="test: its product step is not masked, got Z"):
+        api.product(plan.product("test", (3,), np.float32, 2.0), x, x, x)

@@ -41,6 +41,32 @@ STEP = kernel_call.KernelCall(
     output=lambda step, x: (step.shape, plan.dtype_of(step.target)))
 
 
+def product(step: Step, A: Any, B: Any, Z: Any = None, out: Any = None) -> Any:
+    """A PRODUCT `step` (plan.product) on A and B (and Z, where the step is masked), arrays of
+    the step's dtype and shape on one device, on the path A picks; Y into `out` where given."""
+    return PRODUCT(A, B, Z, parts=(step,), out=out)
+
+
+def _plan_product(a: Any, b: Any, z: Any, step: Step) -> Step:
+    for name, v in (("A", a), ("B", b), ("Z", z)):
+        if v is None:
+            if name != "Z" or step.masked:
+                raise TypeError(f"{step.op}: its product step takes {name}")
+            continue
+        if name == "Z" and not step.masked:
+            raise TypeError(f"{step.op}: its product step is not masked, got Z")
+        _plan(v, step)
+    return step
+
+
+PRODUCT = kernel_call.KernelCall(
+    "elementwise product", (kernel_call.Input("A", contiguous=True),
+                            kernel_call.Input("B", contiguous=True),
+                            kernel_call.Input("Z", optional=True, contiguous=True)),
+    _plan_product, lambda step, a, b, z: numpy_path.prepare(step), kernel.prepare_product,
+    output=lambda step, *arrays: (step.shape, plan.dtype_of(step.target)))
+
+
 def convert(a: Any, dtype: Any, op: str) -> Any:
     """`a` (a NumPy or CuPy array) as an array of `dtype` (a float dtype, or int64 from a
     float): `a` itself where it has that dtype, else a new array, rounded as NumPy's astype

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes, kernel_call, launcher, loader, records, workspaces
-from .plan import INT64, NARROW, POWER, SOURCES, WIDEN, Step, dtype_of
+from .plan import INT64, NARROW, POWER, PRODUCT, SOURCES, WIDEN, Step, dtype_of
 
 FAMILY = "elementwise"
 # the operators whose PyTorch-style functions run these steps: lp_pool*d and avg_pool*d with
@@ -33,7 +33,8 @@ BUDGET = 140
 
 _GEOM = np.dtype([("count", "<i8"), ("plane", "<i8"), ("by_plane", "<u4", (2,)),
                   ("scale_f", "<f4"), ("exponent_f", "<f4"), ("scale_d", "<f8"),
-                  ("exponent_d", "<f8")], align=True)
+                  ("exponent_d", "<f8"), ("coefficient_f", "<f4"),
+                  ("coefficient_d", "<f8")], align=True)
 
 
 def _accumulate(dtype_name: str) -> records.Argument:
@@ -70,9 +71,14 @@ CONVERTS = {(s, t, b): records.Instantiation(
     for s in SOURCES for t in (*dtypes.FLOAT_TYPES, INT64)
     if s != t and (t in dtypes.FLOAT_TYPES or s in dtypes.FLOAT_TYPES)
     for b in dtypes.INDEX_TYPES}
+# lp_pool's gradient (its products, AveragePool's gradient between them)
+PRODUCTS = {(t, b): records.Instantiation(
+    FAMILY, "elementwise_product", (records.storage(t), _accumulate(t), records.index(b)),
+    tuple(f"{op} gradient" for op in POOLING), (t,), grid_stride="x", variant="gradient")
+    for t in dtypes.FLOAT_TYPES for b in dtypes.INDEX_TYPES}
 
 loader.register(FAMILY, [*POWERS.values(), *WIDENS.values(), *NARROWS.values(),
-                         *CONVERTS.values()], {"ElementwiseGeom": _GEOM})
+                         *CONVERTS.values(), *PRODUCTS.values()], {"ElementwiseGeom": _GEOM})
 
 
 def instantiation(step: Step, bits: int) -> records.Instantiation:
@@ -83,6 +89,8 @@ def instantiation(step: Step, bits: int) -> records.Instantiation:
         return WIDENS[step.source, bits]
     if step.kind == NARROW:
         return NARROWS[step.target, bits]
+    if step.kind == PRODUCT:
+        return PRODUCTS[step.target, bits]
     return CONVERTS[step.source, step.target, bits]
 
 
@@ -93,9 +101,11 @@ def kernel_args(step: Step) -> launcher.LaunchSpec:
     bits = launcher.grid_offset_bits(size, size)
     by_plane = {"by_plane": launcher.divider(step.plane)} if bits == 32 else {}
     with np.errstate(over="ignore"):   # a float64 step's scalars past float's range: unread
-        single = {"scale_f": np.float32(step.scale), "exponent_f": np.float32(step.exponent)}
+        single = {"scale_f": np.float32(step.scale), "exponent_f": np.float32(step.exponent),
+                  "coefficient_f": np.float32(step.coefficient)}
     g = launcher.parameter_struct(_GEOM, count=size, plane=step.plane, scale_d=step.scale,
-                                  exponent_d=step.exponent, **single, **by_plane)
+                                  exponent_d=step.exponent, coefficient_d=step.coefficient,
+                                  **single, **by_plane)
     return launcher.LaunchSpec(instantiation(step, bits), None, size, (g,))
 
 
@@ -117,5 +127,20 @@ def prepare(step: Step, device: Any, x: Any) -> kernel_call.Body:
     def body(X: Any, out: Any) -> Any:
         Y = empty(step.shape, target) if out is None else out
         launch(X, Y)
+        return Y
+    return body
+
+
+def prepare_product(step: Step, device: Any, a: Any, b: Any, z: Any) -> kernel_call.Body:
+    """The body of a PRODUCT `step` on `device` for C-contiguous A, B (and Z where the step is
+    masked): body(A, B, Z, out) -> Y."""
+    size, target, empty = step.size, dtype_of(step.target), device.empty
+    if not size:
+        return lambda A, B, Z, out: empty(step.shape, target) if out is None else out
+    launch = launcher.Launch(device, kernel_args(step))
+
+    def body(A: Any, B: Any, Z: Any, out: Any) -> Any:
+        Y = empty(step.shape, target) if out is None else out
+        launch(A, B, Z, Y)
         return Y
     return body

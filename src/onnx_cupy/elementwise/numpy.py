@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..core.calls import Call
-from .plan import CONVERT, NARROW, POWER, Step, dtype_of
+from .plan import CONVERT, NARROW, POWER, PRODUCT, Step, dtype_of
 
 
 def prepare(step: Step) -> Call:
@@ -39,6 +39,23 @@ def prepare(step: Step) -> Call:
             np.multiply(w, factor, out=y, dtype=np.float64, casting="unsafe")
             return y
         return narrow
+    if step.kind == PRODUCT:
+        coefficient, scale = target.type(step.coefficient), target.type(step.scale)
+        scaled = step.scale != 1
+
+        def product(a: np.ndarray, b: np.ndarray, z: np.ndarray | None, out: Any
+                    ) -> np.ndarray:
+            y = output(a, out)
+            with np.errstate(all="ignore"):
+                np.multiply(b, coefficient, out=y)
+                np.multiply(a, y, out=y)
+                if scaled:
+                    np.multiply(y, scale, out=y)
+                if z is not None:   # y * sign(z) * sign(z) (sign(NaN) = 0), 0 where z = 0
+                    np.subtract(y, y, out=y, where=np.isnan(z))
+                    y[z == 0] = 0
+            return y
+        return product
     assert step.kind in (CONVERT, "widen")
 
     def convert(x: np.ndarray, out: Any) -> np.ndarray:

@@ -12,6 +12,12 @@ that is its NumPy path computes it (numpy.py; the kernels of kernel.py compute t
            count / divisor per output position of a plane).
   CONVERT  y = x.astype(target): X of a float or integer dtype to a float dtype, or of a float
            dtype to int64 (truncated); torchvision's boxes and image indices.
+  PRODUCT  y = T(T(a * T(coefficient * b)) * scale) of two arrays A and B of T, coefficient and
+           scale rounded to T (a scale of 1 multiplies by nothing); masked by a third array Z
+           of T: 0 where z = 0, y - y where z is NaN (0, or NaN for an infinite or NaN y),
+           which is what PyTorch's autograd gives through sign(z) * relu(abs(z)). lp_pool's
+           gradient: dY times the derivative of the root (masked by the pooled powers), and
+           the pooled gradient times p x ** (p - 1).
 
 A Step names its dtypes by name, so that it keys a prepared call as it is (onnx_cupy.core.calls).
 """
@@ -25,7 +31,7 @@ import numpy as np
 
 from ..core import dtypes
 
-POWER, WIDEN, NARROW, CONVERT = "power", "widen", "narrow", "convert"
+POWER, WIDEN, NARROW, CONVERT, PRODUCT = "power", "widen", "narrow", "convert", "product"
 FLOAT64 = "float64"
 INT64 = "int64"
 # X's dtypes of CONVERT: floats and integers (a bool array is taken as its uint8 view)
@@ -45,6 +51,8 @@ class Step:
     exponent: float = 1.0   # POWER: rounded to T
     scale: float = 1.0      # POWER: rounded to T (1: no product)
     factor: np.ndarray | None = field(default=None, compare=False)   # NARROW: float64 table
+    coefficient: float = 1.0   # PRODUCT: rounded to T
+    masked: bool = False       # PRODUCT: by a third array Z
 
     @property
     def size(self) -> int:
@@ -120,3 +128,12 @@ def convert(op: str, shape: tuple[int, ...], source: Any, target: Any) -> Step:
         raise TypeError(f"{op}: no elementwise conversion from {pair[0]} to {pair[1]} (floats and "
                         f"integers to a float, floats to int64)")
     return Step(op, CONVERT, tuple(shape), s.name, t.name)
+
+
+def product(op: str, shape: tuple[int, ...], dtype: Any, coefficient: float, scale: float = 1.0,
+            masked: bool = False) -> Step:
+    """PRODUCT of A and B of `shape` and float `dtype`: T(T(a * T(coefficient * b)) * scale),
+    masked by a third array Z where `masked`."""
+    name = _float(op, dtype)
+    return Step(op, PRODUCT, tuple(shape), name, name, scale=rounded(scale, name),
+                coefficient=rounded(coefficient, name), masked=bool(masked))

@@ -6,7 +6,10 @@ its type (torch) gives tensors back with its `from_dlpack`. A CPU tensor becomes
 (the NumPy path), a CUDA tensor a CuPy array (the CuPy path, on the tensor's device); the
 results become tensors of the same device. bfloat16, which DLPack's NumPy reader lacks, crosses
 as int16 bits (`tensor.view(int16)`) and is viewed back (ml_dtypes.bfloat16 on the array side).
-A tensor that requires grad is a TypeError: these functions record no autograd graph."""
+A tensor that requires grad, with grad mode on, is a TypeError here: the pooling functions take
+it through their autograd Function instead (interop/autograd.py), the others record no graph.
+Under torch.no_grad() such a tensor is taken as it is, and no graph is recorded, as PyTorch's
+own functions do."""
 from __future__ import annotations
 
 import importlib
@@ -25,16 +28,40 @@ def is_tensor(x: Any) -> bool:
             and not isinstance(x, np.ndarray) and not execution.is_cupy_array(x))
 
 
+def torch_of(x: Any) -> Any:
+    """The torch module of the tensor `x`, imported already: the module defining its type, or
+    where that has no `from_dlpack` (torch.nn.Parameter's), its package."""
+    module = importlib.import_module(type(x).__module__)
+    if hasattr(module, "from_dlpack"):
+        return module
+    return importlib.import_module(type(x).__module__.partition(".")[0])
+
+
+def records_graph(x: Any) -> bool:
+    """Whether `x` is a tensor that requires grad while grad mode is on (its result would
+    carry a graph in PyTorch)."""
+    if not (is_tensor(x) and x.requires_grad):
+        return False
+    enabled = getattr(torch_of(x), "is_grad_enabled", None)   # on where it cannot be asked
+    return enabled is None or bool(enabled())
+
+
 def intake(x: Any, name: str) -> tuple[Any, Callable[[Any], Any]]:
     """(`x` as the array the operators take, a function giving results back as `x`'s kind):
     a tensor becomes a NumPy or CuPy array and its results tensors; anything else passes
-    through both ways unchanged. TypeError for a tensor that requires grad."""
+    through both ways unchanged. TypeError for a tensor that requires grad while grad mode is
+    on: the functions that reach here record no graph."""
     if not is_tensor(x):
         return x, _unchanged
     if x.requires_grad:
-        raise TypeError(f"{name}: the input tensor requires grad, and onnx_cupy.nn.functional "
-                        f"has no autograd (its results carry no graph); pass input.detach()")
-    torch = importlib.import_module(type(x).__module__)   # imported already: its own
+        if records_graph(x):
+            raise TypeError(
+                f"{name}: a tensor that requires grad was given, and {name} has no gradient "
+                f"in onnx_cupy.nn.functional (its pooling functions have: avg_pool, lp_pool, "
+                f"max_pool, adaptive pooling, max_unpool); pass tensor.detach(), or call it "
+                f"under torch.no_grad()")
+        x = x.detach()
+    torch = torch_of(x)
     bf16 = x.dtype == getattr(torch, "bfloat16", None)
     array = execution.as_array(x.view(torch.int16) if bf16 else x, name)
     if bf16:

@@ -1,6 +1,8 @@
 """`onnx_cupy.vjp`: the gradient of an operator's output with respect to its inputs, on NumPy or
 CuPy arrays, without torch: the vector-Jacobian product, the cotangent of the first output in,
-one gradient per input out (None for an input with none, such as indices)."""
+one gradient per input out (None for an input with none, such as indices). The pooling
+functions of onnx_cupy.nn.functional too, with PyTorch's gradients
+(interop/functional/gradients.py)."""
 from __future__ import annotations
 
 import functools
@@ -51,7 +53,7 @@ def _defaults(function: Callable[..., Any]) -> dict[str, Any]:
             and name not in ("opset", "out", "return_indices")}
 
 
-def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int = 22,
+def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int | None = None,
         out: Any = None, **attributes: Any) -> tuple[Any, ...]:
     """The vector-Jacobian product of `function` (one of the operators below) at `inputs`:
     with Y = function(*inputs, **attributes) and the cotangent dY (Y's shape and dtype, on its
@@ -73,6 +75,12 @@ def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int =
     - global_average_pool: dX = dY / (D1 * ... * Dk);
     - max_unpool(X, I[, output_shape]): (dX, None), dX[e] = dY at the position I[e] names.
 
+    The pooling functions of onnx_cupy.nn.functional (avg_pool1d/2d/3d, lp_pool1d/2d/3d,
+    max_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d, max_unpool1d/2d/3d)
+    give PyTorch's gradient of their input (what their autograd records for a tensor that
+    requires grad): `inputs` are the input (and max_unpool's indices), the function's other
+    arguments its keywords, with no opset and no out; (dX,), or (dX, None) for max_unpool.
+
     Raises TypeError for another function, an attribute the function does not have or a
     cotangent of another dtype or array type; ValueError for a cotangent of another shape or
     device, and for what the forward call would refuse.
@@ -84,7 +92,16 @@ def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int =
     >>> oc.vjp(oc.max_pool, x, cotangent=np.ones((1, 1, 2), np.float32), kernel_shape=[2],
     ...        strides=[2])
     (array([[[0., 1., 0., 1.]]], dtype=float32),)
+    >>> from onnx_cupy.nn import functional as F
+    >>> oc.vjp(F.avg_pool1d, x, cotangent=np.ones((1, 1, 3), np.float32), kernel_size=2,
+    ...        stride=1)
+    (array([[[0.5, 1. , 1. , 0.5]]], dtype=float32),)
     """
+    from .functional import gradients  # the PyTorch-style functions' gradients
+
+    functional = gradients.differentiable(function)
+    if functional is not None:
+        return _functional(functional, inputs, cotangent, opset, out, attributes)
     known = _GRADIENTS.get(function)
     name = getattr(function, "__name__", repr(function))
     if known is None:
@@ -93,5 +110,22 @@ def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int =
     op, fewest, most, gradient = known
     if not fewest <= len(inputs) <= most:
         raise TypeError(f"vjp: {name} takes {fewest} to {most} inputs, got {len(inputs)}")
+    opset = 22 if opset is None else opset
     opsets.check_given(op, opset, dict.fromkeys(attributes, True))
     return gradient(inputs, cotangent, opset, {**_defaults(function), **attributes}, out)
+
+
+def _functional(entry: Any, inputs: tuple[Any, ...], cotangent: Any, opset: int | None,
+                out: Any, attributes: dict[str, Any]) -> tuple[Any, ...]:
+    """vjp of a pooling function of onnx_cupy.nn.functional (gradients.Differentiable)."""
+    name = entry.name
+    arrays = 2 if name.startswith("max_unpool") else 1
+    if len(inputs) != arrays:
+        raise TypeError(f"vjp: {name} takes {arrays} input{'s' * (arrays > 1)} (its "
+                        f"{'input and indices' if arrays > 1 else 'input'}; its other arguments "
+                        f"as keywords), got {len(inputs)}")
+    if opset is not None or out is not None:
+        raise TypeError(f"vjp: {name} takes no {'opset' if opset is not None else 'out'} "
+                        f"(a PyTorch-style function)")
+    dx = entry.backward(entry.bind(inputs[0], inputs[1:], attributes), cotangent, None)
+    return (dx, None) if arrays > 1 else (dx,)

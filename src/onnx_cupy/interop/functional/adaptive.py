@@ -12,7 +12,14 @@ from ...core.execution import ArrayT, Indices, NumPyArray, ScalarT
 from ...pool import api as pool_api
 from .arguments import _check_bools, _In, _tensors
 from .docs import _adaptive_doc
-from .prepared import Prepared, _cached, _unbatched
+from .prepared import (
+    Gradient,
+    Prepared,
+    _cached,
+    _check_grad_output,
+    _unbatched,
+    _unbatched_gradient,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -44,12 +51,16 @@ def _output_size(name: str, value: Any, spatial: tuple[int, ...]) -> tuple[int, 
 
 
 def _adaptive(name: str, op: str, k: int, input: Any, output_size: Any,
-              return_indices: bool = False) -> Any:
-    return _cached(_prepare_adaptive, input, name, op, k, output_size, return_indices)
+              return_indices: bool = False, saving: bool = False) -> Any:
+    """An adaptive pooling; where `saving`, (its result, the maximum's indices its gradient
+    reads, None for the average)."""
+    return _cached(_prepare_adaptive, input, name, op, k, output_size, return_indices, saving)
 
 
-def _prepare_adaptive(x: Any, backend: str, name: str, op: str, k: int, output_size: Any,
-                      return_indices: bool) -> Prepared:
+def _adaptive_args(x: Any, name: str, k: int, output_size: Any, return_indices: bool
+                   ) -> tuple[bool, tuple[int, ...]]:
+    """PyTorch's checks of an adaptive pooling: (whether x has no batch axis, the output's
+    spatial lengths)."""
     if x.ndim not in (k + 1, k + 2):
         raise ValueError(f"{name}: expected a {k + 1}D (unbatched) or {k + 2}D (batched) "
                          f"input, got shape {tuple(x.shape)}")
@@ -57,10 +68,40 @@ def _prepare_adaptive(x: Any, backend: str, name: str, op: str, k: int, output_s
         raise ValueError(f"{name}: expected input to have non-zero size for non-batch "
                          f"dimensions, got shape {tuple(x.shape)}")
     _check_bools(name, return_indices=return_indices)
-    unbatched = x.ndim == k + 1
-    sizes = _output_size(name, output_size, tuple(x.shape[-k:]))
-    return _unbatched(lambda xb: pool_api.adaptive_pool(op, xb, sizes, bool(return_indices)),
-                      unbatched)
+    return x.ndim == k + 1, _output_size(name, output_size, tuple(x.shape[-k:]))
+
+
+def _prepare_adaptive(x: Any, backend: str, name: str, op: str, k: int, output_size: Any,
+                      return_indices: bool, saving: bool) -> Prepared:
+    unbatched, sizes = _adaptive_args(x, name, k, output_size, return_indices)
+    if not saving:
+        return _unbatched(lambda xb: pool_api.adaptive_pool(op, xb, sizes, bool(return_indices)),
+                          unbatched)
+    if op == "AdaptiveAveragePool":
+        return _unbatched(lambda xb: (pool_api.adaptive_pool(op, xb, sizes), None), unbatched)
+
+    def call(xb: Any) -> Any:
+        y, indices = pool_api.adaptive_pool(op, xb, sizes, True)
+        return ((y, indices), indices) if return_indices else (y, indices)
+    return _unbatched(call, unbatched)
+
+
+def _adaptive_gradient(name: str, op: str, k: int, input: Any, grad_output: Any, saved: Any,
+                       output_size: Any, return_indices: bool = False) -> Any:
+    """The gradient of an adaptive pooling's input: each output's gradient over its window's
+    elements (the average) or to the element its index names (the maximum; `saved`: the
+    indices within each plane, found again where None)."""
+    return _cached(_prepare_adaptive_gradient, input, name, op, k, output_size, return_indices,
+                   others=(grad_output, saved))
+
+
+def _prepare_adaptive_gradient(x: Any, backend: str, name: str, op: str, k: int,
+                               output_size: Any, return_indices: bool, dy: Any, saved: Any
+                               ) -> Gradient:
+    unbatched, sizes = _adaptive_args(x, name, k, output_size, return_indices)
+    _check_grad_output(name, dy, x, (*x.shape[:-k], *sizes))
+    return _unbatched_gradient(lambda xg, dyg, indices: pool_api.gradient(
+        op, xg, dyg, (sizes,), saved=indices), unbatched)
 
 
 @_tensors

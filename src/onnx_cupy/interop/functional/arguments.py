@@ -28,12 +28,17 @@ _R = TypeVar("_R")
 
 def _tensors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """A PyTorch-style function that also takes a PyTorch tensor as its `input` and then gives
-    tensors (zero-copy, interop/tensors.py)."""
+    tensors (zero-copy, interop/tensors.py); a tensor that requires grad, with grad mode on,
+    goes through the autograd Function (interop/autograd.py), which records the function's
+    gradient or raises a TypeError where it has none."""
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         if not args and "input" not in kwargs:
             return fn(*args, **kwargs)   # fn names what is missing
         given = args[0] if args else kwargs.pop("input")
+        if tensors.records_graph(given):
+            from .. import autograd  # the bridge, loaded where a graph is recorded
+            return autograd.apply(fn.__name__, given, args[1:], kwargs)
         x, give = tensors.intake(given, fn.__name__)
         return give(fn(x, *args[1:], **kwargs))
     return cast(Callable[_P, _R], call)

@@ -28,7 +28,14 @@ from .arguments import (
     _xp,
 )
 from .docs import _AVG_DOC, _DIVISOR_DOC, _LP_DOC, _MAX_DOC, _RETURNS_DOC, _window_doc
-from .prepared import Prepared, _cached, _unbatched
+from .prepared import (
+    Gradient,
+    Prepared,
+    _cached,
+    _check_grad_output,
+    _unbatched,
+    _unbatched_gradient,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -40,9 +47,11 @@ def _avg_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padd
                    count_include_pad, divisor_override)
 
 
-def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
-                      padding: Any, ceil_mode: bool, count_include_pad: bool,
-                      divisor_override: int | None) -> Prepared:
+def _avg_pool_args(x: Any, name: str, k: int, kernel_size: Any, stride: Any, padding: Any,
+                   ceil_mode: bool, count_include_pad: bool, divisor_override: int | None
+                   ) -> tuple[Any, bool, dict[str, Any]]:
+    """PyTorch's checks of an average pooling: (x with a batch axis, whether it had none,
+    AveragePool's attributes)."""
     x, unbatched = _batched(x, name, k)
     _check_bools(name, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
@@ -53,8 +62,15 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     if divisor_override is not None and divisor_override == 0:
         raise ValueError(f"{name}: divisor_override must be not zero")
     _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode)
-    attrs = _average(kernel, strides, pads, ceil_mode,
-                     bool(count_include_pad) and divisor_override is None)
+    return x, unbatched, _average(kernel, strides, pads, ceil_mode,
+                                  bool(count_include_pad) and divisor_override is None)
+
+
+def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
+                      padding: Any, ceil_mode: bool, count_include_pad: bool,
+                      divisor_override: int | None) -> Prepared:
+    x, unbatched, attrs = _avg_pool_args(x, name, k, kernel_size, stride, padding, ceil_mode,
+                                         count_include_pad, divisor_override)
     if divisor_override is None:
         return _unbatched(lambda xb: pool_api.run("AveragePool", xb, _POOL_OPSET, attrs),
                           unbatched)
@@ -79,6 +95,30 @@ def _prepare_avg_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
             pool_api.run("AveragePool", xb, _POOL_OPSET, attrs, out=yw)
             return elementwise_api.run(narrow, yw)   # a new array, rounded once
     return _unbatched(call, unbatched)
+
+
+
+def _avg_pool_gradient(name: str, k: int, input: Any, grad_output: Any, saved: Any,
+                       kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+                       count_include_pad: bool, divisor_override: int | None) -> Any:
+    """The gradient of avg_pool{k}d's input: AveragePool's gradient (each output's share, its
+    gradient over its divisor or divisor_override, to the elements of its window)."""
+    return _cached(_prepare_avg_pool_gradient, input, name, k, kernel_size, stride, padding,
+                   ceil_mode, count_include_pad, divisor_override, others=(grad_output, saved))
+
+
+def _prepare_avg_pool_gradient(x: Any, backend: str, name: str, k: int, kernel_size: Any,
+                               stride: Any, padding: Any, ceil_mode: bool,
+                               count_include_pad: bool, divisor_override: int | None, dy: Any,
+                               saved: Any) -> Gradient:
+    xb, unbatched, attrs = _avg_pool_args(x, name, k, kernel_size, stride, padding, ceil_mode,
+                                          count_include_pad, divisor_override)
+    pl = pool_plan.make("AveragePool", tuple(xb.shape), xb.dtype, _POOL_OPSET, **attrs)
+    _check_grad_output(name, dy, x, pl.out_shape[unbatched:])
+    parts = (_POOL_OPSET, attrs) if divisor_override is None else \
+        (_POOL_OPSET, attrs, int(divisor_override))
+    return _unbatched_gradient(
+        lambda xg, dyg, _: pool_api.gradient("AveragePool", xg, dyg, parts), unbatched)
 
 
 def _steps_scratch(x: Any, *layouts: tuple[tuple[int, ...], np.dtype]) -> Callable[[], Any]:
@@ -136,12 +176,16 @@ avg_pool3d.__doc__ = _AVG_DOC.format(
 
 
 def _lp_pool(name: str, k: int, input: Any, norm_type: float, kernel_size: Any, stride: Any,
-             ceil_mode: bool) -> Any:
-    return _cached(_prepare_lp_pool, input, name, k, norm_type, kernel_size, stride, ceil_mode)
+             ceil_mode: bool, saving: bool = False) -> Any:
+    """lp_pool{k}d; where `saving`, (its result, the pooled powers its gradient reads)."""
+    return _cached(_prepare_lp_pool, input, name, k, norm_type, kernel_size, stride, ceil_mode,
+                   saving)
 
 
-def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
-                     kernel_size: Any, stride: Any, ceil_mode: bool) -> Prepared:
+def _lp_pool_args(x: Any, name: str, k: int, norm_type: float, kernel_size: Any, stride: Any,
+                  ceil_mode: bool) -> tuple[Any, bool, float, int, dict[str, Any]]:
+    """PyTorch's checks of an Lp pooling: (x with a batch axis, whether it had none, p, the
+    kernel's volume, the attributes of the AveragePool it runs)."""
     if not is_real(norm_type):
         raise TypeError(f"{name}: norm_type must be a number, got {norm_type!r}")
     if norm_type == 0:   # PyTorch raises Python's ZeroDivisionError from 1.0 / norm_type
@@ -153,24 +197,85 @@ def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
     strides = _strides(name, stride, kernel)
     # every check before x ** p is computed
     _check_pool(name, tuple(x.shape), kernel, strides, (0,) * k, ceil_mode)
-    p = float(norm_type)
-    attrs = _average(kernel, strides, (0,) * k, ceil_mode, True)
+    return (x, unbatched, float(norm_type), math.prod(kernel),
+            _average(kernel, strides, (0,) * k, ceil_mode, True))
+
+
+def _prepare_lp_pool(x: Any, backend: str, name: str, k: int, norm_type: float,
+                     kernel_size: Any, stride: Any, ceil_mode: bool, saving: bool) -> Prepared:
+    x, unbatched, p, volume, attrs = _lp_pool_args(x, name, k, norm_type, kernel_size, stride,
+                                                   ceil_mode)
     pl = pool_plan.make("AveragePool", tuple(x.shape), x.dtype, _POOL_OPSET, **attrs)
     # (mean of x ** p) * kernel volume, to the power 1 / p, each step on x's dtype as NumPy
     # computes it (NaN and inf as PyTorch's); x ** p and the mean go to the workspace, so that
-    # a call allocates only its output
+    # a call allocates only its output (and, `saving`, the mean its gradient reads)
     native = x.dtype.newbyteorder("=")
     power = elementwise_plan.power(name, x.shape, x.dtype, p)
-    root = elementwise_plan.power(name, pl.out_shape, x.dtype, 1.0 / p, scale=math.prod(kernel))
+    root = elementwise_plan.power(name, pl.out_shape, x.dtype, 1.0 / p, scale=volume)
     space = _steps_scratch(x, (tuple(x.shape), native), (pl.out_shape, native))
+    xp = _xp(x)
 
     def call(xb: Any) -> Any:
         with _on_device(xb):
             powered, pooled = space()
+            if saving:
+                pooled = xp.empty(pl.out_shape, native)
             elementwise_api.run(power, xb, out=powered)
             pool_api.run("AveragePool", powered, _POOL_OPSET, attrs, out=pooled)
-            return elementwise_api.run(root, pooled)
+            y = elementwise_api.run(root, pooled)
+            return (y, pooled) if saving else y
     return _unbatched(call, unbatched)
+
+
+def _lp_pool_gradient(name: str, k: int, input: Any, grad_output: Any, saved: Any,
+                      norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool) -> Any:
+    """The gradient of lp_pool{k}d's input, as PyTorch's autograd takes it through the ops of
+    its forward (`saved`: the pooled powers, computed again where None)."""
+    return _cached(_prepare_lp_pool_gradient, input, name, k, norm_type, kernel_size, stride,
+                   ceil_mode, others=(grad_output, saved))
+
+
+def _prepare_lp_pool_gradient(x: Any, backend: str, name: str, k: int, norm_type: float,
+                              kernel_size: Any, stride: Any, ceil_mode: bool, dy: Any,
+                              saved: Any) -> Gradient:
+    """PyTorch's lp_pool is y = d ** (1 / p), d = (sign(m) * relu(abs(m))) * V, m the mean of
+    x ** p over each window (AveragePool, padding 0), V the kernel's volume; its autograd
+    gives, each product rounded to x's dtype as PyTorch's ops round it:
+
+      g(o)  = T(T(dY * T((1 / p) * d ** (1 / p - 1))) * V), 0 where m = 0, g - g where m is
+              NaN (sign(NaN) = 0; relu passes NaN): the elementwise PRODUCT step, masked by m
+      dX[w] = T(G[w] * T(p * x ** (p - 1))), G AveragePool's gradient of g
+
+    so a zero window (m = 0) passes nothing back, x = 0 in a window that is not takes
+    G * p * 0 ** (p - 1) (0 for p > 1, G for p = 1, inf for p < 1), and a negative x with a
+    fractional p NaN, as PyTorch's."""
+    xb, unbatched, p, volume, attrs = _lp_pool_args(x, name, k, norm_type, kernel_size, stride,
+                                                    ceil_mode)
+    pl = pool_plan.make("AveragePool", tuple(xb.shape), xb.dtype, _POOL_OPSET, **attrs)
+    _check_grad_output(name, dy, x, pl.out_shape[unbatched:])
+    native = xb.dtype.newbyteorder("=")
+    shape, out_shape = tuple(xb.shape), pl.out_shape
+    power = elementwise_plan.power(name, shape, xb.dtype, p)
+    root = elementwise_plan.power(name, out_shape, xb.dtype, 1.0 / p - 1.0, scale=volume)
+    outer = elementwise_plan.product(name, out_shape, xb.dtype, 1.0 / p, scale=volume,
+                                     masked=True)
+    derivative = elementwise_plan.power(name, shape, xb.dtype, p - 1.0)
+    inner = elementwise_plan.product(name, shape, xb.dtype, p)
+    space = _steps_scratch(xb, (shape, native), (shape, native), (out_shape, native),
+                           (out_shape, native), (out_shape, native))
+
+    def gradient(xg: Any, dyg: Any, pooled: Any) -> Any:
+        with _on_device(xg):
+            first, second, mean, rooted, shares = space()
+            if pooled is None:   # the forward's mean of x ** p
+                elementwise_api.run(power, xg, out=first)
+                pooled = pool_api.run("AveragePool", first, _POOL_OPSET, attrs, out=mean)
+            elementwise_api.run(root, pooled, out=rooted)
+            elementwise_api.product(outer, dyg, rooted, pooled, out=shares)
+            pool_api.gradient("AveragePool", xg, shares, (_POOL_OPSET, attrs), out=first)
+            elementwise_api.run(derivative, xg, out=second)
+            return elementwise_api.product(inner, first, second)   # a new array
+    return _unbatched_gradient(gradient, unbatched)
 
 
 @_tensors
@@ -205,14 +310,17 @@ lp_pool3d.__doc__ = _LP_DOC.format(
 
 
 def _max_pool(name: str, k: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
-              dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
+              dilation: Any, ceil_mode: bool, return_indices: bool, saving: bool = False) -> Any:
+    """max_pool{k}d; where `saving`, (its result, MaxPool's Indices its gradient reads)."""
     return _cached(_prepare_max_pool, input, name, k, kernel_size, stride, padding, dilation,
-                   ceil_mode, return_indices)
+                   ceil_mode, return_indices, saving)
 
 
-def _prepare_max_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
-                      padding: Any, dilation: Any, ceil_mode: bool, return_indices: bool
-                      ) -> Prepared:
+def _max_pool_args(x: Any, name: str, k: int, kernel_size: Any, stride: Any, padding: Any,
+                   dilation: Any, ceil_mode: bool, return_indices: bool
+                   ) -> tuple[Any, bool, dict[str, Any]]:
+    """PyTorch's checks of a max pooling: (x with a batch axis, whether it had none, MaxPool's
+    attributes)."""
     x, unbatched = _batched(x, name, k)
     _check_bools(name, ceil_mode=ceil_mode, return_indices=return_indices)
     kernel = _tuple(name, "kernel_size", kernel_size, k)
@@ -220,23 +328,54 @@ def _prepare_max_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any,
     pads = _tuple(name, "padding", padding, k)
     dilations = _tuple(name, "dilation", dilation, k)
     _check_pool(name, tuple(x.shape), kernel, strides, pads, ceil_mode, dilations)
-    attrs = {"kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
-             "dilations": list(dilations), "pads": list(pads) * 2, "strides": list(strides),
-             "storage_order": 0}
-    if not return_indices:
+    return x, unbatched, {
+        "kernel_shape": list(kernel), "auto_pad": "NOTSET", "ceil_mode": int(bool(ceil_mode)),
+        "dilations": list(dilations), "pads": list(pads) * 2, "strides": list(strides),
+        "storage_order": 0}
+
+
+def _prepare_max_pool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
+                      padding: Any, dilation: Any, ceil_mode: bool, return_indices: bool,
+                      saving: bool) -> Prepared:
+    x, unbatched, attrs = _max_pool_args(x, name, k, kernel_size, stride, padding, dilation,
+                                         ceil_mode, return_indices)
+    if not return_indices and not saving:
         return _unbatched(lambda xb: pool_api.run("MaxPool", xb, _POOL_OPSET, attrs), unbatched)
     xp = _xp(x)
     plane = math.prod(x.shape[2:])   # ONNX counts whole (n, c) planes; PyTorch does not
 
     def call(xb: Any) -> Any:
         y, indices = pool_api.run("MaxPool", xb, _POOL_OPSET, attrs, return_indices=True)
+        if not return_indices:
+            return y, indices
+        kept = indices.copy() if saving else indices
         with _on_device(xb):
             if plane == 1:   # every index within its plane is 0; -1 (no element) stays
                 xp.minimum(indices, 0, out=indices)
             else:            # the remainder keeps the sign: -1 (no element) stays
                 xp.fmod(indices, plane, out=indices)
-        return y, indices
+        return ((y, indices), kept) if saving else (y, indices)
     return _unbatched(call, unbatched)
+
+
+def _max_pool_gradient(name: str, k: int, input: Any, grad_output: Any, saved: Any,
+                       kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                       ceil_mode: bool, return_indices: bool) -> Any:
+    """The gradient of max_pool{k}d's input: each output's gradient to the element its index
+    names (`saved`: MaxPool's Indices, over the whole batch; found again where None)."""
+    return _cached(_prepare_max_pool_gradient, input, name, k, kernel_size, stride, padding,
+                   dilation, ceil_mode, return_indices, others=(grad_output, saved))
+
+
+def _prepare_max_pool_gradient(x: Any, backend: str, name: str, k: int, kernel_size: Any,
+                               stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+                               return_indices: bool, dy: Any, saved: Any) -> Gradient:
+    xb, unbatched, attrs = _max_pool_args(x, name, k, kernel_size, stride, padding, dilation,
+                                          ceil_mode, return_indices)
+    pl = pool_plan.make("MaxPool", tuple(xb.shape), xb.dtype, _POOL_OPSET, **attrs)
+    _check_grad_output(name, dy, x, pl.out_shape[unbatched:])
+    return _unbatched_gradient(lambda xg, dyg, indices: pool_api.gradient(
+        "MaxPool", xg, dyg, (_POOL_OPSET, attrs), saved=indices), unbatched)
 
 
 class _MaxPooling(Protocol):

@@ -36,4 +36,33 @@ def _unbatched(call: Callable[[Any], Any], unbatched: bool) -> Prepared:
 
 
 def _first(y: Any) -> Any:
-    return tuple(a[0] for a in y) if isinstance(y, tuple) else y[0]
+    """The first item of each array of `y` (an array, None, or a tuple of them, nested)."""
+    if isinstance(y, tuple):
+        return tuple(_first(a) for a in y)
+    return None if y is None else y[0]
+
+
+Gradient = Callable[[Any, Any, Any], Any]   # gradient(x, grad_output, saved) -> grad_input
+
+
+def _unbatched_gradient(call: Gradient, unbatched: bool) -> Gradient:
+    """`call` on (C, *spatial) inputs, their gradients and saved arrays through a batch axis of
+    1, where `unbatched`."""
+    if not unbatched:
+        return call
+    return lambda x, dy, saved: call(x[None], dy[None], None if saved is None else saved[None])[0]
+
+
+def _check_grad_output(name: str, dy: Any, x: Any, shape: tuple[int, ...]) -> None:
+    """TypeError where the gradient of the output `dy` is not an array of the input's kind and
+    dtype, ValueError where it has not the output's `shape`."""
+    if type(dy) is not type(x):
+        raise TypeError(f"{name}: grad_output must be a {type(x).__module__}."
+                        f"{type(x).__name__} like input, got {type(dy).__module__}."
+                        f"{type(dy).__name__}")
+    if dy.dtype != x.dtype:
+        raise TypeError(f"{name}: grad_output must have the input's dtype {x.dtype}, got "
+                        f"{dy.dtype}")
+    if tuple(dy.shape) != tuple(shape):
+        raise ValueError(f"{name}: grad_output has shape {tuple(dy.shape)}, expected the "
+                         f"output's shape {tuple(shape)}")

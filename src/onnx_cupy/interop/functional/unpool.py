@@ -14,7 +14,7 @@ from ...unpool import api as unpool_api
 from .. import tensors
 from .arguments import _POOL_OPSET, _array, _batched, _In, _strides, _tensors, _tuple
 from .docs import _RETURNS_DOC, _UNPOOL_DOC
-from .prepared import _cached
+from .prepared import _cached, _check_grad_output
 
 
 def _unpool_size(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
@@ -49,19 +49,26 @@ def _unpool_size(name: str, shape: tuple[int, ...], kernel: tuple[int, ...],
     return sizes
 
 
-def _max_unpool(name: str, k: int, input: Any, indices: Any, kernel_size: Any, stride: Any,
-                padding: Any, output_size: Any) -> Any:
+def _indices(name: str, indices: Any) -> Any:
+    """max_unpool's indices (a tensor's too) as an array."""
     try:
-        i = _array(tensors.intake(indices, name)[0], name)   # a tensor's indices too
+        return _array(tensors.intake(indices, name)[0], name)
     except TypeError as exc:   # as PyTorch: argument 'indices' must be a tensor
         raise TypeError(f"{name}: argument 'indices' must be an array like input, got "
                         f"{type(indices).__module__}.{type(indices).__name__}") from exc
+
+
+def _max_unpool(name: str, k: int, input: Any, indices: Any, kernel_size: Any, stride: Any,
+                padding: Any, output_size: Any) -> Any:
     return _cached(_prepare_max_unpool, input, name, k, kernel_size, stride, padding,
-                   output_size, others=(i,))
+                   output_size, others=(_indices(name, indices),))
 
 
-def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
-                        padding: Any, output_size: Any, i: Any) -> Callable[[Any, Any], Any]:
+def _max_unpool_args(x: Any, name: str, k: int, kernel_size: Any, stride: Any, padding: Any,
+                     output_size: Any, i: Any
+                     ) -> tuple[Any, bool, list[int], dict[str, Any], list[int]]:
+    """PyTorch's checks of a max unpooling: (x with a batch axis, whether it had none,
+    MaxUnpool's output_shape and attributes, the output's spatial lengths)."""
     if execution.is_cupy_array(i) != execution.is_cupy_array(x):
         raise TypeError(f"{name}: indices must be a {type(x).__module__}.{type(x).__name__} "
                         f"like input, got {type(i).__module__}.{type(i).__name__}")
@@ -88,6 +95,13 @@ def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: An
                          f"2**62, the most the kernels' 64-bit offsets hold")
     output_shape = [*x.shape[:2], *sizes]
     attrs = {"kernel_shape": list(kernel), "strides": list(strides), "pads": list(pads) * 2}
+    return x, unbatched, output_shape, attrs, sizes
+
+
+def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: Any, stride: Any,
+                        padding: Any, output_size: Any, i: Any) -> Callable[[Any, Any], Any]:
+    x, unbatched, output_shape, attrs, sizes = _max_unpool_args(
+        x, name, k, kernel_size, stride, padding, output_size, i)
     plane = math.prod(sizes)
     volumes = "x".join(map(str, sizes if k > 1 else [*sizes, 1]))
     # PyTorch returns an empty output without reading the indices; the GPU skips invalid ones
@@ -104,6 +118,32 @@ def _prepare_max_unpool(x: Any, backend: str, name: str, k: int, kernel_size: An
                            checked=False)   # PyTorch's indices and error, checked above
         return y[0] if unbatched else y
     return call
+
+
+def _max_unpool_gradient(name: str, k: int, input: Any, grad_output: Any, saved: Any,
+                         indices: Any, kernel_size: Any, stride: Any, padding: Any,
+                         output_size: Any) -> Any:
+    """The gradient of max_unpool{k}d's input: each element's gradient is the output's
+    gradient where its index puts it (a gather; an index that repeats gives each element
+    that position's gradient, as PyTorch's)."""
+    return _cached(_prepare_max_unpool_gradient, input, name, k, kernel_size, stride, padding,
+                   output_size, others=(_indices(name, indices), grad_output))
+
+
+def _prepare_max_unpool_gradient(x: Any, backend: str, name: str, k: int, kernel_size: Any,
+                                 stride: Any, padding: Any, output_size: Any, i: Any, dy: Any
+                                 ) -> Callable[[Any, Any, Any], Any]:
+    xb, unbatched, output_shape, attrs, _ = _max_unpool_args(
+        x, name, k, kernel_size, stride, padding, output_size, i)
+    _check_grad_output(name, dy, x, tuple(output_shape[unbatched:]))
+
+    def gradient(xg: Any, ig: Any, dyg: Any) -> Any:
+        if unbatched:
+            xg, ig, dyg = xg[None], ig[None], dyg[None]
+        dx = unpool_api.gradient(xg, ig, dyg, output_shape, _POOL_OPSET, attrs,
+                                 index_space="plane")
+        return dx[0] if unbatched else dx
+    return gradient
 
 
 @_tensors

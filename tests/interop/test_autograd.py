@@ -1,0 +1,324 @@
+"""Autograd of onnx_cupy.nn.functional's pooling functions against PyTorch's own, live: where
+torch is importable (CI installs the CPU build in a step of its own; the rest of the suite needs
+no torch, and tests/interop/test_functional_gradients_recorded.py checks the same gradients
+against recorded ones).
+
+- every function on seeded random inputs, batched and unbatched, float64, float32, float16 and
+  bfloat16: the forward's values and indices, and x.grad after y.backward(g), within
+  torch.testing.assert_close's default tolerance of the dtype;
+- torch.autograd.gradcheck in float64 wherever it passes for PyTorch's own function;
+- PyTorch's own samples of these functions (the OpInfo entries of op_db, lp_pool's ModuleInfo
+  entries of module_db), forward and backward, float64 and float32, counted;
+- determinism, a second derivative's error, in-place changes of a saved input, no graph under
+  torch.no_grad(), and a TypeError naming each function that has no gradient.
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (the live autograd tests "
+                                            "run in CI's PyTorch step)")
+TF = torch.nn.functional
+
+from onnx_cupy import ops  # noqa: E402
+from onnx_cupy.nn import functional as F  # noqa: E402
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
+          "bfloat16": torch.bfloat16}
+
+# (function, shape (batched), positional arguments after the input, keywords, non-negative
+# inputs): the configurations every check runs
+CONFIGS = [
+    ("avg_pool1d", (2, 3, 9), (3,), {"stride": 2, "padding": 1, "ceil_mode": True}, False),
+    ("avg_pool1d", (2, 2, 8), (4, 1, 2), {"count_include_pad": False}, False),
+    ("avg_pool2d", (2, 3, 7, 6), (3, 2, 1), {"ceil_mode": True, "count_include_pad": False},
+     False),
+    ("avg_pool2d", (2, 2, 7, 9), ((2, 3),), {"stride": (1, 2), "divisor_override": 5}, False),
+    ("avg_pool3d", (1, 2, 5, 6, 7), (3, 2, 1), {"ceil_mode": True}, False),
+    ("avg_pool3d", (2, 1, 4, 5, 5), ((2, 1, 3),), {"divisor_override": 4, "padding": (1, 0, 1)},
+     False),
+    ("lp_pool1d", (2, 3, 9), (2.0, 3), {"stride": 2, "ceil_mode": True}, False),
+    ("lp_pool1d", (2, 2, 8), (1.0, 2), {}, False),
+    ("lp_pool2d", (2, 2, 7, 6), (3.0, (2, 3)), {"stride": (2, 1)}, False),
+    ("lp_pool2d", (2, 2, 7, 7), (1.5, 3), {"stride": 2, "ceil_mode": True}, True),
+    ("lp_pool3d", (1, 2, 5, 5, 6), (2.0, 2), {"ceil_mode": True}, False),
+    ("lp_pool3d", (2, 1, 4, 6, 5), (4.0, (2, 3, 2)), {"stride": 1}, False),
+    ("max_pool1d", (2, 3, 11), (3,), {"stride": 2, "padding": 1, "dilation": 2,
+                                      "ceil_mode": True}, False),
+    ("max_pool1d", (2, 2, 8), (2,), {"return_indices": True}, False),
+    ("max_pool2d", (2, 3, 9, 8), (3, 2, 1), {"ceil_mode": True, "return_indices": True},
+     False),
+    ("max_pool2d", (2, 2, 9, 9), ((2, 3),), {"stride": 1, "dilation": (2, 1)}, False),
+    ("max_pool3d", (1, 2, 6, 7, 5), (3, 2, 1), {"ceil_mode": True}, False),
+    ("max_pool3d", (2, 1, 5, 6, 6), (2,), {"dilation": 2, "return_indices": True}, False),
+    ("adaptive_avg_pool1d", (2, 3, 7), (3,), {}, False),
+    ("adaptive_avg_pool1d", (2, 2, 4), (9,), {}, False),
+    ("adaptive_avg_pool2d", (2, 3, 7, 5), ((3, 8),), {}, False),
+    ("adaptive_avg_pool3d", (1, 2, 5, 4, 6), ((2, None, 7),), {}, False),
+    ("adaptive_max_pool1d", (2, 3, 7), (4,), {"return_indices": True}, False),
+    ("adaptive_max_pool2d", (2, 2, 5, 7), ((7, 3),), {}, False),
+    ("adaptive_max_pool3d", (1, 2, 4, 5, 6), ((3, 7, 2),), {"return_indices": True}, False),
+    ("max_unpool1d", (2, 3, 10), (3,), {"stride": 1}, False),
+    ("max_unpool2d", (2, 2, 8, 7), (3,), {"stride": 2, "padding": 1}, False),
+    ("max_unpool3d", (1, 2, 6, 6, 5), (2,), {}, False),
+]
+IDS = [f"{c[0]}-{i}" for i, c in enumerate(CONFIGS)]
+
+
+def _seed(*parts: object) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(repr(parts).encode()))
+
+
+def _first(y):
+    return y[0] if isinstance(y, tuple) else y
+
+
+def _inputs(config, dtype, unbatched: bool, rng: np.random.Generator):
+    """(x, extra positional inputs) of a configuration: max_unpool's x and indices come from
+    max pooling with overlapping windows (stride 1 where given, so indices repeat)."""
+    name, shape, args, kw, positive = config
+    shape = shape[1:] if unbatched else shape
+    data = rng.standard_normal(shape)
+    data = np.abs(data) + 0.1 if positive else data
+    x = torch.tensor(data, dtype=dtype)
+    if not name.startswith("max_unpool"):
+        return x, ()
+    k = int(name[-2])
+    pooled, indices = getattr(TF, f"max_pool{k}d")(x, *args, **kw, return_indices=True)
+    return pooled, (indices,)
+
+
+def _run(fn, x, extra, args, kw, g=None):
+    """(outputs, x.grad) of fn on a fresh leaf copy of x, with y.backward(g) (g: random where
+    None; the same g for both libraries)."""
+    leaf = x.detach().clone().requires_grad_(True)
+    out = fn(leaf, *extra, *args, **kw)
+    y = _first(out)
+    assert y.requires_grad
+    y.backward(g)
+    return out, leaf.grad
+
+
+def _compare(name, x, extra, args, kw, rng):
+    """Ours against PyTorch's: forward outputs and input gradients."""
+    leaf = x.detach().clone().requires_grad_(True)
+    theirs = getattr(TF, name)(leaf, *extra, *args, **kw)
+    g = torch.tensor(rng.standard_normal(tuple(_first(theirs).shape)), dtype=x.dtype)
+    _first(theirs).backward(g)
+    mine, grad = _run(getattr(F, name), x, extra, args, kw, g)
+    for a, b in zip(mine if isinstance(mine, tuple) else (mine,),
+                    theirs if isinstance(theirs, tuple) else (theirs,)):
+        torch.testing.assert_close(a, b.detach(), equal_nan=True)
+    torch.testing.assert_close(grad, leaf.grad, equal_nan=True)
+    return grad
+
+
+@pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
+def test_backward_is_pytorchs(config, dtype, unbatched):
+    rng = _seed(config[0], config[2], dtype, unbatched)
+    x, extra = _inputs(config, DTYPES[dtype], unbatched, rng)
+    name, _, args, kw, _ = config
+    grad = _compare(name, x, extra, args, kw, rng)
+    assert grad.dtype == x.dtype and grad.shape == x.shape
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
+def test_gradcheck(config):
+    """torch.autograd.gradcheck (finite differences in float64 against the backward) of ours,
+    wherever PyTorch's own function passes it on the same input."""
+    name, _, args, kw, _ = config
+    x, extra = _inputs(config, torch.float64, False, _seed("gradcheck", config[0], config[2]))
+    x = x.detach().requires_grad_(True)
+    kw = {k: v for k, v in kw.items() if k != "return_indices"}
+
+    def of(fn):
+        return lambda t: _first(fn(t, *extra, *args, **kw))
+    if not torch.autograd.gradcheck(of(getattr(TF, name)), (x,), raise_exception=False):
+        pytest.skip(f"gradcheck fails for torch.nn.functional.{name} on this input")
+    assert torch.autograd.gradcheck(of(getattr(F, name)), (x,))
+
+
+def test_lp_pool_at_zeros_and_nan_is_pytorchs():
+    """lp_pool's gradient where PyTorch's autograd meets zeros: a zero window passes nothing,
+    a zero inside a window 0 (p > 1), the window's share (p = 1) or inf (p < 1), NaN through a
+    NaN window (but 0 with p = 1, where d ** 0 = 1)."""
+    x = torch.tensor([[[0.0, 0.0, 0.0, 2.0, -1.0, 3.0, 0.0, 1.0, np.nan, 1.0]]],
+                     dtype=torch.float64)
+    rng = _seed("zeros")
+    for p in (1.0, 2.0, 3.0, 0.5, 1.5, 0.75):
+        grad = _compare("lp_pool1d", x, (), (p, 2), {}, rng)
+        assert grad[0, 0, 0] == 0 or np.isnan(grad[0, 0, 0].item())
+
+
+@pytest.mark.parametrize("name", ["max_pool2d", "adaptive_max_pool2d", "max_pool1d"])
+def test_ties_route_where_pytorch_routes_them(name):
+    """Equal maxima: the gradient goes to the element PyTorch's index names."""
+    rng = _seed("ties", name)
+    shape = (2, 3, 12) if name == "max_pool1d" else (2, 3, 7, 8)
+    x = torch.tensor(rng.integers(0, 2, shape), dtype=torch.float32)
+    args = ((3,) if name != "adaptive_max_pool2d" else ((4, 3),))
+    kw = {} if name == "adaptive_max_pool2d" else {"stride": 1, "padding": 1}
+    grad = _compare(name, x, (), args, kw, rng)
+    assert torch.count_nonzero(grad) > 0
+
+
+# ----------------------------------------------------------------------- PyTorch's own samples
+
+def _opinfo_names() -> list[str]:
+    return [f"nn.functional.{f}{k}d" for f in ("avg_pool", "max_pool", "adaptive_avg_pool",
+                                                "adaptive_max_pool", "max_unpool")
+            for k in (1, 2, 3)]
+
+
+def _ops():
+    try:
+        from torch.testing._internal.common_methods_invocations import op_db
+    except ImportError as exc:   # expecttest, which torch's test helpers import
+        pytest.skip(f"torch's OpInfo database does not import: {exc}")
+    return op_db
+
+
+SAMPLES_RAN: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("opinfo", _opinfo_names())
+def test_opinfo_samples(opinfo, dtype):
+    """Every sample of PyTorch's OpInfo entries named `opinfo` (its grad variants too) with
+    requires_grad: forward and backward against PyTorch's."""
+    entries = [op for op in _ops() if op.name == opinfo]
+    assert entries, opinfo
+    name = opinfo.rsplit(".", 1)[1]
+    rng = _seed(opinfo, dtype)
+    ran = 0
+    for op in entries:
+        for sample in op.sample_inputs("cpu", DTYPES[dtype], requires_grad=True):
+            x = sample.input
+            extra = tuple(a for a in sample.args[:1] if name.startswith("max_unpool"))
+            args = sample.args[len(extra):]
+            _compare(name, x, extra, args, sample.kwargs, rng)
+            ran += 1
+    SAMPLES_RAN[f"{opinfo}-{dtype}"] = ran
+    assert ran > 0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_lp_pool_moduleinfo_samples(k, dtype):
+    """lp_pool has no OpInfo entry: the samples of PyTorch's ModuleInfo of nn.LPPool{k}d
+    (norm_type, kernel_size, stride), as the module calls F.lp_pool{k}d."""
+    try:
+        from torch.testing._internal.common_modules import module_db
+    except ImportError as exc:
+        pytest.skip(f"torch's ModuleInfo database does not import: {exc}")
+    info = next(m for m in module_db if m.name == f"nn.LPPool{k}d")
+    rng = _seed("LPPool", k, dtype)
+    ran = 0
+    for sample in info.module_inputs_func(info, device="cpu", dtype=DTYPES[dtype],
+                                          requires_grad=True, training=True):
+        args = sample.constructor_input.args
+        kwargs = sample.constructor_input.kwargs
+        x = sample.forward_input.args[0]
+        _compare(f"lp_pool{k}d", x.detach().abs() + 0.1, (), args, kwargs, rng)
+        ran += 1
+    assert ran > 0
+
+
+# ------------------------------------------------------------------------------- the bridge
+
+def test_two_backward_runs_give_equal_bits():
+    rng = _seed("determinism")
+    for name, shape, args, kw, positive in CONFIGS:
+        x, extra = _inputs((name, shape, args, kw, positive), torch.float32, False, rng)
+        g = None
+        grads = []
+        for _ in range(2):
+            leaf = x.detach().clone().requires_grad_(True)
+            y = _first(getattr(F, name)(leaf, *extra, *args, **kw))
+            if g is None:
+                g = torch.tensor(rng.standard_normal(tuple(y.shape)), dtype=torch.float32)
+            y.backward(g)
+            grads.append(leaf.grad.numpy().tobytes())
+        assert grads[0] == grads[1], name
+
+
+@pytest.mark.parametrize("name,args", [("max_pool2d", (2,)), ("lp_pool2d", (2.0, 2)),
+                                       ("adaptive_avg_pool2d", (3,))])
+def test_a_second_derivative_is_an_error_naming_the_function(name, args):
+    x = torch.rand(1, 2, 6, 6, dtype=torch.float64, requires_grad=True)
+    y = getattr(F, name)(x, *args)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)   # the first: fine
+    torch.testing.assert_close(g, torch.autograd.grad(getattr(TF, name)(x, *args).sum(), x)[0])
+    with pytest.raises(RuntimeError, match=rf"{name}: onnx_cupy.nn.functional gives first "
+                                           r"derivatives only"):
+        g.sum().backward()
+    with pytest.raises(RuntimeError, match=rf"{name}: .* not implemented"):
+        torch.autograd.gradgradcheck(lambda t: getattr(F, name)(t, *args), (x,))
+
+
+def test_the_graph_node_and_non_differentiable_indices():
+    x = torch.rand(1, 2, 6, 6, requires_grad=True)
+    y, i = F.max_pool2d(x, 2, return_indices=True)
+    assert type(y.grad_fn).__name__ == "OnnxCupyPoolingBackward"
+    assert y.requires_grad and not i.requires_grad and i.dtype == torch.int64
+
+
+def test_an_input_changed_in_place_before_backward_is_pytorchs_error():
+    x = torch.rand(1, 2, 6, 6, requires_grad=True)
+    t = x * 1
+    y = F.lp_pool2d(t, 2.0, 2)
+    t.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_under_no_grad_no_graph_is_recorded():
+    x = torch.rand(1, 2, 6, 6, requires_grad=True)
+    with torch.no_grad():
+        y = F.avg_pool2d(x, 2)
+        z = F.interpolate(x, scale_factor=2)   # no gradient, and none needed
+    assert not y.requires_grad and not z.requires_grad and y.grad_fn is None
+
+
+def test_inputs_are_not_modified_and_results_are_pytorchs_bits():
+    """A tensor that requires grad gives the same forward bits as its detached copy."""
+    x = torch.rand(2, 3, 9, 9)
+    before = x.clone()
+    for name, _, args, kw, _ in CONFIGS:
+        if name.startswith("max_unpool"):
+            continue
+        k = int(name[-2])
+        t = x[0, :, 0, 0] if k == 1 else x[0, :, 0] if k == 2 else x
+        t = t.reshape(1, 3, -1) if k == 1 else t
+        if k == 3:
+            t = t.reshape(2, 3, 3, 3, 9)
+        plain = _first(getattr(F, name)(t, *args, **kw))
+        graphed = _first(getattr(F, name)(t.clone().requires_grad_(True), *args, **kw))
+        assert plain.numpy().tobytes() == graphed.detach().numpy().tobytes(), name
+    assert torch.equal(x, before)
+
+
+@pytest.mark.parametrize("call", ["interpolate", "grid_sample", "grid_sample-grid", "affine_grid",
+                                  "one_hot_argmax", "roi_align"])
+def test_functions_without_a_gradient_are_a_type_error_naming_them(call):
+    x = torch.rand(1, 2, 6, 6)
+    grid = torch.rand(1, 3, 3, 2) * 2 - 1
+    runs = {
+        "interpolate": lambda: F.interpolate(x.requires_grad_(), scale_factor=2),
+        "grid_sample": lambda: F.grid_sample(x.requires_grad_(), grid, align_corners=False),
+        "grid_sample-grid": lambda: F.grid_sample(x, grid.requires_grad_(), align_corners=False),
+        "affine_grid": lambda: F.affine_grid(torch.rand(1, 2, 3, requires_grad=True),
+                                             [1, 2, 4, 4], align_corners=False),
+        "one_hot_argmax": lambda: F.one_hot_argmax(x.requires_grad_(), 1),
+        "roi_align": lambda: ops.roi_align(x.requires_grad_(), torch.tensor(
+            [[0.0, 0.0, 0.0, 3.0, 3.0]]), 2),
+    }
+    name = call.split("-")[0]
+    with pytest.raises(TypeError, match=rf"{name}: a tensor that requires grad was given, and "
+                                        rf"{name} has no gradient"):
+        runs[call]()
