@@ -39,7 +39,7 @@ MODULES = ["onnx_cupy.pool.api", "onnx_cupy.hardmax.api", "onnx_cupy.resize.api"
            "onnx_cupy.grid.api",
            "onnx_cupy.interop.dask", "onnx_cupy.interop.onnx_backend", "onnx_cupy.interop.nodes",
            "onnx_cupy.core.execution", "onnx_cupy.core.warmup", "onnx_cupy.interop.functional",
-           "onnx_cupy.core.checker"]
+           "onnx_cupy.core.checker", "onnx_cupy.interop.vjp"]
 SECTIONS = ("Parameters\n", "Returns\n", "Raises\n", "Examples\n")
 
 

@@ -2,9 +2,12 @@
 shows them; a new picture is one decorated function."""
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import struct
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -48,10 +51,10 @@ def test_every_section_shows_pictures():
 
 @pytest.mark.parametrize("name", ["grid-sample-warps", "grid-sample-padding",
                                   "grid-sample-modes", "max-unpool-image", "max-unpool-line",
-                                  "roi-crops"])
+                                  "roi-crops", "pool-training"])
 def test_new_operator_pictures(tmp_path, name):
-    """The GridSample, AffineGrid, MaxUnpool and RoiAlign pictures draw, at the page's width,
-    small."""
+    """The GridSample, AffineGrid, MaxUnpool, RoiAlign and training pictures draw, at the
+    page's width, small."""
     (png, _) = gallery.render(tmp_path, [name])
     width, height = _png_size(png)
     assert width == 800 and 80 <= height <= 480, (width, height)
@@ -114,3 +117,19 @@ def test_every_picture_is_small(tmp_path):
         width, height = _png_size(png)
         assert width == 800 and 80 <= height <= 480, (png.name, width, height)
         assert png.stat().st_size <= MAX_BYTES, (png.name, png.stat().st_size)
+
+
+def test_training_picture_is_the_gradients_page_example():
+    """The training the gallery draws is the example of docs/gradients.md: run as pasted, the
+    page's code gives the gallery's losses bit for bit, and prints what the page shows."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "gradients.md").read_text("utf-8")
+    section = page.split("## Training a small model with vjp", 1)[1]
+    code, shown = re.search(r"```python\n(.*?)```\n```text\n(.*?)```", section, re.DOTALL).groups()
+    printed = io.StringIO()
+    namespace: dict = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "docs/gradients.md", "exec"), namespace)
+    run = gallery.train_pooling_model()
+    assert namespace["losses"] == run.losses and namespace["accuracy"] == run.accuracy
+    assert (namespace["w1"] == run.filters).all()
+    assert printed.getvalue() == shown

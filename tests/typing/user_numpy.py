@@ -67,6 +67,8 @@ with oc.backend("numpy"):
 reveal_type(oc.default_backend())  # reveals: str
 reveal_type(oc.release_workspaces())  # reveals: int
 reveal_type(oc.warmup("MaxPool", "float32", "emulated", dry_run=True))  # reveals: list[Warmed]
+reveal_type(oc.vjp(oc.max_pool, x, cotangent=m, kernel_shape=[2, 2]))  # reveals: tuple[ndarray[float32]]
+reveal_type(oc.vjp(oc.max_unpool, m, idx, cotangent=x, kernel_shape=[2, 2]))  # reveals: tuple[ndarray[float32], None]
 
 # onnx_cupy.nn.functional: PyTorch's arguments, the array type kept (int64 indices)
 reveal_type(F.avg_pool1d(line, 3))  # reveals: ndarray[float64]

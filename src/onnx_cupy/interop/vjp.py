@@ -8,9 +8,10 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from ..core import opsets
+from ..core.execution import ArrayT
 from ..pool import api as pool_api
 from ..unpool import api as unpool_api
 
@@ -53,27 +54,49 @@ def _defaults(function: Callable[..., Any]) -> dict[str, Any]:
             and name not in ("opset", "out", "return_indices")}
 
 
-def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int | None = None,
+@overload   # a pooling operator, or a pooling function of onnx_cupy.nn.functional
+def vjp(function: Callable[..., Any], X: ArrayT, /, *, cotangent: ArrayT,
+        opset: int | None = ..., out: ArrayT | None = ...,
+        **attributes: Any) -> tuple[ArrayT]: ...
+
+
+@overload   # max_unpool(X, I), or max_unpool1d/2d/3d(input, indices)
+def vjp(function: Callable[..., Any], X: ArrayT, I: Any, /, *, cotangent: ArrayT,
+        opset: int | None = ..., out: ArrayT | None = ...,
+        **attributes: Any) -> tuple[ArrayT, None]: ...
+
+
+@overload   # max_unpool(X, I, output_shape)
+def vjp(function: Callable[..., Any], X: ArrayT, I: Any, output_shape: Any, /, *,
+        cotangent: ArrayT, opset: int | None = ..., out: ArrayT | None = ...,
+        **attributes: Any) -> tuple[ArrayT, None, None]: ...
+
+
+def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: int | None = None,
         out: Any = None, **attributes: Any) -> tuple[Any, ...]:
-    """The vector-Jacobian product of `function` (one of the operators below) at `inputs`:
-    with Y = function(*inputs, **attributes) and the cotangent dY (Y's shape and dtype, on its
-    device), the gradients of sum(dY * Y) with respect to each input, a tuple with one entry
-    per input (None for an input with no gradient). The attributes are the function's own
-    (names and values checked as the function checks them, at `opset`; one left out takes
-    the function's default, as lp_pool's p = 2); `out` receives the first gradient.
+    """The vector-Jacobian product of a pooling operator or MaxUnpool on NumPy or CuPy arrays:
+    with Y = function(*inputs, **attributes) and the cotangent dY (Y's shape and dtype), the
+    gradient of sum(dY * Y) with respect to each input, one entry per input (None for an input
+    with no gradient, such as indices).
 
-    Operators and their gradients (each sum in ascending output order from +0 in float32, or
-    float64 for float64, rounded once; the same bits on the NumPy, emulated and CuPy paths
-    given the same forward output, but for the powers of lp_pool and global_lp_pool with p
-    other than 1 and 2, each path's `pow`):
+    Each gradient is a sum over the outputs whose window holds an element, in ascending output
+    order from +0 in float32 (float64 for float64 inputs), rounded once to X's dtype; no
+    floating-point atomics, so the same bits on every run and on the NumPy, emulated and CuPy
+    paths given the same forward output (but for the powers of lp_pool and global_lp_pool with
+    p other than 1 and 2: each path's `pow`, within a few ulps).
 
-    - average_pool: dX[w] = sum over the windows o holding w of dY[o] / count(o);
-    - lp_pool, global_lp_pool: dX[w] = sign(X[w]) |X[w]|^(p-1) * sum over o of
-      dY[o] / Y[o]^(p-1) (a window whose Y is 0 gives 0);
-    - max_pool, global_max_pool: dY[o] to the element MaxPool's Indices name (the first
-      maximum in window order, the last NaN);
+    - average_pool: dX[w] = sum over the windows o holding w of dY[o] / count(o), count(o) the
+      forward's divisor (count_include_pad as the forward);
+    - lp_pool, global_lp_pool: dX[w] = f(X[w]) * sum over o of dY[o] / Y[o]^(p-1), with
+      f(x) = sign(x) |x|^(p-1) (f(0) = 0) and a window whose Y is 0 (all zeros) giving 0;
+    - max_pool, global_max_pool: each dY[o] to the one element MaxPool's Indices name (the
+      first maximum in window order, the last NaN), the others 0;
     - global_average_pool: dX = dY / (D1 * ... * Dk);
-    - max_unpool(X, I[, output_shape]): (dX, None), dX[e] = dY at the position I[e] names.
+    - max_unpool(X, I[, output_shape]): dX[e] = dY at the position of Y that I[e] names, for
+      every e (PyTorch's rule, also where a later element of X overwrote that position).
+
+    The forward's output that a gradient reads (MaxPool's Indices, LpPool's Y) is computed
+    from X at each call.
 
     The pooling functions of onnx_cupy.nn.functional (avg_pool1d/2d/3d, lp_pool1d/2d/3d,
     max_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d, max_unpool1d/2d/3d)
@@ -81,9 +104,41 @@ def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int |
     requires grad): `inputs` are the input (and max_unpool's indices), the function's other
     arguments its keywords, with no opset and no out; (dX,), or (dX, None) for max_unpool.
 
-    Raises TypeError for another function, an attribute the function does not have or a
-    cotangent of another dtype or array type; ValueError for a cotangent of another shape or
-    device, and for what the forward call would refuse.
+    Parameters
+    ----------
+    function : callable
+        One of onnx_cupy.average_pool, lp_pool, max_pool, global_average_pool,
+        global_lp_pool, global_max_pool, max_unpool, or a pooling function of
+        onnx_cupy.nn.functional.
+    *inputs : numpy.ndarray or cupy.ndarray
+        The function's inputs, as it takes them: X (a floating dtype) for the pools; X, I and
+        optionally output_shape for max_unpool.
+    cotangent : numpy.ndarray or cupy.ndarray
+        dY: Y's shape, X's dtype and array type, on X's device.
+    opset : int, default 22
+        Picks the operator version in force, as for the function (ONNX operators only).
+    out : array, optional
+        Written with the first gradient instead of a new array: C-contiguous, X's shape and
+        dtype, on X's device (ONNX operators only).
+    **attributes
+        The function's attributes (kernel_shape, strides, pads, p, ...), checked as the
+        function checks them at `opset`; one left out takes the function's default (as
+        lp_pool's p = 2).
+
+    Returns
+    -------
+    tuple of numpy.ndarray or cupy.ndarray (None for indices and output_shape)
+        (dX,) for the pools, (dX, None) or (dX, None, None) for max_unpool; dX has X's shape,
+        dtype and array type.
+
+    Raises
+    ------
+    TypeError
+        Another function, the wrong number of inputs, an attribute the function does not
+        have, an X that is not of a floating dtype, or a cotangent of another dtype or array
+        type.
+    ValueError
+        A cotangent of another shape or device, and what the forward call would refuse.
 
     Examples
     --------
@@ -92,6 +147,9 @@ def vjp(function: Callable[..., Any], *inputs: Any, cotangent: Any, opset: int |
     >>> oc.vjp(oc.max_pool, x, cotangent=np.ones((1, 1, 2), np.float32), kernel_shape=[2],
     ...        strides=[2])
     (array([[[0., 1., 0., 1.]]], dtype=float32),)
+    >>> oc.vjp(oc.average_pool, x, cotangent=np.ones((1, 1, 2), np.float32), kernel_shape=[2],
+    ...        strides=[2])
+    (array([[[0.5, 0.5, 0.5, 0.5]]], dtype=float32),)
     >>> from onnx_cupy.nn import functional as F
     >>> oc.vjp(F.avg_pool1d, x, cotangent=np.ones((1, 1, 3), np.float32), kernel_size=2,
     ...        stride=1)

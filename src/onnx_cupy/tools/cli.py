@@ -142,10 +142,15 @@ def _bench(args: argparse.Namespace) -> int:
         print("bench: backend 'emulated' runs the CUDA kernels serially on the CPU; "
               "use it with --quick", file=sys.stderr)
         return 2
+    if not args.from_json and not bench.selected(args.op, args.direction):
+        print(f"bench: no case of {', '.join(args.op)} has a {' or '.join(args.direction)} "
+              f"row (backward rows: {', '.join(bench.cases.GRADIENT_OPS)})", file=sys.stderr)
+        return 2
     if args.from_json:   # the figures of an earlier run, written again
         report = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
     else:
-        report = bench.run(backend, args.op, args.quick, args.repeat, not args.no_host)
+        report = bench.run(backend, args.op, args.quick, args.repeat, not args.no_host,
+                           args.direction)
     if args.note:
         report["header"]["note"] = args.note
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="onnx-cupy-bench-"))
@@ -312,6 +317,9 @@ def parser() -> argparse.ArgumentParser:
                                        "onnx.reference: Markdown, JSON and PNG reports")
     ben.add_argument("--op", action="append", choices=bench.OPS,
                      help="limit to this operator (repeatable)")
+    ben.add_argument("--direction", action="append", choices=bench.DIRECTIONS,
+                     help="limit to the operators' rows (forward) or their gradients' "
+                          "(backward; pools and MaxUnpool) (repeatable; default both)")
     ben.add_argument("--backend", choices=["auto", *execution.BACKENDS], default="auto",
                      help="auto = cupy where it can run (onnx-cupy info says), numpy "
                           "otherwise; emulated needs --quick")

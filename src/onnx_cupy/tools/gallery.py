@@ -515,6 +515,105 @@ def _rectangle(corner: tuple[float, float], width: float, height: float, color: 
     return Rectangle(corner, width, height, fill=False, edgecolor=color, linewidth=2)
 
 
+# ------------------------------------------------------------------------------ gradients
+
+GRADIENTS = "Gradients: a small model trained with onnx_cupy.vjp"
+
+
+@dataclasses.dataclass(frozen=True)
+class Training:
+    """What `train_pooling_model` gives: the loss of each step, the accuracy on 1000 new
+    signals, the learned filters (FILTERS, WIDTH) and the patterns they were trained on."""
+
+    losses: list[float]
+    accuracy: float
+    filters: np.ndarray
+    patterns: np.ndarray
+
+
+@functools.cache
+def train_pooling_model() -> Training:
+    """The gradients page's example (docs/gradients.md), statement for statement: filters, ReLU,
+    MaxPool, GlobalAveragePool and a linear layer trained by gradient descent to tell a step up
+    from a step down at a random place in a noisy signal, the pools' gradients from
+    onnx_cupy.vjp (the NumPy path, a few seconds)."""
+    rng = np.random.default_rng(0)
+    LENGTH, WIDTH, FILTERS, STEPS, BATCH, RATE = 32, 4, 4, 400, 64, 2.0  # noqa: N806
+    PATTERNS = np.array([[-1, -1, 1, 1], [1, 1, -1, -1]], np.float32)  # noqa: N806
+    POOL: dict[str, Any] = {"kernel_shape": [4], "strides": [4]}  # noqa: N806
+
+    def batch(n: int) -> tuple[np.ndarray, np.ndarray]:
+        labels = rng.integers(0, 2, n)
+        x = 0.4 * rng.standard_normal((n, 1, LENGTH)).astype(np.float32)
+        for signal, label, at in zip(x, labels, rng.integers(0, LENGTH - WIDTH + 1, n)):
+            signal[0, at:at + WIDTH] += PATTERNS[label]
+        return x, labels
+
+    def forward(x: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        windows = np.lib.stride_tricks.sliding_window_view(x[:, 0], WIDTH, axis=1)
+        h = np.einsum("npk,fk->nfp", windows, w1) + b1[:, None]
+        a = np.maximum(h, 0)
+        m = oc.max_pool(a, **POOL)
+        g = oc.global_average_pool(m)[:, :, 0]
+        return g @ w2 + b2, (windows, h, a, m, g)
+
+    w1 = 0.5 * rng.standard_normal((FILTERS, WIDTH)).astype(np.float32)
+    b1 = np.zeros(FILTERS, np.float32)
+    w2 = 0.5 * rng.standard_normal((FILTERS, 2)).astype(np.float32)
+    b2 = np.zeros(2, np.float32)
+    losses = []
+    for _ in range(STEPS):
+        x, labels = batch(BATCH)
+        logits, (windows, h, a, m, g) = forward(x)
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p = e / e.sum(axis=1, keepdims=True)
+        losses.append(float(-np.log(p[np.arange(BATCH), labels]).mean()))
+        dlogits = (p - np.eye(2, dtype=np.float32)[labels]) / BATCH
+        (dm,) = oc.vjp(oc.global_average_pool, m, cotangent=(dlogits @ w2.T)[:, :, None])
+        (da,) = oc.vjp(oc.max_pool, a, cotangent=dm, **POOL)
+        dh = da * (h > 0)
+        for weight, grad in ((w1, np.einsum("nfp,npk->fk", dh, windows)),
+                             (b1, dh.sum(axis=(0, 2))), (w2, g.T @ dlogits),
+                             (b2, dlogits.sum(axis=0))):
+            weight -= RATE * grad
+    x, labels = batch(1000)
+    accuracy = float((forward(x)[0].argmax(axis=1) == labels).mean())
+    return Training(losses, accuracy, w1.copy(), PATTERNS)
+
+
+TRAINING_MEAN = 25   # steps per point of the loss curve's running mean
+
+
+@picture(GRADIENTS, f"""A small model trained with onnx_cupy.vjp: its loss over the steps of
+gradient descent. Filters, ReLU, MaxPool, GlobalAveragePool and a linear layer learn to tell a
+step up from a step down placed at random in a noisy signal (the example of the gradients page,
+on the NumPy path, batches of 64), the pools' gradients given by onnx_cupy.vjp. Light: each
+step's cross-entropy; dark: its mean over {TRAINING_MEAN} steps; dashed: ln 2, a coin's guess.
+The loss stays near the guess while the filters are random, then falls as filters come to match
+the steps (right: the four learned filters in colour beside the step up, dotted, and the step
+down, dashed); the legend gives the accuracy on 1000 new signals.""", height=3.2)
+def pool_training(fig: Any) -> None:
+    run = train_pooling_model()
+    curve, filters = fig.subplots(1, 2, width_ratios=[3, 1])
+    steps = np.arange(len(run.losses))
+    curve.plot(steps, run.losses, color="C0", alpha=0.3, linewidth=0.8, label="each step")
+    mean = np.convolve(run.losses, np.ones(TRAINING_MEAN) / TRAINING_MEAN, mode="valid")
+    curve.plot(steps[TRAINING_MEAN - 1:], mean, color="C0", linewidth=2,
+               label=f"mean of {TRAINING_MEAN} steps (accuracy {run.accuracy:.0%})")
+    curve.axhline(np.log(2), color="gray", linestyle="--", linewidth=0.8, label="ln 2")
+    curve.set_xlabel("step")
+    curve.set_ylabel("cross-entropy")
+    curve.legend(fontsize=9)
+    taps = np.arange(run.filters.shape[1])
+    for w in run.filters:
+        filters.plot(taps, w, marker=".")
+    for pattern, style in zip(run.patterns, (":", "--")):
+        filters.plot(taps, pattern, color="black", linestyle=style, linewidth=1)
+    filters.set_xticks(taps)
+    filters.set_xlabel("tap")
+    filters.set_title("learned filters; black: the steps", fontsize=10)
+
+
 # ------------------------------------------------------------------------------ the benchmark
 
 BENCH = "The benchmark (NumPy path, committed results)"
@@ -558,7 +657,7 @@ SIZE_TITLES = {"canonical": "canonical shapes (a batch of 8 for the pools and Re
                "batch 1": "batch 1", "tiny": "tiny inputs (1 x 3 x 8 x 8 for the pools)"}
 CHART_HEIGHT = 0.26   # inches per case: 10-point labels one under the other
 CHART_MARGIN = 1.0   # inches: the title, the axis label and its ticks
-CHART_CASES = len(bench_cases.CASES)   # rows of a size class, at most: for the height
+CHART_CASES = len(bench_cases.FORWARD)   # rows of a size class, at most: for the height
 
 
 @picture(BENCH, """Throughput of each float32 case at its canonical shape (the input shape in

@@ -69,6 +69,42 @@ def _boxes(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     return boxes.astype(np.float32), np.zeros(1000, np.int64)
 
 
+def _pooled(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The output shape of a 3x3 s2 p1 pool of an X of `shape`."""
+    return (*shape[:2], *((n - 1) // 2 + 1 for n in shape[2:]))
+
+
+def _cotangent(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """dY of a 3x3 s2 p1 pool of an X of `shape` (values unread: the device executes nothing)."""
+    return (np.zeros(_pooled(shape), np.float32),)
+
+
+def _saved_indices(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """dY and the Indices a 3x3 s2 p1 MaxPool of an X of `shape` saved."""
+    return (*_cotangent(shape), np.zeros(_pooled(shape), np.int64))
+
+
+def _saved_output(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """dY and the Y a 3x3 s2 p1 LpPool of an X of `shape` saved."""
+    return (*_cotangent(shape), np.ones(_pooled(shape), np.float32))
+
+
+def _unpool_gradient(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """MaxUnpool's indices for an X of `shape` pooled 2x2 s2, and dY of its output's shape."""
+    n, c, h, w = shape
+    return (*_pooled_indices(shape), np.zeros((n, c, 2 * h, 2 * w), np.float32))
+
+
+def _gradient(op: str, attributes: dict[str, Any]) -> Callable[..., Any]:
+    """The pooling family's gradient of `op` given the forward's saved output (the call
+    onnx_cupy.vjp makes after its forward, and PyTorch's autograd makes)."""
+    def run(oc: Any, F: Any, x: Any, dy: Any, saved: Any) -> Any:
+        from ..pool import api
+
+        return api.gradient(op, x, dy, (22, attributes), saved=saved)
+    return run
+
+
 @functools.cache
 def _node() -> Any:
     """The AveragePool node of the run_node row (made once)."""
@@ -119,6 +155,25 @@ CALLS: tuple[HostCall, ...] = (
              lambda oc, F, x, r, b: oc.roi_align(x, r, b, output_height=7, output_width=7,
                                                  sampling_ratio=2, spatial_scale=1 / 16),
              others=_boxes),
+    # gradients: onnx_cupy.vjp (MaxPool's with its forward, which computes the Indices), and
+    # the family's gradient given a saved forward output, as autograd calls it
+    HostCall("AveragePool 3x3 s2 p1 backward: vjp", (1, 64, 56, 56),
+             lambda oc, F, x, dy: oc.vjp(oc.average_pool, x, cotangent=dy, **_P3),
+             others=_cotangent),
+    HostCall("MaxPool 3x3 s2 p1 backward: vjp (forward included)", (1, 64, 56, 56),
+             lambda oc, F, x, dy: oc.vjp(oc.max_pool, x, cotangent=dy, **_P3),
+             others=_cotangent),
+    HostCall("MaxPool 3x3 s2 p1 backward, saved Indices", (1, 64, 56, 56),
+             _gradient("MaxPool", _P3), others=_saved_indices),
+    HostCall("LpPool p=2 3x3 s2 p1 backward, saved Y", (1, 64, 56, 56),
+             _gradient("LpPool", {**_P3, "p": 2}), others=_saved_output),
+    HostCall("GlobalAveragePool backward: vjp", (1, 64, 56, 56),
+             lambda oc, F, x, dy: oc.vjp(oc.global_average_pool, x, cotangent=dy),
+             others=lambda shape: (np.zeros((*shape[:2], 1, 1), np.float32),)),
+    HostCall("MaxUnpool 2x2 s2 backward: vjp", (1, 64, 28, 28),
+             lambda oc, F, x, i, dy: oc.vjp(oc.max_unpool, x, i, cotangent=dy,
+                                            kernel_shape=[2, 2], strides=[2, 2]),
+             others=_unpool_gradient),
     HostCall("F.avg_pool2d(x, 3, 2, 1)", (1, 64, 56, 56),
              lambda oc, F, x: F.avg_pool2d(x, 3, 2, 1), judged=False),
     HostCall("F.max_pool2d(x, 3, 2, 1)", (1, 64, 56, 56),

@@ -24,20 +24,31 @@ from typing import Any
 
 from .. import host
 from ..progress import Progress
-from .cases import CASES, DTYPES, OPS, SIZES, TINY_TARGET_US, Case
+from .cases import CASES, DIRECTIONS, DTYPES, OPS, SIZES, TINY_TARGET_US, Case, direction
 from .peers import available
 from .plotting import plot
 from .report import header, load_average, markdown, merge, summary, table, target_summary
 from .timing import Run, measure
 
-__all__ = ["CASES", "DTYPES", "OPS", "SIZES", "TINY_TARGET_US", "Case", "host", "markdown",
-           "measure", "merge", "plot", "run", "summary", "table", "write"]
+__all__ = ["CASES", "DIRECTIONS", "DTYPES", "OPS", "SIZES", "TINY_TARGET_US", "Case", "host",
+           "markdown", "measure", "merge", "plot", "run", "selected", "summary", "table",
+           "write"]
+
+
+def selected(ops: Sequence[str] | None = None,
+             directions: Sequence[str] | None = None) -> list[Case]:
+    """The cases of `ops` in `directions` (each: all when empty)."""
+    return [c for c in CASES if (not ops or c.op in ops)
+            and (not directions or direction(c) in directions)]
 
 
 def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False,
-        repeat: int = 1, host_section: bool = True) -> dict[str, Any]:
-    """Measure every case of `ops` (all when empty) at each size and dtype on `backend`
-    ('numpy', 'emulated' or 'cupy'), `repeat` times over (all rows, then all rows again, ...);
+        repeat: int = 1, host_section: bool = True,
+        directions: Sequence[str] | None = None) -> dict[str, Any]:
+    """Measure every case of `ops` (all when empty) and `directions` ('forward' rows, the
+    operators' gradients in 'backward' rows; both when empty) at each size and dtype on
+    `backend` ('numpy', 'emulated' or 'cupy'), `repeat` times over (all rows, then all rows
+    again, ...);
     returns the report (header, peers, notes, rows, and with `host_section` the host time per
     call on the emulated device: onnx_cupy.tools.host), each row giving the median and range
     over the runs."""
@@ -45,8 +56,8 @@ def run(backend: str, ops: Sequence[str] | None = None, quick: bool = False,
         raise ValueError(f"bench: repeat must be >= 1, got {repeat}")
     found, notes = available(backend)
     state = Run(backend, quick, found)
-    tasks = [(c, d, size) for c in CASES if not ops or c.op in ops for size in c.shapes(quick)
-             for d in (DTYPES if size == "canonical" else DTYPES[:1])]
+    tasks = [(c, d, size) for c in selected(ops, directions) for size in c.shapes(quick)
+             for d in c.dtypes(size)]
     runs: list[list[dict[str, Any]]] = [[] for _ in tasks]
     start = load_average()
     with Progress(repeat * len(tasks)) as bar:

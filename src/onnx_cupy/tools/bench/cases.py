@@ -2,6 +2,7 @@
 inputs they take and the targets each is held to."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable
@@ -11,6 +12,9 @@ from typing import Any
 import numpy as np
 
 import onnx_cupy as oc
+
+from ...pool import api as pool_api
+from ...unpool import api as unpool_api
 
 OPSET = 22                 # model opset: pools' version 22, Hardmax-13, Resize-19, GridSample-22
 UPSAMPLE_OPSET = 9         # Upsample's (deprecated from opset 10: onnxruntime rejects it there)
@@ -54,6 +58,8 @@ class Case:
     # inputs that follow X's shape and dtype (MaxUnpool's indices, a GridSample grid), by ONNX
     # input name: made once per shape and dtype (`inputs_for`)
     shaped_inputs: Callable[[tuple[int, ...], str], dict[str, np.ndarray]] | None = None
+    # the gradient: dX for the cotangent dY of Y (`gradient`), against PyTorch's backward
+    backward: bool = False
 
 
     def inputs_for(self, shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
@@ -69,11 +75,17 @@ class Case:
         found = {"tiny": self.tiny, "batch 1": self.batch1, "canonical": self.shape}
         return {k: v for k, v in found.items() if v is not None}
 
+    def dtypes(self, size: str) -> tuple[str, ...]:
+        """The dtypes the case runs in at `size`: float32 and float16 at the canonical size,
+        float32 at the others; a backward row in float32 only."""
+        return DTYPES if size == "canonical" and not self.backward else DTYPES[:1]
+
     def targets(self, dtype: str, size: str = "canonical") -> dict[str, float]:
         """The required ratios per peer at a size; targets are set for float32, the canonical
         dtype: onnxruntime's at each size (where the case sets one), PyTorch's at batch 1 and
-        canonical, onnx.reference's at canonical (where it runs)."""
-        if dtype != "float32":
+        canonical, onnx.reference's at canonical (where it runs); none for a backward row,
+        which is reported."""
+        if dtype != "float32" or self.backward:
             return {}
         canonical = size == "canonical"
         ort = {"canonical": self.onnxruntime_target, "batch 1": self.batch1_target,
@@ -185,7 +197,7 @@ _MAX: dict[str, Any] = {"onnxruntime_target": 0.5, "batch1_target": 0.3, "torch_
 # half_pixel; for 2x, half_pixel + round_prefer_floor picks the same pixels as nearest-exact;
 # Upsample's nearest (x = y / s, rounded down) is PyTorch's nearest, its linear (x = y / s) no
 # PyTorch mode; max_unpool2d takes MaxUnpool's indices made per plane.
-CASES: tuple[Case, ...] = (
+FORWARD: tuple[Case, ...] = (
     Case("AveragePool 3x3 s2 p1", "AveragePool", _P3, **_POOL, **_AVERAGE,
          torch=lambda t, x: t.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False)),
     Case("AveragePool 2x2 s2", "AveragePool", _P2, **_POOL, **_AVERAGE,
@@ -240,4 +252,45 @@ CASES: tuple[Case, ...] = (
         (1, 4, 12, 16), onnxruntime_target=0.5, shaped_inputs=_boxes, opset=16,
         torch=_torch_roi_align, batch1=(1, 256, 25, 34), tiny=_TINY),
 )
+# The gradients timed: each pooling case's as a row of its own, "<case> backward", in float32
+GRADIENT_OPS = ("AveragePool", "LpPool", "MaxPool", "GlobalAveragePool", "MaxUnpool")
+BACKWARD: tuple[Case, ...] = tuple(
+    dataclasses.replace(c, name=f"{c.name} backward", backward=True, reference_target=None,
+                        batch1_target=None, tiny_target=None, torch_target=None)
+    for c in FORWARD if c.op in GRADIENT_OPS)
+CASES: tuple[Case, ...] = FORWARD + BACKWARD
 OPS = tuple(dict.fromkeys(c.op for c in CASES))
+DIRECTIONS = ("forward", "backward")
+
+
+def direction(case: Case) -> str:
+    return "backward" if case.backward else "forward"
+
+
+@functools.lru_cache(maxsize=16)
+def cotangent(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """The cotangent dY of a backward row whose forward output has `shape` and `dtype` (the
+    same for ours and the peers): standard normal, seeded."""
+    return np.random.default_rng(3).standard_normal(shape).astype(dtype)
+
+
+def gradient_inputs(case: Case, x: np.ndarray) -> dict[str, Any]:
+    """What a backward row's gradient call takes beside X, made on the host from X once: the
+    cotangent dY and the forward output the gradient reads (MaxPool's Indices and LpPool's Y,
+    saved as an autograd framework saves them; MaxUnpool's indices)."""
+    inputs = case.inputs_for(tuple(x.shape), str(x.dtype))
+    if case.op == "MaxPool":
+        y, saved = oc.max_pool(x, **case.attrs, opset=case.opset, return_indices=True)
+    else:
+        y = FUNCTIONS[case.op](x, **inputs, **case.attrs, opset=case.opset)
+        saved = y if case.op == "LpPool" else None
+    return {"dY": cotangent(tuple(y.shape), str(x.dtype)), "saved": saved, **inputs}
+
+
+def gradient(case: Case, x: Any, dY: Any, saved: Any = None, I: Any = None) -> Any:  # noqa: N803
+    """A backward row's call: dX, the gradient of `case`'s operator at X for the cotangent dY,
+    through the family's gradient entry point (onnx_cupy.vjp's, given the saved output)."""
+    if case.op == "MaxUnpool":
+        return unpool_api.gradient(x, I, dY, None, case.opset, case.attrs)
+    attrs = {} if case.op == "GlobalAveragePool" else case.attrs
+    return pool_api.gradient(case.op, x, dY, (case.opset, attrs), saved=saved)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .cases import Case, NotApplicable
+from .cases import Case, NotApplicable, cotangent
 
 Runner = Callable[[Any], Any]
 # (case, dtype, input shape, output shape) -> (run(X) -> Y, details for the report row)
@@ -27,6 +27,7 @@ class Peer:
     settings: dict[str, Any]
     device_arrays: bool = False   # takes the backend's (CuPy) arrays; else host NumPy arrays
     slow: bool = False        # timed once on the reduced shape, compared by throughput
+    gradients: bool = False   # also runs the backward rows (its backward of the forward call)
 
 
 
@@ -133,8 +134,30 @@ def _torch(device: str) -> Setup:
               out_shape: tuple[int, ...]) -> tuple[Runner, dict[str, Any]]:
         if case.torch is None:
             raise NotApplicable("no PyTorch equivalent")
-        return lambda x: case.torch(torch, wrap(x)), {}
+        call = case.torch
+        if case.backward:
+            return _torch_backward(torch, wrap, call), {}
+        return lambda x: call(torch, wrap(x)), {}
     return setup
+
+
+def _torch_backward(torch: Any, wrap: Any, call: Callable[[Any, Any], Any]) -> Runner:
+    """PyTorch's backward of a case's call (`call(torch, X)`), as a training step runs it: the
+    graph of the forward built once per input array (its saved tensors kept, not timed), then
+    each call `torch.autograd.grad(Y, X, dY, retain_graph=True)` with the benchmark's
+    cotangent."""
+    graphs: dict[int, tuple[Any, Any, Any, Any]] = {}   # id(x) -> (x, X, Y, dY)
+
+    def run(x: Any) -> Any:
+        found = graphs.get(id(x))
+        if found is None:
+            leaf = wrap(x).detach().requires_grad_(True)
+            y = call(torch, leaf)
+            dy = wrap(cotangent(tuple(y.shape), str(x.dtype))).to(y.device)
+            found = graphs[id(x)] = (x, leaf, y, dy)
+        _, leaf, y, dy = found
+        return torch.autograd.grad(y, leaf, dy, retain_graph=True)[0]
+    return run
 
 
 def _reference(case: Case, dtype: str, shape: tuple[int, ...],
@@ -166,13 +189,15 @@ def available(backend: str) -> tuple[list[Peer], list[str]]:
     elif backend == "cupy":
         if torch.cuda.is_available():
             found.append(Peer("torch-cuda", _torch("cuda"),
-                              {"version": torch.__version__, "device": "cuda"}, device_arrays=True))
+                              {"version": torch.__version__, "device": "cuda"}, device_arrays=True,
+                              gradients=True))
         else:
             notes.append("torch-cuda: this PyTorch build sees no GPU")
     else:
         torch.set_num_threads(1)
         found.append(Peer("torch", _torch("cpu"), {"version": torch.__version__, "device": "cpu",
-                                                   "num_threads": torch.get_num_threads()}))
+                                                   "num_threads": torch.get_num_threads()},
+                          gradients=True))
     if onnx is None:
         notes.append("onnx.reference: onnx is not installed")
     else:

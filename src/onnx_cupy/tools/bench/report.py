@@ -251,7 +251,8 @@ def summary(report: dict[str, Any]) -> str:
         f"{TIMED_SECONDS * 1e3:g} ms of ours, at most {MOST_CALLS:,} each)")
     lines += ["", table(report, "speed"), "", "Shapes, agreement and memory of the same rows:", "",
               table(report, "checks"), "", _target_line(report["targets"]), "",
-              ("Throughput: elements of X and Y per second. Ours and the peers are called in turns "
+              ("Throughput: elements of X and Y per second (a backward row: of dY and dX). "
+               "Ours and the peers are called in turns "
                f"(ours, peer, ..., ours, peer, ...), {warmup} warm-up and {repeats} timed calls "
                f"each on the CPU{more}, and each one's median time is taken (on the GPU: CUDA "
                "events, "
@@ -269,7 +270,11 @@ def summary(report: dict[str, Any]) -> str:
                f"(tracemalloc, the output included) of every row whose X and Y hold at least "
                f"{MEMORY_JUDGED_BYTES // 1024} KiB: tracemalloc also counts a call's Python "
                "objects (its key, views: a few KiB), which the tiny rows' data cannot hold twice "
-               "over.")]
+               "over. A backward row (`<case> backward`, float32, no targets) times the "
+               "gradient given the forward's saved output (MaxPool's Indices, LpPool's Y; the "
+               "call onnx_cupy.vjp makes after its forward) against PyTorch's backward of the "
+               "same call, `torch.autograd.grad` through the graph of its forward, built once "
+               "and kept (the PyTorch cell is n/a where the two gradients differ).")]
     if "host" in report:
         hs = report["host"]
         lines += ["", ("Host time per call of the CuPy path, on the emulated device standing "

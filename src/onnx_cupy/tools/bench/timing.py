@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...core import execution
+from . import cases
 from .cases import FUNCTIONS, TINY_TARGET_US, Case, NotApplicable
 from .peers import Peer, Runner
 
@@ -184,6 +185,8 @@ class Run:
         return _Timed(fn, xs, _GpuClock() if kind == "gpu" else _CpuClock(), warmup, repeats)
 
     def ours(self, case: Case) -> Callable[[Any], Any]:
+        if case.backward:
+            return self._gradient(case)
         fn = FUNCTIONS[case.op]
         moved: dict[tuple[Any, ...], dict[str, Any]] = {}   # shaped inputs on X's path, once
 
@@ -202,8 +205,37 @@ class Run:
                 return fn(x, **inputs, **case.attrs, opset=case.opset)
         return run
 
+    def _gradient(self, case: Case) -> _Gradient:
+        """A backward row's call of ours: dX for X, its cotangent and saved forward output made
+        from X on the host at its first call (not timed), on the run's path."""
+        return _Gradient(case, self)
+
     def device(self, x: np.ndarray) -> Any:
         return execution.cupy_module().asarray(x) if self.gpu else x
+
+
+class _Gradient:
+    """Ours on a backward row: `gradient(case, x, dY, saved, ...)` with the inputs made once
+    per X's shape (the run's X is one array, or on the GPU copies of it); `cotangent`: the dY
+    of the last X, whose elements the row counts with dX's."""
+
+    def __init__(self, case: Case, run: Run) -> None:
+        self.case, self.run = case, run
+        self.made: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self.cotangent: np.ndarray | None = None
+
+    def __call__(self, x: Any) -> Any:
+        key = (x.shape, x.dtype)
+        found = self.made.get(key)
+        if found is None:
+            host = cases.gradient_inputs(self.case, np.asarray(execution.to_host(x)))
+            self.cotangent = host["dY"]
+            found = self.made[key] = {k: None if v is None else self.run.device(v)
+                                      for k, v in host.items()}
+        if self.run.backend != "emulated":
+            return cases.gradient(self.case, x, **found)
+        with execution.backend(self.run.backend):
+            return cases.gradient(self.case, x, **found)
 
 
 def _na(e: Exception) -> dict[str, Any]:
@@ -215,16 +247,17 @@ def _na(e: Exception) -> dict[str, Any]:
 
 
 def _result(peer: Peer, t: _Timed, x: np.ndarray, expected: np.ndarray, case: Case, dtype: str,
-            size: str, run: Run, ours_rate: float) -> dict[str, Any]:
+            size: str, run: Run, ours_rate: float, counted: Any = None) -> dict[str, Any]:
     """A peer's entry in a row: its time, ratio and agreement with `expected` (our output for
-    `x`), or why it is n/a."""
+    `x`), or why it is n/a; `counted`: the input whose elements count with the output's (X,
+    or a backward row's dY)."""
     if t.error is not None:
         return _na(t.error)
     y = _host(t.y)
     diff = _max_abs_diff(y, expected)
     if not _agrees(diff, expected, dtype):
         return {"na": f"outputs differ from ours (max abs diff {diff:.3g})", "max_abs_diff": diff}
-    rate = _elements_per_second(x, y, t.seconds)
+    rate = _elements_per_second(x if counted is None else counted, y, t.seconds)
     result: dict[str, Any] = {"shape": list(x.shape), "ms": t.seconds * 1e3, **t.spread(),
                               "melem_s": rate / 1e6, "ratio": ours_rate / rate,
                               "max_abs_diff": diff}
@@ -276,16 +309,20 @@ def measure(case: Case, dtype: str, run: Run, size: str = "canonical") -> dict[s
         ours(xs[0])   # a prepared call: how long ours takes, for the number of calls
         took = time.perf_counter() - start
     mine = run.timed(ours, xs, True, took)
-    fast = {p.name: _contender(p, case, dtype, x, xs, y, run, took) for p in run.peers
+    peers = [p for p in run.peers if p.gradients or not case.backward]   # backward: PyTorch
+    fast = {p.name: _contender(p, case, dtype, x, xs, y, run, took) for p in peers
             if not p.slow}
-    slow = [p for p in run.peers if p.slow and size == "canonical"]
+    slow = [p for p in peers if p.slow and size == "canonical"]
     _in_turns([mine, *(t for t, _ in fast.values() if t is not None)])
     if mine.error is not None:
         raise mine.error
     seconds = mine.seconds
-    rate = _elements_per_second(x, y, seconds)
+    # a backward row counts the elements of dY and dX, a forward one those of X and Y
+    counted = ours.cotangent if isinstance(ours, _Gradient) and ours.cotangent is not None \
+        else x
+    rate = _elements_per_second(counted, y, seconds)
     results: dict[str, dict[str, Any]] = {}
-    for peer in [p for p in run.peers if not p.slow] + slow:
+    for peer in [p for p in peers if not p.slow] + slow:
         if peer.slow:
             xp = rng.standard_normal(case.quick if run.quick else case.reduced).astype(dtype)
             expected = _host(ours(run.device(xp)))
@@ -295,7 +332,8 @@ def measure(case: Case, dtype: str, run: Run, size: str = "canonical") -> dict[s
         else:
             (t, details), xp, expected = fast[peer.name], x, y
         results[peer.name] = details if t is None else {
-            **_result(peer, t, xp, expected, case, dtype, size, run, rate), **details}
+            **_result(peer, t, xp, expected, case, dtype, size, run, rate,
+                      counted if xp is x else xp), **details}
     row: dict[str, Any] = {
         "case": case.name, "op": case.op, "attrs": case.attrs,
         "inputs": {k: v.tolist() if v.size <= 16 else f"{v.dtype}{list(v.shape)}"
@@ -304,7 +342,7 @@ def measure(case: Case, dtype: str, run: Run, size: str = "canonical") -> dict[s
         "shape": list(x.shape), "out_shape": list(y.shape), "ms": seconds * 1e3,
         **mine.spread(), "melem_s": rate / 1e6, "peers": results,
     }
-    if run.judged and size == "tiny" and dtype == "float32":
+    if run.judged and size == "tiny" and dtype == "float32" and not case.backward:
         # a call of a few microseconds runs from caches that the peers' calls in between
         # evict (theirs too take longer in turns): its own time is taken alone, with as many
         # calls
@@ -318,10 +356,10 @@ def measure(case: Case, dtype: str, run: Run, size: str = "canonical") -> dict[s
     row["correct"] = None if "max_abs_diff" not in ort else "na" not in ort
     if run.backend == "numpy":
         row["peak_memory_ratio"] = _peak_ratio(ours, x)
-        if run.judged and x.nbytes + y.nbytes >= MEMORY_JUDGED_BYTES:
+        if run.judged and not case.backward and x.nbytes + y.nbytes >= MEMORY_JUDGED_BYTES:
             row["peak_memory_met"] = row["peak_memory_ratio"] <= MEMORY_TARGET
     if run.gpu:
-        moved = x.nbytes + y.nbytes
+        moved = counted.nbytes + y.nbytes
         row["gb_s"] = moved / seconds / 1e9
         row["copy_gb_s"] = moved / _copy_seconds(moved, run) / 1e9
         row["share_of_copy"] = row["gb_s"] / row["copy_gb_s"]
