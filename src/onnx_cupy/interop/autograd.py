@@ -7,8 +7,13 @@ The Function class is made on first use from the tensor's own torch module, so o
 imports torch. The forward saves its input tensor (PyTorch's check of in-place changes before
 backward applies) and, as arrays, what the gradient reads (MaxPool's Indices, lp_pool's pooled
 powers); indices among the outputs are marked non-differentiable. Second derivatives are not
-implemented: a backward run with create_graph=True gives gradients whose own backward raises a
-RuntimeError naming the function.
+implemented: with create_graph=True, the backward computes the gradient through a second Function
+of the input and the output's gradient (OnnxCupyPoolingGradient), so that the gradient is
+connected to both and differentiating it again (double backward, gradgradcheck, a Hessian)
+reaches that Function's backward, which raises a RuntimeError naming the function.
+(torch.autograd.function.once_differentiable's error node would not do: it hangs off a detached
+alias of the gradient, so torch.autograd.grad with respect to the input never runs it and
+gives zeros, silently.)
 """
 from __future__ import annotations
 
@@ -74,27 +79,28 @@ def _function(torch: Any) -> Any:
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
-            call: _Call = ctx.call
-            name = call.entry.name
             (x,) = ctx.saved_tensors
+            # with create_graph=True (grad mode on here), a graph node of x and the output's
+            # gradient whose own backward is the second derivative's error
+            return OnnxCupyPoolingGradient.apply(x, grads[0], ctx.call, ctx.saved), None
+
+    class OnnxCupyPoolingGradient(torch.autograd.Function):  # type: ignore[misc]
+        """The gradient of an onnx_cupy.nn.functional pooling function (of its input and of
+        its output's gradient); differentiating it again is a RuntimeError naming the
+        function."""
+
+        @staticmethod
+        def forward(ctx: Any, x: Any, grad_output: Any, call: _Call, saved: Any) -> Any:
+            name = call.entry.name
+            ctx.name = name
             array, give = tensors.intake(x.detach(), name)
-            dy, _ = tensors.intake(grads[0].detach(), name)
-            dx = give(call.entry.backward(call.with_input(array), dy, ctx.saved))
-            if torch.is_grad_enabled():   # create_graph: its own backward is an error
-                dx = _delayed_error(torch, dx, second_derivative_message(name))
-            return dx, None
+            dy, _ = tensors.intake(grad_output.detach(), name)
+            return give(call.entry.backward(call.with_input(array), dy, saved))
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            raise RuntimeError(second_derivative_message(ctx.name))
 
     _FUNCTIONS[torch] = OnnxCupyPooling   # its nodes: OnnxCupyPoolingBackward
     return OnnxCupyPooling
 
-
-def _delayed_error(torch: Any, dx: Any, message: str) -> Any:
-    """`dx` as a tensor whose backward raises RuntimeError(message) (as
-    torch.autograd.function.once_differentiable marks its results, with this message); the
-    error at once where this torch has no such node."""
-    delayed = getattr(getattr(torch._C, "_functions", None), "DelayedError", None)
-    if delayed is None:
-        raise RuntimeError(message)
-    alias = dx.detach()
-    alias.requires_grad = True
-    return delayed(message.encode(), 1)(alias)
