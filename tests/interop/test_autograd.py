@@ -62,8 +62,9 @@ CONFIGS = [
     ("adaptive_max_pool2d", (2, 2, 5, 7), ((7, 3),), {}, False),
     ("adaptive_max_pool3d", (1, 2, 4, 5, 6), ((3, 7, 2),), {"return_indices": True}, False),
     ("max_unpool1d", (2, 3, 10), (3,), {"stride": 1}, False),
-    ("max_unpool2d", (2, 2, 8, 7), (3,), {"stride": 2, "padding": 1}, False),
-    ("max_unpool3d", (1, 2, 6, 6, 5), (2,), {}, False),
+    ("max_unpool2d", (2, 2, 8, 7), (3,), {"stride": 2, "padding": 1, "output_size": (8, 7)},
+     False),
+    ("max_unpool3d", (1, 2, 6, 6, 5), (2,), {"output_size": (6, 6, 5)}, False),
 ]
 IDS = [f"{c[0]}-{i}" for i, c in enumerate(CONFIGS)]
 
@@ -78,7 +79,10 @@ def _first(y):
 
 def _inputs(config, dtype, unbatched: bool, rng: np.random.Generator):
     """(x, extra positional inputs) of a configuration: max_unpool's x and indices come from
-    max pooling with overlapping windows (stride 1 where given, so indices repeat)."""
+    max pooling the configuration's shape with its kernel, stride and padding (overlapping
+    windows where the stride is below the kernel, so indices repeat); its output_size is that
+    shape where the default output size, (in - 1) * stride + kernel - 2 * padding, is not, or
+    the indices would point outside the output (PyTorch's "Found an invalid max index")."""
     name, shape, args, kw, positive = config
     shape = shape[1:] if unbatched else shape
     data = rng.standard_normal(shape)
@@ -87,7 +91,8 @@ def _inputs(config, dtype, unbatched: bool, rng: np.random.Generator):
     if not name.startswith("max_unpool"):
         return x, ()
     k = int(name[-2])
-    pooled, indices = getattr(TF, f"max_pool{k}d")(x, *args, **kw, return_indices=True)
+    pooling = {key: v for key, v in kw.items() if key != "output_size"}
+    pooled, indices = getattr(TF, f"max_pool{k}d")(x, *args, **pooling, return_indices=True)
     return pooled, (indices,)
 
 
@@ -153,6 +158,24 @@ def test_lp_pool_at_zeros_and_nan_is_pytorchs():
     for p in (1.0, 2.0, 3.0, 0.5, 1.5, 0.75):
         grad = _compare("lp_pool1d", x, (), (p, 2), {}, rng)
         assert grad[0, 0, 0] == 0 or np.isnan(grad[0, 0, 0].item())
+
+
+def test_max_unpool_configs_have_repeated_indices():
+    """The max_unpool configurations whose pooling windows overlap give indices that repeat
+    within a plane (several inputs written to one place: PyTorch's gradient reads it for each),
+    and every index lies inside the output PyTorch makes."""
+    repeated = []
+    for name, shape, args, kw, positive in CONFIGS:
+        if not name.startswith("max_unpool"):
+            continue
+        x, (indices,) = _inputs((name, shape, args, kw, positive), torch.float64, False,
+                                _seed("repeats", name))
+        y = getattr(TF, name)(x, indices, *args, **kw)
+        assert int(indices.max()) < y[0, 0].numel(), name
+        planes = indices.flatten(2)
+        if any(len(set(p.tolist())) < len(p) for p in planes.flatten(0, 1)):
+            repeated.append(name)
+    assert repeated == ["max_unpool1d", "max_unpool2d"]
 
 
 @pytest.mark.parametrize("name", ["max_pool2d", "adaptive_max_pool2d", "max_pool1d"])
