@@ -320,20 +320,23 @@ def test_under_no_grad_no_graph_is_recorded():
 
 
 def test_inputs_are_not_modified_and_results_are_pytorchs_bits():
-    """A tensor that requires grad gives the same forward bits as its detached copy."""
+    """A tensor that requires grad gives the same forward bits as its detached copy, and
+    neither the forward nor the backward changes an input (the base tensor of the views each
+    configuration pools, or the leaf that requires grad)."""
     x = torch.rand(2, 3, 9, 9)
     before = x.clone()
     for name, _, args, kw, _ in CONFIGS:
         if name.startswith("max_unpool"):
             continue
         k = int(name[-2])
-        t = x[0, :, 0, 0] if k == 1 else x[0, :, 0] if k == 2 else x
-        t = t.reshape(1, 3, -1) if k == 1 else t
-        if k == 3:
-            t = t.reshape(2, 3, 3, 3, 9)
+        # batched inputs of k spatial axes, views of x: (2, 3, 9), (2, 3, 9, 9), (2, 3, 3, 3, 9)
+        t = x[:, :, 0] if k == 1 else x if k == 2 else x.view(2, 3, 3, 3, 9)
         plain = _first(getattr(F, name)(t, *args, **kw))
-        graphed = _first(getattr(F, name)(t.clone().requires_grad_(True), *args, **kw))
+        leaf = t.clone().requires_grad_(True)
+        graphed = _first(getattr(F, name)(leaf, *args, **kw))
         assert plain.numpy().tobytes() == graphed.detach().numpy().tobytes(), name
+        graphed.backward(torch.ones_like(graphed))
+        assert torch.equal(leaf.detach(), t) and leaf.grad.shape == t.shape, name
     assert torch.equal(x, before)
 
 
