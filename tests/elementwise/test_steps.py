@@ -120,12 +120,24 @@ def test_power(kernel_path, rng, name, exponent, scale):
     assert apart.max() <= allowed, (where, apart.max(), x.flat[apart.argmax()])
 
 
-def test_the_exponent_and_scale_are_numpys():
-    """Rounded to the dtype as NumPy takes a Python float with an array of it (inf past its
-    range), so that the kernels raise to the power NumPy raises to."""
+def test_the_exponent_is_numpys_and_the_scale_pytorchs():
+    """The exponent rounded to the dtype as NumPy takes a Python float with an array of it (inf
+    past its range), so that the kernels raise to the power NumPy raises to (PyTorch's pow of a
+    16-bit tensor rounds it so too); a scale or coefficient rounded to the dtype's operation
+    type, float32 for 16-bit dtypes, as PyTorch multiplies a tensor by a Python number."""
     step = plan.power("test", (3,), np.float16, 1 / 3, 70000.0)
-    assert step.exponent == float(np.float16(1 / 3)) and step.scale == np.inf
+    assert step.exponent == float(np.float16(1 / 3)) and step.scale == 70000.0
     assert plan.power("test", (3,), BF16, 289.0).exponent == 288.0
+    assert plan.power("test", (3,), BF16, 2.0, 289.0).scale == 289.0
+    assert plan.power("test", (3,), np.float32, 2.0, 1e39).scale == np.inf
+    product = plan.product("test", (3,), np.float16, 1 / 3, 1 / 7)
+    assert product.coefficient == float(np.float32(1 / 3))
+    assert product.scale == float(np.float32(1 / 7))
+    assert plan.product("test", (3,), np.float64, 1 / 3).coefficient == 1 / 3
+    x = np.array([5.0, 1.0, -2.0], np.float16)   # T(float32 product), not T(x * T(1 / 3))
+    y = api.run(plan.power("test", x.shape, x.dtype, 1.0, 1 / 3), x)
+    assert np.array_equal(y, (x.astype(np.float32) * np.float32(1 / 3)).astype(np.float16))
+    assert y[0] != (x[0] * np.float16(1 / 3))
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "float64"])
@@ -203,9 +215,10 @@ def test_power_reads_strided_views_and_writes_out(kernel_path, rng, name):
 @pytest.mark.parametrize("scale", [1.0, 9.0])
 @pytest.mark.parametrize("name", NAMES)
 def test_product(kernel_path, rng, name, scale, masked):
-    """T(T(a * T(c * b)) * scale), each product rounded to the dtype, masked by z (0 where z is
-    0, y - y where z is NaN): the NumPy path's bits on every value pair, the special ones
-    included."""
+    """T(T(a * T(c * b)) * scale), each product rounded to the dtype (the products by c and
+    scale computed in the dtype's operation type, float32 for 16-bit dtypes), masked by z (0
+    where z is 0, y - y where z is NaN): the NumPy path's bits on every value pair, the special
+    ones included."""
     a, b = values(rng, name), values(rng, name)[::-1].copy()
     z = values(rng, name) if masked else None
     if z is not None:
@@ -220,8 +233,9 @@ def test_product(kernel_path, rng, name, scale, masked):
         got = to_numpy(api.product(step, *moved))
     _assert_bits(got, expected, a, f"{name} product (scale {scale}) on {kernel_path}")
     with np.errstate(all="ignore"):   # the definition, in the dtype
-        c, s = a.dtype.type(step.coefficient), a.dtype.type(scale)
-        direct = (a * (b * c)) * s
+        wide = np.float32 if a.itemsize == 2 else a.dtype.type
+        c, s = wide(step.coefficient), wide(scale)
+        direct = ((a * (b.astype(wide) * c).astype(a.dtype)).astype(wide) * s)
         if z is not None:
             direct = np.where(np.isnan(z), direct - direct, direct)
             direct[z == 0] = 0

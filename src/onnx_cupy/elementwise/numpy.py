@@ -7,26 +7,27 @@ from typing import Any
 import numpy as np
 
 from ..core.calls import Call
-from .plan import CONVERT, NARROW, POWER, PRODUCT, Step, dtype_of
+from .plan import CONVERT, NARROW, POWER, PRODUCT, Step, dtype_of, operation_type
 
 
 def prepare(step: Step) -> Call:
     """call(X, out) -> Y of `step` on NumPy arrays."""
     target = dtype_of(step.target)
+    wide = dtype_of(operation_type(step.target))   # products by a scalar: computed in it
 
     def output(x: np.ndarray, out: Any) -> np.ndarray:
         y: np.ndarray = np.empty(step.shape, target) if out is None else out
         return y
 
     if step.kind == POWER:
-        exponent, scale = target.type(step.exponent), target.type(step.scale)
+        exponent, scale = target.type(step.exponent), wide.type(step.scale)
         scaled = step.scale != 1
 
         def power(x: np.ndarray, out: Any) -> np.ndarray:
             y = output(x, out)
             with np.errstate(invalid="ignore", over="ignore"):   # NaN and inf as PyTorch's
                 if scaled:
-                    np.multiply(x, scale, out=y)
+                    np.multiply(x, scale, out=y, dtype=wide, casting="unsafe")
                     x = y
                 np.power(x, exponent, out=y)
             return y
@@ -40,17 +41,17 @@ def prepare(step: Step) -> Call:
             return y
         return narrow
     if step.kind == PRODUCT:
-        coefficient, scale = target.type(step.coefficient), target.type(step.scale)
+        coefficient, scale = wide.type(step.coefficient), wide.type(step.scale)
         scaled = step.scale != 1
 
         def product(a: np.ndarray, b: np.ndarray, z: np.ndarray | None, out: Any
                     ) -> np.ndarray:
             y = output(a, out)
             with np.errstate(all="ignore"):
-                np.multiply(b, coefficient, out=y)
+                np.multiply(b, coefficient, out=y, dtype=wide, casting="unsafe")
                 np.multiply(a, y, out=y)
                 if scaled:
-                    np.multiply(y, scale, out=y)
+                    np.multiply(y, scale, out=y, dtype=wide, casting="unsafe")
                 if z is not None:   # y * sign(z) * sign(z) (sign(NaN) = 0), 0 where z = 0
                     np.subtract(y, y, out=y, where=np.isnan(z))
                     y[z == 0] = 0

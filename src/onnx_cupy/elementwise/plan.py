@@ -1,9 +1,12 @@
 """The elementwise steps as host plans: what each computes, element for element, as the NumPy call
 that is its NumPy path computes it (numpy.py; the kernels of kernel.py compute the same numbers).
 
-  POWER    y = T(T(x * scale) ** exponent) in X's float dtype T: scale and exponent rounded to
-           T as NumPy takes a Python number with an array of T (NEP 50: a weak scalar; to inf
-           past T's range); x ** p is NumPy's power loop of T with a scalar exponent (a scale
+  POWER    y = T(T(x * scale) ** exponent) in X's float dtype T: the exponent rounded to T as
+           NumPy takes a Python number with an array of T (NEP 50: a weak scalar; to inf past
+           T's range), as PyTorch's pow of a 16-bit tensor takes it too; the scale as PyTorch's
+           product of a tensor of T and a Python number takes it: rounded to T's operation type
+           (float32 for float16 and bfloat16, T otherwise), the product computed in it and
+           rounded once to T. x ** p is NumPy's power loop of T with a scalar exponent (a scale
            of 1 multiplies by nothing). lp_pool's x ** p, and its mean times the kernel volume,
            to the power 1 / p.
   WIDEN    y = float64(x) (exact; a copy of a float64 X): divisor_override pools X in float64.
@@ -13,7 +16,8 @@ that is its NumPy path computes it (numpy.py; the kernels of kernel.py compute t
   CONVERT  y = x.astype(target): X of a float or integer dtype to a float dtype, or of a float
            dtype to int64 (truncated); torchvision's boxes and image indices.
   PRODUCT  y = T(T(a * T(coefficient * b)) * scale) of two arrays A and B of T, coefficient and
-           scale rounded to T (a scale of 1 multiplies by nothing); masked by a third array Z
+           scale, and the products by them, in T's operation type as for POWER's scale (a scale
+           of 1 multiplies by nothing); masked by a third array Z
            of T: 0 where z = 0, y - y where z is NaN (0, or NaN for an infinite or NaN y),
            which is what PyTorch's autograd gives through sign(z) * relu(abs(z)). lp_pool's
            gradient: dY times the derivative of the root (masked by the pooled powers), and
@@ -49,9 +53,9 @@ class Step:
     source: str
     target: str
     exponent: float = 1.0   # POWER: rounded to T
-    scale: float = 1.0      # POWER: rounded to T (1: no product)
+    scale: float = 1.0      # POWER, PRODUCT: rounded to T's operation type (1: no product)
     factor: np.ndarray | None = field(default=None, compare=False)   # NARROW: float64 table
-    coefficient: float = 1.0   # PRODUCT: rounded to T
+    coefficient: float = 1.0   # PRODUCT: rounded to T's operation type
     masked: bool = False       # PRODUCT: by a third array Z
 
     @property
@@ -86,6 +90,12 @@ def dtype_of(name: str) -> np.dtype:
     return np.dtype(name)
 
 
+def operation_type(dtype_name: str) -> str:
+    """The dtype in which PyTorch multiplies a tensor of `dtype_name` by a Python number (its
+    opmath type): float32 for float16 and bfloat16, the dtype itself otherwise."""
+    return "float32" if dtype_name in ("float16", "bfloat16") else dtype_name
+
+
 def rounded(value: float, dtype_name: str) -> float:
     """`value` as NumPy takes a Python float with an array of `dtype_name` (cast to nearest; inf
     past the dtype's range)."""
@@ -98,7 +108,7 @@ def power(op: str, shape: tuple[int, ...], dtype: Any, exponent: float, scale: f
     """POWER on X of `shape` and float `dtype`: T(T(x * scale) ** exponent)."""
     name = _float(op, dtype)
     return Step(op, POWER, tuple(shape), name, name, rounded(exponent, name),
-                rounded(scale, name))
+                rounded(scale, operation_type(name)))
 
 
 def widen(op: str, shape: tuple[int, ...], dtype: Any) -> Step:
@@ -135,5 +145,6 @@ def product(op: str, shape: tuple[int, ...], dtype: Any, coefficient: float, sca
     """PRODUCT of A and B of `shape` and float `dtype`: T(T(a * T(coefficient * b)) * scale),
     masked by a third array Z where `masked`."""
     name = _float(op, dtype)
-    return Step(op, PRODUCT, tuple(shape), name, name, scale=rounded(scale, name),
-                coefficient=rounded(coefficient, name), masked=bool(masked))
+    wide = operation_type(name)
+    return Step(op, PRODUCT, tuple(shape), name, name, scale=rounded(scale, wide),
+                coefficient=rounded(coefficient, wide), masked=bool(masked))
