@@ -6,7 +6,7 @@
   stand-in cupy (tests/helpers/standin.py: arrays that say they live on a device, launches
   recorded and run on the emulator) and must compile and launch kernels (a warm-up: compile them).
 - A Python block whose first line starts "# runs with PyTorch" runs where torch is importable
-  (CI does not install it: skipped there, with the reason).
+  (CI's PyTorch step runs them; skipped elsewhere, with the reason).
 - A Python block whose first line starts "# not run in the test suite:" says why; it must compile.
 - Each page's first Python block is a CPU example.
 - Each `onnx-cupy ...` command of a shell block is one the command line accepts, and every
@@ -156,7 +156,8 @@ def test_python_block_runs_as_pasted(block, tmp_path):
         return
     if block.kind == "torch" and importlib.util.find_spec("torch") is None:
         compile(block.code, str(block), "exec")
-        pytest.skip(f"{block}: PyTorch is not installed (the suite does not need it)")
+        pytest.skip(f"{block}: PyTorch is not installed (the live PyTorch examples run in "
+                    f"CI's PyTorch step)")
     if block.kind == "gpu":
         assert block.output is None, f"{block}: the stand-in cupy computes nothing to print"
         driver = tmp_path / "stand_in.py"

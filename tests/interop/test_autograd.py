@@ -1,12 +1,15 @@
 """Autograd of onnx_cupy.nn.functional's pooling functions against PyTorch's own, live: where
-torch is importable (CI installs the CPU build in a step of its own; the rest of the suite needs
-no torch, and tests/interop/test_functional_gradients_recorded.py checks the same gradients
-against recorded ones).
+torch is importable (CI installs it in a step of its own; the rest of the suite needs no torch,
+and tests/interop/test_functional_gradients_recorded.py checks the same gradients against
+recorded ones).
 
 - every function on seeded random inputs, batched and unbatched, float64, float32, float16 and
   bfloat16: the forward's values and indices, and x.grad after y.backward(g), within
-  torch.testing.assert_close's default tolerance of the dtype;
-- torch.autograd.gradcheck in float64 wherever it passes for PyTorch's own function;
+  torch.testing.assert_close's default tolerance of the dtype (float64 and float32 against
+  PyTorch's own, also bit for bit but for lp_pool; float16 and bfloat16 against PyTorch's
+  float32 result rounded once, see _widened);
+- torch.autograd.gradcheck in float64 wherever it passes for PyTorch's own function, and
+  PyTorch's Jacobian where it does not;
 - PyTorch's own samples of these functions (the OpInfo entries of op_db, lp_pool's ModuleInfo
   entries of module_db), forward and backward, float64 and float32, counted;
 - determinism, a second derivative's error, in-place changes of a saved input, no graph under

@@ -17,7 +17,8 @@ from helpers.photographs import assert_mostly_close, photograph
 from onnx_cupy.core import execution
 from onnx_cupy.nn import functional as F
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (the live PyTorch tests "
+                                            "run in CI's PyTorch step)")
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 SHAPES = {"224": (1, 3, 224, 224), "345x456": (2, 3, 345, 456)}

@@ -1,7 +1,7 @@
 """PyTorch tensors in and out of onnx_cupy.nn.functional: the conversion logic against a
 stand-in that speaks DLPack (helpers/fake_torch.py: CPU, bfloat16, requires_grad, CUDA with the
 stand-in cupy), everywhere; and the round trip with PyTorch itself where torch is importable
-(CI does not install it: its package index wheel is the multi-gigabyte CUDA build)."""
+(CI installs it in a step of its own, after the README's commands, which do not need it)."""
 from __future__ import annotations
 
 import numpy as np
@@ -181,9 +181,8 @@ def test_cuda_tensor_without_cupy_names_the_way_out(rng):
 @pytest.fixture
 def torch():
     return pytest.importorskip(
-        "torch", reason="PyTorch is not installed (CI does not install it: its package index "
-                        "wheel is the multi-gigabyte CUDA build); the stand-in tests above cover "
-                        "the conversion")
+        "torch", reason="PyTorch is not installed (the live PyTorch tests run in CI's PyTorch "
+                        "step); the stand-in tests above cover the conversion")
 
 
 @pytest.mark.parametrize("name,args,kw", CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CALLS)])
