@@ -144,6 +144,24 @@ def test_readme_commands_are_what_ci_runs_first():
     assert "-W" in next(line for line in ci if "sphinx" in line)
 
 
+def test_ci_runs_the_tests_that_need_pytorch_last():
+    """.ci/run installs torch into .venv after every other step has run without it, then runs
+    every test module that skips or changes without torch (torchvision's excepted: CI does not
+    install it)."""
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().replace("\\\n", " ").splitlines()
+          if line.startswith(".venv/bin/")]
+    install = next(i for i, line in enumerate(ci) if re.match(r"\.venv/bin/pip install .*torch==",
+                                                               line))
+    assert all("torch" not in line for line in ci[:install]), ci[:install]
+    run = " ".join(ci[install + 1:])
+    needing = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")
+                     if re.search(r"importorskip\(\s*\"torch\"|find_spec\(\"torch\"\)",
+                                  text := path.read_text(encoding="utf-8"))
+                     and "torchvision" not in text)
+    assert "tests/interop/test_autograd.py" in needing
+    assert [m for m in needing if m not in run.split()] == [], run
+
+
 def _suite_script():
     spec = importlib.util.spec_from_file_location("suite", DOCS / "_tools" / "suite.py")
     module = importlib.util.module_from_spec(spec)
