@@ -25,7 +25,8 @@ def prepare(step: Step) -> Call:
 
         def power(x: np.ndarray, out: Any) -> np.ndarray:
             y = output(x, out)
-            with np.errstate(invalid="ignore", over="ignore"):   # NaN and inf as PyTorch's
+            # NaN, inf and 0 ** -p = inf as PyTorch's, without NumPy's warnings
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                 if scaled:
                     np.multiply(x, scale, out=y, dtype=wide, casting="unsafe")
                     x = y
