@@ -54,10 +54,13 @@ FAST_MIN_BLOCKS, GENERIC_MIN_BLOCKS = 4, 1
 def _outputs(dtype: np.dtype, ranks: int, taps: int, bits: int) -> int:
     """Outputs per thread and loop iteration of a fast kernel: fewer for the double ones, and
     with 64-bit offsets for cubic and 3-D linear (their wider offsets and tap terms would not
-    fit in 64 registers four outputs at a time)."""
+    fit in 64 registers four outputs at a time); one for cubic summed in double with 64-bit
+    offsets (two would spill: sixteen separately rounded products each, no multiply-add)."""
     if taps == 1:
         return 4
     small = dtype.name in ("float16", "bfloat16", "float32")
+    if not small and taps == 4 and bits == 64:
+        return 1
     return 4 if small and (bits == 32 or (taps == 2 and ranks <= 2)) else 2
 
 
