@@ -259,10 +259,13 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AdaptiveAveragePool, AdaptiveMaxPool, "
-                       r"AffineGrid, AveragePool, GlobalAveragePool, GlobalLpPool, GlobalMaxPool, "
-                       r"GridSample, Hardmax, LpPool, MaxPool, MaxRoiPool, MaxUnpool, Resize, "
-                       r"RoiAlign, Upsample")),
+    ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AdaptiveAveragePool, "
+                       r"AdaptiveAveragePool gradient, AdaptiveMaxPool, AdaptiveMaxPool gradient, "
+                       r"AffineGrid, AveragePool, AveragePool gradient, GlobalAveragePool, "
+                       r"GlobalAveragePool gradient, GlobalLpPool, GlobalLpPool gradient, "
+                       r"GlobalMaxPool, GlobalMaxPool gradient, GridSample, Hardmax, LpPool, "
+                       r"LpPool gradient, MaxPool, MaxPool gradient, MaxRoiPool, MaxUnpool, "
+                       r"MaxUnpool gradient, Resize, RoiAlign, Upsample$")),
     ({"ops": []}, r"warmup: ops is empty"),
     ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
     ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},
