@@ -586,6 +586,10 @@ def draw(seed: int, i: int, path: str, folder: str) -> Call:
     call = _mutate(rng, call, kind, folder, path)
     if call.kind not in ("valid", "layout") and not call.names:   # no mistake applied
         call.kind = "valid"
+    if call.of and call.kind in ("value", "attr_type", "huge"):
+        # an attribute that still makes a valid forward changes Y's shape: the cotangent drawn
+        # for the valid call no longer fits, and an error may name it instead
+        call.names += ("dy", "cotangent")
     return call
 
 
