@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = ("onnx_cupy.core.", "onnx_cupy.pool.", "onnx_cupy.resize.", "onnx_cupy.hardmax.",
            "onnx_cupy.elementwise.",
-           "onnx_cupy.unpool.", "onnx_cupy.grid.", "onnx_cupy.roi.", "onnx_cupy.interop.nodes")
+           "onnx_cupy.unpool.", "onnx_cupy.grid.", "onnx_cupy.roi.", "onnx_cupy.interop.nodes",
+           "onnx_cupy.interop.vjp")
 NOT_LOADED = ("onnx_cupy.core.emulator", "onnx_cupy.tools", "onnx_cupy.interop.dask",
               "onnx_cupy.interop.onnx_backend", "onnx_cupy.dask", "onnx_cupy.onnx_backend")
 THIRD_PARTY = ("onnx", "onnxruntime", "dask", "matplotlib", "torch", "cupy")

@@ -11,7 +11,8 @@ comparison with 0. Each configuration asserts, on its path against the NumPy pat
 2. the NumPy path's bits where the paths compute alike: maxima, copies, nearest, Hardmax,
    MaxUnpool, GridSample, AffineGrid, RoiAlign and MaxRoiPool (documented bit for bit), and the
    pools, whose sums are exact here (sums of subnormals, and of normal inputs on a coarse grid:
-   only the division rounds, alike); Resize, Upsample and interpolate's linear, cubic and
+   only the division rounds, alike), and the gradients of onnx_cupy.vjp (every path adds the
+   same rounded terms in the same order); Resize, Upsample and interpolate's linear, cubic and
    antialias modes (weights applied axis by axis on the NumPy path, all at once in the kernels)
    within `ulps`: the taps per output, as each product of a weight and X rounds to the
    subnormal grid by at most half an ulp on each path; twice that for normal X, where rounding
@@ -468,6 +469,55 @@ def _(rng, dt):
         (indexed_boxes(rng, dt),)
 
 
+# ---------------------------------------------------------------- gradients (onnx_cupy.vjp)
+
+def gradient(function: Callable[..., Any], **kw: Any) -> Callable[..., Any]:
+    """onnx_cupy.vjp of `function` as fn(X, *further inputs, dY) -> dX: the cotangent last among
+    the inputs, so that it is put on the path's device as they are."""
+    @functools.wraps(oc.vjp)
+    def vjp(x: Any, *rest: Any) -> Any:
+        *inputs, cotangent = rest
+        return oc.vjp(function, x, *inputs, cotangent=cotangent, **kw)[0]
+    return vjp
+
+
+@case("vjp-AveragePool-subnormal", "gradient")
+def _(rng, dt):   # dX: sums of dY / 9, each term rounded, in one order on every path
+    return gradient(oc.average_pool, kernel_shape=[3, 3], pads=[1, 1, 1, 1]), \
+        subnormal(rng, NCHW, dt), (subnormal(rng, NCHW, dt),)
+
+
+@case("vjp-AveragePool-underflow", "gradient", "normal")
+def _(rng, dt):   # normal cotangents whose shares dY / 4 are subnormal
+    return gradient(oc.average_pool, kernel_shape=[2, 2], strides=[1, 2]), \
+        near_min(rng, NCHW, dt), (near_min(rng, (2, 3, 6, 4), dt),)
+
+
+@case("vjp-LpPool-p1-subnormal", "gradient")
+def _(rng, dt):   # sign(X) * sum of dY: a flushed X has sign 0, a flushed window's Y is 0
+    return gradient(oc.lp_pool, kernel_shape=[3, 2], strides=[2, 1], p=1), \
+        subnormal(rng, NCHW, dt, zeros=0.2), (subnormal(rng, (2, 3, 3, 7), dt, fewer=2),)
+
+
+@case("vjp-MaxPool-subnormal", "gradient")
+def _(rng, dt):   # the cotangent goes to each window's first maximum of subnormals and zeros
+    return gradient(oc.max_pool, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), \
+        subnormal(rng, NCHW, dt, zeros=0.3), (subnormal(rng, (2, 3, 4, 4), dt, fewer=2),)
+
+
+@case("vjp-GlobalAveragePool-underflow", "gradient", "normal")
+def _(rng, dt):   # dY / 35, below the smallest normal
+    return gradient(oc.global_average_pool), near_min(rng, (2, 3, 5, 7), dt), \
+        (near_min(rng, (2, 3, 1, 1), dt),)
+
+
+@case("vjp-MaxUnpool-subnormal", "gradient")
+def _(rng, dt):   # dX gathers dY at the positions the indices name
+    indices = pooled_indices(rng, (2, 3, 6, 8))
+    return gradient(oc.max_unpool, kernel_shape=[2, 2], strides=[2, 2]), \
+        subnormal(rng, indices.shape, dt), (indices, subnormal(rng, (2, 3, 6, 8), dt))
+
+
 # ---------------------------------------------------------------- the test
 
 def run(fn: Callable[..., Any], x: np.ndarray, rest: tuple[Any, ...], backend: str
@@ -545,6 +595,7 @@ def test_every_family_and_public_function_is_reached():
         "backend", "default_backend", "release_workspaces", "run_node", "warmup"}
     assert public <= names, public - names
     families = {c.family for c in CASES.values()}
-    assert families == {"pool", "hardmax", "unpool", "resize", "grid", "roi", "functional", "ops"}
-    for family in ("pool", "resize", "grid", "roi", "functional", "ops"):
+    assert families == {"pool", "hardmax", "unpool", "resize", "grid", "roi", "functional", "ops",
+                        "gradient"}
+    for family in ("pool", "resize", "grid", "roi", "functional", "ops", "gradient"):
         assert {c.inputs for c in CASES.values() if c.family == family} == {"subnormal", "normal"}

@@ -15,6 +15,7 @@ G = np.random.default_rng(36).uniform(-1, 1, (1, 3, 3, 2)).astype(np.float32)
 I = np.array([[[[0, 3, 5], [8, 10, 15]]] * 2]) + np.array([0, 16]).reshape(1, 2, 1, 1)
 THETA = np.array([[[1.0, 0.2, 0.0], [0.1, 0.9, 0.3]]], np.float32)
 BOXES = np.array([[0.5, 0.5, 4.0, 3.0], [1.0, 0.0, 5.5, 2.5]], np.float32)
+DY = np.random.default_rng(37).standard_normal((1, 2, 2, 3)).astype(np.float32)
 
 # operator -> call(X, **out) on a (1, 2, 4, 6) float32 X; each takes out=
 OPS = {
@@ -35,6 +36,9 @@ OPS = {
                                              output_width=2, **o),
     "max_roi_pool": lambda x, **o: oc.max_roi_pool(
         x, np.concatenate([np.zeros((2, 1), np.float32), BOXES], 1), pooled_shape=[2, 2], **o),
+    # the gradient: out= receives dX
+    "vjp": lambda x, **o: oc.vjp(oc.max_pool, x, cotangent=DY, kernel_shape=[2, 2],
+                                 strides=[2, 2], **o)[0],
 }
 
 

@@ -13,7 +13,9 @@ from helpers.util import BF16, random
 
 import onnx_cupy as oc
 from onnx_cupy.core import loader, records
+from onnx_cupy.pool import api as pool_api
 from onnx_cupy.tools import kernel_report
+from onnx_cupy.unpool import api as unpool_api
 
 MAX_EXPRESSIONS = 4   # most instantiations one module may hold
 
@@ -95,6 +97,80 @@ def test_second_call_compiles_nothing(fake, rng, case):
     assert len(fake.modules) == modules
     assert _launched(fake, launches) == fake.compiled()
     assert len(fake.launches) == 2 * launches
+
+
+def _cotangent(fake, rng, shape, dtype):
+    return fake.asarray(random(rng, shape, dtype))
+
+
+_UNPOOL = {"kernel_shape": [2, 2], "strides": [2, 2]}
+
+
+def _unpool_gradient(fake, rng, x):
+    """MaxUnpool 2x2 s2 of X (N, C, H, W): its gradient with indices naming each window's
+    top-left in Y (N, C, 2H, 2W)."""
+    n, c, h, w = x.shape
+    top_left = (np.arange(n * c).reshape(n, c, 1, 1) * (4 * h * w)
+                + np.arange(h).reshape(h, 1) * (4 * w) + 2 * np.arange(w))
+    dy = _cotangent(fake, rng, (n, c, 2 * h, 2 * w), x.dtype)
+    return unpool_api.gradient(x, fake.asarray(top_left), dy, None, 22, _UNPOOL)
+
+
+# id -> (kernels launched in order, as (family, template), X's shape, dtype,
+#        call(fake, rng, X)): the gradients, with the forward a gradient reads computed by the
+# forward's own kernel where the call does not give it
+GRADIENT_CALLS = {
+    "averagepool-gradient-f32": (
+        (("pool", "pool_grad"),), (2, 3, 9, 11), np.float32,
+        lambda fake, rng, x: pool_api.gradient(
+            "AveragePool", x, _cotangent(fake, rng, (2, 3, 5, 6), x.dtype),
+            (22, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}))),
+    "maxpool-gradient-f16": (
+        (("pool", "pool"), ("pool", "pool_grad")), (2, 3, 8, 8), np.float16,
+        lambda fake, rng, x: pool_api.gradient(
+            "MaxPool", x, _cotangent(fake, rng, (2, 3, 4, 4), x.dtype),
+            (22, {"kernel_shape": [2, 2], "strides": [2, 2]}))),
+    "lppool-gradient-saved-f64": (
+        (("pool", "pool_grad"),), (1, 2, 5, 4, 3), np.float64,
+        lambda fake, rng, x: pool_api.gradient(
+            "LpPool", x, _cotangent(fake, rng, (1, 2, 4, 3, 2), x.dtype),
+            (22, {"kernel_shape": [2, 2, 2], "p": 3}),
+            saved=_cotangent(fake, rng, (1, 2, 4, 3, 2), x.dtype))),
+    "globalaveragepool-gradient-bf16": (
+        (("pool", "pool_grad"),), (2, 3, 7, 5), BF16,
+        lambda fake, rng, x: pool_api.gradient(
+            "GlobalAveragePool", x, _cotangent(fake, rng, (2, 3, 1, 1), x.dtype), (22, {}))),
+    "adaptiveaveragepool-gradient-f32": (
+        (("pool", "pool_adaptive_grad"),), (2, 3, 10, 7), np.float32,
+        lambda fake, rng, x: pool_api.gradient(
+            "AdaptiveAveragePool", x, _cotangent(fake, rng, (2, 3, 4, 3), x.dtype),
+            ((4, 3),))),
+    "maxunpool-gradient-f32": (
+        (("unpool", "unpool_grad"),), (2, 3, 4, 5), np.float32, _unpool_gradient),
+}
+
+
+@pytest.mark.parametrize("case", GRADIENT_CALLS)
+def test_gradient_first_call_compiles_exactly_what_it_launches(fake, rng, case):
+    """A gradient's first call compiles each instantiation it launches as a module of its own
+    (one name expression per program, the family's source and options), and a second call
+    compiles nothing."""
+    kernels, shape, dtype, call = GRADIENT_CALLS[case]
+    x = _input(fake, rng, shape, dtype)
+    call(fake, rng, x)
+    launched = _launched(fake)
+    assert [(loader.instantiation(e).family, loader.instantiation(e).template)
+            for e in launched] == list(kernels)
+    assert fake.compiled() == launched == fake.loaded(0)
+    assert len(fake.compiles) == len(launched)
+    for program, expression in zip(fake.compiles, launched):
+        family = loader.instantiation(expression).family
+        assert list(program.name_expressions) == [expression]
+        assert program.code == loader.source(family)
+        assert program.options == (*loader.options(family), "--gpu-architecture=sm_90")
+    modules, launches = len(fake.modules), len(fake.launches)
+    call(fake, rng, x)
+    assert len(fake.modules) == modules and len(fake.launches) == 2 * launches
 
 
 @pytest.mark.parametrize("case", ["averagepool-fast-window-f32", "hardmax-scan-merge-f64",

@@ -75,6 +75,13 @@ def _unpool_plane(k: int) -> Callable[[np.random.Generator], Any]:
     return run
 
 
+def _unpool_vjp(rng: np.random.Generator) -> Any:
+    y, indices = oc.max_pool(_x(rng, (2, 3, 8, 8)), kernel_shape=[2, 2], strides=[2, 2],
+                             return_indices=True)
+    return oc.vjp(oc.max_unpool, y, indices, cotangent=_x(rng, (2, 3, 8, 8)),
+                  kernel_shape=[2, 2], strides=[2, 2])
+
+
 # id -> call(rng): float32 inputs on the current (stand-in) device
 CASES: dict[str, Callable[[np.random.Generator], Any]] = {
     "average_pool": lambda r: oc.average_pool(_x(r, (2, 3, 9, 9)), kernel_shape=[3, 3],
@@ -97,6 +104,17 @@ CASES: dict[str, Callable[[np.random.Generator], Any]] = {
     "max_roi_pool": lambda r: oc.max_roi_pool(_x(r, (2, 3, 8, 9)), _boxes(r, 5, indexed=True),
                                               pooled_shape=[2, 3]),
     "run_node": lambda r: oc.run_node(NODE, [_x(r, (1, 3, 9, 9))], opset=22),
+    "vjp-average_pool": lambda r: oc.vjp(oc.average_pool, _x(r, (2, 3, 9, 9)),
+                                         cotangent=_x(r, (2, 3, 5, 5)), kernel_shape=[3, 3],
+                                         strides=[2, 2], pads=[1, 1, 1, 1]),
+    "vjp-lp_pool": lambda r: oc.vjp(oc.lp_pool, _x(r, (2, 3, 9, 9)), cotangent=_x(r, (2, 3, 8, 7)),
+                                    kernel_shape=[2, 3], p=3),
+    "vjp-max_pool": lambda r: oc.vjp(oc.max_pool, _x(r, (2, 3, 9, 9)),
+                                     cotangent=_x(r, (2, 3, 4, 4)), kernel_shape=[3, 3],
+                                     strides=[2, 2]),
+    "vjp-global_lp_pool": lambda r: oc.vjp(oc.global_lp_pool, _x(r, (2, 3, 5, 7)),
+                                           cotangent=_x(r, (2, 3, 1, 1)), p=3),
+    "vjp-max_unpool": _unpool_vjp,
     **{f"avg_pool{k}d": _call(f"avg_pool{k}d", (2, 3, *(7,) * k), 3, 2, 1, True)
        for k in (1, 2, 3)},
     **{f"avg_pool{k}d-divisor_override=2": _call(f"avg_pool{k}d", (2, 3, *(7,) * k), 3, 2, 1,

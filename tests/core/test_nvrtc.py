@@ -83,6 +83,22 @@ def test_one_instantiation_per_template_compiles_ieee(nvrtc, family):
         assert cupy[0] > 0, f"{family}: CuPy's route shows no .ftz: the check would see none"
 
 
+GRADIENT_TEMPLATES = {"pool": {"pool_grad", "pool_adaptive_grad"}, "unpool": {"unpool_grad"}}
+
+
+def test_gradient_kernels_are_compiled():
+    """The gradients' kernels are registered with their families, so the quick compile above
+    takes one instantiation of each of their templates and the family compiles below take every
+    one of them (every dtype, offset width, rank and index space)."""
+    for family, templates in GRADIENT_TEMPLATES.items():
+        chosen = {loader.instantiation(e).template for e in REPRESENTATIVES[family]}
+        assert templates <= chosen, (family, chosen)
+        registered = [k for k in loader.instantiations(family) if k.template in templates]
+        assert {k.template for k in registered} == templates
+        assert all(k.dtypes[0] in ("float16", "bfloat16", "float32", "float64")
+                   for k in registered), registered
+
+
 def test_contraction_is_what_the_options_stop(nvrtc):
     """The multiply-add of AffineGrid (acc + row * v) that NVRTC fuses by default is not fused
     under the loader's options: the check above could fail."""

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import onnx_cupy
+import onnx_cupy.nn.functional as F
 from onnx_cupy.core import emulator, loader
 
 pytestmark = pytest.mark.slow  # NVRTC and host compiles of every parameter struct
@@ -91,8 +92,9 @@ def _host_compile(family: str, extra: str) -> str | None:
     except RuntimeError as exc:
         pytest.skip(str(exc))
     shim = str(loader.KERNEL_DIR / "host_shim.h")
-    res = subprocess.run([cxx, *loader.options(family), "-fsyntax-only", "-include", shim, "-x",
-                          "c++", "-"],
+    # the family's defines, as the emulator builds it (loader.options adds NVRTC's own flags)
+    defines = [f"-D{k}={v}" for k, v in loader.defines(family).items()]
+    res = subprocess.run([cxx, *defines, "-fsyntax-only", "-include", shim, "-x", "c++", "-"],
                          input=loader.source(family) + extra, capture_output=True, text=True,
                          check=False)
     return None if res.returncode == 0 else res.stderr
@@ -147,11 +149,12 @@ def test_launches_pass_single_structs(monkeypatch):
     registered parameter struct of the family (what CuPy passes by value); the rest are arrays,
     or None for a pointer the kernel does not use (the generic pool kernel's indices without
     return_indices: CuPy passes a null pointer)."""
-    seen = []
+    seen, kernels = [], []
     real = emulator.launch
 
     def record(kernel, grid, block, args):   # the arguments as the driver read them
         seen.append((kernel.family, args))
+        kernels.append((kernel.family, kernel))
         real(kernel, grid, block, args)
 
     monkeypatch.setattr(emulator, "launch", record)
@@ -170,7 +173,15 @@ def test_launches_pass_single_structs(monkeypatch):
         onnx_cupy.affine_grid(np.ones((2, 3, 4), np.float32), [2, 1, 3, 4, 5])
         onnx_cupy.roi_align(x, np.array([[0, 0, 2, 3]], np.float32), np.array([1]),
                             output_height=2, output_width=2)
+        F.lp_pool2d(x, 3, 2)   # the elementwise steps around AveragePool's
+        onnx_cupy.vjp(onnx_cupy.max_pool, x, cotangent=np.ones((2, 3, 4, 3), np.float32),
+                      kernel_shape=[2, 2])
+        onnx_cupy.vjp(onnx_cupy.max_unpool, x, np.arange(x.size).reshape(x.shape) * 4,
+                      cotangent=np.ones((2, 3, 10, 8), np.float32), kernel_shape=[2, 2],
+                      strides=[2, 2])
     assert {f for f, _ in seen} == set(loader.families())
+    templates = {k.template for _, k in kernels}   # the gradients' structs too
+    assert {"pool_grad", "unpool_grad"} <= templates, templates
     for family, args in seen:
         blocks = [a for a in args if isinstance(a, np.ndarray) and a.dtype.names]
         assert len(blocks) == 1, (family, args)

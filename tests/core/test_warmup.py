@@ -123,6 +123,54 @@ CALLS = {
                  ((2, 3, 6, 7), _roi("RoiAlign", mode="max"), True)],
     "MaxRoiPool": [((2, 3, 6, 7), _roi("MaxRoiPool", pooled_shape=[2, 2]), True)],
 }
+
+
+def _vjp(function, y_shape, *inputs, **attrs):
+    """onnx_cupy.vjp of `function` at x (and `inputs`, made from x) with a cotangent of Y's
+    shape `y_shape(x.shape)`, on x's path: dX."""
+    def call(x):
+        dy = np.ones(y_shape(x.shape), x.dtype)
+        more = [make(x) for make in inputs]
+        if execution.is_cupy_array(x):
+            with x.device:   # on x's device
+                dy, more = (execution.cupy_module().asarray(a) for a in (dy, *more)), more
+                dy, *more = dy
+        return oc.vjp(function, x, *more, cotangent=dy, **attrs)[0]
+    return call
+
+
+def _window_indices(x):
+    """MaxUnpool's indices for x: its elements spread over the unpooled shape, 2 x 2 windows."""
+    return np.arange(x.size).reshape(x.shape) * 4
+
+
+def _halved(shape):
+    return (*shape[:2], *(n // 2 for n in shape[2:]))
+
+
+# the gradients: each also launches the forward's kernel of the output it reads (MaxPool's
+# Indices, LpPool's Y) where the call does not give it
+CALLS.update({
+    "AveragePool gradient": [((2, 3, 8, 10), _vjp(oc.average_pool, _halved, kernel_shape=[2, 2],
+                                                  strides=[2, 2]), True)],
+    "LpPool gradient": [((2, 3, 8, 10), _vjp(oc.lp_pool, _halved, kernel_shape=[2, 2],
+                                             strides=[2, 2], p=2), True),
+                        ((2, 3, 8, 10), _vjp(oc.lp_pool, _halved, kernel_shape=[2, 2],
+                                             strides=[2, 2], p=3), True)],
+    "MaxPool gradient": [((2, 3, 8, 10), _vjp(oc.max_pool, _halved, kernel_shape=[2, 2],
+                                              strides=[2, 2]), True),
+                         ((2, 3, 8), _vjp(oc.max_pool, _halved, kernel_shape=[2],
+                                          strides=[2]), True)],
+    "GlobalAveragePool gradient": [((2, 3, 5, 7), _vjp(oc.global_average_pool,
+                                                       lambda s: (*s[:2], 1, 1)), True)],
+    "GlobalLpPool gradient": [((2, 3, 5, 7), _vjp(oc.global_lp_pool,
+                                                  lambda s: (*s[:2], 1, 1), p=3), True)],
+    "GlobalMaxPool gradient": [((2, 3, 5, 7), _vjp(oc.global_max_pool,
+                                                   lambda s: (*s[:2], 1, 1)), True)],
+    "MaxUnpool gradient": [((2, 3, 4, 5), _vjp(oc.max_unpool, lambda s: (*s[:2], 8, 10),
+                                               _window_indices, kernel_shape=[2, 2],
+                                               strides=[2, 2]), True)],
+})
 UPSAMPLE_DTYPES = [d for d in RESIZE_DTYPES if d.name != "bfloat16"]   # Upsample has none
 OP_DTYPES = [(op, d) for op in CALLS
              for d in {"Resize": RESIZE_DTYPES, "GridSample": RESIZE_DTYPES,
@@ -259,10 +307,13 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AdaptiveAveragePool, AdaptiveMaxPool, "
-                       r"AffineGrid, AveragePool, GlobalAveragePool, GlobalLpPool, GlobalMaxPool, "
-                       r"GridSample, Hardmax, LpPool, MaxPool, MaxRoiPool, MaxUnpool, Resize, "
-                       r"RoiAlign, Upsample")),
+    ({"ops": "Conv"}, (r"warmup: ops='Conv' is not one of AdaptiveAveragePool, "
+                       r"AdaptiveAveragePool gradient, AdaptiveMaxPool, AdaptiveMaxPool gradient, "
+                       r"AffineGrid, AveragePool, AveragePool gradient, GlobalAveragePool, "
+                       r"GlobalAveragePool gradient, GlobalLpPool, GlobalLpPool gradient, "
+                       r"GlobalMaxPool, GlobalMaxPool gradient, GridSample, Hardmax, LpPool, "
+                       r"LpPool gradient, MaxPool, MaxPool gradient, MaxRoiPool, MaxUnpool, "
+                       r"MaxUnpool gradient, Resize, RoiAlign, Upsample$")),
     ({"ops": []}, r"warmup: ops is empty"),
     ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
     ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},

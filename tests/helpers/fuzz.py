@@ -1,5 +1,7 @@
 """A seeded fuzz of the public functions, run_node and nn.functional with a new user's mistakes:
-wrong types, dtypes, ranks, layouts, attribute values, huge sizes and out= arrays.
+wrong types, dtypes, ranks, layouts, attribute values, huge sizes and out= arrays. `vjp` is
+fuzzed as the gradient of a pooling function or of max_unpool, its mistakes those of X and of
+the forward's attributes.
 
 `draw(seed, i)` makes call i of a seed's sequence (the same call in every process): a valid call
 of one function, then at most one mistake, with the names an error must mention. `judge` runs
@@ -59,9 +61,11 @@ class Call:
     layout: str = "contiguous"
     keep: list[Any] = field(default_factory=list)
     function: Callable[..., Any] | None = None
+    of: str = ""   # vjp: the name of the function differentiated (args: its inputs)
 
     def describe(self) -> str:
-        return f"{self.fn} [{self.kind}: {self.what or self.layout}]"
+        name = f"{self.fn}({self.of})" if self.of else self.fn
+        return f"{name} [{self.kind}: {self.what or self.layout}]"
 
 
 def _x(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any = None) -> np.ndarray:
@@ -264,6 +268,28 @@ def _f_one_hot(rng: np.random.Generator) -> Call:
                 torch=True)
 
 
+# the functions whose gradient `vjp` gives, with their makers
+GRADIENTS: dict[str, Maker] = {
+    **{op: _pool(op) for op in ("average_pool", "lp_pool", "max_pool")},
+    **{op: _global(op) for op in ("global_average_pool", "global_lp_pool", "global_max_pool")},
+    "max_unpool": _max_unpool,
+}
+
+
+def _vjp(rng: np.random.Generator) -> Call:
+    """vjp of one of GRADIENTS at a valid call, with a cotangent of its output's shape and dtype
+    (NaN and inf included, as in X)."""
+    import onnx_cupy
+
+    of = list(GRADIENTS)[int(rng.integers(len(GRADIENTS)))]
+    call = GRADIENTS[of](rng)
+    call.kwargs.pop("return_indices", None)
+    with _path("numpy"), np.errstate(all="ignore"):
+        y = getattr(onnx_cupy, of)(*call.args, **call.kwargs)
+    dy = _x(rng, y.shape, call.args[0].dtype)
+    return Call("vjp", call.args, {**call.kwargs, "cotangent": dy}, of=of)
+
+
 FUNCTIONS: dict[str, Maker] = {
     **{op: _pool(op) for op in ("average_pool", "lp_pool", "max_pool")},
     **{op: _global(op) for op in ("global_average_pool", "global_lp_pool", "global_max_pool")},
@@ -276,7 +302,7 @@ FUNCTIONS: dict[str, Maker] = {
        for kind in ("avg", "max") for k in (1, 2, 3)},
     **{f"F.max_unpool{k}d": _f_max_unpool(f"max_unpool{k}d", k) for k in (1, 2, 3)},
     "F.interpolate": _f_interpolate, "F.grid_sample": _f_grid_sample,
-    "F.affine_grid": _f_affine_grid, "F.one_hot_argmax": _f_one_hot,
+    "F.affine_grid": _f_affine_grid, "F.one_hot_argmax": _f_one_hot, "vjp": _vjp,
 }
 
 # what an error about each argument may call it (the ONNX and PyTorch names of one thing)
@@ -481,7 +507,10 @@ def _out_mistake(rng: np.random.Generator, call: Call, folder: str) -> Call:
     if call.fn.startswith(("F.", "run_node")) or call.kwargs.get("return_indices"):
         return call
     with _path("numpy"):
-        want = _run(Call(call.fn, list(call.args), dict(call.kwargs), function=call.function))
+        want = _run(Call(call.fn, list(call.args), dict(call.kwargs), function=call.function,
+                         of=call.of))
+    if call.fn == "vjp":   # out= receives the first gradient
+        want = want[0]
     if isinstance(want, tuple):
         return call
     choice = str(rng.choice(["right", "readonly_memmap", "readonly", "dtype", "big_endian",
@@ -557,6 +586,10 @@ def draw(seed: int, i: int, path: str, folder: str) -> Call:
     call = _mutate(rng, call, kind, folder, path)
     if call.kind not in ("valid", "layout") and not call.names:   # no mistake applied
         call.kind = "valid"
+    if call.of and call.kind in ("value", "attr_type", "huge"):
+        # an attribute that still makes a valid forward changes Y's shape: the cotangent drawn
+        # for the valid call no longer fits, and an error may name it instead
+        call.names += ("dy", "cotangent")
     return call
 
 
@@ -614,7 +647,7 @@ def _on_device(call: Call) -> Call:
     return Call(call.fn, [_to_device(a, cp) for a in call.args],
                 {k: _to_device(v, cp, out=k == "out") for k, v in call.kwargs.items()},
                 call.kind, call.what, call.names, call.torch, call.layout,
-                function=call.function)
+                function=call.function, of=call.of)
 
 
 def _host(a: Any) -> Any:
@@ -631,7 +664,10 @@ def _run(call: Call) -> Any:
 
     fn = call.function or (getattr(F, call.fn[2:]) if call.fn.startswith("F.")
                            else getattr(onnx_cupy, call.fn))
-    result = fn(*call.args, **call.kwargs)
+    if call.of:   # vjp: the function differentiated first
+        result = fn(getattr(onnx_cupy, call.of), *call.args, **call.kwargs)
+    else:
+        result = fn(*call.args, **call.kwargs)
     return tuple(result) if isinstance(result, (tuple, list)) else result
 
 
@@ -664,6 +700,8 @@ def _snapshot(a: Any) -> tuple[Any, ...]:
 
 def _close(got: Any, want: Any) -> str | None:
     """Why `got` differs from `want` (None where they agree)."""
+    if want is None:   # vjp's entry for an input without a gradient
+        return None if got is None else f"None expected, got {type(got).__name__}"
     if isinstance(want, tuple):
         if not isinstance(got, tuple) or len(got) != len(want):
             return f"{len(want)} outputs expected, got {type(got).__name__}"
@@ -735,14 +773,15 @@ def judge(call: Call, path: str) -> list[str]:
         if a is not out and _snapshot(a) != b:
             problems.append("an input was changed")
     if got is not None:
-        if out is not None and got is not out:
+        first = got[0] if call.fn == "vjp" else got   # vjp: out= receives the first gradient
+        if out is not None and first is not out:
             problems.append("out= given, another array returned")
         if path == "cupy":
             problems += _device_results(call, got)
             got = _host(got)
         native = Call(host_call.fn, [_native(a) for a in host_call.args],
                       {k: _native(v) for k, v in host_call.kwargs.items() if k != "out"},
-                      function=host_call.function)
+                      function=host_call.function, of=host_call.of)
         try:
             with _path("numpy"), np.errstate(all="ignore"):
                 want = _run(native)
@@ -762,7 +801,7 @@ def _device_results(call: Call, got: Any) -> list[str]:
     if not isinstance(first, cp.ndarray):
         return []
     results = got if isinstance(got, tuple) else (got,)
-    wrong = [type(r).__name__ for r in results if not isinstance(r, cp.ndarray)]
+    wrong = [type(r).__name__ for r in results if r is not None and not isinstance(r, cp.ndarray)]
     return [f"a device X gave a {wrong[0]} result"] if wrong else []
 
 

@@ -656,6 +656,30 @@ def test_non_contiguous_inputs(backend, rng, name, view):
             np.testing.assert_array_equal(to_numpy(v), a)
 
 
+def swapped(a: np.ndarray) -> np.ndarray:
+    """`a`'s values in the other byte order (as NumPy reads a file written on another machine)."""
+    return a.astype(a.dtype.newbyteorder("S"))
+
+
+@pytest.mark.parametrize("name, which", [
+    (name, which) for name, (op, _, _) in LAYOUT.items()
+    for which in ("X", "dY", *(("saved",) if "Average" not in op else ()), "every")])
+def test_non_native_byte_order(cpu_backend, rng, name, which):
+    """X, dY and the saved output in non-native byte order, alone or together, are read as the
+    values they hold: the native arrays' gradient (a dY of X's dtype in the other byte order
+    was refused as of another dtype)."""
+    op, x, dy, saved, parts = layout_inputs(rng, name)
+    want = gradient(cpu_backend, op, x, dy, parts, saved)
+    inputs = [None if a is None else swapped(a) if which in (n, "every") else a
+              for n, a in zip(("X", "dY", "saved"), (x, dy, saved))]
+    assert any(a is not None and not a.dtype.isnative for a in inputs)
+    got = gradient(cpu_backend, op, *inputs[:2], parts, inputs[2])
+    assert_same_bits(got.astype(got.dtype.newbyteorder("=")), want)
+    for a, b in zip(inputs, (x, dy, saved)):
+        if a is not None:
+            np.testing.assert_array_equal(a, b)
+
+
 def _at_offset(a: np.ndarray, offset: int, backend: str) -> Any:
     """`a`'s values in a view whose first element lies `offset` bytes past an aligned address,
     on `backend` (a device array at the same offset on cupy)."""

@@ -38,10 +38,14 @@ def table(lines: list[str]) -> dict[str, list[str]]:
     return {line.split()[0]: line.split()[1:] for line in lines[start + 1:-1]}
 
 
-# the operators of every family, by the names --op takes (the adaptive pools: the pool family's)
-OPERATORS = ["AdaptiveAveragePool", "AdaptiveMaxPool", "AffineGrid", "AveragePool",
-             "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "GridSample", "Hardmax",
-             "LpPool", "MaxPool", "MaxRoiPool", "MaxUnpool", "Resize", "RoiAlign", "Upsample"]
+# the operators of every family, by the names --op takes (the adaptive pools: the pool family's;
+# the gradients of the pools and of MaxUnpool: {op}Grad)
+OPERATORS = ["AdaptiveAveragePool", "AdaptiveAveragePoolGrad", "AdaptiveMaxPool",
+             "AdaptiveMaxPoolGrad", "AffineGrid", "AveragePool", "AveragePoolGrad",
+             "GlobalAveragePool", "GlobalAveragePoolGrad", "GlobalLpPool", "GlobalLpPoolGrad",
+             "GlobalMaxPool", "GlobalMaxPoolGrad", "GridSample", "Hardmax", "LpPool",
+             "LpPoolGrad", "MaxPool", "MaxPoolGrad", "MaxRoiPool", "MaxUnpool", "MaxUnpoolGrad",
+             "Resize", "RoiAlign", "Upsample"]
 
 
 def test_quick_subset_runs_clean(capsys):
@@ -137,6 +141,20 @@ def test_the_cases_are_the_differential_configurations():
     assert len(names["AffineGrid"]) == grid.AFFINE_COUNT
     assert len(names["AdaptiveAveragePool"]) + len(names["AdaptiveMaxPool"]) == (
         adaptive.COUNT + len(adaptive.EXTRAS))
+    # the gradients: every EVERY[family]-th forward configuration (MaxPool's float ones), and
+    # every adaptive, global and valid plane-indexed MaxUnpool one
+    every = cases.gradients.EVERY
+    for op in ("AveragePool", "LpPool"):
+        assert names[f"{op}Grad"] == names[op][::every["pool"]]
+    assert names["MaxPoolGrad"] == [maxpool.name(i) for i in range(0, maxpool.CONFIGS,
+                                                                     every["maxpool"])
+                                    if maxpool.configs()[i].dtype.kind == "f"]
+    for op in (*global_pool.OPS, "AdaptiveAveragePool", "AdaptiveMaxPool"):
+        assert names[f"{op}Grad"] == names[op], op
+    assert names["MaxUnpoolGrad"] == [
+        *(unpool.configuration(i).name for i in range(0, unpool.CONFIGS, every["unpool"])),
+        *(p.name for p in map(unpool.plane_configuration, range(unpool.PLANE_CONFIGS))
+          if not p.invalid)]
 
 
 def test_the_differential_helpers_draw_from_the_package():

@@ -55,12 +55,31 @@ __global__ void slow(const float* __restrict__ x, float* __restrict__ y, int n, 
     y[i] = (float)((double)s * 0.1);
   }
 }
+__global__ void add_f32(float* y, const float* x) {
+  atomicAdd(y + (threadIdx.x & 3), x[threadIdx.x]);
+}
+__global__ void add_f64(double* y, const double* x) {
+  double old = atomicAdd(y + (threadIdx.x & 3), x[threadIdx.x]);
+  if (old < 0.0) atomicAdd(y + 4, 1.0);
+}
+__global__ void add_shared(float* y, const float* x) {
+  __shared__ float s[4];
+  if (threadIdx.x < 4) s[threadIdx.x] = 0.0f;
+  __syncthreads();
+  atomicAdd(s + (threadIdx.x & 3), x[threadIdx.x]);
+  __syncthreads();
+  if (threadIdx.x < 4) y[threadIdx.x] = s[threadIdx.x];
+}
+__global__ void max_int(int* y, const int* x) {
+  atomicMax(y + (threadIdx.x & 3), x[threadIdx.x]);
+}
 """
 
 
 @pytest.fixture(scope="module")
 def probes() -> dict[str, kernel_report.Kernel]:
-    names = ["local_array", "divide", "scale64", "copy128", "fast", "slow"]
+    names = ["local_array", "divide", "scale64", "copy128", "fast", "slow", "add_f32", "add_f64",
+             "add_shared", "max_int"]
     kernels = kernel_report.compile_kernels(PROBES, names, "sm_90", filename="probes.cu",
                                             outputs={"fast": 1, "slow": 1})
     return {k.expression: k for k in kernels}
@@ -145,6 +164,41 @@ def test_target_checker(probes):
     assert kernel_report.check(probes["fast"], budget=probes["fast"].per_output - 1)
 
 
+def test_float_atomics_of_probes(probes):
+    """Floating-point atomics are counted from the PTX on every state space (a shared one is a
+    compare-and-swap loop in SASS), each call site once; integer atomics are not counted."""
+    counts = {name: k.float_atomics for name, k in probes.items()}
+    assert counts == {"local_array": 0, "divide": 0, "scale64": 0, "copy128": 0, "fast": 0,
+                      "slow": 0, "add_f32": 1, "add_f64": 2, "add_shared": 1, "max_int": 0}
+    assert "floating-point atomics: 1" in kernel_report.check(probes["add_f32"], None)
+
+
+def test_float_atomics_in_ptx_text():
+    """atom and red on each float type, predicated or not, in the function that holds them or in
+    a routine it calls; integer and bit-typed atomics (a compare-and-swap) are not counted."""
+    ptx = b"""
+.func  (.param .b32 r) helper(.param .b64 p)
+{
+\tred.global.add.f64 \t[%rd1], %fd1;
+\tred.relaxed.gpu.global.add.noftz.bf16x2 \t[%rd1], %r1;
+}
+.visible .entry kernel_a(.param .u64 a)
+{
+\t@%p1 atom.global.add.f32 \t%f2, [%rd3], %f1;
+\tatom.shared.add.noftz.f16 \t%rs2, [%rd3], %rs1;
+\tatom.global.cas.b32 \t%r4, [%rd7], %r3, %r5;
+\tcall.uni (retval0), helper, (param0);
+}
+.visible .entry kernel_b(.param .u64 a)
+{
+\tatom.global.max.s32 \t%r4, [%rd7], %r3;
+\tred.global.add.u64 \t[%rd7], %rd3;
+\tst.global.f32 \t[%rd1], %f1;
+}
+"""
+    assert kernel_report.ptx_float_atomics(ptx) == {"helper": 2, "kernel_a": 4, "kernel_b": 0}
+
+
 @pytest.mark.parametrize("registers,threads,shared,arch,expected", [
     (32, 256, 0, "sm_90", 1.0),
     (64, 256, 0, "sm_90", 0.5),
@@ -216,6 +270,24 @@ def test_no_local_memory(family, arch):
         assert all(k.sass is not None and k.sass.local == 0 for k in kernels)
 
 
+@pytest.mark.parametrize("arch", kernel_report.ARCHS)
+@pytest.mark.parametrize("family", loader.families())
+def test_no_floating_point_atomics(family, arch):
+    """No instantiation of any family (the gradients' gathers included) adds floating-point
+    values by atomics: where contributions meet, a fixed order sums them (docs/design.md)."""
+    kernels = kernel_report.family_report(family, arch)
+    assert kernels
+    using = {k.expression: k.float_atomics for k in kernels if k.float_atomics}
+    assert using == {}, using
+
+
+def test_gradient_kernels_are_reported():
+    """The gradients' kernels are registered records of their families, so the report (and the
+    checks above) covers every one of their instantiations."""
+    templates = {k.template for k in loader.instantiations()}
+    assert {"pool_grad", "pool_adaptive_grad", "unpool_grad"} <= templates
+
+
 @needs_nvdisasm
 @pytest.mark.parametrize("family", ["pool"])
 def test_wide_fast_paths(family):
@@ -261,22 +333,25 @@ def test_cli_without_nvrtc(monkeypatch, fresh_family_reports, capsys):
     for name in [n for n in sys.modules if n == "cuda" or n.startswith("cuda.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "cuda", None)
-    # the compiles of this process, kept, would serve it: a compile is asked for as in a new one
+    # the compiles of this process, kept, would serve it, and so would the NVRTC it loaded for
+    # an earlier test: both are asked for as in a new process
     monkeypatch.setattr(kernel_report, "_compile", kernel_report._compile.__wrapped__)
+    monkeypatch.setattr(kernel_report, "_nvrtc", kernel_report._nvrtc.__wrapped__)
     assert cli.main(["kernels", "--family", "pool"]) == 2
     err = capsys.readouterr().err
     assert 'pip install ".[kernels]"' in err and "Traceback" not in err
 
 
 def _made_up(k, per_output: float, *, arch: str = "sm_90", registers: int = 32,
-             stack: int = 0, loop_divisions: int = 0) -> kernel_report.Kernel:
+             stack: int = 0, loop_divisions: int = 0, float_atomics: int = 0
+             ) -> kernel_report.Kernel:
     """The registered instantiation `k` as the report would give it, without compiling: one
     output per iteration."""
     sass = kernel_report.Sass(instructions=int(per_output) + 10, loop=int(per_output),
                               inner_loops=0, loop_stores=1, local=0, divisions=loop_divisions,
                               loop_divisions=loop_divisions, fp64=0, loads=((32, 1),))
     return kernel_report.Kernel(k.family, k.expression, arch, "_Z1k", registers, stack, 0, 0, 0,
-                                256, 1, k.fast, sass, k)
+                                256, 1, k.fast, sass, k, float_atomics)
 
 
 def _rows(markdown: str) -> dict[tuple[str, ...], dict[str, str]]:
@@ -303,7 +378,8 @@ def test_summary_rows():
     kernels = [_made_up(generic["float32", 32, 1], 300),
                _made_up(generic["float32", 32, 3], 445, registers=70),
                _made_up(generic["float16", 32, 2], 350),
-               _made_up(generic["float32", 64, 2], 869, stack=16, loop_divisions=22),
+               _made_up(generic["float32", 64, 2], 869, stack=16, loop_divisions=22,
+                        float_atomics=2),
                _made_up(generic["float32", 32, 2], 1, arch="sm_80"),
                _made_up(fast["float32", 32, mode.average, 2, (3, 2)], 51.5),
                _made_up(fast["float64", 64, mode.l2, 2, (3, 2)], 70)]
@@ -322,7 +398,9 @@ def test_summary_rows():
     assert fixed["budget"] == str(pool_kernel.BUDGET) and fixed["float64"] == "-"
     assert wide_fixed["budget"] == "-" and wide_fixed["float64"] == "70"  # float64: no budget
     assert text.rstrip().endswith("1 of 6 instantiations on sm_90 use local memory (stack "
-                                  "frame, spills or LDL/STL).")
+                                  "frame, spills or LDL/STL).\n1 of 6 instantiations on sm_90 "
+                                  "use floating-point atomics.")
+    assert (narrow["f-atom"], wide["f-atom"]) == ("0", "1")
     assert kernel_report.summary(kernels, "sm_75") == ""
 
 

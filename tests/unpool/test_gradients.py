@@ -150,6 +150,19 @@ def test_non_contiguous_inputs(backend, rng):
         assert to_numpy(got).tobytes() == want
 
 
+@pytest.mark.parametrize("which", ["X", "I", "dY", "every"])
+def test_non_native_byte_order(cpu_backend, rng, which):
+    """X, I and dY in non-native byte order are read as the values they hold: the native
+    arrays' gradient (a dY of X's dtype in the other byte order was refused as of another
+    dtype)."""
+    x, indices, dy, out_shape, attrs = _layout(rng)
+    want = to_numpy(gradient(cpu_backend, x, indices, dy, out_shape, **attrs))
+    inputs = [a.astype(a.dtype.newbyteorder("S")) if which in (n, "every") else a
+              for n, a in zip(("X", "I", "dY"), (x, indices, dy))]
+    got = to_numpy(gradient(cpu_backend, *inputs, out_shape, **attrs))
+    assert got.astype(got.dtype.newbyteorder("=")).tobytes() == want.tobytes()
+
+
 def _at_offset(a: np.ndarray, offset: int, path: str) -> Any:
     if path == "cupy":
         cp = execution.cupy_module()

@@ -129,11 +129,12 @@ def check_like(op: str, name: str, a: Any, shape: tuple[int, ...], dtype: np.dty
                whose: str) -> None:
     """ValueError where the input `name` (a gradient's cotangent dY, a saved forward output)
     has another shape than `shape`, TypeError where another dtype than `dtype` (`whose`: what
-    they are, for the message: "Y's", "X's")."""
+    they are, for the message: "Y's", "X's"); byte order aside, as the inputs are read in
+    either."""
     if tuple(a.shape) != tuple(shape):
         raise ValueError(f"{op}: {name} has shape {tuple(a.shape)}, expected {whose} shape "
                          f"{tuple(shape)}")
-    if a.dtype != dtype:
+    if a.dtype.newbyteorder("=") != np.dtype(dtype).newbyteorder("="):
         raise TypeError(f"{op}: {name} has dtype {a.dtype}, expected {np.dtype(dtype)}")
 
 

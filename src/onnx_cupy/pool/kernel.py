@@ -118,6 +118,27 @@ def _taking(ops: tuple[str, ...], dtype_name: str) -> tuple[str, ...]:
     return tuple(op for op in ops if dtype_name in plan.DTYPES[op])
 
 
+# the gradients that launch a forward kernel for the output they read where the caller does not
+# give it (kernel_grad._forward): MaxPool's Indices by the generic kernel (GlobalMaxPool's too,
+# as one window per plane), LpPool's and GlobalLpPool's Y by their own kernels, an adaptive
+# maximum's indices; a record lists them among its operators, so that warming a gradient warms
+# what its first call launches
+READ_BY_GRADIENTS = {"MaxPool": ("MaxPool gradient", "GlobalMaxPool gradient"),
+                     "LpPool": ("LpPool gradient",), "GlobalLpPool": ("GlobalLpPool gradient",),
+                     "AdaptiveMaxPool": ("AdaptiveMaxPool gradient",)}
+
+
+def _serving(ops: tuple[str, ...], dtype_name: str, indices: bool = True) -> tuple[str, ...]:
+    """Those of `ops` that take `dtype_name` (`_taking`), then the gradients that launch their
+    kernel for a float dtype (READ_BY_GRADIENTS; MaxPool's only where the kernel writes
+    `indices`)."""
+    taken = _taking(ops, dtype_name)
+    if dtype_name not in dtypes.FLOAT_TYPES:   # gradients: floating dtypes only
+        return taken
+    return (*taken, *(g for op in taken if indices or op != "MaxPool"
+                      for g in READ_BY_GRADIENTS.get(op, ())))
+
+
 def _window(window: tuple[int, int] | None) -> records.Argument:
     """pool_fast's Window argument: oc::FixedWindow<taps, step>, or oc::RuntimeWindow (None)."""
     if window is None:
@@ -127,7 +148,7 @@ def _window(window: tuple[int, int] | None) -> records.Argument:
 
 # the generic kernel by (dtype, bits, rank): AveragePool, LpPool, MaxPool; outputs on grid x
 GENERIC = {(t, b, r): records.Instantiation(
-    FAMILY, "pool", (*_typed(t, b), records.argument("rank", r)), _taking(OPS, t), (t,),
+    FAMILY, "pool", (*_typed(t, b), records.argument("rank", r)), _serving(OPS, t), (t,),
     grid_stride="x", variant="per spatial rank", rank=r)
     for t in DTYPES for b in dtypes.INDEX_TYPES for r in RANKS}
 # AveragePool and LpPool windows of more than plan.WIDE_SUMS terms, float16, bfloat16 or float32,
@@ -137,18 +158,18 @@ WIDE_DTYPES = tuple(t for t in DTYPES if t in dtypes.FLOAT_TYPES
                     and dtypes.FLOAT_TYPES[t][1] != "double")
 WIDE = {(t, r): records.Instantiation(
     FAMILY, "pool", (*_typed(t, 64, "double"), records.argument("rank", r)),
-    _taking(("AveragePool", "LpPool"), t), (t,), grid_stride="x",
+    _serving(("AveragePool", "LpPool"), t), (t,), grid_stride="x",
     variant="per spatial rank, double sums", rank=r)
     for t in WIDE_DTYPES for r in RANKS}
 # the global kernel by (dtype, bits); planes on grid x
 GLOBAL = {(t, b): records.Instantiation(
-    FAMILY, "pool_global", _typed(t, b), _taking(GLOBAL_OPS, t), (t,), cooperative=True,
+    FAMILY, "pool_global", _typed(t, b), _serving(GLOBAL_OPS, t), (t,), cooperative=True,
     grid_stride="x")
     for t in DTYPES if _taking(GLOBAL_OPS, t) for b in dtypes.INDEX_TYPES}
 # the adaptive kernel by (dtype, bits, rank): PyTorch's adaptive average and max pooling
 ADAPTIVE = {(t, b, r): records.Instantiation(
     FAMILY, "pool_adaptive", (*_typed(t, b), records.argument("rank", r)),
-    _taking(plan.ADAPTIVE_OPS, t), (t,), grid_stride="x", variant="per spatial rank",
+    _serving(plan.ADAPTIVE_OPS, t), (t,), grid_stride="x", variant="per spatial rank",
     rank=r)   # outputs on grid x
     for t in DTYPES if _taking(plan.ADAPTIVE_OPS, t) for b in dtypes.INDEX_TYPES
     for r in ADAPTIVE_RANKS}
@@ -164,7 +185,8 @@ FAST = {(t, b, m, r, w): records.Instantiation(
     FAMILY, "pool_fast",
     (*_typed(t, b), records.argument("mode", m.name, m.value), records.argument("rank", r),
      _window(w)),
-    (m.op,), (t,), grid_stride="y", outputs=OUTPUTS, fast=True,  # planes on grid y
+    _serving((m.op,), t, indices=False), (t,), grid_stride="y", outputs=OUTPUTS,
+    fast=True,  # planes on grid y
     budget=records.fast_budget(BUDGET, b),
     variant=f"{r}-D, " + (f"{w[0]}x{w[0]} s{w[1]}" if w else "runtime window"))
     for t in DTYPES for b in dtypes.INDEX_TYPES

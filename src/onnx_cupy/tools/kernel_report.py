@@ -16,6 +16,12 @@ Counting rules (the fast paths are held to them, see `check`):
   both: a 32-bit fast path and the call); a division by a constant multiplies by an immediate;
   local-memory ops are LDL/STL; FP64 is any D* arithmetic or a conversion to/from F64; global
   loads are LDG, counted per width in bits. Calls count what the called routine holds.
+- floating-point atomics are counted in the PTX (NVRTC's, so without the disassembler;
+  onnx_cupy.tools.ptx): each atom or red instruction on a floating-point type (f16, f16x2,
+  bf16, bf16x2, f32, f64), on any state space, in the kernel's entry and the functions it calls.
+  PTX, not SASS, because a float atomic on shared memory compiles to a compare-and-swap loop
+  (ATOMS.CAST) with no float type left to see. A float update built by hand from an integer
+  compare-and-swap is not counted.
 - theoretical occupancy at the launch block size: 65536 registers, 64 warps and 32 blocks per SM,
   registers allocated per warp in units of 256, 1 KiB of shared memory reserved per block.
 """
@@ -39,6 +45,7 @@ from typing import Any
 from ..core import cuda_compile, dtypes, extras, loader, numerics
 from ..core.cupy_path import Check
 from ..core.records import WIDE_INDEX_BUDGET, Instantiation
+from .ptx import ptx_counts, ptx_float_atomics
 
 ARCHS = ("sm_80", "sm_90")
 MIN_OCCUPANCY = 0.5
@@ -81,6 +88,7 @@ class Kernel:
     fast: bool
     sass: Sass | None          # None where the disassembler is not installed
     instantiation: Instantiation | None = None  # its registered record (None: a probe kernel)
+    float_atomics: int = 0     # floating-point atom/red instructions in its PTX
 
     @property
     def occupancy(self) -> float:
@@ -390,11 +398,12 @@ def compile_kernels(source: str, expressions: Sequence[str], arch: str = "sm_90"
     tool = nvdisasm()
     code, labels = _symbols(_disassemble(cubin, tool)) if tool else ({}, {})
     outputs = outputs or {}
+    atomics = ptx_float_atomics(image.ptx)
     return [Kernel(family=family, expression=e, arch=arch, name=names[e], **ptxas[names[e]],
                    block=(blocks or {}).get(e, loader.BLOCK), outputs=outputs.get(e, 1),
                    fast=e in outputs,
                    sass=_sass_counts(code[names[e]], labels, code) if tool else None,
-                   instantiation=(records or {}).get(e))
+                   instantiation=(records or {}).get(e), float_atomics=atomics[names[e]])
             for e in expressions]
 
 
@@ -418,22 +427,6 @@ def family_report(family: str, arch: str = "sm_90", cupy_route: bool = False
         outputs={k.expression: k.outputs for k in ks if k.fast},
         options=cupy_options(family) if cupy_route else loader.options(family),
         records={k.expression: k for k in ks}))
-
-
-# an instruction that flushes subnormals: a .ftz modifier on anything but an approximation
-# (libdevice's powf and logf take rcp.approx.ftz of range-reduced operands, never subnormal,
-# whatever the options; a flushing approximation of the source's own is -ftz=true's or
-# fast-math's, which also flush its arithmetic)
-PTX_FTZ = re.compile(r"^\s*(?![\w.]*\.approx)[a-z][\w.]*\.ftz\b", re.MULTILINE)
-PTX_FMA = re.compile(r"^\s*fma\.rn[\w.]*\s", re.MULTILINE)          # a fused multiply-add
-
-
-def ptx_counts(ptx: bytes) -> tuple[int, int]:
-    """(flushing instructions, fused multiply-adds) of a PTX text: the float arithmetic NVRTC's
-    -ftz and --fmad options decide (ptxas may still use flushing or fused instructions inside
-    exact sequences of its own, as a division's; those are not counted)."""
-    text = ptx.decode(errors="replace")
-    return len(PTX_FTZ.findall(text)), len(PTX_FMA.findall(text))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -527,11 +520,12 @@ def uses_local_memory(kernel: Kernel) -> bool:
 
 def check(kernel: Kernel, budget: float | None) -> list[str]:
     """The static targets a fast path misses (empty: all met): no stack frame, no spills, no
-    local-memory ops, no integer division in the loop body, no FP64, occupancy >= 50 %, at most
-    `budget` instructions per output (None: not counted)."""
+    floating-point atomics, no local-memory ops, no integer division in the loop body, no FP64,
+    occupancy >= 50 %, at most `budget` instructions per output (None: not counted)."""
     k, s = kernel, kernel.sass
     misses = [f"{what}: {value}" for what, value, bad in [
         ("stack frame bytes", k.stack, k.stack > 0),
+        ("floating-point atomics", k.float_atomics, k.float_atomics > 0),
         ("spill bytes", k.spill_stores + k.spill_loads, k.spill_stores + k.spill_loads > 0),
         ("occupancy", f"{k.occupancy:.0%} < {MIN_OCCUPANCY:.0%}", k.occupancy < MIN_OCCUPANCY),
     ] if bad]
@@ -550,14 +544,15 @@ def check(kernel: Kernel, budget: float | None) -> list[str]:
 
 # ------------------------------------------------------------------------------------- output
 
-COLUMNS = ("kernel", "regs", "stack", "spill", "occ", "LDL/STL", "div", "loop div", "FP64",
-           "loads", "instr", "loop STG", "per out")
+COLUMNS = ("kernel", "regs", "stack", "spill", "occ", "f-atom", "LDL/STL", "div", "loop div",
+           "FP64", "loads", "instr", "loop STG", "per out")
 
 
 def _row(k: Kernel) -> tuple[str, ...]:
     s = k.sass
     head = (k.expression + (f" [fast x{k.outputs}]" if k.fast else ""), str(k.registers),
-            str(k.stack), f"{k.spill_stores}/{k.spill_loads}", f"{k.occupancy:.0%}")
+            str(k.stack), f"{k.spill_stores}/{k.spill_loads}", f"{k.occupancy:.0%}",
+            str(k.float_atomics))
     if s is None:
         return (*head, *["-"] * (len(COLUMNS) - len(head)))
     loads = " ".join(f"{n}x{w}" for w, n in s.loads) or "-"
@@ -582,6 +577,8 @@ def table(kernels: Sequence[Kernel]) -> str:
     local = sum(map(uses_local_memory, kernels))
     lines.append(f"{local} of {len(kernels)} instantiations use local memory (stack frame, spills "
                  f"or LDL/STL)")
+    lines.append(f"{sum(k.float_atomics > 0 for k in kernels)} of {len(kernels)} instantiations "
+                 f"use floating-point atomics (f-atom: atom/red on a float type in the PTX)")
     if any(k.sass and k.sass.inner_loops for k in kernels):
         lines.append("* the loop body holds loops that are not unrolled: counted once")
     lines.append("loads: count x width in bits; loop STG: global stores in the grid-stride loop "
@@ -646,17 +643,22 @@ def markdown(kernels: Sequence[Kernel]) -> str:
     local = sum(map(uses_local_memory, kernels))
     lines.append(f"{local} of {len(kernels)} instantiations use local memory (stack frame, spills "
                  "or LDL/STL).")
+    lines.append(f"{sum(k.float_atomics > 0 for k in kernels)} of {len(kernels)} instantiations "
+                 "use floating-point atomics (f-atom: atom/red on a float type in the PTX).")
     if any(k.sass and k.sass.inner_loops for k in kernels):
         lines.append("`*`: the loop body holds loops that are not unrolled, counted once.")
     held = ", ".join(f"{family} {n:g}" for family, n in budgets().items())
-    lines += ["", ("loads: count x width in bits; loop STG: global stores in the grid-stride loop "
+    lines += ["", ("f-atom: floating-point atomics (atom/red on f16, bf16, f32 or f64 in the "
+                   "PTX: a sum whose order the hardware picks); "
+                   "loads: count x width in bits; loop STG: global stores in the grid-stride loop "
                    "body; per out: its instructions / registered outputs per iteration. Fast "
                    "paths (`[fast xN]`: N outputs per thread and iteration) with float16, "
                    "bfloat16 or float32 storage are held, on sm_90, to: no stack frame, spills or "
                    "LDL/STL, no integer division in the loop body, no FP64, occupancy >= "
                    f"{MIN_OCCUPANCY:.0%}, and instructions per output within the family's budget "
                    f"({held}; {WIDE_INDEX_BUDGET:g}x with 64-bit offsets; Resize: nearest, "
-                   "and linear on 1-2 axes).")]
+                   "and linear on 1-2 axes). Every instantiation is held to no floating-point "
+                   "atomics.")]
     return "\n".join(lines) + "\n"
 
 
@@ -707,9 +709,9 @@ def summary(kernels: Sequence[Kernel], arch: str = SUMMARY_ARCH) -> str:
     """The report on `arch` in a few rows, as Markdown: one table per kernel template, a row per
     kind (a generic kernel's ranks, a fast path's shape) and offset width, with instructions per
     output (min-max) per storage type, the most registers, the least occupancy, the largest
-    stack frame, how many instantiations use local memory, the most integer divisions in a loop
-    body, and the budget a float16/bfloat16/float32 fast path is held to (`budget`). Empty
-    without SASS counts or kernels on `arch`."""
+    stack frame, how many instantiations use local memory and how many floating-point atomics,
+    the most integer divisions in a loop body, and the budget a float16/bfloat16/float32 fast
+    path is held to (`budget`). Empty without SASS counts or kernels on `arch`."""
     chosen = [k for k in kernels if k.arch == arch and k.sass is not None
               and k.instantiation is not None]
     if not chosen:
@@ -723,7 +725,8 @@ def summary(kernels: Sequence[Kernel], arch: str = SUMMARY_ARCH) -> str:
     lines = [(f"Kernel report summary, {arch}: instructions per output (min-max over the "
              "instantiations of a row) by storage type; regs: most registers; occ: least "
              "occupancy; stack: largest stack frame (bytes); local: instantiations with a stack "
-             "frame, spills or LDL/STL; loop div: most integer divisions in a loop body; budget: "
+             "frame, spills or LDL/STL; f-atom: instantiations with floating-point atomics; "
+             "loop div: most integer divisions in a loop body; budget: "
              "instructions per output the float16/bfloat16/float32 fast paths are held to "
              "(each instantiation's registered budget, `WIDE_INDEX_BUDGET` times the family's "
              "with 64-bit offsets). "
@@ -732,8 +735,8 @@ def summary(kernels: Sequence[Kernel], arch: str = SUMMARY_ARCH) -> str:
         storages = sorted({_storage(_record(k)) for ks in rows.values() for k in ks},
                           key=_storage_order)
         spans = [r.rank for ks in rows.values() for k in ks if (r := _record(k)).rank is not None]
-        head = ["kernel", "offsets", *storages, "regs", "occ", "stack", "local", "loop div",
-                "budget"]
+        head = ["kernel", "offsets", *storages, "regs", "occ", "stack", "local", "f-atom",
+                "loop div", "budget"]
         body = []
         for (kind, index), ks in rows.items():
             cells = []
@@ -746,7 +749,7 @@ def summary(kernels: Sequence[Kernel], arch: str = SUMMARY_ARCH) -> str:
             body.append((
                 kind or name, index, *cells, str(max(k.registers for k in ks)),
                 f"{min(k.occupancy for k in ks):.0%}", str(max(k.stack for k in ks)),
-                str(sum(map(uses_local_memory, ks))),
+                str(sum(map(uses_local_memory, ks))), str(sum(k.float_atomics > 0 for k in ks)),
                 str(max(k.sass.loop_divisions for k in ks if k.sass)),
                 ", ".join(f"{b:g}" for b in sorted(b for b in held if b is not None)) or "-"))
         count = sum(len(ks) for ks in rows.values())
@@ -756,6 +759,8 @@ def summary(kernels: Sequence[Kernel], arch: str = SUMMARY_ARCH) -> str:
     local = sum(map(uses_local_memory, chosen))
     lines.append(f"{local} of {len(chosen)} instantiations on {arch} use local memory (stack "
                  "frame, spills or LDL/STL).")
+    lines.append(f"{sum(k.float_atomics > 0 for k in chosen)} of {len(chosen)} instantiations "
+                 f"on {arch} use floating-point atomics.")
     return "\n".join(lines) + "\n"
 
 
