@@ -18,10 +18,12 @@ gives zeros, silently.)
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import tensors
-from .functional import gradients
+
+if TYPE_CHECKING:
+    from .functional import gradients
 
 _FUNCTIONS: dict[Any, Any] = {}   # torch module -> its Function class
 
@@ -44,14 +46,11 @@ def second_derivative_message(name: str) -> str:
             f"torch.nn.functional.{name} for those")
 
 
-def apply(name: str, input: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """`name`(input, *args, **kwargs) for a tensor `input` that requires grad: its result
-    tensors with a graph node whose backward is the function's gradient. TypeError for a
-    function without a gradient (naming it) and for arguments that do not fit."""
-    entry = gradients.differentiable(name)
-    if entry is None:
-        tensors.intake(input, name)   # raises: the function has no gradient
-        raise AssertionError(name)
+def apply(entry: gradients.Differentiable, input: Any, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> Any:
+    """`entry`'s function (input, *args, **kwargs) for a tensor `input` that requires grad: its
+    result tensors with a graph node whose backward is the function's gradient. TypeError for
+    arguments that do not fit."""
     call = _Call(entry, entry.bind(input, args, kwargs))
     return _function(tensors.torch_of(input)).apply(input, call)
 

@@ -26,6 +26,10 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+# the functions with a gradient by name (gradients.Differentiable), entered by gradients.py
+GRADIENTS: dict[str, Any] = {}
+
+
 def _tensors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """A PyTorch-style function that also takes a PyTorch tensor as its `input` and then gives
     tensors (zero-copy, interop/tensors.py); a tensor that requires grad, with grad mode on,
@@ -37,8 +41,12 @@ def _tensors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
             return fn(*args, **kwargs)   # fn names what is missing
         given = args[0] if args else kwargs.pop("input")
         if tensors.records_graph(given):
+            entry = GRADIENTS.get(fn.__name__)
+            if entry is None:
+                tensors.intake(given, fn.__name__)   # raises: the function has no gradient
+                raise AssertionError(fn.__name__)
             from .. import autograd  # the bridge, loaded where a graph is recorded
-            return autograd.apply(fn.__name__, given, args[1:], kwargs)
+            return autograd.apply(entry, given, args[1:], kwargs)
         x, give = tensors.intake(given, fn.__name__)
         return give(fn(x, *args[1:], **kwargs))
     return cast(Callable[_P, _R], call)

@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from . import adaptive, pooling, unpool
+from . import adaptive, arguments, pooling, unpool
 
 Arguments = dict[str, Any]   # a call's arguments by name, defaults applied
 
@@ -138,6 +138,7 @@ for _k in (1, 2, 3):
                        (getattr(unpool, f"max_unpool{_k}d"), _unpool(_k))):
         DIFFERENTIABLE[_fn.__name__] = Differentiable(_fn, *_make)
 del _k, _fn, _make
+arguments.GRADIENTS.update(DIFFERENTIABLE)   # the tensors' autograd finds them there
 
 
 def differentiable(function: Any) -> Differentiable | None:
