@@ -71,6 +71,10 @@ def window_sums(pl: PoolPlan, terms: np.ndarray, where: Callable[..., Any] | Non
     each tap's terms: positions are the flat spatial indices of the elements the tap lands on
     (per axis, broadcastable), taps the tap's numbers."""
     n_c, in_sp, out_sp = pl.in_shape[:2], pl.in_shape[2:], pl.out_shape[2:]
+    if where is None and _whole_plane(pl):   # one window, the plane: one term per element
+        whole = np.zeros(pl.in_shape, terms.dtype)
+        whole += terms
+        return whole
     # the positions any tap reaches, from -b on: [0, extent) of the padded sums
     extent = [max(n + b, (m - 1) * s + (k - 1) * d + 1 if m else 0)
               for n, m, k, s, d, b in zip(in_sp, out_sp, pl.kernel, pl.strides, pl.dilations,
@@ -89,6 +93,13 @@ def window_sums(pl: PoolPlan, terms: np.ndarray, where: Callable[..., Any] | Non
                                            for b, n in zip(pl.pads_begin, in_sp)))
     within: np.ndarray = sums[inside]
     return within
+
+
+def _whole_plane(pl: PoolPlan) -> bool:
+    """Whether each (n, c) plane is one window (a global pool's plan): no padding, no
+    dilation, one output per plane."""
+    return (all(m == 1 for m in pl.out_shape[2:]) and tuple(pl.kernel) == tuple(pl.in_shape[2:])
+            and not any(pl.pads_begin) and all(d == 1 for d in pl.dilations))
 
 
 def tap_positions(pl: PoolPlan, taps: tuple[int, ...]) -> np.ndarray:
@@ -180,6 +191,12 @@ def maximum(pl: PoolPlan, forward: Body) -> Body:
             indices = forward(x, None)[1]
         within = plane_indices(indices, plane)
         terms = dy.astype(dtypes.accumulate_dtype(x.dtype))
+        if _whole_plane(pl) and plane:   # one output per plane: its dY to the element named
+            flat = np.zeros((*pl.in_shape[:2], plane), terms.dtype)
+            at = within.reshape(*pl.in_shape[:2], 1)
+            np.put_along_axis(flat, np.maximum(at, 0), np.where(
+                at >= 0, 0.0 + terms.reshape(at.shape), flat[..., :1]), axis=-1)
+            return _result(flat.reshape(pl.in_shape), x.dtype, out)
         return _result(window_sums(pl, terms, lambda taps: within == tap_positions(pl, taps)),
                        x.dtype, out)
     return body
