@@ -91,8 +91,9 @@ def _host_compile(family: str, extra: str) -> str | None:
     except RuntimeError as exc:
         pytest.skip(str(exc))
     shim = str(loader.KERNEL_DIR / "host_shim.h")
-    res = subprocess.run([cxx, *loader.options(family), "-fsyntax-only", "-include", shim, "-x",
-                          "c++", "-"],
+    # the emulator's flags and the family's defines (NVRTC's options are not the host compiler's)
+    flags = [*emulator.CXX_FLAGS, *loader.define_options(loader.defines(family))]
+    res = subprocess.run([cxx, *flags, "-fsyntax-only", "-include", shim, "-x", "c++", "-"],
                          input=loader.source(family) + extra, capture_output=True, text=True,
                          check=False)
     return None if res.returncode == 0 else res.stderr
