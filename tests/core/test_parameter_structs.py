@@ -12,6 +12,7 @@ import pytest
 
 import onnx_cupy
 from onnx_cupy.core import emulator, loader
+from onnx_cupy.nn import functional as F
 
 pytestmark = pytest.mark.slow  # NVRTC and host compiles of every parameter struct
 
@@ -171,6 +172,9 @@ def test_launches_pass_single_structs(monkeypatch):
         onnx_cupy.affine_grid(np.ones((2, 3, 4), np.float32), [2, 1, 3, 4, 5])
         onnx_cupy.roi_align(x, np.array([[0, 0, 2, 3]], np.float32), np.array([1]),
                             output_height=2, output_width=2)
+        # the elementwise steps of the PyTorch-style pools: powers, and widen and narrow
+        F.lp_pool2d(x, 3, 2)
+        F.avg_pool2d(x.astype(np.float16), 2, divisor_override=3)
     assert {f for f, _ in seen} == set(loader.families())
     for family, args in seen:
         blocks = [a for a in args if isinstance(a, np.ndarray) and a.dtype.names]
