@@ -261,8 +261,10 @@ def test_cli_without_nvrtc(monkeypatch, fresh_family_reports, capsys):
     for name in [n for n in sys.modules if n == "cuda" or n.startswith("cuda.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "cuda", None)
-    # the compiles of this process, kept, would serve it: a compile is asked for as in a new one
+    # the compiles and the NVRTC binding of this process, kept, would serve it (the binding holds
+    # the cuda modules imported before): both are asked for as in a new process
     monkeypatch.setattr(kernel_report, "_compile", kernel_report._compile.__wrapped__)
+    monkeypatch.setattr(kernel_report, "_nvrtc", kernel_report._nvrtc.__wrapped__)
     assert cli.main(["kernels", "--family", "pool"]) == 2
     err = capsys.readouterr().err
     assert 'pip install ".[kernels]"' in err and "Traceback" not in err
