@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import onnx_cupy
-import onnx_cupy.nn.functional as F
 from onnx_cupy.core import emulator, loader
+from onnx_cupy.nn import functional as F
 
 pytestmark = pytest.mark.slow  # NVRTC and host compiles of every parameter struct
 
@@ -92,9 +92,9 @@ def _host_compile(family: str, extra: str) -> str | None:
     except RuntimeError as exc:
         pytest.skip(str(exc))
     shim = str(loader.KERNEL_DIR / "host_shim.h")
-    # the family's defines, as the emulator builds it (loader.options adds NVRTC's own flags)
-    defines = [f"-D{k}={v}" for k, v in loader.defines(family).items()]
-    res = subprocess.run([cxx, *defines, "-fsyntax-only", "-include", shim, "-x", "c++", "-"],
+    # the emulator's flags and the family's defines (NVRTC's options are not the host compiler's)
+    flags = [*emulator.CXX_FLAGS, *loader.define_options(loader.defines(family))]
+    res = subprocess.run([cxx, *flags, "-fsyntax-only", "-include", shim, "-x", "c++", "-"],
                          input=loader.source(family) + extra, capture_output=True, text=True,
                          check=False)
     return None if res.returncode == 0 else res.stderr
@@ -173,7 +173,9 @@ def test_launches_pass_single_structs(monkeypatch):
         onnx_cupy.affine_grid(np.ones((2, 3, 4), np.float32), [2, 1, 3, 4, 5])
         onnx_cupy.roi_align(x, np.array([[0, 0, 2, 3]], np.float32), np.array([1]),
                             output_height=2, output_width=2)
-        F.lp_pool2d(x, 3, 2)   # the elementwise steps around AveragePool's
+        # the elementwise steps of the PyTorch-style pools: powers, and widen and narrow
+        F.lp_pool2d(x, 3, 2)
+        F.avg_pool2d(x.astype(np.float16), 2, divisor_override=3)
         onnx_cupy.vjp(onnx_cupy.max_pool, x, cotangent=np.ones((2, 3, 4, 3), np.float32),
                       kernel_shape=[2, 2])
         onnx_cupy.vjp(onnx_cupy.max_unpool, x, np.arange(x.size).reshape(x.shape) * 4,

@@ -30,7 +30,8 @@ from typing import Any, Protocol
 # but those the source writes (fma), correctly rounded division and square root. Explicit, so
 # that no default (NVRTC's --fmad=true) decides.
 IEEE = ("--ftz=false", "--prec-div=true", "--prec-sqrt=true", "--fmad=false")
-OPTIONS: tuple[str, ...] = ("-std=c++17", *IEEE)
+LANGUAGE = ("-std=c++17",)   # the dialect the kernels are written in
+OPTIONS: tuple[str, ...] = (*LANGUAGE, *IEEE)
 # What CuPy's RawModule(code=) would add to the same options: the kernel report compiles with
 # these too, to show what the library's options change.
 CUPY_RAWMODULE = ("-ftz=true",)

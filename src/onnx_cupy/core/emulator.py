@@ -181,8 +181,7 @@ def build(source: str, kernels: Mapping[str, str], name: str = "kernels",
 
 
 def _flags(defines: Mapping[str, int | str] | None, checked: bool = False) -> list[str]:
-    return [*CXX_FLAGS, *(CHECK_FLAGS if checked else ()),
-            *(f"-D{k}={v}" for k, v in (defines or {}).items())]
+    return [*CXX_FLAGS, *(CHECK_FLAGS if checked else ()), *loader.define_options(defines or {})]
 
 
 def _shim_texts() -> list[str]:

@@ -186,11 +186,17 @@ def defines(family: str) -> dict[str, int | str]:
     return {**COMMON_DEFINES, **_FAMILIES[family].defines}
 
 
+def define_options(values: Mapping[str, int | str]) -> tuple[str, ...]:
+    """The -D options that pass the constants `values` to a compiler: NVRTC and the host compiler
+    (the emulator) take them alike, each with its own other options."""
+    return tuple(f"-D{k}={v}" for k, v in values.items())
+
+
 def options(family: str | None = None) -> tuple[str, ...]:
     """NVRTC options: the library's IEEE options (cuda_compile.OPTIONS) and the defines of `family`
     (None: COMMON_DEFINES, for a source outside the families)."""
     values = COMMON_DEFINES if family is None else defines(family)
-    return (*cuda_compile.OPTIONS, *(f"-D{k}={v}" for k, v in values.items()))
+    return (*cuda_compile.OPTIONS, *define_options(values))
 
 
 @functools.cache

@@ -27,7 +27,12 @@ RESIZED, KEPT = "rsz::RESIZED", "rsz::KEPT"
 FAST_RANKS = (1, 2, 3)      # resized dims of the fast kernels (RESIZE_FAST_MAXD: the most)
 FAST_TAPS = (1, 2, 4)       # taps per dim: nearest, linear, cubic
 FILL_BYTES = max(POD_BYTES)  # a parameter struct's `fill`: the bytes of the largest element
-BUDGET = 40                 # instructions per output of a float16/bfloat16/float32 fast path
+# instructions per output of a float16/bfloat16/float32 fast path. 40 was set for contracted code;
+# under the IEEE options (--fmad=false) each weighted tap is a multiply and an add: bfloat16 linear
+# on 2 axes walking a resized one measures 42.75 on sm_90 (38.75 contracted) and 61.75 with 64-bit
+# offsets (57.75), its bfloat16 rounding on store costing what float16's single conversion does
+# not. Fewer address computations (a row pointer) and the hardware conversion measured more.
+BUDGET = 43
 TABLE_ALIGN = 16           # bytes: a record of the fast tables is read with 16-byte loads
 # the first offset of an extrapolated coordinate in the fast tables, per index width: the least
 # value of the offset type, which no offset of an input indexed with that type reaches

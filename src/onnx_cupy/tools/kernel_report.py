@@ -411,7 +411,7 @@ def cupy_options(family: str) -> tuple[str, ...]:
     """The options `cupy.RawModule(code=...)` would compile `family` with: the loader's defines,
     NVRTC's defaults where the library's IEEE options set them (multiply-adds contracted), and
     the -ftz=true CuPy appends."""
-    return (*(o for o in loader.options(family) if o not in cuda_compile.IEEE),
+    return (*cuda_compile.LANGUAGE, *loader.define_options(loader.defines(family)),
             *cuda_compile.CUPY_RAWMODULE)
 
 
