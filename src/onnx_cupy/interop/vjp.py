@@ -45,6 +45,9 @@ _GRADIENTS: dict[Callable[..., Any], tuple[str, int, int, Gradient]] = {
 }
 
 
+_CHECKED: set[tuple[Any, ...]] = set()   # (operator, opset, attribute names) found defined
+
+
 @functools.cache
 def _defaults(function: Callable[..., Any]) -> dict[str, Any]:
     """The attributes `function` takes as keywords, with their defaults (those a call of the
@@ -169,7 +172,10 @@ def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: in
     if not fewest <= len(inputs) <= most:
         raise TypeError(f"vjp: {name} takes {fewest} to {most} inputs, got {len(inputs)}")
     opset = 22 if opset is None else opset
-    opsets.check_given(op, opset, dict.fromkeys(attributes, True))
+    names = (op, opset, *attributes)
+    if names not in _CHECKED:   # the names given, checked once per operator and opset
+        opsets.check_given(op, opset, dict.fromkeys(attributes, True))
+        _CHECKED.add(names)
     return gradient(inputs, cotangent, opset, {**_defaults(function), **attributes}, out)
 
 

@@ -25,7 +25,8 @@ Here the terms go in by one slice-add per window tap, the taps in descending ord
 output o lands on o*s - b + j*d: for one element, a later tap is an earlier output), so every
 element receives its terms in ascending output order; the adaptive windows, whose starts are
 not evenly spaced (and repeat where an axis grows), by one gather per step into the range of
-outputs holding each element (`adaptive`).
+outputs holding each element (`adaptive`); MaxPool's, whose terms each go to one element, by
+np.add.at in row-major output order (`maximum`).
 """
 from __future__ import annotations
 
@@ -64,14 +65,11 @@ def prepare(gp: GradientPlan, dtype: np.dtype) -> Body:
     return average(fw, divisor)
 
 
-def window_sums(pl: PoolPlan, terms: np.ndarray, where: Callable[..., Any] | None = None
-                ) -> np.ndarray:
+def window_sums(pl: PoolPlan, terms: np.ndarray) -> np.ndarray:
     """S[n,c,w] = sum of terms[n,c,o] over the outputs o whose window W(o) holds w, in
-    ascending o, in terms' dtype (the shape of X); `where(taps, positions)` (MaxPool) masks
-    each tap's terms: positions are the flat spatial indices of the elements the tap lands on
-    (per axis, broadcastable), taps the tap's numbers."""
+    ascending o, in terms' dtype (the shape of X)."""
     n_c, in_sp, out_sp = pl.in_shape[:2], pl.in_shape[2:], pl.out_shape[2:]
-    if where is None and _whole_plane(pl):   # one window, the plane: one term per element
+    if _whole_plane(pl):   # one window, the plane: one term per element
         whole = np.zeros(pl.in_shape, terms.dtype)
         whole += terms
         return whole
@@ -85,10 +83,7 @@ def window_sums(pl: PoolPlan, terms: np.ndarray, where: Callable[..., Any] | Non
             at: tuple[Any, ...] = (Ellipsis, *(
                 slice(j * d, j * d + (m - 1) * s + 1, s)
                 for j, d, m, s in zip(taps, pl.dilations, out_sp, pl.strides)))
-            if where is None:
-                sums[at] += terms
-            else:
-                np.add(sums[at], terms, out=sums[at], where=where(taps))
+            sums[at] += terms
     inside: tuple[Any, ...] = (Ellipsis, *(slice(b, b + n)
                                            for b, n in zip(pl.pads_begin, in_sp)))
     within: np.ndarray = sums[inside]
@@ -100,22 +95,6 @@ def _whole_plane(pl: PoolPlan) -> bool:
     dilation, one output per plane."""
     return (all(m == 1 for m in pl.out_shape[2:]) and tuple(pl.kernel) == tuple(pl.in_shape[2:])
             and not any(pl.pads_begin) and all(d == 1 for d in pl.dilations))
-
-
-def tap_positions(pl: PoolPlan, taps: tuple[int, ...]) -> np.ndarray:
-    """The flat spatial index (pl.index_strides: MaxPool's Indices order) of the element tap
-    `taps` of each output lands on, -1 where it lands outside X; shaped as the output's
-    spatial axes."""
-    total = np.zeros((), np.int64)
-    inside = np.ones((), bool)
-    for axis, (j, m, s, d, b, n, step) in enumerate(zip(
-            taps, pl.out_shape[2:], pl.strides, pl.dilations, pl.pads_begin, pl.in_shape[2:],
-            pl.index_strides)):
-        w = np.arange(m, dtype=np.int64) * s - b + j * d
-        shape = (-1,) + (1,) * (pl.nd - 1 - axis)
-        total = total + (w * step).reshape(shape)
-        inside = inside & ((w >= 0) & (w < n)).reshape(shape)
-    return np.where(inside, total, -1)
 
 
 def plane_indices(indices: np.ndarray, plane: int) -> np.ndarray:
@@ -182,8 +161,11 @@ def lp_factor(x: np.ndarray, p: float) -> np.ndarray:
 
 def maximum(pl: PoolPlan, forward: Body) -> Body:
     """MaxPool's gradient: body(x, dy, indices, out) -> dX (Indices computed by `forward`
-    where None): each output's dY to the element its index names."""
-    plane = math.prod(pl.in_shape[2:])
+    where None): each output's dY to the element its index names, added in row-major output
+    order from +0 (np.add.at adds in the order of its operands: each element's outputs in
+    ascending order, as the kernels sum them)."""
+    in_sp = pl.in_shape[2:]
+    plane = math.prod(in_sp)
 
     def body(x: np.ndarray, dy: np.ndarray, indices: np.ndarray | None,
              out: np.ndarray | None) -> np.ndarray:
@@ -191,14 +173,16 @@ def maximum(pl: PoolPlan, forward: Body) -> Body:
             indices = forward(x, None)[1]
         within = plane_indices(indices, plane)
         terms = dy.astype(dtypes.accumulate_dtype(x.dtype))
-        if _whole_plane(pl) and plane:   # one output per plane: its dY to the element named
-            flat = np.zeros((*pl.in_shape[:2], plane), terms.dtype)
-            at = within.reshape(*pl.in_shape[:2], 1)
-            np.put_along_axis(flat, np.maximum(at, 0), np.where(
-                at >= 0, 0.0 + terms.reshape(at.shape), flat[..., :1]), axis=-1)
-            return _result(flat.reshape(pl.in_shape), x.dtype, out)
-        return _result(window_sums(pl, terms, lambda taps: within == tap_positions(pl, taps)),
-                       x.dtype, out)
+        hit = within >= 0
+        at = within[hit]
+        if pl.storage_order and len(in_sp) > 1:   # column-major indices: row-major positions
+            at = np.ravel_multi_index(np.unravel_index(at, in_sp, order="F"), in_sp)
+        base = np.arange(math.prod(pl.in_shape[:2]), dtype=np.int64) * plane
+        at = at + np.broadcast_to(base.reshape(*pl.in_shape[:2], *(1,) * len(in_sp)),
+                                  within.shape)[hit]
+        sums = np.zeros(math.prod(pl.in_shape), terms.dtype)
+        np.add.at(sums, at, terms[hit])
+        return _result(sums.reshape(pl.in_shape), x.dtype, out)
     return body
 
 

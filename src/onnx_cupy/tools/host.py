@@ -162,7 +162,7 @@ CALLS: tuple[HostCall, ...] = (
              others=_cotangent),
     HostCall("MaxPool 3x3 s2 p1 backward: vjp (forward included)", (1, 64, 56, 56),
              lambda oc, F, x, dy: oc.vjp(oc.max_pool, x, cotangent=dy, **_P3),
-             others=_cotangent),
+             judged=False, others=_cotangent),   # two calls: the forward's Indices, then dX
     HostCall("MaxPool 3x3 s2 p1 backward, saved Indices", (1, 64, 56, 56),
              _gradient("MaxPool", _P3), others=_saved_indices),
     HostCall("LpPool p=2 3x3 s2 p1 backward, saved Y", (1, 64, 56, 56),
