@@ -71,13 +71,14 @@ def test_host_section(quick):
     _, stdout, out = quick
     host = json.loads((out / "numpy-quick.json").read_text())["host"]
     judged = [r for r in host["rows"] if r["judged"]]
-    assert len(judged) == sum(c.judged for c in bench.host.CALLS) == 19
+    assert len(judged) == sum(c.judged for c in bench.host.CALLS) == 18
     named = {r["call"].split()[0] for r in judged}   # every operator has a row
     assert set(bench.OPS) | {"AffineGrid"} == named
     backward = {r["call"].split()[0] for r in judged if " backward" in r["call"]}
     assert backward == set(bench.cases.GRADIENT_OPS)   # and every gradient
-    assert {"F.avg_pool2d(x, 3, 2, 1)", "run_node(AveragePool node)"} <= {
-        r["call"] for r in host["rows"] if not r["judged"]}
+    assert {"F.avg_pool2d(x, 3, 2, 1)", "run_node(AveragePool node)",
+            "MaxPool 3x3 s2 p1 backward: vjp (forward included)"} <= {
+        r["call"] for r in host["rows"] if not r["judged"]}   # the last makes two calls
     for r in host["rows"]:
         assert 0 < r["us_range"][0] <= r["us"] <= r["us_range"][1] < 1e5, r
     t = host["targets"]
