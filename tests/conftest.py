@@ -157,3 +157,16 @@ def pool_whole_rows(monkeypatch):
         monkeypatch.setattr(numpy_passes, "WHOLE_ROWS", outputs)
 
     return whole_rows
+
+
+KERNEL_PATHS = ["emulated", "cupy"]
+
+
+@pytest.fixture(params=KERNEL_PATHS)
+def kernel_path(request):
+    """'emulated', or 'cupy' on a fresh executing stand-in (the GPU where one is visible)."""
+    if request.param == "cupy" and not execution.gpu_available():
+        with StandIn().installed():
+            yield "cupy"
+        return
+    yield request.param

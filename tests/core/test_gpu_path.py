@@ -17,18 +17,6 @@ from onnx_cupy.core import checker, execution, workspaces
 from onnx_cupy.core.emulated_device import ALIGN
 from onnx_cupy.nn import functional as F
 
-KERNEL_PATHS = ["emulated", "cupy"]
-
-
-@pytest.fixture(params=KERNEL_PATHS)
-def kernel_path(request):
-    """'emulated', or 'cupy' on a fresh executing stand-in (the GPU where one is visible)."""
-    if request.param == "cupy" and not execution.gpu_available():
-        with StandIn().installed():
-            yield "cupy"
-        return
-    yield request.param
-
 
 def moved(a: np.ndarray, path: str):
     """`a` on the kernel path: on the GPU in a C-contiguous view whose first element has the

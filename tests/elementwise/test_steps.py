@@ -21,20 +21,9 @@ from helpers.util import BF16, FLOAT_DTYPES, to_numpy, ulp_distance
 from onnx_cupy.core import dtypes, execution
 from onnx_cupy.elementwise import api, plan
 
-KERNEL_PATHS = ["emulated", "cupy"]
 NAMES = tuple(d.name for d in FLOAT_DTYPES)
 EXPONENTS = (1.0, 2.0, 3.0, 2.5, 0.5, -1.0, 1 / 3)
 GPU_POW_ULPS = {"float32": 4, "float64": 2}   # CUDA's bound on pow, from the exact result
-
-
-@pytest.fixture(params=KERNEL_PATHS)
-def kernel_path(request):
-    """'emulated', or 'cupy' on a fresh executing stand-in (the GPU where one is visible)."""
-    if request.param == "cupy" and not execution.gpu_available():
-        with StandIn().installed():
-            yield "cupy"
-        return
-    yield request.param
 
 
 def _on_gpu(path: str) -> bool:

@@ -26,20 +26,9 @@ from onnx_cupy.nn import functional as F
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-KERNEL_PATHS = ["emulated", "cupy"]
 NAMES = tuple(d.name for d in FLOAT_DTYPES)
 SHAPE = (2, 3, 7, 8)
 KINDS = ("coarse", "negative", "inf", "subnormal")
-
-
-@pytest.fixture(params=KERNEL_PATHS)
-def kernel_path(request):
-    """'emulated', or 'cupy' on a fresh executing stand-in (the GPU where one is visible)."""
-    if request.param == "cupy" and not execution.gpu_available():
-        with StandIn().installed():
-            yield "cupy"
-        return
-    yield request.param
 
 
 def _dtype(name: str) -> np.dtype:
