@@ -458,7 +458,30 @@ def test_saved_output_given_or_computed(backend, index):
         saved = saved_of(c, to_backend(x, backend))
     given = gradient(backend, c.op, x, dy, c.parts, to_numpy(saved))
     assert_same_bits(gradient(backend, c.op, x, dy, c.parts), given)
-    assert_same_bits(gradient(backend, c.op, x, dy, c.parts), given)   # twice: same bits
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_indices_outside_their_plane_win_nothing(backend, seed):
+    """Given Indices that name another (n, c) plane, -1 or a position past X: those outputs'
+    dY reach no element; the others' are summed as ever (the bits of the gradient with those
+    outputs' dY set to 0)."""
+    rng = np.random.default_rng([SEED, seed, 7])
+    shape = (2, 3, 7, 6)
+    x = rng.standard_normal(shape).astype(np.float32)
+    dy = rng.standard_normal((2, 3, 4, 3)).astype(np.float32)
+    parts = (22, {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 0]})
+    indices = oc.max_pool(x, **parts[1], opset=22, return_indices=True)[1]
+    bad = rng.random(indices.shape) < 0.3
+    plane = 7 * 6
+    choices = np.stack([np.full_like(indices, -1), np.full_like(indices, math.prod(shape)),
+                        indices + plane, indices - plane])   # none, past X, the next, previous
+    given = np.where(bad, np.take_along_axis(
+        choices, rng.integers(0, 4, (1, *indices.shape)), 0)[0], indices)
+    zeroed = np.where(bad, np.float32(0), dy)
+    want = gradient("numpy", "MaxPool", x, zeroed, parts, indices)
+    assert bad.any() and (~bad).any() and not np.array_equal(want, gradient(
+        "numpy", "MaxPool", x, dy, parts, indices))
+    assert_same_bits(gradient(backend, "MaxPool", x, dy, parts, given), want)
 
 
 # ------------------------------------------------------------------------- adaptive pools

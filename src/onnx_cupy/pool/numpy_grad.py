@@ -97,16 +97,6 @@ def _whole_plane(pl: PoolPlan) -> bool:
             and not any(pl.pads_begin) and all(d == 1 for d in pl.dilations))
 
 
-def plane_indices(indices: np.ndarray, plane: int) -> np.ndarray:
-    """ONNX MaxPool's Indices (flat over N, C and the spatial axes) as indices within each
-    (n, c) plane; an index of another plane becomes -2 (it wins no element of this one)."""
-    n_c = indices.shape[:2]
-    base = (np.arange(math.prod(n_c), dtype=np.int64) * plane).reshape(*n_c, *(1,) * (
-        indices.ndim - 2))
-    within = indices - base
-    return np.where((within >= 0) & (within < plane), within, -2)
-
-
 def average(pl: PoolPlan, divisor: np.ndarray | float) -> Body:
     """AveragePool's gradient: body(x, dy, _, out) -> dX, the terms dY / D in the
     accumulation type."""
@@ -163,27 +153,42 @@ def maximum(pl: PoolPlan, forward: Body) -> Body:
     """MaxPool's gradient: body(x, dy, indices, out) -> dX (Indices computed by `forward`
     where None): each output's dY to the element its index names, added in row-major output
     order from +0 (np.add.at adds in the order of its operands: each element's outputs in
-    ascending order, as the kernels sum them)."""
+    ascending order, as the kernels sum them). Indices are flat over N, C and the spatial
+    axes; one of another (n, c) plane than its output's wins nothing."""
     in_sp = pl.in_shape[2:]
     plane = math.prod(in_sp)
+    base = (np.arange(math.prod(pl.in_shape[:2]), dtype=np.int64) * plane).reshape(*pl.in_shape[:2],
+                                                               *(1,) * len(in_sp))
 
     def body(x: np.ndarray, dy: np.ndarray, indices: np.ndarray | None,
              out: np.ndarray | None) -> np.ndarray:
         if indices is None:
             indices = forward(x, None)[1]
-        within = plane_indices(indices, plane)
-        terms = dy.astype(dtypes.accumulate_dtype(x.dtype))
-        hit = within >= 0
-        at = within[hit]
-        if pl.storage_order and len(in_sp) > 1:   # column-major indices: row-major positions
-            at = np.ravel_multi_index(np.unravel_index(at, in_sp, order="F"), in_sp)
-        base = np.arange(math.prod(pl.in_shape[:2]), dtype=np.int64) * plane
-        at = at + np.broadcast_to(base.reshape(*pl.in_shape[:2], *(1,) * len(in_sp)),
-                                  within.shape)[hit]
+        terms = dy.astype(dtypes.accumulate_dtype(x.dtype), copy=False).reshape(-1)
+        at = indices.astype(np.int64, copy=False).reshape(-1)
+        column_major = pl.storage_order and len(in_sp) > 1
+        if column_major or not _in_planes(at, base.reshape(-1), plane):
+            within = np.subtract(indices, base, dtype=np.int64)
+            hit = within.view(np.uint64) < plane   # in its own plane (a negative one wraps)
+            if column_major:   # the row-major positions of column-major indices
+                rows = np.ravel_multi_index(np.unravel_index(np.where(hit, within, 0), in_sp,
+                                                             order="F"), in_sp)
+                at = (rows + base).reshape(-1)
+            keep = hit.reshape(-1)
+            at, terms = at[keep], terms[keep]
         sums = np.zeros(math.prod(pl.in_shape), terms.dtype)
-        np.add.at(sums, at, terms[hit])
+        np.add.at(sums, at, terms)
         return _result(sums.reshape(pl.in_shape), x.dtype, out)
     return body
+
+
+def _in_planes(at: np.ndarray, base: np.ndarray, plane: int) -> bool:
+    """Whether every row p of `at` (as many rows as `base`) lies in [base[p], base[p] + plane)
+    (two reductions: the common case needs no mask)."""
+    if not at.size:
+        return False
+    at = at.reshape(len(base), -1)
+    return bool((at.min(axis=1) >= base).all() and (at.max(axis=1) < base + plane).all())
 
 
 def adaptive(pl: AdaptivePlan, forward: Body) -> Body:
@@ -234,6 +239,6 @@ def adaptive(pl: AdaptivePlan, forward: Body) -> Body:
 def _result(sums: np.ndarray, dtype: np.dtype, out: np.ndarray | None) -> np.ndarray:
     """The sums rounded once to `dtype`, into `out` where given."""
     if out is None:
-        return sums.astype(dtype)
+        return sums.astype(dtype, order="C", copy=False)
     np.copyto(out, sums, casting="unsafe")
     return out
