@@ -10,8 +10,9 @@ recorded ones).
   float32 result rounded once, see _widened);
 - torch.autograd.gradcheck in float64 wherever it passes for PyTorch's own function, and
   PyTorch's Jacobian where it does not;
-- PyTorch's own samples of these functions (the OpInfo entries of op_db, lp_pool's ModuleInfo
-  entries of module_db), forward and backward, float64 and float32, counted;
+- PyTorch's own samples of these functions (the OpInfo entries of op_db, the functional calls
+  of the pooling modules' ModuleInfo entries of module_db, the JIT samples of
+  jit_metaprogramming_utils), forward and backward, float64 and float32, counted;
 - determinism, a second derivative's error, in-place changes of a saved input, no graph under
   torch.no_grad(), and a TypeError naming each function that has no gradient.
 """
@@ -337,26 +338,93 @@ def test_opinfo_samples(opinfo, dtype):
     assert ran > 0
 
 
+MODULES = [f"nn.{kind}{k}d" for kind in ("AvgPool", "MaxPool", "LPPool", "AdaptiveAvgPool",
+                                          "AdaptiveMaxPool") for k in (1, 2, 3)]
+
+
+def _recorded_call(module, x):
+    """(function name, positional arguments after the input, keywords) of the
+    torch.nn.functional call `module(x)` makes, recorded by wrapping that function."""
+    calls = []
+    kind = type(module).__name__
+    name = {"LPPool": "lp_pool", "AvgPool": "avg_pool", "MaxPool": "max_pool",
+            "AdaptiveAvgPool": "adaptive_avg_pool",
+            "AdaptiveMaxPool": "adaptive_max_pool"}[kind[:-2]] + kind[-2:].lower()
+    plain = getattr(TF, name)
+
+    def recorder(input, *args, **kw):
+        calls.append((args, kw))
+        return plain(input, *args, **kw)
+    setattr(TF, name, recorder)
+    try:
+        module(x)
+    finally:
+        setattr(TF, name, plain)
+    assert len(calls) == 1, (module, calls)
+    return name, *calls[0]
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("k", [1, 2, 3])
-def test_lp_pool_moduleinfo_samples(k, dtype):
-    """lp_pool has no OpInfo entry: the samples of PyTorch's ModuleInfo of nn.LPPool{k}d
-    (norm_type, kernel_size, stride), as the module calls F.lp_pool{k}d."""
+@pytest.mark.parametrize("module", MODULES)
+def test_moduleinfo_samples(module, dtype):
+    """Every sample of PyTorch's ModuleInfo of the pooling module `module`: the
+    torch.nn.functional call the module makes (recorded), through ours with requires_grad,
+    forward and backward against PyTorch's (lp_pool at |x| + 0.1, where every power is
+    smooth)."""
     try:
         from torch.testing._internal.common_modules import module_db
     except ImportError as exc:
         pytest.skip(f"torch's ModuleInfo database does not import: {exc}")
-    info = next(m for m in module_db if m.name == f"nn.LPPool{k}d")
-    rng = _seed("LPPool", k, dtype)
+    info = next(m for m in module_db if m.name == module)
+    rng = _seed(module, dtype)
     ran = 0
     for sample in info.module_inputs_func(info, device="cpu", dtype=DTYPES[dtype],
                                           requires_grad=True, training=True):
-        args = sample.constructor_input.args
-        kwargs = sample.constructor_input.kwargs
         x = sample.forward_input.args[0]
-        _compare(f"lp_pool{k}d", x.detach().abs() + 0.1, (), args, kwargs, rng)
+        built = info.module_cls(*sample.constructor_input.args,
+                                **sample.constructor_input.kwargs)
+        name, args, kw = _recorded_call(built, x.detach())
+        x = x.detach().abs() + 0.1 if name.startswith("lp_pool") else x
+        _compare(name, x, (), args, kw, rng)
         ran += 1
+    SAMPLES_RAN[f"{module}-{dtype}"] = ran
     assert ran > 0
+
+
+def _jit_samples() -> list[tuple]:
+    try:
+        from torch.testing._internal.jit_metaprogramming_utils import get_nn_functional_tests
+    except ImportError:
+        return []
+    return [t for t in get_nn_functional_tests()
+            if "pool" in t[0] and not t[0].startswith("fractional")]
+
+
+JIT = _jit_samples()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("sample", JIT, ids=[f"{t[0]}-{i}" for i, t in enumerate(JIT)])
+def test_jit_samples(sample, dtype):
+    """PyTorch's JIT samples of the pooling functions (jit_metaprogramming_utils'
+    nn_functional_tests: a shape or a tensor, the arguments after it): forward and backward
+    against PyTorch's, max_unpool's indices as given."""
+    name, given, args = sample[:3]
+    rng = _seed("jit", name, repr(args), dtype)
+    x = (torch.tensor(rng.standard_normal(given), dtype=DTYPES[dtype])
+         if isinstance(given, tuple) else given.to(DTYPES[dtype]))
+    x = x.abs() + 0.1 if name.startswith("lp_pool") else x
+    extra = tuple(a for a in args if isinstance(a, torch.Tensor))
+    rest = tuple(a for a in args if not isinstance(a, torch.Tensor))
+    _compare(name, x, extra, rest, {}, rng)
+
+
+def test_jit_samples_are_found():
+    """The JIT sample list is read from PyTorch, not empty: every pooling function's."""
+    assert {t[0] for t in JIT} >= {f"{f}{k}d" for f in ("avg_pool", "max_pool", "lp_pool",
+                                                        "adaptive_avg_pool",
+                                                        "adaptive_max_pool", "max_unpool")
+                                    for k in (1, 2, 3)}
 
 
 # ------------------------------------------------------------------------------- the bridge
