@@ -172,6 +172,65 @@ def test_with_out_a_repeated_call_allocates_nothing(fake, rng, case):
             ["allocate"] * count
 
 
+# id -> (X's shape, dtype, function, attributes): the gradients by onnx_cupy.vjp, which
+# computes the forward output a gradient reads (MaxPool's Indices, LpPool's Y) at each call
+P4 = {"kernel_shape": [4, 4], "strides": [4, 4], "pads": [1, 1, 1, 1]}
+GRADIENTS = {
+    "average_pool": ((2, 3, 32, 30), np.float32, oc.average_pool, P4),
+    "max_pool-f16": ((2, 3, 32, 30), np.float16, oc.max_pool, P4),
+    "max_pool-generic-4d": ((1, 2, 8, 8, 8, 8), np.float32, oc.max_pool,
+                            {"kernel_shape": [2, 2, 2, 2], "strides": [2, 2, 2, 2]}),
+    "lp_pool-p3": ((2, 3, 32, 30), np.float32, oc.lp_pool, {**P4, "p": 3}),
+    "global_average_pool": ((2, 3, 15, 17), np.float32, oc.global_average_pool, {}),
+    "global_max_pool": ((2, 3, 15, 17), np.float64, oc.global_max_pool, {}),
+    "global_lp_pool": ((2, 3, 15, 17), np.float32, oc.global_lp_pool, {"p": 3}),
+    "F.adaptive_max_pool2d": ((2, 3, 32, 30), np.float32, F.adaptive_max_pool2d,
+                              {"output_size": (4, 3)}),
+    "F.avg_pool2d": ((2, 3, 32, 30), np.float32, F.avg_pool2d,
+                     {"kernel_size": 4, "stride": 4, "divisor_override": 5}),
+}
+
+
+@pytest.mark.parametrize("case", GRADIENTS)
+def test_a_repeated_gradient_allocates_its_gradient_and_o_output_scratch(fake, rng, case):
+    """A repeated vjp allocates dX and, where the gradient reads the forward's output, that
+    output (at most 8 bytes per element of Y for each of Y and Indices): O(output) scratch,
+    nothing the size of X beyond dX; no upload, wait or compile."""
+    shape, dtype, function, attrs = GRADIENTS[case]
+    y = function((rng.standard_normal(shape)).astype(dtype), **attrs)
+    y_size = _outputs(y)[0].size
+
+    def call():
+        x, dy = _input(fake, rng, shape, dtype), _input(fake, rng, _outputs(y)[0].shape, dtype)
+        since = len(fake.operations)
+        (dx,) = oc.vjp(function, x, cotangent=dy, **attrs)
+        return dx, fake.operations[since:]
+
+    call()
+    dx, done = call()
+    assert [o.kind for o in done if o.kind in REFUSED] == [], done
+    allocated = [o.nbytes for o in done if o.kind == "allocate"]
+    gradient = -(-dx.nbytes // 512) * 512
+    assert gradient in allocated and dx.shape == shape, done
+    scratch, bound = sum(allocated) - gradient, 2 * -(-y_size * 8 // 512) * 512
+    assert scratch <= bound < dx.nbytes, (scratch, done)
+
+
+def test_a_repeated_gradient_given_its_saved_output_allocates_only_dx(fake, rng):
+    """Given the forward's Indices (as autograd saves them), a repeated MaxPool gradient
+    allocates dX alone."""
+    from onnx_cupy.pool import api
+    x = _input(fake, rng, (2, 3, 9, 9), np.float32)
+    _, indices = oc.max_pool(x, return_indices=True, **P3)
+    dy = _input(fake, rng, indices.shape, np.float32)
+    api.gradient("MaxPool", x, dy, (22, P3), saved=indices)
+    since = len(fake.operations)
+    dx = api.gradient("MaxPool", x, dy, (22, P3), saved=indices)
+    done = fake.operations[since:]
+    assert [(o.kind, o.nbytes) for o in done if o.kind == "allocate"] == [
+        ("allocate", -(-dx.nbytes // 512) * 512)], done
+
+
 def test_a_sequence_of_calls_is_captured_and_replayed(fake, rng):
     """Every case's repeated call inside one stream capture: nothing is refused, the graph holds
     their launches, and each replay launches them again."""
