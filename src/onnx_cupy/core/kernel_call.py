@@ -104,6 +104,12 @@ class KernelCall:
 
     def _partners(self, x: Any, others: tuple[Any, ...]) -> tuple[Any, ...]:
         """The inputs after X as arrays of X's kind (arrays.partner), None where absent."""
+        kind = type(x)
+        for a in others:
+            if type(a) is not kind and a is not None:
+                break
+        else:   # all of X's type already: as they are
+            return others
         return tuple(None if a is None else arrays.partner(a, x, self.op, spec.name)
                      for a, spec in zip(others, self.inputs[1:]))
 
