@@ -261,13 +261,15 @@ def _plain(parts: tuple[Any, ...]) -> tuple[Hashable, ...] | None:
         if kind is dict:
             flat += (len(p), *p)
             for v in p.values():
-                kind = type(v)
-                if kind in exact:
-                    flat.append(v)
-                elif kind is list and exact.issuperset(map(type, v)):
+                if type(v) is list:
+                    for item in v:
+                        if type(item) not in exact:
+                            return None   # a float, a nested list, ...: pickled
                     flat.append((list, *v))
+                elif type(v) in exact:
+                    flat.append(v)
                 else:
-                    return None   # a float, a tuple, nested lists, ...: pickled
+                    return None   # a float, a tuple, ...: pickled
         elif kind in exact:
             flat.append(p)
         else:
