@@ -209,9 +209,9 @@ def key(backend: str, inputs: tuple[Any, ...], parts: tuple[Any, ...],
     device; None for an absent one) with `parts` (the operator's arguments: opset, attributes)
     and the host `vectors` (such as Resize's scales), or None where a part cannot key a cache.
     Parts and vectors that are all ints, strings or None, or dicts of them or of lists of them,
-    key as they are (`_plain`), others `frozen` together; where NumPy arrays are among the vectors, each
-    vector's place holds its dtype, shape and bytes, or None for a vector of another type
-    (which then goes with the parts)."""
+    key as they are (`_plain`), others `frozen` together; where NumPy arrays are among the
+    vectors, each vector's place holds its dtype, shape and bytes, or None for a vector of
+    another type (which then goes with the parts)."""
     if len(inputs) == 1:   # the common call, without a loop
         x = inputs[0]
         if backend == "numpy":

@@ -10,8 +10,8 @@ from .arguments import _array, _In, _tensors
 
 @_tensors
 def one_hot_argmax(input: _In, dim: int = -1) -> _In:
-    """PyTorch's one-hot argmax idiom on a NumPy or CuPy array: the result of
-    `torch.zeros_like(x).scatter_(dim, x.argmax(dim=dim, keepdim=True), 1)`.
+    """PyTorch's one-hot argmax idiom on a NumPy or CuPy array or a PyTorch tensor: the
+    result of `torch.zeros_like(x).scatter_(dim, x.argmax(dim=dim, keepdim=True), 1)`.
 
     ONNX Hardmax-13 with axis = dim: 1 at the first maximum along `dim` (a NaN counts as the
     maximum, the first NaN wins, as torch.argmax), 0 elsewhere.

@@ -28,14 +28,14 @@ def _window_doc(k: int, pad: str) -> str:
 
 
 
-_AVG_DOC = """PyTorch's `torch.nn.functional.avg_pool{k}d` on a NumPy or CuPy array.
+_AVG_DOC = """PyTorch's `torch.nn.functional.avg_pool{k}d` on a NumPy or CuPy array or a PyTorch
+    tensor.
 
     Runs ONNX AveragePool with kernel_shape = kernel_size, strides = stride (default
     kernel_size), pads = padding at both ends, ceil_mode and count_include_pad as given (what
     PyTorch's ONNX exporter writes); the two agree everywhere, including ceil_mode's last window
     (dropped where it would start in the right padding) and count_include_pad's divisor (pads
-    count, a ceil_mode overhang past them does not). divisor_override (not expressible in ONNX)
-    divides each window's sum by that number instead.
+    count, a ceil_mode overhang past them does not).{override}
 
     Parameters
     ----------
@@ -46,8 +46,8 @@ _AVG_DOC = """PyTorch's `torch.nn.functional.avg_pool{k}d` on a NumPy or CuPy ar
 {returns}
     ValueError
         Where PyTorch raises: kernel_size, stride or padding of the wrong length; kernel or
-        stride <= 0; padding above half the kernel; an output length < 1; a zero
-        divisor_override; a wrong input rank.
+        stride <= 0; padding above half the kernel; an output length < 1;{zero_override} a
+        wrong input rank.
 
     Examples
     --------
@@ -63,7 +63,8 @@ _DIVISOR_DOC = """
 
 
 
-_LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy array.
+_LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy array or a PyTorch
+    tensor.
 
     PyTorch computes `avg_pool{k}d(input ** norm_type, kernel_size, stride, 0, ceil_mode) *
     prod(kernel_size)` raised to `1 / norm_type`, and so does this (ONNX AveragePool with
@@ -101,7 +102,8 @@ _LP_DOC = """PyTorch's `torch.nn.functional.lp_pool{k}d` on a NumPy or CuPy arra
 
 
 
-_MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy array.
+_MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy array or a PyTorch
+    tensor.
 
     Runs ONNX MaxPool with kernel_shape = kernel_size, strides = stride (default kernel_size),
     pads = padding at both ends, dilations = dilation and ceil_mode as given (what PyTorch's
@@ -141,7 +143,7 @@ _MAX_DOC = """PyTorch's `torch.nn.functional.max_pool{k}d` on a NumPy or CuPy ar
 
 
 _ADAPTIVE_DOC = """PyTorch's `torch.nn.functional.adaptive_{kind}_pool{k}d` on a NumPy or CuPy
-    array.
+    array or a PyTorch tensor.
 
     Output o is the {what} over its window: along a spatial axis of input length n and output
     length m, [floor(o * n / m), ceil((o + 1) * n / m)).{rule}

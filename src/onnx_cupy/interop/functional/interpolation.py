@@ -67,7 +67,8 @@ def _per_axis(value: Any, spatial: list[int], subject: str, named: str, name: st
 def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> _In:
-    """PyTorch's `torch.nn.functional.interpolate` on a NumPy or CuPy array.
+    """PyTorch's `torch.nn.functional.interpolate` on a NumPy or CuPy array or a
+    PyTorch tensor.
 
     Runs ONNX Resize-19 on the spatial axes (N and C kept):
 

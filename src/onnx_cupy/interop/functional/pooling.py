@@ -161,16 +161,21 @@ def avg_pool3d(input: _In, kernel_size: Any, stride: Any = None, padding: Any = 
                      count_include_pad, divisor_override))
 
 
+_OVERRIDE_DOC = """ divisor_override (not expressible in ONNX)
+    divides each window's sum by that number instead."""
 avg_pool1d.__doc__ = _AVG_DOC.format(
-    k=1, returns=_RETURNS_DOC, window=_window_doc(1, "zeros"), divisor="",
+    k=1, returns=_RETURNS_DOC, window=_window_doc(1, "zeros"), divisor="", override="",
+    zero_override="",
     example_shape="1, 1, 5", example_kernel="2",
     example_result="array([[[1.5, 3.5, 5. ]]], dtype=float32)")
 avg_pool2d.__doc__ = _AVG_DOC.format(
     k=2, returns=_RETURNS_DOC, window=_window_doc(2, "zeros"), divisor=_DIVISOR_DOC,
+    override=_OVERRIDE_DOC, zero_override=" a zero divisor_override;",
     example_shape="1, 1, 5", example_kernel="(1, 2)",
     example_result="array([[[1.5, 3.5, 5. ]]], dtype=float32)")
 avg_pool3d.__doc__ = _AVG_DOC.format(
     k=3, returns=_RETURNS_DOC, window=_window_doc(3, "zeros"), divisor=_DIVISOR_DOC,
+    override=_OVERRIDE_DOC, zero_override=" a zero divisor_override;",
     example_shape="1, 1, 1, 5", example_kernel="(1, 1, 2)",
     example_result="array([[[[1.5, 3.5, 5. ]]]], dtype=float32)")
 
