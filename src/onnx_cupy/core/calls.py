@@ -208,10 +208,10 @@ def key(backend: str, inputs: tuple[Any, ...], parts: tuple[Any, ...],
     on the kernel paths its address modulo 8, which the alignment policy reads; on the GPU its
     device; None for an absent one) with `parts` (the operator's arguments: opset, attributes)
     and the host `vectors` (such as Resize's scales), or None where a part cannot key a cache.
-    Parts and vectors that are all ints, strings or None, or dicts of them or of lists of them,
-    key as they are (`_plain`), others `frozen` together; where NumPy arrays are among the
-    vectors, each vector's place holds its dtype, shape and bytes, or None for a vector of
-    another type (which then goes with the parts)."""
+    Parts and vectors that are all ints, strings or None, or dicts of them, key as they are
+    (`_plain`), others `frozen` together (a pickle, faster than spelling lists in Python);
+    where NumPy arrays are among the vectors, each vector's place holds its dtype, shape and
+    bytes, or None for a vector of another type (which then goes with the parts)."""
     if len(inputs) == 1:   # the common call, without a loop
         x = inputs[0]
         if backend == "numpy":
@@ -250,27 +250,17 @@ _EXACT = frozenset({int, str, type(None)})   # types whose values equal only the
 
 
 def _plain(parts: tuple[Any, ...]) -> tuple[Hashable, ...] | None:
-    """`parts` as they are where all are ints, strings or None, or dicts of such values or of
-    lists of them (an operator's attributes, spelled as their size, names and values, a list
-    as its type and items); else None (the parts are pickled). Such a tuple never equals a
-    pickle, so the two kinds of key never meet."""
+    """`parts` as they are where all are ints, strings or None, or dicts of such values (an
+    operator's attributes, spelled as their size, names and values); else None (the parts are
+    pickled). Such a tuple never equals a pickle, so the two kinds of key never meet."""
     flat: list[Hashable] = []
-    exact = _EXACT
     for p in parts:
         kind = type(p)
         if kind is dict:
-            flat += (len(p), *p)
-            for v in p.values():
-                if type(v) is list:
-                    for item in v:
-                        if type(item) not in exact:
-                            return None   # a float, a nested list, ...: pickled
-                    flat.append((list, *v))
-                elif type(v) in exact:
-                    flat.append(v)
-                else:
-                    return None   # a float, a tuple, ...: pickled
-        elif kind in exact:
+            if not _EXACT.issuperset(map(type, p.values())):
+                return None   # a list, a float, ...: pickled
+            flat += (len(p), *p, *p.values())
+        elif kind in _EXACT:
             flat.append(p)
         else:
             return None
