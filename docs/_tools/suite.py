@@ -7,8 +7,9 @@ test command.
 runs, with the given interpreter (by default .venv/bin/python, else this one), the README's
 pytest line twice, first with an empty emulated-kernel cache (ONNX_CUPY_CACHE in a fresh
 folder: what a first run on a new machine costs) then with the kernels it compiled, and then
-the slow tests (`-m slow`, CI's own step). A failing run stops it and writes nothing. Run it on
-a machine at rest: the figures are wall-clock times of one run each.
+the slow tests as CI's own step runs them (`.ci/slow`: `-m slow` in two processes at once). A
+failing run stops it and writes nothing. Run it on a machine at rest: the figures are
+wall-clock times of one run each.
 """
 from __future__ import annotations
 
@@ -28,12 +29,13 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "_generated" / "suite.md"
 README = ROOT / "README.md"
 COMMAND = "python docs/_tools/suite.py"
-PYTEST = ".venv/bin/python -m pytest -q"   # the README's line
+PYTEST = ("-m", "pytest", "-q")   # the README's line, after .venv/bin/python
 
-# run name: (what it is, extra pytest arguments, empty cache)
-RUNS = {"cold": ("the README's command, empty kernel cache", (), True),
-        "warm": ("the README's command, kernels compiled", (), False),
-        "slow": ("the slow tests (CI's step after it)", ("-m", "slow"), False)}
+# run name: (what it is, the interpreter's arguments, empty cache)
+RUNS = {"cold": ("the README's command, empty kernel cache", PYTEST, True),
+        "warm": ("the README's command, kernels compiled", PYTEST, False),
+        "slow": ("the slow tests (CI's step after it: -m slow, two processes at once)",
+                 (".ci/slow",), False)}
 
 
 class Run(NamedTuple):
@@ -59,12 +61,13 @@ def measure(python: str, name: str) -> Run:
         if empty:
             env["ONNX_CUPY_CACHE"] = cache
         start = time.monotonic()
-        res = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        extra = ("-p", "no:cacheprovider") if args == PYTEST else ()
+        res = subprocess.run([python, *args, *extra], cwd=ROOT, env=env, capture_output=True,
+                             text=True, check=False)
         seconds = time.monotonic() - start
     last = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
     if res.returncode != 0:
-        sys.exit(f"{name}: pytest exited with {res.returncode}: {last}\n{res.stderr[-2000:]}")
+        sys.exit(f"{name}: the run exited with {res.returncode}: {last}\n{res.stderr[-2000:]}")
     outcome = re.sub(r"\s+in [\d.]+s.*$", "", last.strip("= "))
     outcome = re.sub(r"\d+", lambda m: f"{int(m.group()):,}", outcome)
     return Run(name, outcome, seconds)
@@ -81,7 +84,7 @@ def page(runs: list[Run]) -> str:
              "| run | command | tests | duration |", "|---|---|---|---|"]
     for run in runs:
         what, args, _ = RUNS[run.name]
-        command = " ".join([PYTEST, *(f'"{a}"' if " " in a else a for a in args)])
+        command = " ".join([".venv/bin/python", *args])
         lines.append(f"| {what} | `{command}` | {run.outcome} | {duration(run.seconds)} |")
     return "\n".join(lines) + "\n"
 
@@ -102,11 +105,11 @@ def readme_comment(seconds: dict[str, float], cpus: int | None) -> list[str]:
     if set(seconds) == set(RUNS):
         figures = (f"about {minutes(seconds['cold'])} minutes on {cpus} cores from an empty "
                    f"kernel cache, about {minutes(seconds['warm'])} with the kernels compiled; "
-                   f"CI then runs the slow ones with -m slow, about {minutes(seconds['slow'])} "
-                   "minutes")
+                   f"CI then runs the slow ones with -m slow in two processes (.ci/slow), about "
+                   f"{minutes(seconds['slow'])} minutes")
     else:
         figures = f"not measured yet ({COMMAND} measures it); CI then runs the slow ones " \
-                  "with -m slow"
+                  "with -m slow in two processes (.ci/slow)"
     text = ("tests: install with the test extra and run the suite (no GPU needed; slow tests "
             f"left out): {figures}; the testing page says more")
     lines, line = [], "#"
