@@ -335,6 +335,30 @@ def test_numpy_matrix_product_matches_the_passes(monkeypatch, seed, values):
         assert_matches(case, got, passes)
 
 
+@pytest.mark.parametrize("dense", ["matrix product", "passes"])
+@pytest.mark.parametrize("seed", range(12))
+def test_numpy_bits_do_not_depend_on_the_batch(monkeypatch, seed, dense):
+    """Each (n, c) plane of a call's result is the bits of the same call on that plane alone
+    and on any batch holding it (as dask's blocks take it): the matrix product of a small call
+    runs row by row (one product of all rows would let the BLAS pick its kernel, and its
+    rounding, by their count), and the passes in a fixed order."""
+    rng = np.random.default_rng([601, seed])
+    if dense == "passes":
+        monkeypatch.setattr(numpy_resize, "DENSE_ENTRIES", 0)
+    mode = ("linear", "cubic")[seed % 2]
+    n, c = int(rng.integers(3, 9)), int(rng.integers(2, 7))
+    spatial = tuple(int(v) for v in rng.integers(3, 12, 2))
+    x = rng.standard_normal((n, c, *spatial)).astype(np.float32)
+    scales = [1.0, 1.0, *(float(v) for v in rng.choice([0.5, 1.5, 2.0, 3.0], 2))]
+    kw = {"scales": scales, "mode": mode, "antialias": int(seed % 3 == 0)}
+    whole = resize(x, **kw)
+    for rows in (slice(0, 1), slice(1, n - 1), slice(n - 2, n)):
+        for channels in (slice(0, 1), slice(0, c)):
+            part = resize(np.ascontiguousarray(x[rows, channels]), **kw)
+            assert part.tobytes() == np.ascontiguousarray(whole[rows, channels]).tobytes(), (
+                rows, channels, kw)
+
+
 @pytest.mark.parametrize("mode,scale", [("linear", 2.0), ("nearest", 2.0), ("cubic", 0.5)])
 def test_numpy_peak_memory(mode, scale):
     """The fallback's peak additional memory (output included) stays within 2x input + output."""

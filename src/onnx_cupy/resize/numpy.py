@@ -5,10 +5,11 @@ by its weights. Shrinking axes go first, so temporaries stay within the larger o
 the work runs over chunks of output rows so that they also stay within CHUNK_BYTES.
 
 A small linear or cubic call (at most DENSE_ENTRIES weights between its input and output blocks,
-the axes from the first resized one on) is one matrix product instead: Y = X @ W, where W is the
-tensor product of the axes' weights scattered onto their input indices (the products of the
-weights rounded once to the work dtype), so that its rounding differs from the passes' by about
-an ulp. A weight of 0 would turn an infinity of X into a NaN: where the product is not finite,
+the axes from the first resized one on) is a matrix product per row instead: Y[r] = X[r] @ W,
+where W is the tensor product of the axes' weights scattered onto their input indices (the
+products of the weights rounded once to the work dtype), so that its rounding differs from the
+passes' by about an ulp; row by row, so that a row's bits do not depend on how many rows the
+call has. A weight of 0 would turn an infinity of X into a NaN: where the product is not finite,
 the call runs the passes instead.
 
 Nearest is a gather per axis (a.take(index)), the chunk's last one written straight into the
@@ -322,11 +323,14 @@ def _product(x: np.ndarray, y: np.ndarray, dense: np.ndarray, work: np.dtype | N
     """y = x @ dense over the trailing blocks (then the fills); False, with y unspecified, where
     the product is not finite (the passes decide those)."""
     block, out = dense.shape
-    a = x.reshape(-1, block)
+    a = x.reshape(-1, 1, block)
     if a.dtype != work:
         a = a.astype(work)
     direct = y.dtype == work
-    r = np.matmul(a, dense, out=y.reshape(-1, out) if direct else None)
+    # a stack of row @ matrix products: NumPy runs one vector-matrix product per row, so a
+    # row's bits do not depend on how many rows the call has (one product of all rows would
+    # let the BLAS pick its kernel, and its rounding, by their count)
+    r = np.matmul(a, dense, out=y.reshape(-1, 1, out) if direct else None)
     if not np.isfinite(r).all():
         return False
     if not direct:
