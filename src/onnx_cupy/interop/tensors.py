@@ -24,8 +24,10 @@ from ..core import dtypes, execution
 def is_tensor(x: Any) -> bool:
     """A PyTorch tensor (or an object that behaves as one): DLPack and `requires_grad`, and no
     NumPy or CuPy array."""
-    return (hasattr(x, "__dlpack__") and hasattr(x, "requires_grad")
-            and not isinstance(x, np.ndarray) and not execution.is_cupy_array(x))
+    if type(x) is np.ndarray:   # the common inputs first, without an attribute look-up
+        return False
+    return (not isinstance(x, np.ndarray) and not execution.is_cupy_array(x)
+            and hasattr(x, "__dlpack__") and hasattr(x, "requires_grad"))
 
 
 def torch_of(x: Any) -> Any:
