@@ -49,6 +49,14 @@ _CHECKED: set[tuple[Any, ...]] = set()   # (operator, opset, attribute names) fo
 
 
 @functools.cache
+def _functional_gradients() -> Any:
+    """onnx_cupy.interop.functional.gradients (the PyTorch-style functions' gradients), imported
+    at the first call (it imports this module's neighbours) and then kept."""
+    from .functional import gradients
+    return gradients
+
+
+@functools.cache
 def _defaults(function: Callable[..., Any]) -> dict[str, Any]:
     """The attributes `function` takes as keywords, with their defaults (those a call of the
     function passes on when left out)."""
@@ -158,9 +166,7 @@ def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: in
     ...        stride=1)
     (array([[[0.5, 1. , 1. , 0.5]]], dtype=float32),)
     """
-    from .functional import gradients  # the PyTorch-style functions' gradients
-
-    functional = gradients.differentiable(function)
+    functional = _functional_gradients().differentiable(function)
     if functional is not None:
         return _functional(functional, inputs, cotangent, opset, out, attributes)
     known = _GRADIENTS.get(function)
