@@ -1,16 +1,10 @@
 """The NumPy path of Resize: the plan's per-axis (index, weight) tables applied one axis at a time
-(the tensor-product weights factor per axis). Along an axis with inner axes behind it, one gather
-collects every tap and a batched matmul weighs them; along the last axis, per tap, a gather scaled
-by its weights. Shrinking axes go first, so temporaries stay within the larger of input and output;
-the work runs over chunks of output rows so that they also stay within CHUNK_BYTES.
-
-A small linear or cubic call (at most DENSE_ENTRIES weights between its input and output blocks,
-the axes from the first resized one on) is a matrix product per row instead: Y[r] = X[r] @ W,
-where W is the tensor product of the axes' weights scattered onto their input indices (the
-products of the weights rounded once to the work dtype), so that its rounding differs from the
-passes' by about an ulp; row by row, so that a row's bits do not depend on how many rows the
-call has. A weight of 0 would turn an infinity of X into a NaN: where the product is not finite,
-the call runs the passes instead.
+(the tensor-product weights factor per axis). Along each axis, per tap, a gather scaled by its
+weights, the taps' terms added in order: NumPy's elementwise multiply and add, each rounded (no
+BLAS, whose kernels pick their order and fused multiply-adds by the machine and the array's
+shape), so a plane's bits are the same on every machine and in any batch. Shrinking axes go
+first, so temporaries stay within the larger of input and output; the work runs over chunks of
+output rows so that they also stay within CHUNK_BYTES.
 
 Nearest is a gather per axis (a.take(index)), the chunk's last one written straight into the
 output. Along the last axis, where the index column repeats each element of a run of the input
@@ -37,7 +31,6 @@ if TYPE_CHECKING:
     from .plan import AxisTable, ResizePlan
 
 CHUNK_BYTES = 1 << 21  # largest temporary of one chunk
-DENSE_ENTRIES = 1 << 15   # most weights of a small call's matrix (input block x output block)
 PLAIN_BYTES = 1 << 13     # a nearest pass on fewer bytes in and out: a plain gather (fewest calls)
 
 
@@ -123,7 +116,10 @@ def _nearest(column: np.ndarray, axis: int, shape: tuple[int, ...], dtype: np.dt
 def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: np.dtype | None
            ) -> tuple[Pass, Into | None, tuple[int, ...], np.dtype]:
     """The pass that resizes an array of `shape` and `dtype` along `axis` (sum over taps k of
-    weight[:, k] * a.take(index[:, k]) in the dtype `work`; None: nearest, a plain gather),
+    weight[:, k] * a.take(index[:, k]) in the dtype `work`, the taps added in order, each
+    product and sum rounded: NumPy's elementwise multiply and add, no BLAS and no fused
+    multiply-add, so the same bits on every machine and whatever the batch; None: nearest, a
+    plain gather),
     the same pass writing into a given array (None: none), its result's shape and dtype:
     everything the shapes decide chosen here, once."""
     m, taps = t.index.shape
@@ -135,20 +131,9 @@ def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: n
     # convert the smaller of the input and what the taps gather
     first = dtype != work and size <= m * taps * (size // shape[axis])
     gathered = work if first else dtype
-    if axis < len(shape) - 1:  # whole rows of the inner axes: the taps of an output row as a matmul
-        flat, weight = t.flat, t.weight[:, None, :]
-        rows = (math.prod(shape[:axis]), m, taps, math.prod(shape[axis + 1:]))
-
-        def matmul(a: np.ndarray) -> np.ndarray:
-            if first:
-                a = a.astype(work)
-            g = a.take(flat, axis=axis).reshape(rows)
-            if gathered != work:
-                g = g.astype(work)
-            out: np.ndarray = np.matmul(weight, g)
-            return out.reshape(out_shape)
-        return matmul, None, out_shape, work
-    columns, scales = t.columns, t.scales
+    columns = t.columns
+    # each tap's weights along `axis` (a column of the table, broadcast over the inner axes)
+    scales = tuple(w.reshape((m,) + (1,) * (len(shape) - axis - 1)) for w in t.scales)
 
     def by_tap(a: np.ndarray) -> np.ndarray:
         if first:
@@ -256,27 +241,6 @@ def _chunks(pl: ResizePlan, itemsize: int, nearest: bool) -> tuple[int, int]:
     return lead, max(1, CHUNK_BYTES // row(lead))
 
 
-def _dense(pl: ResizePlan, work: np.dtype | None) -> np.ndarray | None:
-    """The matrix (input block, output block) of a small linear or cubic call over the axes
-    from the first resized one on (see the module's docstring), or None."""
-    if work is None or not pl.tables:
-        return None
-    first = min(t.axis for t in pl.tables)
-    if math.prod(pl.in_shape[first:]) * math.prod(pl.out_shape[first:]) > DENSE_ENTRIES:
-        return None
-    tables = {t.axis: t for t in pl.tables}
-    total: np.ndarray = np.ones((1, 1))
-    for axis in range(first, len(pl.in_shape)):
-        t = tables.get(axis)
-        if t is None:
-            along = np.eye(pl.in_shape[axis])
-        else:
-            along = np.zeros((pl.in_shape[axis], t.index.shape[0]))
-            np.add.at(along, (t.index, np.arange(t.index.shape[0])[:, None]), t.weight)
-        total = np.kron(total, along)
-    return total.astype(work)
-
-
 def prepare(pl: ResizePlan, x: np.ndarray) -> Call:
     """The call of plan `pl` on inputs laid out as `x`: call(x, out) -> resize(x), into `out` when
     given (C-contiguous) or a new array; a plan that maps every axis onto itself copies x. The
@@ -298,9 +262,6 @@ def prepare(pl: ResizePlan, x: np.ndarray) -> Call:
                 chunks.append(_chunk(pl, dtype, outer, r, None if first is None else
                                      first.rows(r), others, work))
 
-    dense = _dense(pl, work)
-    fills = tuple((slice(None),) * t.axis + (t.outside,) for t in pl.tables
-                  if t.outside.any())
 
     def call(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         y: np.ndarray = np.empty(pl.out_shape, x.dtype) if out is None else out
@@ -310,32 +271,7 @@ def prepare(pl: ResizePlan, x: np.ndarray) -> Call:
             y[...] = x
             return y
         with np.errstate(over="ignore", invalid="ignore"):
-            if dense is not None and _product(x, y, dense, work, fills, pl.fill):
-                return y
             for chunk in chunks:
                 chunk.run(x, y, pl.fill)
         return y
     return call
-
-
-def _product(x: np.ndarray, y: np.ndarray, dense: np.ndarray, work: np.dtype | None,
-             fills: tuple[tuple[slice | np.ndarray, ...], ...], fill: np.ndarray | None) -> bool:
-    """y = x @ dense over the trailing blocks (then the fills); False, with y unspecified, where
-    the product is not finite (the passes decide those)."""
-    block, out = dense.shape
-    a = x.reshape(-1, 1, block)
-    if a.dtype != work:
-        a = a.astype(work)
-    direct = y.dtype == work
-    # a stack of row @ matrix products: NumPy runs one vector-matrix product per row, so a
-    # row's bits do not depend on how many rows the call has (one product of all rows would
-    # let the BLAS pick its kernel, and its rounding, by their count)
-    r = np.matmul(a, dense, out=y.reshape(-1, 1, out) if direct else None)
-    if not np.isfinite(r).all():
-        return False
-    if not direct:
-        flat = y.reshape(r.shape)
-        flat[...] = round_saturate(r, y.dtype) if y.dtype.name in dtypes.INT_TYPES else r
-    for at in fills:
-        y[at] = fill
-    return True
