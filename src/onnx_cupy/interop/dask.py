@@ -12,10 +12,8 @@ maps over the chunks of the axes it leaves unchanged and sees every other axis w
   Hardmax-1, -11        the axes before `axis` (rows of the coerced 2-D view) keep their chunks;
                         `axis` and the axes after it are one chunk
   Resize, Upsample      an axis the plan maps onto itself (same length, identity transform: no
-                        (index, weight) table) keeps its chunks; every other axis is one chunk.
-                        On the NumPy path, linear and cubic also see the axes after the first
-                        resized one whole: that path weighs taps along an inner axis with a
-                        batched matmul, whose rounding depends on the length of the rows.
+                        (index, weight) table) keeps its chunks; every other axis is one chunk
+                        (on every path: the NumPy path's bits do not depend on the batch).
   MaxUnpool             batch and channel keep their chunks (X and I chunked alike); every
                         spatial axis is one chunk. I holds flat indices over the whole unpooled
                         tensor, planes included: a block takes those into its own (n, c) planes
@@ -311,16 +309,12 @@ def _resize_block(x: Any, backend: str, listed: tuple[int, ...],
 
 
 def _resize_whole(pl: resize_plan.ResizePlan, at: resize_plan.Attributes, listed: tuple[int, ...],
-                  by_sizes: bool, backend: str) -> set[int]:
+                  by_sizes: bool) -> set[int]:
     """The axes a Resize block must see whole (see the module docstring)."""
     whole = {t.axis for t in pl.tables}
     whole.update(d for d, (n, m) in enumerate(zip(pl.in_shape, pl.out_shape)) if n != m)
     if by_sizes and at.keep_aspect_ratio_policy != "stretch":
         whole.update(listed)
-    if backend == "numpy" and at.mode != "nearest" and pl.tables:
-        # The NumPy path weighs the taps along a non-last axis with a batched matmul whose
-        # rounding depends on the length of the rows it multiplies: the axes after it stay whole.
-        whole.update(range(min(t.axis for t in pl.tables) + 1, len(pl.in_shape)))
     return whole
 
 
@@ -340,7 +334,7 @@ def resize(X: da.Array, roi: Any = None, scales: Any = None, sizes: Any = None,
         tuple(X.shape), X.dtype, kw.pop("roi"), kw.pop("scales"), kw.pop("sizes"), kw["opset"],
         **{k: kw[k] for k in resize_plan.DEFAULTS})
     listed = resize_plan.resized_axes(at.axes, X.ndim)
-    whole = _resize_whole(pl, at, listed, bool(sizes), backend)
+    whole = _resize_whole(pl, at, listed, bool(sizes))
     X = _whole(X, sorted(whole))
     chunks = tuple((m,) if d in whole else c
                    for d, (c, m) in enumerate(zip(X.chunks, pl.out_shape)))
@@ -370,7 +364,7 @@ def upsample(X: da.Array, scales: Any = None, **attrs: Any) -> da.Array:
                                          kw["opset"])
     pl, at, _ = resize_plan.make(tuple(X.shape), X.dtype, None, scales, None,
                                     resize_plan.UPSAMPLE_AS, op=op, mode=kw["mode"])
-    whole = _resize_whole(pl, at, tuple(range(X.ndim)), False, backend)
+    whole = _resize_whole(pl, at, tuple(range(X.ndim)), False)
     X = _whole(X, sorted(whole))
     chunks = tuple((m,) if d in whole else c
                    for d, (c, m) in enumerate(zip(X.chunks, pl.out_shape)))
