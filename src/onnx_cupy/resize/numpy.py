@@ -1,8 +1,9 @@
 """The NumPy path of Resize: the plan's per-axis (index, weight) tables applied one axis at a time
-(the tensor-product weights factor per axis). Along each axis, per tap, a gather scaled by its
-weights, the taps' terms added in order: NumPy's elementwise multiply and add, each rounded (no
-BLAS, whose kernels pick their order and fused multiply-adds by the machine and the array's
-shape), so a plane's bits are the same on every machine and in any batch. Shrinking axes go
+(the tensor-product weights factor per axis). Along each axis one gather takes every tap, the
+weights scale it, and the taps' terms are added in tap order: NumPy's elementwise multiply and
+add, each rounded (no BLAS, whose kernels pick their order and fused multiply-adds by the
+machine and the array's shape), so a plane's bits are the same on every machine and in any
+batch. Shrinking axes go
 first, so temporaries stay within the larger of input and output; the work runs over chunks of
 output rows so that they also stay within CHUNK_BYTES.
 
@@ -131,24 +132,23 @@ def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: n
     # convert the smaller of the input and what the taps gather
     first = dtype != work and size <= m * taps * (size // shape[axis])
     gathered = work if first else dtype
-    columns = t.columns
-    # each tap's weights along `axis` (a column of the table, broadcast over the inner axes)
-    scales = tuple(w.reshape((m,) + (1,) * (len(shape) - axis - 1)) for w in t.scales)
+    # every tap's gather at once, (..., taps, m, ...), and each tap's weights along `axis`
+    index = np.ascontiguousarray(t.index.T)
+    weights = t.weight.T.reshape((taps, m) + (1,) * (len(shape) - axis - 1))
+    tap = [(slice(None),) * axis + (k,) for k in range(taps)]
 
     def by_tap(a: np.ndarray) -> np.ndarray:
         if first:
             a = a.astype(work)
-        acc = None
-        for column, scale in zip(columns, scales):   # acc = sum of the taps' terms, in order
-            term = a.take(column, axis=axis)
-            if gathered != work:
-                term = term.astype(work)
-            term *= scale
-            if acc is None:
-                acc = term
-            else:
-                acc += term
-        assert acc is not None
+        terms = a.take(index, axis=axis)
+        if gathered != work:
+            terms = terms.astype(work)
+        terms *= weights   # each term rounded
+        if taps == 1:
+            return terms[tap[0]].copy()
+        acc: np.ndarray = terms[tap[0]] + terms[tap[1]]   # the sum of the terms, in tap order
+        for k in tap[2:]:
+            acc += terms[k]
         return acc
     return by_tap, None, out_shape, work
 
