@@ -157,8 +157,8 @@ def maximum(pl: PoolPlan, forward: Body) -> Body:
     axes; one of another (n, c) plane than its output's wins nothing."""
     in_sp = pl.in_shape[2:]
     plane = math.prod(in_sp)
-    base = (np.arange(math.prod(pl.in_shape[:2]), dtype=np.int64) * plane).reshape(*pl.in_shape[:2],
-                                                               *(1,) * len(in_sp))
+    n_c = pl.in_shape[:2]   # each (n, c) plane's first flat index, broadcast over the outputs
+    base = (np.arange(math.prod(n_c), dtype=np.int64) * plane).reshape(*n_c, *(1,) * len(in_sp))
 
     def body(x: np.ndarray, dy: np.ndarray, indices: np.ndarray | None,
              out: np.ndarray | None) -> np.ndarray:

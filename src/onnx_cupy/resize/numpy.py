@@ -38,30 +38,27 @@ PLAIN_BYTES = 1 << 13     # a nearest pass on fewer bytes in and out: a plain ga
 @dataclass(frozen=True)
 class _Taps:
     """One resized axis's table as the NumPy path reads it (made once per prepared call): its
-    indices per tap and as one list, its weights in the work dtype, and the coordinates that
+    indices and weights tap-major, as a pass gathers and scales them (row k: tap k of every
+    output coordinate), the weights in the work dtype, and the coordinates that
     tf_crop_and_resize extrapolates (None: none)."""
 
     axis: int
-    index: np.ndarray                # int64 [m, taps]
-    flat: np.ndarray                 # index.reshape(-1)
-    columns: tuple[np.ndarray, ...]  # index[:, k], contiguous
-    weight: np.ndarray | None        # [m, taps] in the work dtype (None: nearest)
-    scales: tuple[np.ndarray, ...]   # weight[:, k], contiguous
+    index: np.ndarray                # int64 [taps, m], C-contiguous
+    weight: np.ndarray | None        # [taps, m] in the work dtype (None: nearest)
     outside: np.ndarray | None
 
     def rows(self, r: slice) -> _Taps:
         """The table of output rows `r` only."""
-        weight = None if self.weight is None else self.weight[r]
-        return _taps(self.axis, self.index[r], weight,
+        return _Taps(self.axis, np.ascontiguousarray(self.index[:, r]),
+                     None if self.weight is None else np.ascontiguousarray(self.weight[:, r]),
                      None if self.outside is None else self.outside[r])
 
 
 def _taps(axis: int, index: np.ndarray, weight: np.ndarray | None,
           outside: np.ndarray | None) -> _Taps:
-    cols = tuple(np.ascontiguousarray(index[:, k]) for k in range(index.shape[1]))
-    scales = () if weight is None else tuple(np.ascontiguousarray(weight[:, k])
-                                             for k in range(weight.shape[1]))
-    return _Taps(axis, index, index.reshape(-1), cols, weight, scales,
+    """The tap-major table of a plan's (index, weight), each [m, taps]."""
+    return _Taps(axis, np.ascontiguousarray(index.T),
+                 None if weight is None else np.ascontiguousarray(weight.T),
                  None if outside is None or not outside.any() else outside)
 
 
@@ -123,18 +120,18 @@ def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: n
     plain gather),
     the same pass writing into a given array (None: none), its result's shape and dtype:
     everything the shapes decide chosen here, once."""
-    m, taps = t.index.shape
+    taps, m = t.index.shape
     out_shape = shape[:axis] + (m,) + shape[axis + 1:]
     if work is None or t.weight is None:
-        step, into = _nearest(t.columns[0], axis, shape, dtype)
+        step, into = _nearest(t.index[0], axis, shape, dtype)
         return step, into, out_shape, dtype
     size = math.prod(shape)
     # convert the smaller of the input and what the taps gather
     first = dtype != work and size <= m * taps * (size // shape[axis])
     gathered = work if first else dtype
     # every tap's gather at once, (..., taps, m, ...), and each tap's weights along `axis`
-    index = np.ascontiguousarray(t.index.T)
-    weights = t.weight.T.reshape((taps, m) + (1,) * (len(shape) - axis - 1))
+    index = t.index
+    weights = t.weight.reshape((taps, m) + (1,) * (len(shape) - axis - 1))
     tap = [(slice(None),) * axis + (k,) for k in range(taps)]
 
     def by_tap(a: np.ndarray) -> np.ndarray:
@@ -144,9 +141,8 @@ def _along(t: _Taps, axis: int, shape: tuple[int, ...], dtype: np.dtype, work: n
         if gathered != work:
             terms = terms.astype(work)
         terms *= weights   # each term rounded
-        if taps == 1:
-            return terms[tap[0]].copy()
-        acc: np.ndarray = terms[tap[0]] + terms[tap[1]]   # the sum of the terms, in tap order
+        # the sum of the terms, in tap order
+        acc: np.ndarray = terms[tap[0]].copy() if taps == 1 else terms[tap[0]] + terms[tap[1]]
         for k in tap[2:]:
             acc += terms[k]
         return acc
