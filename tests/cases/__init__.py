@@ -8,8 +8,8 @@ AdaptiveMaxPool), the test id, and the onnx-cupy call on the configuration's see
 whatever backend is current. `cases(ops, quick)` lists them (`quick`: a representative subset).
 Families: pool (AveragePool, LpPool), maxpool, global_pool, adaptive, hardmax, resize, nearest
 (Resize's nearest rounding, as Resize cases), upsample, unpool (MaxUnpool), grid (GridSample,
-AffineGrid), roi (RoiAlign, MaxRoiPool), gradients (the pools' and MaxUnpool's, as
-AveragePoolGrad ... MaxUnpoolGrad: for the kernel checker); then layouts.
+AffineGrid), roi (RoiAlign, MaxRoiPool), gradients (the pools', MaxUnpool's, Resize's and
+Upsample's, as AveragePoolGrad ... UpsampleGrad: for the kernel checker); then layouts.
 """
 from __future__ import annotations
 

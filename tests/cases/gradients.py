@@ -1,6 +1,8 @@
-"""The gradients of the pooling family and of MaxUnpool (pool.api.gradient, unpool.api.gradient;
-the kernels pool_grad, pool_adaptive_grad and unpool_grad), for the kernel checker: the forward
-families' configurations (pool, maxpool, global_pool, adaptive, unpool), each run forward on
+"""The gradients of the pooling family, MaxUnpool, Resize and Upsample (pool.api.gradient,
+unpool.api.gradient, onnx_cupy.vjp of resize and upsample; the kernels pool_grad,
+pool_adaptive_grad, unpool_grad and resize_grad), for the kernel checker: the forward families'
+configurations (pool, maxpool, global_pool, adaptive, unpool, resize and upsample in floating
+dtypes), each run forward on
 the current backend, then backward with a seeded cotangent of Y's shape and dtype (stream 2 of
 the configuration's generator). The saved output (LpPool's Y, MaxPool's Indices) is given to
 every other configuration and left to the gradient's own forward in the rest; every fourth
@@ -15,19 +17,23 @@ from typing import Any
 
 import numpy as np
 
+import onnx_cupy as oc
 from onnx_cupy import max_pool
 from onnx_cupy.pool import api as pool_api
 from onnx_cupy.unpool import api as unpool_api
 
-from . import adaptive, global_pool, maxpool, pool, unpool
+from . import adaptive, global_pool, maxpool, pool, resize, unpool, upsample
 from .common import Case, seeded, wanted_ops
 
 SEED = 20261210
 FORWARD = ("AveragePool", "LpPool", "MaxPool", "GlobalAveragePool", "GlobalLpPool",
-           "GlobalMaxPool", "AdaptiveAveragePool", "AdaptiveMaxPool", "MaxUnpool")
+           "GlobalMaxPool", "AdaptiveAveragePool", "AdaptiveMaxPool", "MaxUnpool", "Resize",
+           "Upsample")
 OPS = tuple(f"{op}Grad" for op in FORWARD)
 # every EVERY[family]-th forward configuration is taken
-EVERY = {"pool": 5, "maxpool": 2, "global_pool": 1, "adaptive": 1, "unpool": 4}
+EVERY = {"pool": 5, "maxpool": 2, "global_pool": 1, "adaptive": 1, "unpool": 4, "resize": 6,
+         "upsample": 6}
+FLOATS = ("float16", "bfloat16", "float32", "float64")   # the dtypes with gradients
 QUICK = 4   # float32 cases of each operator in the quick subset
 
 
@@ -98,11 +104,30 @@ def _plane(index: int) -> Any:
     return unpool_api.gradient(x, indices, dy, c.out_shape, 22, attrs, index_space="plane")
 
 
+def _resize(index: int) -> Any:
+    c = resize.configuration(index)
+    x = resize.sample(resize.generator(index, 1), c)
+    y = resize.run(c, x)
+    dy = cotangent(y.shape, y.dtype, "Resize", index)
+    vectors = [c.inputs.get(name) for name in ("roi", "scales", "sizes")]
+    return oc.vjp(oc.resize, x, *vectors, cotangent=dy, opset=c.opset, **c.attrs)
+
+
+def _upsample(index: int) -> Any:
+    c = upsample.configuration(index)
+    x = upsample.sample(upsample.generator(index, 1), c)
+    y = upsample.run(c, x)
+    dy = cotangent(y.shape, y.dtype, "Upsample", index)
+    return oc.vjp(oc.upsample, x, np.array(c.scales, np.float32), cotangent=dy, mode=c.mode,
+                  opset=c.opset)
+
+
 Drawn = tuple[str, str, Callable[[], Any], np.dtype, int]
 
 
 def _drawn() -> list[Drawn]:
-    """(operator, name, call, X's dtype, spatial rank) of every case, in order."""
+    """(operator, name, call, X's dtype, spatial rank (0: a Resize or Upsample, any rank)) of
+    every case, in order."""
     found: list[Drawn] = []
     for op in ("AveragePool", "LpPool"):
         for i in range(0, pool.CONFIGS, EVERY["pool"]):
@@ -126,6 +151,14 @@ def _drawn() -> list[Drawn]:
         u = unpool.configuration(i)
         found.append(("MaxUnpool", u.name, functools.partial(_unpool, i), u.dtype,
                       len(u.shape) - 2))
+    for i in range(0, resize.COUNT, EVERY["resize"]):
+        r = resize.configuration(i)
+        if r.dtype.name in FLOATS:
+            found.append(("Resize", resize.name(i), functools.partial(_resize, i), r.dtype, 0))
+    for i in range(0, upsample.CONFIGS, EVERY["upsample"]):
+        u2 = upsample.configuration(i)
+        if u2.dtype.name in FLOATS:
+            found.append(("Upsample", u2.name, functools.partial(_upsample, i), u2.dtype, 0))
     for i in range(unpool.PLANE_CONFIGS):
         p = unpool.plane_configuration(i)
         if not p.invalid:   # indices outside their plane: refused on host arrays
@@ -136,8 +169,8 @@ def _drawn() -> list[Drawn]:
 
 def cases(ops: set[str] | None = None) -> list[Case]:
     """The cases of the operators in `ops`; the quick ones: per operator the first QUICK
-    float32 cases whose spatial ranks take 1, 2, 3 in turn (MaxUnpool's first ones, whatever
-    their rank)."""
+    float32 cases whose spatial ranks take 1, 2, 3 in turn (MaxUnpool's, Resize's and
+    Upsample's first ones, whatever their rank)."""
     wanted = set(wanted_ops(OPS, ops))
     out, taken = [], dict.fromkeys(OPS, 0)
     for op, name, call, dtype, rank in _drawn():
@@ -145,7 +178,7 @@ def cases(ops: set[str] | None = None) -> list[Case]:
         if grad not in wanted:
             continue
         quick = dtype == np.float32 and taken[grad] < QUICK and (
-            op == "MaxUnpool" or rank == taken[grad] % 3 + 1)
+            op == "MaxUnpool" or rank in (0, taken[grad] % 3 + 1))
         taken[grad] += quick
         out.append(Case(grad, name, call, quick))
     return out

@@ -83,7 +83,8 @@ def test_one_instantiation_per_template_compiles_ieee(nvrtc, family):
         assert cupy[0] > 0, f"{family}: CuPy's route shows no .ftz: the check would see none"
 
 
-GRADIENT_TEMPLATES = {"pool": {"pool_grad", "pool_adaptive_grad"}, "unpool": {"unpool_grad"}}
+GRADIENT_TEMPLATES = {"pool": {"pool_grad", "pool_adaptive_grad"}, "unpool": {"unpool_grad"},
+                      "resize": {"resize_grad"}}
 
 
 def test_gradient_kernels_are_compiled():

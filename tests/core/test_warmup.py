@@ -313,7 +313,8 @@ def test_emulated_warmup_fills_the_cache(monkeypatch, tmp_path, rng):
                        r"GlobalAveragePool gradient, GlobalLpPool, GlobalLpPool gradient, "
                        r"GlobalMaxPool, GlobalMaxPool gradient, GridSample, Hardmax, LpPool, "
                        r"LpPool gradient, MaxPool, MaxPool gradient, MaxRoiPool, MaxUnpool, "
-                       r"MaxUnpool gradient, Resize, RoiAlign, Upsample$")),
+                       r"MaxUnpool gradient, Resize, Resize gradient, RoiAlign, Upsample, "
+                       r"Upsample gradient$")),
     ({"ops": []}, r"warmup: ops is empty"),
     ({"dtypes": "float8"}, r"warmup: dtypes='float8' is not one of float16, "),
     ({"ops": "Hardmax", "dtypes": ["float32", "int8"]},

@@ -65,6 +65,21 @@ def to_numpy(x: Any) -> np.ndarray:
     return execution.cupy_module().asnumpy(x) if execution.is_cupy_array(x) else np.asarray(x)
 
 
+def assert_same_bits(got: Any, want: Any) -> None:
+    """One shape and dtype, the same bits everywhere but at NaNs, which must be NaNs in both
+    (a NaN's payload is the hardware's)."""
+    got, want = to_numpy(got), to_numpy(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype,
+                                                                  want.shape, want.dtype)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    nan = np.isnan(w)
+    assert np.array_equal(np.isnan(g), nan), "NaNs differ"
+    words = np.dtype(f"u{got.dtype.itemsize}")
+    differ = (got.view(words) != want.view(words)) & ~nan
+    assert not differ.any(), (f"{differ.sum()} of {got.size} elements differ, first at "
+                              f"{np.argwhere(differ)[0]}: {g[differ][:4]} != {w[differ][:4]}")
+
+
 def assert_close(got: Any, expected: np.ndarray, dtype: Any = None, scale: float = 1.0) -> None:
     got = to_numpy(got)
     dtype = np.dtype(dtype or expected.dtype)

@@ -1,8 +1,8 @@
-"""The gradients of onnx_cupy.nn.functional's pooling functions (onnx_cupy.vjp, the backward
-their autograd runs) against PyTorch 2.13's, recorded (tests/data/torch_gradients/: record.py
-wrote them), with no torch: every case on the numpy and emulated paths, within
-torch.testing.assert_close's default tolerance (float64: 1e-7 relative and absolute; float32:
-1.3e-6 relative, 1e-5 absolute), NaN where PyTorch has NaN and inf where it has inf."""
+"""The gradients of onnx_cupy.nn.functional's pooling functions and interpolate (onnx_cupy.vjp, the
+backward their autograd runs) against PyTorch 2.13's, recorded (tests/data/torch_gradients/:
+record.py wrote them), with no torch: every case on the numpy and emulated paths, within
+torch.testing.assert_close's default tolerance (float64: 1e-7 relative and absolute; float32: 1.3e-6
+relative, 1e-5 absolute), NaN where PyTorch has NaN and inf where it has inf."""
 from __future__ import annotations
 
 import ast
@@ -72,17 +72,29 @@ def test_the_recorded_cases_cover_what_they_must():
     gradients hinge on: unbatched inputs, padding, ceil_mode, dilation, divisor_override,
     count_include_pad both ways, return_indices, ties in max pooling, lp_pool with zero
     windows and several norm_types (one below 1), adaptive outputs longer than their inputs,
-    max_unpool indices that repeat."""
+    max_unpool indices that repeat; interpolate in every mode at every rank it takes, by size
+    and by scale factor, shrinking and growing, align_corners both ways, antialias."""
     cases = [c.values[0] for c in CASES]
     if cases == [None]:
         pytest.skip(f"absent: {FOLDER}")
     names = {_function(c) for c in cases}
     assert names == {f"{f}{k}d" for k in (1, 2, 3) for f in (
         "avg_pool", "lp_pool", "max_pool", "adaptive_avg_pool", "adaptive_max_pool",
-        "max_unpool")}, names
+        "max_unpool")} | {"interpolate"}, names
     assert {c["dtype"] for c in cases} == {"float64", "float32"}
     kw = [(c, _keywords(c)) for c in cases]
-    assert sum(len(c["x_shape"]) == int(_function(c)[-2]) + 1 for c in cases) >= 18
+    assert sum(len(c["x_shape"]) == int(_function(c)[-2]) + 1 for c in cases
+               if _function(c) != "interpolate") >= 18
+    resized = [(c, k) for c, k in kw if _function(c) == "interpolate"]
+    assert {(len(c["x_shape"]), k["mode"]) for c, k in resized} == {
+        (3, "nearest"), (3, "nearest-exact"), (3, "linear"), (3, "area"), (4, "nearest"),
+        (4, "nearest-exact"), (4, "bilinear"), (4, "bicubic"), (4, "area"), (5, "nearest"),
+        (5, "nearest-exact"), (5, "trilinear"), (5, "area")}
+    assert {k.get("align_corners") for _, k in resized} == {None, False, True}
+    assert {k["mode"] for _, k in resized if k.get("antialias")} == {"bilinear", "bicubic"}
+    assert {"size", "scale_factor"} <= {a for _, k in resized for a in k}
+    ratios = [m / n for c, _ in resized for m, n in zip(c["y_shape"][2:], c["x_shape"][2:])]
+    assert min(ratios) < 0.5 and max(ratios) > 2
     assert sum(any(p > 0 for p in k.get("padding", [0])) for _, k in kw) >= 10
     assert sum(k.get("ceil_mode", False) for _, k in kw) >= 20
     assert sum(any(d > 1 for d in k.get("dilation", [1])) for _, k in kw) >= 6

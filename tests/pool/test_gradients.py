@@ -25,6 +25,7 @@ from helpers.standin import StandIn
 from helpers.util import (
     BF16,
     FLOAT_DTYPES,
+    assert_same_bits,
     forbid_work,
     random,
     replan,
@@ -42,21 +43,6 @@ GPU = execution.gpu_available()
 
 def accumulation(dtype: Any) -> np.dtype:
     return np.dtype(np.float64 if np.dtype(dtype) == np.float64 else np.float32)
-
-
-def assert_same_bits(got: Any, want: Any) -> None:
-    """One shape and dtype, the same bits everywhere but at NaNs, which must be NaNs in both
-    (a NaN's payload is the hardware's)."""
-    got, want = to_numpy(got), to_numpy(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype,
-                                                                  want.shape, want.dtype)
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    nan = np.isnan(w)
-    assert np.array_equal(np.isnan(g), nan), "NaNs differ"
-    words = np.dtype(f"u{got.dtype.itemsize}")
-    differ = (got.view(words) != want.view(words)) & ~nan
-    assert not differ.any(), (f"{differ.sum()} of {got.size} elements differ, first at "
-                              f"{np.argwhere(differ)[0]}: {g[differ][:4]} != {w[differ][:4]}")
 
 
 def gradient(backend: str, op: str, x: Any, dy: Any, parts: tuple[Any, ...], saved: Any = None,

@@ -1,14 +1,15 @@
-"""PyTorch autograd for onnx_cupy.nn.functional's pooling functions: a tensor that requires grad
-(with grad mode on) runs through a torch.autograd.Function whose forward is the function's and
-whose backward is its gradient on arrays (interop/functional/gradients.py: the families'
-gradient entry points, on the NumPy path for CPU tensors and the CuPy path for CUDA tensors).
+"""PyTorch autograd for onnx_cupy.nn.functional's pooling functions and interpolate: a tensor that
+requires grad (with grad mode on) runs through a torch.autograd.Function whose forward is the
+function's and whose backward is its gradient on arrays (interop/functional/gradients.py: the
+families' gradient entry points, on the NumPy path for CPU tensors and the CuPy path for CUDA
+tensors).
 
 The Function class is made on first use from the tensor's own torch module, so onnx-cupy never
 imports torch. The forward saves its input tensor (PyTorch's check of in-place changes before
 backward applies) and, as arrays, what the gradient reads (MaxPool's Indices, lp_pool's pooled
 powers); indices among the outputs are marked non-differentiable. Second derivatives are not
 implemented: with create_graph=True, the backward computes the gradient through a second Function
-of the input and the output's gradient (OnnxCupyPoolingGradient), so that the gradient is
+of the input and the output's gradient (OnnxCupyFunctionGradient), so that the gradient is
 connected to both and differentiating it again (double backward, gradgradcheck, a Hessian)
 reaches that Function's backward, which raises a RuntimeError naming the function.
 (torch.autograd.function.once_differentiable's error node would not do: it hangs off a detached
@@ -61,8 +62,8 @@ def _function(torch: Any) -> Any:
     if made is not None:
         return made
 
-    class OnnxCupyPooling(torch.autograd.Function):  # type: ignore[misc]
-        """An onnx_cupy.nn.functional pooling function and its gradient."""
+    class OnnxCupyFunction(torch.autograd.Function):  # type: ignore[misc]
+        """An onnx_cupy.nn.functional function (pooling, interpolate) and its gradient."""
 
         @staticmethod
         def forward(ctx: Any, x: Any, call: _Call) -> Any:
@@ -81,10 +82,10 @@ def _function(torch: Any) -> Any:
             (x,) = ctx.saved_tensors
             # with create_graph=True (grad mode on here), a graph node of x and the output's
             # gradient whose own backward is the second derivative's error
-            return OnnxCupyPoolingGradient.apply(x, grads[0], ctx.call, ctx.saved), None
+            return OnnxCupyFunctionGradient.apply(x, grads[0], ctx.call, ctx.saved), None
 
-    class OnnxCupyPoolingGradient(torch.autograd.Function):  # type: ignore[misc]
-        """The gradient of an onnx_cupy.nn.functional pooling function (of its input and of
+    class OnnxCupyFunctionGradient(torch.autograd.Function):  # type: ignore[misc]
+        """The gradient of an onnx_cupy.nn.functional function (of its input and of
         its output's gradient); differentiating it again is a RuntimeError naming the
         function."""
 
@@ -100,6 +101,6 @@ def _function(torch: Any) -> Any:
         def backward(ctx: Any, *grads: Any) -> Any:
             raise RuntimeError(second_derivative_message(ctx.name))
 
-    _FUNCTIONS[torch] = OnnxCupyPooling   # its nodes: OnnxCupyPoolingBackward
-    return OnnxCupyPooling
+    _FUNCTIONS[torch] = OnnxCupyFunction   # its nodes: OnnxCupyFunctionBackward
+    return OnnxCupyFunction
 

@@ -6,10 +6,10 @@ its type (torch) gives tensors back with its `from_dlpack`. A CPU tensor becomes
 (the NumPy path), a CUDA tensor a CuPy array (the CuPy path, on the tensor's device); the
 results become tensors of the same device. bfloat16, which DLPack's NumPy reader lacks, crosses
 as int16 bits (`tensor.view(int16)`) and is viewed back (ml_dtypes.bfloat16 on the array side).
-A tensor that requires grad, with grad mode on, is a TypeError here: the pooling functions take
-it through their autograd Function instead (interop/autograd.py), the others record no graph.
-Under torch.no_grad() such a tensor is taken as it is, and no graph is recorded, as PyTorch's
-own functions do."""
+A tensor that requires grad, with grad mode on, is a TypeError here: the pooling functions and
+interpolate take it through their autograd Function instead (interop/autograd.py), the others record
+no graph. Under torch.no_grad() such a tensor is taken as it is, and no graph is recorded, as
+PyTorch's own functions do."""
 from __future__ import annotations
 
 import importlib
@@ -59,8 +59,9 @@ def intake(x: Any, name: str) -> tuple[Any, Callable[[Any], Any]]:
         if records_graph(x):
             raise TypeError(
                 f"{name}: a tensor that requires grad was given, and {name} has no gradient "
-                f"in onnx_cupy.nn.functional (its pooling functions have: avg_pool, lp_pool, "
-                f"max_pool, adaptive pooling, max_unpool); pass tensor.detach(), or call it "
+                f"in onnx_cupy.nn.functional (its pooling functions and interpolate have: "
+                f"avg_pool, lp_pool, max_pool, adaptive pooling, max_unpool, interpolate); pass "
+                f"tensor.detach(), or call it "
                 f"under torch.no_grad()")
         x = x.detach()
     torch = torch_of(x)

@@ -13,6 +13,8 @@ from typing import Any, overload
 from ..core import opsets
 from ..core.execution import ArrayT
 from ..pool import api as pool_api
+from ..resize import api as resize_api
+from ..resize import plan as resize_plan
 from ..unpool import api as unpool_api
 
 Gradient = Callable[[tuple[Any, ...], Any, int, dict[str, Any], Any], tuple[Any, ...]]
@@ -35,6 +37,24 @@ def _unpooled(inputs: tuple[Any, ...], cotangent: Any, opset: int, attributes: d
     return (dx, None, *(None for _ in shape))
 
 
+def _resized(inputs: tuple[Any, ...], cotangent: Any, opset: int, attributes: dict[str, Any],
+             out: Any) -> tuple[Any, ...]:
+    """Resize's gradient (inputs: X and the optional roi, scales and sizes): (dX, None, ...)."""
+    X, *vectors = inputs
+    padded = (*vectors, *(None,) * (3 - len(vectors)))
+    dx = resize_api.gradient(X, cotangent, (opset, None, attributes), padded, out=out)
+    return (dx, *(None for _ in vectors))
+
+
+def _upsampled(inputs: tuple[Any, ...], cotangent: Any, opset: int, attributes: dict[str, Any],
+               out: Any) -> tuple[Any, ...]:
+    """Upsample's gradient (inputs: X and scales): (dX, None)."""
+    X, scales = inputs
+    dx = resize_api.gradient(X, cotangent, (opset, attributes["mode"]), (scales,),
+                             op=resize_plan.UPSAMPLE, out=out)
+    return (dx, None)
+
+
 # function -> (its operator, its fewest and most inputs, its gradient)
 _GRADIENTS: dict[Callable[..., Any], tuple[str, int, int, Gradient]] = {
     **{f: (op, 1, 1, _pooled(op)) for f, op in (
@@ -42,6 +62,8 @@ _GRADIENTS: dict[Callable[..., Any], tuple[str, int, int, Gradient]] = {
         (pool_api.max_pool, "MaxPool"), (pool_api.global_average_pool, "GlobalAveragePool"),
         (pool_api.global_lp_pool, "GlobalLpPool"), (pool_api.global_max_pool, "GlobalMaxPool"))},
     unpool_api.max_unpool: ("MaxUnpool", 2, 3, _unpooled),
+    resize_api.resize: (resize_plan.OP, 1, 4, _resized),
+    resize_api.upsample: (resize_plan.UPSAMPLE, 2, 2, _upsampled),
 }
 
 
@@ -65,6 +87,13 @@ def _defaults(function: Callable[..., Any]) -> dict[str, Any]:
             and name not in ("opset", "out", "return_indices")}
 
 
+@functools.cache
+def _default_opset(function: Callable[..., Any]) -> int:
+    """The opset `function` follows where its caller gives none."""
+    opset: int = inspect.signature(function).parameters["opset"].default
+    return opset
+
+
 @overload   # a pooling operator, or a pooling function of onnx_cupy.nn.functional
 def vjp(function: Callable[..., Any], X: ArrayT, /, *, cotangent: ArrayT,
         opset: int | None = ..., out: ArrayT | None = ...,
@@ -85,13 +114,13 @@ def vjp(function: Callable[..., Any], X: ArrayT, I: Any, output_shape: Any, /, *
 
 def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: int | None = None,
         out: Any = None, **attributes: Any) -> tuple[Any, ...]:
-    """The vector-Jacobian product of a pooling operator or MaxUnpool on NumPy or CuPy arrays:
-    with Y = function(*inputs, **attributes) and the cotangent dY (Y's shape and dtype), the
-    gradient of sum(dY * Y) with respect to each input, one entry per input (None for an input
-    with no gradient, such as indices).
+    """The vector-Jacobian product of a pooling operator, MaxUnpool, Resize or Upsample on NumPy
+    or CuPy arrays: with Y = function(*inputs, **attributes) and the cotangent dY (Y's shape and
+    dtype), the gradient of sum(dY * Y) with respect to each input, one entry per input (None
+    for an input with no gradient, such as indices, roi, scales and sizes).
 
-    Each gradient is a sum over the outputs whose window holds an element, in ascending output
-    order from +0 in float32 (float64 for float64 inputs), rounded once to X's dtype; no
+    Each gradient is a sum over the outputs that read an element, in ascending output order
+    from +0 in float32 (float64 for float64 inputs), rounded once to X's dtype; no
     floating-point atomics, so the same bits on every run and on the NumPy, emulated and CuPy
     paths given the same forward output (but for the powers of lp_pool and global_lp_pool with
     p other than 1 and 2: each path's `pow`, within a few ulps).
@@ -103,6 +132,11 @@ def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: in
     - max_pool, global_max_pool: each dY[o] to the one element MaxPool's Indices name (the
       first maximum in window order, the last NaN), the others 0;
     - global_average_pool: dX = dY / (D1 * ... * Dk);
+    - resize, upsample (any mode, every attribute: the forward is linear in X): the transpose
+      of the forward's per-axis tables, one resized axis at a time, each element's terms
+      weight * dY in ascending (output coordinate, tap) order, the partial sums in float32
+      (float64) between axes (onnx_cupy.resize.plan_grad); a tf_crop_and_resize output outside
+      the crop gives nothing;
     - max_unpool(X, I[, output_shape]): dX[e] = dY at the position of Y that I[e] names, for
       every e (PyTorch's rule, also where a later element of X overwrote that position).
 
@@ -119,15 +153,17 @@ def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: in
     ----------
     function : callable
         One of onnx_cupy.average_pool, lp_pool, max_pool, global_average_pool,
-        global_lp_pool, global_max_pool, max_unpool, or a pooling function of
-        onnx_cupy.nn.functional.
+        global_lp_pool, global_max_pool, max_unpool, resize, upsample, or a pooling function
+        of onnx_cupy.nn.functional or its interpolate.
     *inputs : numpy.ndarray or cupy.ndarray
         The function's inputs, as it takes them: X (a floating dtype) for the pools; X, I and
-        optionally output_shape for max_unpool.
+        optionally output_shape for max_unpool; X and optionally roi, scales and sizes for
+        resize (None where not given); X and scales for upsample.
     cotangent : numpy.ndarray or cupy.ndarray
         dY: Y's shape, X's dtype and array type, on X's device.
-    opset : int, default 22
-        Picks the operator version in force, as for the function (ONNX operators only).
+    opset : int, optional
+        Picks the operator version in force, as for the function (ONNX operators only); by
+        default the function's own (22; resize 19, upsample 10).
     out : array, optional
         Written with the first gradient instead of a new array: C-contiguous, X's shape and
         dtype, on X's device (ONNX operators only).
@@ -138,9 +174,9 @@ def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: in
 
     Returns
     -------
-    tuple of numpy.ndarray or cupy.ndarray (None for indices and output_shape)
-        (dX,) for the pools, (dX, None) or (dX, None, None) for max_unpool; dX has X's shape,
-        dtype and array type.
+    tuple of numpy.ndarray or cupy.ndarray (None for the inputs without a gradient)
+        (dX,) for the pools, (dX, None) or (dX, None, None) for max_unpool, dX and a None per
+        further input for resize and upsample; dX has X's shape, dtype and array type.
 
     Raises
     ------
@@ -177,7 +213,7 @@ def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: in
     op, fewest, most, gradient = known
     if not fewest <= len(inputs) <= most:
         raise TypeError(f"vjp: {name} takes {fewest} to {most} inputs, got {len(inputs)}")
-    opset = 22 if opset is None else opset
+    opset = _default_opset(function) if opset is None else opset
     names = (op, opset, *attributes)
     if names not in _CHECKED:   # the names given, checked once per operator and opset
         opsets.check_given(op, opset, dict.fromkeys(attributes, True))

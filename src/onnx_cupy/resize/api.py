@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import calls, kernel_call
+import numpy as np
+
+from ..core import arrays, calls, kernel_call
 from ..core.execution import ArrayT
-from . import kernel, plan
+from . import kernel, kernel_grad, numpy_grad, plan, plan_grad
 from . import numpy as numpy_path
 
 
@@ -128,6 +130,29 @@ def _plan_upsample(x: Any, opset: int, mode: str, scales: Any) -> plan.ResizePla
                      plan.UPSAMPLE, mode=mode)[0]
 
 
+def gradient(X: Any, dY: Any, parts: tuple[Any, ...], vectors: tuple[Any, ...], *,
+             op: str = plan.OP, out: Any = None) -> Any:
+    """The Resize family's gradient entry point (onnx_cupy.vjp and interpolate's autograd come
+    here): dX, the vector-Jacobian product of the forward call of `parts` and `vectors` (those
+    `run` takes: (opset, source, attributes) and (roi, scales, sizes); Upsample's, with `op`
+    Upsample: (opset, mode) and (scales,)) at X with the cotangent dY; the formula and its
+    order: onnx_cupy.resize.plan_grad, the same bits on every path."""
+    call = GRADIENTS[op]
+    return call(X, dY, parts=parts, vectors=vectors, out=out)
+
+
+def _gradient(op: str, forward: Any) -> kernel_call.KernelCall:
+    """The declared gradient of `op`, planned by the forward's plan function `forward`: inputs
+    X (read for its shape and dtype) and dY."""
+    def make(x: Any, dy: Any, *arguments: Any) -> plan_grad.GradientPlan:
+        return plan_grad.gradient(forward(x, *arguments), np.dtype(x.dtype), dy, op)
+    return kernel_call.KernelCall(
+        f"{op} gradient", (kernel_call.Input("X"), kernel_call.Input("dY", contiguous=True)),
+        make, lambda gp, x, dy: numpy_grad.prepare(gp, np.dtype(x.dtype)), kernel_grad.prepare,
+        output=lambda gp, x, dy: (gp.forward.in_shape, x.dtype),
+        walks=lambda gp, index, a: index == 0 or arrays.whole_element_strides(a) is not None)
+
+
 _X = (kernel_call.Input("X"),)
 RESIZE = kernel_call.KernelCall(plan.OP, _X, _plan(plan.OP), numpy_path.prepare,
                                 kernel.prepare, walks=kernel.walks)
@@ -136,6 +161,8 @@ UPSAMPLE_AS_RESIZE = kernel_call.KernelCall(plan.UPSAMPLE, _X, _plan(plan.UPSAMP
                                             walks=kernel.walks)
 UPSAMPLE = kernel_call.KernelCall(plan.UPSAMPLE, _X, _plan_upsample,
                                   numpy_path.prepare, kernel.prepare, walks=kernel.walks)
+GRADIENTS = {plan.OP: _gradient(plan.OP, _plan(plan.OP)),
+             plan.UPSAMPLE: _gradient(plan.UPSAMPLE, _plan_upsample)}
 
 
 def upsample(X: ArrayT, scales: Any = None, *, mode: str = "nearest", opset: int = 10,

@@ -1,20 +1,21 @@
-"""Record PyTorch's gradients of the pooling functions of torch.nn.functional, so that the test
-suite can check onnx_cupy.nn.functional's backward (onnx_cupy.vjp) against them with no torch
-installed (tests/interop/test_functional_gradients_recorded.py).
+"""Record PyTorch's gradients of the pooling functions and interpolate of torch.nn.functional, so
+that the test suite can check onnx_cupy.nn.functional's backward (onnx_cupy.vjp) against them with
+no torch installed (tests/interop/test_functional_gradients_recorded.py).
 
 Run from a clone, with a Python that has torch (CPU) and NumPy:
 
     python tests/data/torch_gradients/record.py
 
-It writes cases.json and cases.npz beside itself. Each case is one call on CPU of avg_pool,
-lp_pool, max_pool (with and without return_indices), adaptive_avg_pool, adaptive_max_pool or
-max_unpool (1-D, 2-D, 3-D), drawn from a seeded generator: odd sizes, padding, ceil_mode,
-dilation, divisor_override, count_include_pad False and True, unbatched inputs, ties in max
-pooling (inputs of a few integer values), lp_pool with zero windows and zeros in windows for
-several norm_types, adaptive outputs longer than their inputs, max_unpool after overlapping
-pooling windows (indices that repeat); float64 and float32. The input x requires grad; the
-function's first output y is given the gradient g (random normal) by y.backward(g); the case
-keeps x, g, x.grad and (max_unpool) the indices i.
+It writes cases.json and cases.npz beside itself. Each case is one call on CPU of avg_pool, lp_pool,
+max_pool (with and without return_indices), adaptive_avg_pool, adaptive_max_pool, max_unpool or
+interpolate (1-D, 2-D, 3-D; interpolate in every mode, sizes and scale factors shrinking and
+growing, align_corners both ways, antialias), drawn from a seeded generator: odd sizes, padding,
+ceil_mode, dilation, divisor_override, count_include_pad False and True, unbatched inputs, ties in
+max pooling (inputs of a few integer values), lp_pool with zero windows and zeros in windows for
+several norm_types, adaptive outputs longer than their inputs, max_unpool after overlapping pooling
+windows (indices that repeat); float64 and float32. The input x requires grad; the function's first
+output y is given the gradient g (random normal) by y.backward(g); the case keeps x, g, x.grad and
+(max_unpool) the indices i.
 
 cases.json: {"torch": version, "cases": [...]}; each case has `id`, `call` (the Python call as
 written, x the input, i max_unpool's indices, every other argument a keyword), `inputs` (names
@@ -108,7 +109,34 @@ def max_unpool(rng: np.random.Generator, k: int, case: int) -> tuple[str, dict, 
     return f"max_unpool{k}d", kw, _batch(rng, spatial, case == 6), case % 2 == 0
 
 
-DRAWS = [avg_pool, lp_pool, max_pool, adaptive("avg"), adaptive("max"), max_unpool]
+# interpolate's modes per spatial rank, one per case (antialias: the 2-D cases 3, 4 and 7)
+MODES = {1: ("nearest", "linear", "nearest-exact", "linear", "area", "nearest", "linear", "area"),
+         2: ("bilinear", "bicubic", "nearest", "bilinear", "bicubic", "nearest-exact", "area",
+             "bicubic"),
+         3: ("trilinear", "nearest", "trilinear", "area", "nearest-exact", "trilinear",
+             "nearest", "area")}
+
+
+def interpolate(rng: np.random.Generator, k: int, case: int) -> tuple[str, dict, tuple, bool]:
+    mode = MODES[k][case]
+    spatial = _shape(rng, k, 3, 9 if k < 3 else 5)
+    kw: dict = {"mode": mode}
+    if case % 2:   # sizes, shorter and longer than the input
+        sizes = [int(m) for m in rng.integers(1, [2 * n + 3 for n in spatial])]
+        kw["size"] = sizes[0] if k == 1 else sizes
+    else:
+        factors = [float(f) for f in rng.choice([0.37, 0.5, 0.8, 1.0, 1.7, 2.0, 3.0], k)]
+        kw["scale_factor"] = factors[0] if k == 1 or case == 2 else factors
+        if case == 6:
+            kw["recompute_scale_factor"] = True
+    if mode in ("linear", "bilinear", "bicubic", "trilinear"):
+        kw["align_corners"] = bool(case // 2 % 2)
+    if k == 2 and case in (3, 4, 7):
+        kw["antialias"] = True
+    return "interpolate", kw, (2, 2, *spatial), False
+
+
+DRAWS = [avg_pool, lp_pool, max_pool, adaptive("avg"), adaptive("max"), max_unpool, interpolate]
 
 
 def record() -> tuple[list[dict], dict[str, np.ndarray]]:

@@ -4,16 +4,15 @@ PyTorch's argument names, order, defaults, errors and results, built on the ONNX
 plans and the pool family's adaptive pooling; public as `onnx_cupy.nn.functional`.
 
 Arrays are channels-first, (N, C, *spatial) (or (C, *spatial) where PyTorch takes an unbatched
-input). A PyTorch tensor in gives tensors out on its device, zero-copy through DLPack (a CPU
-tensor runs the NumPy path, a CUDA tensor the CuPy path; interop/tensors.py); a tensor that
-requires grad records a graph node through the pooling functions (interop/autograd.py), and is a
-TypeError naming the function for the others. Each function names the ONNX
-attributes it runs with and PyTorch's quirks it reproduces; docs/pytorch.md maps every call to
-what an exporter writes.
+input). A PyTorch tensor in gives tensors out on its device, zero-copy through DLPack (a CPU tensor
+runs the NumPy path, a CUDA tensor the CuPy path; interop/tensors.py); a tensor that requires grad
+records a graph node through the pooling functions and interpolate (interop/autograd.py), and is a
+TypeError naming the function for the others. Each function names the ONNX attributes it runs with
+and PyTorch's quirks it reproduces; docs/pytorch.md maps every call to what an exporter writes.
 """
 from __future__ import annotations
 
-from . import gradients  # noqa: F401  (enters the pooling functions' gradients)
+from . import gradients  # noqa: F401  (enters the functions' gradients)
 from .adaptive import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,

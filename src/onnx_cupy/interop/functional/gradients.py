@@ -1,13 +1,14 @@
-"""The gradients of onnx_cupy.nn.functional's pooling functions on arrays, without torch: the
-backward the PyTorch bridge (interop/autograd.py) runs for a tensor that requires grad, and
-what onnx_cupy.vjp gives for these functions.
+"""The gradients of onnx_cupy.nn.functional's pooling functions and interpolate on arrays,
+without torch: the backward the PyTorch bridge (interop/autograd.py) runs for a tensor that
+requires grad, and what onnx_cupy.vjp gives for these functions.
 
-Each function's gradient is PyTorch's (its CPU backward, or for lp_pool its autograd through
-the forward's ops) computed by the families' gradient entry points: pool.api.gradient
-(AveragePool, divisor_override included, MaxPool, the adaptive pools), unpool.api.gradient
-(max_unpool), and for lp_pool the elementwise steps around AveragePool's. A function's forward
-`saving` gives beside its result what its gradient reads (MaxPool's Indices, the adaptive
-maximum's, lp_pool's pooled powers), so that the backward finds no window again.
+Each function's gradient is PyTorch's (its CPU backward, or for lp_pool its autograd through the
+forward's ops) computed by the families' gradient entry points: pool.api.gradient (AveragePool,
+divisor_override included, MaxPool, the adaptive pools), unpool.api.gradient (max_unpool),
+resize.api.gradient (interpolate; mode "area": the adaptive average pool's), and for lp_pool the
+elementwise steps around AveragePool's. A function's forward `saving` gives beside its result what
+its gradient reads (MaxPool's Indices, the adaptive maximum's, lp_pool's pooled powers), so that the
+backward finds no window again.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from . import adaptive, arguments, pooling, unpool
+from . import adaptive, arguments, interpolation, pooling, unpool
 
 Arguments = dict[str, Any]   # a call's arguments by name, defaults applied
 
@@ -127,8 +128,22 @@ def _unpool(k: int) -> tuple[Callable[[Arguments], tuple[Any, Any]],
     return forward, backward
 
 
+def _interpolate_forward(a: Arguments) -> tuple[Any, Any]:
+    return interpolation._interpolate(a["input"], a["size"], a["scale_factor"], a["mode"],
+                                      a["align_corners"], a["recompute_scale_factor"],
+                                      a["antialias"]), None
+
+
+def _interpolate_backward(a: Arguments, dy: Any, saved: Any) -> Any:
+    return interpolation._interpolate_gradient(a["input"], dy, a["size"], a["scale_factor"],
+                                               a["mode"], a["align_corners"],
+                                               a["recompute_scale_factor"], a["antialias"])
+
+
 # every function with a gradient, by name
-DIFFERENTIABLE: dict[str, Differentiable] = {}
+DIFFERENTIABLE: dict[str, Differentiable] = {
+    "interpolate": Differentiable(interpolation.interpolate, _interpolate_forward,
+                                  _interpolate_backward)}
 for _k in (1, 2, 3):
     for _fn, _make in ((getattr(pooling, f"avg_pool{_k}d"), _avg(_k)),
                        (getattr(pooling, f"lp_pool{_k}d"), _lp(_k)),

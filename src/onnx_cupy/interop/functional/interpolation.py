@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -16,7 +16,7 @@ from ...pool import api as pool_api
 from ...resize import api as resize_api
 from ...resize import plan as resize_plan
 from .arguments import _RESIZE_OPSET, _check_bools, _In, _tensors
-from .prepared import Prepared, _cached
+from .prepared import Prepared, _cached, _check_grad_output
 
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
 _RANK_OF_MODE = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
@@ -141,13 +141,56 @@ def interpolate(input: _In, size: Any = None, scale_factor: Any = None, mode: st
     >>> F.interpolate(np.array([[[0.0, 1.0]]]), size=4, mode="linear")
     array([[[0.  , 0.25, 0.75, 1.  ]]])
     """
-    return cast(_In, _cached(_prepare_interpolate, input, resize_plan.OP, size, scale_factor,
-                             mode, align_corners, recompute_scale_factor, antialias))
+    return cast(_In, _interpolate(input, size, scale_factor, mode, align_corners,
+                                  recompute_scale_factor, antialias))
 
 
-def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_factor: Any,
-                         mode: str, align_corners: bool | None,
-                         recompute_scale_factor: bool | None, antialias: bool) -> Prepared:
+def _interpolate(input: Any, size: Any, scale_factor: Any, mode: str,
+                 align_corners: bool | None, recompute_scale_factor: bool | None,
+                 antialias: bool) -> Any:
+    return _cached(_prepare_interpolate, input, resize_plan.OP, size, scale_factor, mode,
+                   align_corners, recompute_scale_factor, antialias)
+
+
+def _prepare_interpolate(x: Any, backend: str, name: str, *args: Any) -> Prepared:
+    target, attrs, keyed = _translate(x, *args)
+    if attrs is None:   # area
+        return lambda xb: pool_api.adaptive_pool("AdaptiveAveragePool", xb, target)
+    return lambda xb: resize_api.run(xb, None, None, target, _RESIZE_OPSET, attrs, source=keyed)
+
+
+def _interpolate_gradient(input: Any, grad_output: Any, size: Any, scale_factor: Any, mode: str,
+                          align_corners: bool | None, recompute_scale_factor: bool | None,
+                          antialias: bool) -> Any:
+    """The gradient of interpolate's input, given its output's `grad_output`: Resize's
+    (onnx_cupy.resize.plan_grad: the transpose of the forward's tables), or for mode "area"
+    the adaptive average pool's."""
+    return _cached(_prepare_interpolate_gradient, input, resize_plan.OP, size, scale_factor,
+                   mode, align_corners, recompute_scale_factor, antialias, others=(grad_output,))
+
+
+def _prepare_interpolate_gradient(x: Any, backend: str, name: str, size: Any,
+                                  scale_factor: Any, mode: str, align_corners: bool | None,
+                                  recompute_scale_factor: bool | None, antialias: bool, dy: Any
+                                  ) -> Callable[[Any, Any], Any]:
+    target, attrs, keyed = _translate(x, size, scale_factor, mode, align_corners,
+                                      recompute_scale_factor, antialias)
+    if attrs is None:   # area
+        _check_grad_output("interpolate", dy, x, (*x.shape[:2], *target))
+        return lambda xg, dyg: pool_api.gradient("AdaptiveAveragePool", xg, dyg, (target,))
+    _check_grad_output("interpolate", dy, x, tuple(target))
+    if keyed is not None and keyed.value.first_row:   # PyTorch's backward: each row its own
+        keyed = calls.Keyed(dataclasses.replace(keyed.value, first_row=False))
+    return lambda xg, dyg: resize_api.gradient(xg, dyg, (_RESIZE_OPSET, keyed, attrs),
+                                               (None, None, target))
+
+
+def _translate(x: Any, size: Any, scale_factor: Any, mode: str, align_corners: bool | None,
+               recompute_scale_factor: bool | None, antialias: bool
+               ) -> tuple[list[int], dict[str, Any] | None, calls.Keyed | None]:
+    """PyTorch's checks of interpolate's arguments, then what runs: (Resize's output shape, its
+    attributes and coordinate source), or for mode "area" (the output's spatial lengths, None,
+    None): adaptive average pooling."""
     if not isinstance(mode, str):
         raise TypeError(f"interpolate: mode must be a string, got {mode!r}")
     _check_bools("interpolate", ("align_corners", "recompute_scale_factor"),
@@ -175,7 +218,7 @@ def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_facto
         if any(n < 1 for n in spatial):
             raise ValueError(f"interpolate: expected input to have non-zero size for non-batch "
                              f"dimensions, got input {spatial}")
-        return lambda xb: pool_api.adaptive_pool("AdaptiveAveragePool", xb, sizes)
+        return sizes, None, None
     if any(n < 1 for n in spatial) or any(m < 1 for m in sizes):
         raise ValueError(f"interpolate: input and output sizes should be greater than 0, but got "
                          f"input {spatial} and output {sizes}")
@@ -219,7 +262,7 @@ def _prepare_interpolate(x: Any, backend: str, name: str, size: Any, scale_facto
         source = dataclasses.replace(source, first_row=True)
     target, attrs = [*x.shape[:2], *sizes], {**resize_plan.DEFAULTS, **attrs}
     keyed = calls.Keyed(source)   # keyed once: the family call's key writes its bytes
-    return lambda xb: resize_api.run(xb, None, None, target, _RESIZE_OPSET, attrs, source=keyed)
+    return target, attrs, keyed
 
 
 _FLOAT32_EXACT = 2**24   # longest axis whose every index float32 holds (nearest in float32)
