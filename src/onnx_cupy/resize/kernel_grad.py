@@ -20,27 +20,37 @@ FLOATS = tuple(dtypes.FLOAT_TYPES)   # gradients: floating dtypes only
 OPS = (f"{OP} gradient", f"{UPSAMPLE} gradient")
 
 
-def _types(dtype_name: str, first: bool, last: bool) -> tuple[str, str, str]:
-    """(input, output, accumulate) C++ types of a pass on X of `dtype_name`: X's storage at the
-    ends of the chain, the accumulate type between passes."""
-    storage, acc, _ = dtypes.FLOAT_TYPES[dtype_name]
-    return storage if first else acc, storage if last else acc, acc
+def _key(dtype_name: str, first: bool, last: bool) -> tuple[str, bool, bool]:
+    """The instantiation of a pass on X of `dtype_name`: (storage dtype, whether it reads
+    the storage type, whether it writes it; else the accumulate type). A chain's first pass
+    reads X's type, its last writes it; between them the partial gradient is the accumulate
+    type, so a pass of float32 or float64 (whose storage is their accumulate type) and a pass
+    between two others (float32 to float32) are float32's or float64's own."""
+    if dtype_name in ("float32", "float64"):
+        return dtype_name, True, True
+    if not first and not last:
+        return "float32", True, True
+    return dtype_name, first, last
 
 
-def _instantiation(types: tuple[str, str, str], bits: int) -> records.Instantiation:
-    names = tuple(t for t in FLOATS if any(
-        _types(t, first, last) == types for first in (True, False) for last in (True, False)))
+def _instantiation(key: tuple[str, bool, bool], bits: int) -> records.Instantiation:
+    name, first, last = key
+    acc = dtypes.FLOAT_TYPES[name][1]
+    names = tuple(t for t in FLOATS if any(_key(t, f, la) == key for f in (True, False)
+                                           for la in (True, False)))
+    flag = {True: "true", False: "false"}
     return records.Instantiation(
-        FAMILY, "resize_grad", (records.argument("source", types[0]),
-                                records.argument("destination", types[1]),
-                                records.argument("accumulate", types[2]), records.index(bits)),
+        FAMILY, "resize_grad", (records.storage(name), records.argument("accumulate", acc),
+                                records.argument("from_storage", first, flag[first]),
+                                records.argument("to_storage", last, flag[last]),
+                                records.index(bits)),
         OPS, names, grid_stride="x", variant="gradient pass")
 
 
-# by (input, output, accumulate C++ types, bits)
-GRADIENT = {(*types, b): _instantiation(types, b) for b in dtypes.INDEX_TYPES
-            for types in dict.fromkeys(_types(t, first, last) for t in FLOATS
-                                       for first in (True, False) for last in (True, False))}
+# by (storage dtype, reads it, writes it, bits)
+GRADIENT = {(*key, b): _instantiation(key, b) for b in dtypes.INDEX_TYPES
+            for key in dict.fromkeys(_key(t, first, last) for t in FLOATS
+                                     for first in (True, False) for last in (True, False))}
 
 loader.register(FAMILY, list(GRADIENT.values()), {"ResizeGradGeom": _GRAD_GEOM})
 
@@ -55,8 +65,8 @@ def pass_args(p: Transposed, shape: tuple[int, ...], dtype_name: str, first: boo
     inner = math.prod(shape[p.axis + 1:])
     bits = launcher.grid_offset_bits(total, total // max(p.n, 1) * p.m, len(p.source))
     g = launcher.parameter_struct(_GRAD_GEOM, total=total, n=p.n, m=p.m, inner=inner)
-    source, destination, acc = _types(dtype_name, first, last)
-    return launcher.LaunchSpec(GRADIENT[source, destination, acc, bits], None, total, (g,))
+    name, reads, writes = _key(dtype_name, first, last)
+    return launcher.LaunchSpec(GRADIENT[name, reads, writes, bits], None, total, (g,))
 
 
 def prepare(gp: GradientPlan, device: Any, x: Any, dy: Any) -> kernel_call.Body:
