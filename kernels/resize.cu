@@ -388,3 +388,41 @@ __global__ void __launch_bounds__(OC_BLOCK, RESIZE_FAST_MIN_BLOCKS) resize_weigh
     y[start + pos] = inside ? rsz::result<T, Acc>::from(acc) : fill;
   });
 }
+
+// Resize's gradient, one pass per resized dim (the passes, their order and the sum's order:
+// onnx_cupy.resize.plan_grad): viewing the pass's input (dY, or the partial gradient) as
+// [outer, m, inner] and its output as [outer, n, inner], each thread writes one output element
+//   dst[q, i, j] = sum over k in [start[i], start[i + 1]) of weight[k] * src[q, source[k], j]
+// from +0, the terms in the table's order, each product and sum rounded in Acc. The input holds
+// T (X's storage type) where FROM_T, else Acc (a partial gradient); the output T where TO_T.
+struct ResizeGradGeom {
+  long long total;   // output elements: outer * n * inner
+  long long n;       // the output's length along the dim (X's)
+  long long m;       // the input's (Y's)
+  long long inner;   // elements after the dim
+};
+
+namespace rsz {
+// A if B, else C.
+template <bool B, typename A, typename C> struct pick { using type = A; };
+template <typename A, typename C> struct pick<false, A, C> { using type = C; };
+}  // namespace rsz
+
+template <typename T, typename Acc, bool FROM_T, bool TO_T, typename I>
+__global__ void __launch_bounds__(OC_BLOCK, RESIZE_GENERIC_MIN_BLOCKS) resize_grad(
+    const typename rsz::pick<FROM_T, T, Acc>::type* __restrict__ src,
+    typename rsz::pick<TO_T, T, Acc>::type* __restrict__ dst,
+    const long long* __restrict__ start, const long long* __restrict__ source,
+    const Acc* __restrict__ weight, const ResizeGradGeom g) {
+  const I n = (I)g.n, inner = (I)g.inner;
+#pragma unroll 1  // grid-stride loop: no trip-count division
+  for (I e = oc::first_index<I>(); e < (I)g.total; e += oc::grid_stride<I>()) {
+    const I row = e / inner, i = row % n;
+    const auto* base = src + (row / n) * (I)g.m * inner + (e - row * inner);
+    Acc acc = Acc(0);
+#pragma unroll 1
+    for (I k = (I)start[i]; k < (I)start[i + 1]; ++k)
+      acc += weight[k] * oc::load<Acc>(base + (I)source[k] * inner);
+    oc::store<Acc>(dst + e, acc);
+  }
+}

@@ -1,7 +1,7 @@
 """`onnx_cupy.vjp`: the gradient of an operator's output with respect to its inputs, on NumPy or
 CuPy arrays, without torch: the vector-Jacobian product, the cotangent of the first output in,
 one gradient per input out (None for an input with none, such as indices). The pooling
-functions of onnx_cupy.nn.functional too, with PyTorch's gradients
+functions and interpolate of onnx_cupy.nn.functional too, with PyTorch's gradients
 (interop/functional/gradients.py)."""
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def _default_opset(function: Callable[..., Any]) -> int:
     return opset
 
 
-@overload   # a pooling operator, or a pooling function of onnx_cupy.nn.functional
+@overload   # a pooling operator, or a pooling function or interpolate of nn.functional
 def vjp(function: Callable[..., Any], X: ArrayT, /, *, cotangent: ArrayT,
         opset: int | None = ..., out: ArrayT | None = ...,
         **attributes: Any) -> tuple[ArrayT]: ...
@@ -144,9 +144,9 @@ def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: in
     from X at each call.
 
     The pooling functions of onnx_cupy.nn.functional (avg_pool1d/2d/3d, lp_pool1d/2d/3d,
-    max_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d, max_unpool1d/2d/3d)
-    give PyTorch's gradient of their input (what their autograd records for a tensor that
-    requires grad): `inputs` are the input (and max_unpool's indices), the function's other
+    max_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d, max_unpool1d/2d/3d) and
+    its interpolate give PyTorch's gradient of their input (what their autograd records for a tensor
+    that requires grad): `inputs` are the input (and max_unpool's indices), the function's other
     arguments its keywords, with no opset and no out; (dX,), or (dX, None) for max_unpool.
 
     Parameters
@@ -201,6 +201,9 @@ def vjp(function: Callable[..., Any], /, *inputs: Any, cotangent: Any, opset: in
     >>> oc.vjp(F.avg_pool1d, x, cotangent=np.ones((1, 1, 3), np.float32), kernel_size=2,
     ...        stride=1)
     (array([[[0.5, 1. , 1. , 0.5]]], dtype=float32),)
+    >>> oc.vjp(oc.resize, x, None, [1.0, 1.0, 0.5], cotangent=np.ones((1, 1, 2), np.float32),
+    ...        mode="linear")
+    (array([[[0.5, 0.5, 0.5, 0.5]]], dtype=float32), None, None)
     """
     functional = _functional_gradients().differentiable(function)
     if functional is not None:

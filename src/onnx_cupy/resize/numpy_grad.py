@@ -19,34 +19,46 @@ Body = Callable[[np.ndarray, np.ndarray, "np.ndarray | None"], np.ndarray]
 
 @dataclass(frozen=True)
 class _Slot:
-    """The j-th term of each input coordinate that has one: those coordinates (None: all), the
-    output coordinates their terms read, and their weights in the accumulate type."""
+    """The j-th term of the input coordinates that have one: those coordinates (`rows`, None:
+    all), or where most have one the coordinates that do not (`lacking`, whose terms are then
+    made +0); the output coordinate each term reads and its weight in the accumulate type."""
 
     rows: np.ndarray | None
+    lacking: np.ndarray | None
     source: np.ndarray
-    weight: np.ndarray   # [rows, 1]: broadcast along the axes after the pass's
+    weight: np.ndarray          # [terms, 1]: broadcast along the axes after the pass's
 
 
 def _slots(p: Transposed, acc: np.dtype) -> tuple[_Slot, ...]:
     counts = np.diff(p.start)
     slots = []
     for j in range(p.most):
-        rows = np.flatnonzero(counts > j)
-        terms = p.start[rows] + j
-        slots.append(_Slot(None if len(rows) == p.n else rows, p.source[terms],
-                           p.weight[terms].astype(acc)[:, None]))
+        has = counts > j
+        if 2 * has.sum() >= p.n:   # every coordinate, those without a term fed any, made +0
+            terms = np.where(has, p.start[:-1] + j, 0)
+            slots.append(_Slot(None, None if has.all() else np.flatnonzero(~has),
+                               p.source[terms], p.weight[terms].astype(acc)[:, None]))
+        else:
+            terms = p.start[:-1][has] + j
+            slots.append(_Slot(np.flatnonzero(has), None, p.source[terms],
+                               p.weight[terms].astype(acc)[:, None]))
     return tuple(slots)
 
 
 def _pass(p: Transposed, slots: tuple[_Slot, ...], a: np.ndarray, shape: tuple[int, ...]
           ) -> np.ndarray:
-    """One pass on the partial gradient `a` (the accumulate type): its result, of `shape`."""
+    """One pass on the partial gradient `a` (the accumulate type): its result, of `shape`.
+    A coordinate without a slot's term adds +0, which leaves its sum as it is: a sum that
+    starts at +0 never is -0 (x + +0 = x but for x = -0), so NaN, infinities and every bit
+    stay those of its own terms."""
     lead, inner = int(np.prod(shape[:p.axis])), int(np.prod(shape[p.axis + 1:]))
     src = a.reshape(lead, p.m, inner)
     dst = np.zeros((lead, p.n, inner), a.dtype)
     for s in slots:
         term = np.take(src, s.source, axis=1)
         term *= s.weight
+        if s.lacking is not None:
+            term[:, s.lacking] = 0
         if s.rows is None:
             dst += term
         else:
@@ -64,7 +76,7 @@ def prepare(gp: GradientPlan, dtype: np.dtype) -> Body:
         dx: np.ndarray = np.empty(shape, x.dtype) if out is None else out
         if not dx.size:
             return dx
-        a = dy.astype(acc)   # exact: acc holds every value of X's dtype
+        a = dy.astype(acc, copy=False)   # exact: acc holds every value of X's dtype
         if a.size:
             with np.errstate(over="ignore", invalid="ignore"):
                 for p, s, after in zip(gp.passes, slots, gp.shapes):

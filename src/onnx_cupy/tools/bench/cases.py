@@ -14,6 +14,8 @@ import numpy as np
 import onnx_cupy as oc
 
 from ...pool import api as pool_api
+from ...resize import api as resize_api
+from ...resize import plan as resize_plan
 from ...unpool import api as unpool_api
 
 OPSET = 22                 # model opset: pools' version 22, Hardmax-13, Resize-19, GridSample-22
@@ -252,8 +254,9 @@ FORWARD: tuple[Case, ...] = (
         (1, 4, 12, 16), onnxruntime_target=0.5, shaped_inputs=_boxes, opset=16,
         torch=_torch_roi_align, batch1=(1, 256, 25, 34), tiny=_TINY),
 )
-# The gradients timed: each pooling case's as a row of its own, "<case> backward", in float32
-GRADIENT_OPS = ("AveragePool", "LpPool", "MaxPool", "GlobalAveragePool", "MaxUnpool")
+# The gradients timed: each pooling and Resize case's as a row of its own, "<case> backward",
+# in float32
+GRADIENT_OPS = ("AveragePool", "LpPool", "MaxPool", "GlobalAveragePool", "MaxUnpool", "Resize")
 BACKWARD: tuple[Case, ...] = tuple(
     dataclasses.replace(c, name=f"{c.name} backward", backward=True, reference_target=None,
                         batch1_target=None, tiny_target=None, torch_target=None)
@@ -277,19 +280,26 @@ def cotangent(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 def gradient_inputs(case: Case, x: np.ndarray) -> dict[str, Any]:
     """What a backward row's gradient call takes beside X, made on the host from X once: the
     cotangent dY and the forward output the gradient reads (MaxPool's Indices and LpPool's Y,
-    saved as an autograd framework saves them; MaxUnpool's indices)."""
+    saved as an autograd framework saves them; MaxUnpool's indices; Resize's scales stay with
+    the case, read on the host)."""
     inputs = case.inputs_for(tuple(x.shape), str(x.dtype))
     if case.op == "MaxPool":
         y, saved = oc.max_pool(x, **case.attrs, opset=case.opset, return_indices=True)
     else:
         y = FUNCTIONS[case.op](x, **inputs, **case.attrs, opset=case.opset)
         saved = y if case.op == "LpPool" else None
+    if case.op == "Resize":
+        inputs = {}
     return {"dY": cotangent(tuple(y.shape), str(x.dtype)), "saved": saved, **inputs}
 
 
 def gradient(case: Case, x: Any, dY: Any, saved: Any = None, I: Any = None) -> Any:  # noqa: N803
     """A backward row's call: dX, the gradient of `case`'s operator at X for the cotangent dY,
     through the family's gradient entry point (onnx_cupy.vjp's, given the saved output)."""
+    if case.op == "Resize":
+        scales = case.inputs_for(tuple(x.shape), str(x.dtype))["scales"]
+        return resize_api.gradient(x, dY, (case.opset, None, {**resize_plan.DEFAULTS,
+                                                              **case.attrs}), (None, scales, None))
     if case.op == "MaxUnpool":
         return unpool_api.gradient(x, I, dY, None, case.opset, case.attrs)
     attrs = {} if case.op == "GlobalAveragePool" else case.attrs
