@@ -65,6 +65,22 @@ def to_numpy(x: Any) -> np.ndarray:
     return execution.cupy_module().asnumpy(x) if execution.is_cupy_array(x) else np.asarray(x)
 
 
+def at_byte_offset(a: np.ndarray, offset: int, path: str) -> Any:
+    """`a`'s values in a view whose first element lies `offset` bytes past an aligned address
+    (256 bytes), on `path` (a device array at the same offset on cupy)."""
+    if path == "cupy":
+        cp = execution.cupy_module()
+        raw = cp.empty(a.nbytes + offset, np.uint8)
+        view = raw[offset:].view(a.dtype).reshape(a.shape)
+        view[...] = cp.asarray(a)
+        return view
+    raw = np.empty(a.nbytes + 256 + offset, np.uint8)
+    start = -raw.ctypes.data % 256 + offset
+    view = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    view[...] = a
+    return view
+
+
 def assert_same_bits(got: Any, want: Any) -> None:
     """One shape and dtype, the same bits everywhere but at NaNs, which must be NaNs in both
     (a NaN's payload is the hardware's)."""

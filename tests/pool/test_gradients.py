@@ -26,6 +26,7 @@ from helpers.util import (
     BF16,
     FLOAT_DTYPES,
     assert_same_bits,
+    at_byte_offset,
     forbid_work,
     random,
     replan,
@@ -689,23 +690,6 @@ def test_non_native_byte_order(cpu_backend, rng, name, which):
             np.testing.assert_array_equal(a, b)
 
 
-def _at_offset(a: np.ndarray, offset: int, backend: str) -> Any:
-    """`a`'s values in a view whose first element lies `offset` bytes past an aligned address,
-    on `backend` (a device array at the same offset on cupy)."""
-    align = 256
-    if backend == "cupy":
-        cp = execution.cupy_module()
-        raw = cp.empty(a.nbytes + offset, np.uint8)
-        view = raw[offset:].view(a.dtype).reshape(a.shape)
-        view[...] = cp.asarray(a)
-        return view
-    raw = np.empty(a.nbytes + align + offset, np.uint8)
-    start = -raw.ctypes.data % align + offset
-    view = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
-    view[...] = a
-    return view
-
-
 @pytest.mark.parametrize("offset", [1, 2, 4])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
                          ids=lambda d: np.dtype(d).name)
@@ -719,7 +703,7 @@ def test_inputs_at_byte_offsets(path, rng, name, dtype, offset):
     op, x, dy, saved, parts = layout_inputs(rng, name, dtype)
     want = gradient("numpy", op, x, dy, parts, saved)
     with StandIn().installed() if path == "cupy" and not GPU else contextlib.nullcontext():
-        moved = [None if a is None else _at_offset(a, offset, path) for a in (x, dy, saved)]
+        moved = [None if a is None else at_byte_offset(a, offset, path) for a in (x, dy, saved)]
         assert all(a is None or _address(a) % 256 == offset % 256 for a in moved)
         with checker.checking() as session:
             got = to_numpy(gradient(path, op, *moved[:2], parts, moved[2]))

@@ -19,6 +19,7 @@ from helpers.standin import StandIn
 from helpers.util import (
     FLOAT_DTYPES,
     assert_same_bits,
+    at_byte_offset,
     forbid_work,
     random,
     replan,
@@ -344,20 +345,6 @@ def test_non_contiguous_inputs(backend, rng, view):
     np.testing.assert_array_equal(to_numpy(dyv), dy)
 
 
-def _at_offset(a: np.ndarray, offset: int, path: str) -> Any:
-    if path == "cupy":
-        cp = execution.cupy_module()
-        raw = cp.empty(a.nbytes + offset, np.uint8)
-        view = raw[offset:].view(a.dtype).reshape(a.shape)
-        view[...] = cp.asarray(a)
-        return view
-    raw = np.empty(a.nbytes + 256 + offset, np.uint8)
-    start = -raw.ctypes.data % 256 + offset
-    view = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
-    view[...] = a
-    return view
-
-
 @pytest.mark.parametrize("offset", [1, 2, 4])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
                          ids=lambda d: np.dtype(d).name)
@@ -370,7 +357,7 @@ def test_inputs_at_byte_offsets(path, rng, dtype, offset):
     dy = random(rng, (2, 3, 4, 9), dtype)
     want = gradient("numpy", x, dy, c)
     with StandIn().installed() if path == "cupy" and not GPU else contextlib.nullcontext():
-        xs, dys = _at_offset(x, offset, path), _at_offset(dy, offset, path)
+        xs, dys = at_byte_offset(x, offset, path), at_byte_offset(dy, offset, path)
         with checker.checking() as session:
             got = to_numpy(gradient(path, xs, dys, c))
         assert session.launches >= 2

@@ -15,7 +15,15 @@ import numpy as np
 import pytest
 from helpers.standin import StandIn
 from helpers.unpool_differential import unpooled, window_attributes
-from helpers.util import FLOAT_DTYPES, forbid_work, random, replan, to_backend, to_numpy
+from helpers.util import (
+    FLOAT_DTYPES,
+    at_byte_offset,
+    forbid_work,
+    random,
+    replan,
+    to_backend,
+    to_numpy,
+)
 
 import onnx_cupy as oc
 from onnx_cupy.core import checker, execution, launcher
@@ -163,20 +171,6 @@ def test_non_native_byte_order(cpu_backend, rng, which):
     assert got.astype(got.dtype.newbyteorder("=")).tobytes() == want.tobytes()
 
 
-def _at_offset(a: np.ndarray, offset: int, path: str) -> Any:
-    if path == "cupy":
-        cp = execution.cupy_module()
-        raw = cp.empty(a.nbytes + offset, np.uint8)
-        view = raw[offset:].view(a.dtype).reshape(a.shape)
-        view[...] = cp.asarray(a)
-        return view
-    raw = np.empty(a.nbytes + 256 + offset, np.uint8)
-    start = -raw.ctypes.data % 256 + offset
-    view = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
-    view[...] = a
-    return view
-
-
 @pytest.mark.parametrize("offset", [1, 2, 4])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
                          ids=lambda d: np.dtype(d).name)
@@ -186,7 +180,7 @@ def test_inputs_at_byte_offsets(path, rng, dtype, offset):
     x, indices, dy, out_shape, attrs = _layout(rng, dtype)
     want = to_numpy(gradient("numpy", x, indices, dy, out_shape, **attrs)).tobytes()
     with StandIn().installed() if path == "cupy" and not GPU else contextlib.nullcontext():
-        moved = [_at_offset(a, offset, path) for a in (x, indices, dy)]
+        moved = [at_byte_offset(a, offset, path) for a in (x, indices, dy)]
         with checker.checking() as session, oc.backend(path):
             got = api.gradient(*moved, out_shape, 22, attrs)
         assert session.launches == 1
