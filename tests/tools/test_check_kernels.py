@@ -45,7 +45,7 @@ OPERATORS = ["AdaptiveAveragePool", "AdaptiveAveragePoolGrad", "AdaptiveMaxPool"
              "GlobalAveragePool", "GlobalAveragePoolGrad", "GlobalLpPool", "GlobalLpPoolGrad",
              "GlobalMaxPool", "GlobalMaxPoolGrad", "GridSample", "Hardmax", "LpPool",
              "LpPoolGrad", "MaxPool", "MaxPoolGrad", "MaxRoiPool", "MaxUnpool", "MaxUnpoolGrad",
-             "Resize", "RoiAlign", "Upsample"]
+             "Resize", "ResizeGrad", "RoiAlign", "Upsample", "UpsampleGrad"]
 
 
 def test_quick_subset_runs_clean(capsys):
