@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import execution
+from . import dtypes, execution
 
 
 @functools.lru_cache(maxsize=1024)
@@ -136,6 +136,16 @@ def check_like(op: str, name: str, a: Any, shape: tuple[int, ...], dtype: np.dty
                          f"{tuple(shape)}")
     if a.dtype.newbyteorder("=") != np.dtype(dtype).newbyteorder("="):
         raise TypeError(f"{op}: {name} has dtype {a.dtype}, expected {np.dtype(dtype)}")
+
+
+def check_cotangent(op: str, dtype: np.dtype, dy: Any, shape: tuple[int, ...]) -> None:
+    """The checks every gradient starts with: TypeError where X's `dtype` is not a float (a
+    gradient is defined for floating dtypes only), then the cotangent dY as `check_like`
+    checks it (Y's `shape`, X's dtype). `op` names the gradient."""
+    if dtype.name not in dtypes.FLOAT_TYPES:
+        raise TypeError(f"{op}: X has dtype {dtype}; gradients are defined for floating "
+                        f"dtypes only")
+    check_like(op, "dY", dy, shape, dtype, "Y's")
 
 
 def check_out(op: str, out: Any, shape: tuple[int, ...], dtype: np.dtype,

@@ -394,11 +394,8 @@ def gradient(op: str, forward: PoolPlan | GlobalPlan | AdaptivePlan, dtype: Any,
     Indices; None: computed) of Y's shape, PyTorch's divisor_override a nonzero int64."""
     name = f"{op} gradient"
     dtype = np.dtype(dtype)
-    if dtype.name not in dtypes.FLOAT_TYPES:
-        raise TypeError(f"{name}: X has dtype {dtype}; gradients are defined for floating "
-                        f"dtypes only")
     shape = tuple(forward.out_shape)
-    arrays.check_like(name, "dY", dy, shape, dtype, "Y's")
+    arrays.check_cotangent(name, dtype, dy, shape)
     kept = saved_name(op)
     if saved is not None:
         arrays.check_like(name, kept, saved, shape,

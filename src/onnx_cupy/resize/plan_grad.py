@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import arrays, dtypes
+from ..core import arrays
 from .plan import AxisTable, ResizePlan
 
 
@@ -73,11 +73,7 @@ def transposed(table: AxisTable, n: int) -> Transposed:
 def gradient(forward: ResizePlan, dtype: np.dtype, dy: object, op: str) -> GradientPlan:
     """Validate a gradient of the plan `forward` (X of a floating `dtype`; the cotangent dY an
     array of Y's shape and X's dtype) and plan it. `op` names the gradient in errors."""
-    name = f"{op} gradient"
-    if dtype.name not in dtypes.FLOAT_TYPES:
-        raise TypeError(f"{name}: X has dtype {dtype}; gradients are defined for floating "
-                        f"dtypes only")
-    arrays.check_like(name, "dY", dy, forward.out_shape, dtype, "Y's")
+    arrays.check_cotangent(f"{op} gradient", dtype, dy, forward.out_shape)
     passes = sorted((transposed(t, forward.in_shape[t.axis]) for t in forward.tables),
                     key=lambda p: (p.n / p.m if p.m else 0.0, p.axis))
     shape, shapes = list(forward.out_shape), []
